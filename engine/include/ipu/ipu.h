@@ -1,0 +1,121 @@
+/* ipu.h: the public C API of libipu_e2e.
+ *
+ * Everything crosses the ABI as opaque handles, status codes, byte buffers and
+ * JSON strings (released with ipu_free).  Every fallible call returns an
+ * ipu_status and leaves a message (first error wins, with file:line) that
+ * ipu_ctx_errmsg() returns.  The library never prints and never aborts on user
+ * input.  Python binds this header through ctypes and refuses a library whose
+ * ipu_abi_version() differs from the one it was written for.
+ */
+#ifndef IPU_IPU_H
+#define IPU_IPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define IPU_ABI_VERSION 1u
+
+/* Status codes: explicit values, append-only. */
+typedef enum ipu_status {
+    IPU_OK = 0,
+    IPU_ERR_INVALID_ARGUMENT = 1, /* a caller-supplied value is out of range */
+    IPU_ERR_NO_MEMORY = 2,
+    IPU_ERR_IO = 3,               /* a file could not be read or written */
+    IPU_ERR_MALFORMED = 4,        /* a package or profile failed validation */
+    IPU_ERR_DEVICE_FAULT = 5,     /* the device stopped on a fault */
+    IPU_ERR_STATE = 6,            /* call out of order (run before initialize) */
+    IPU_ERR_INTERNAL = 7          /* an internal invariant failed */
+} ipu_status;
+
+typedef struct ipu_ctx ipu_ctx;
+typedef struct ipu_package ipu_package;
+typedef struct ipu_device ipu_device;
+
+typedef enum ipu_log_level { IPU_LOG_DEBUG = 0, IPU_LOG_INFO = 1, IPU_LOG_WARN = 2 } ipu_log_level;
+typedef void (*ipu_log_fn)(void *user, int level, const char *message);
+/* Progress: stage name, units done, units total (total 0 = unknown). */
+typedef void (*ipu_progress_fn)(void *user, const char *stage, uint64_t done, uint64_t total);
+
+uint32_t ipu_abi_version(void);
+const char *ipu_status_name(ipu_status status);
+/* Release a string or buffer the library returned. ipu_free(NULL) is a no-op. */
+void ipu_free(void *pointer);
+
+/* ---- context ---------------------------------------------------------- */
+ipu_ctx *ipu_ctx_create(void);
+void ipu_ctx_free(ipu_ctx *ctx);
+/* The first error since the last clear, "" when none. Owned by the context. */
+const char *ipu_ctx_errmsg(const ipu_ctx *ctx);
+void ipu_ctx_clear_error(ipu_ctx *ctx);
+void ipu_ctx_set_log(ipu_ctx *ctx, ipu_log_fn fn, void *user);
+void ipu_ctx_set_progress(ipu_ctx *ctx, ipu_progress_fn fn, void *user);
+/* Worker threads for device tiles (0 = OpenMP default). Results do not depend on it. */
+void ipu_ctx_set_threads(ipu_ctx *ctx, int threads);
+
+/* ---- device profiles --------------------------------------------------- */
+/* Validate a profile JSON (fields as fixtures/profiles/c600.json; missing
+ * fields take the c600 defaults), optionally override the tile count
+ * (tiles_override 0 = keep), and return the complete canonical JSON. */
+ipu_status ipu_profile_resolve(ipu_ctx *ctx, const char *profile_json, uint32_t tiles_override,
+                               char **out_json);
+
+/* ---- packages ---------------------------------------------------------- */
+ipu_status ipu_package_load(ipu_ctx *ctx, const void *bytes, size_t size, ipu_package **out);
+ipu_status ipu_package_load_file(ipu_ctx *ctx, const char *path, ipu_package **out);
+/* Serialize; *out_bytes is released with ipu_free. */
+ipu_status ipu_package_serialize(ipu_ctx *ctx, const ipu_package *pkg, void **out_bytes,
+                                 size_t *out_size);
+/* Write atomically (temporary file in the same folder, then rename). */
+ipu_status ipu_package_save_file(ipu_ctx *ctx, const ipu_package *pkg, const char *path);
+/* Summary: version, tiles, profile, digest, streams, records, metadata. */
+ipu_status ipu_package_info_json(ipu_ctx *ctx, const ipu_package *pkg, char **out_json);
+/* Recorded data (kind "input" or "expected") for a named stream; the pointer
+ * stays owned by the package. Missing record: IPU_ERR_INVALID_ARGUMENT. */
+ipu_status ipu_package_record(ipu_ctx *ctx, const ipu_package *pkg, const char *kind,
+                              const char *stream, const void **out_data, size_t *out_size);
+void ipu_package_free(ipu_package *pkg);
+
+/* ---- device ------------------------------------------------------------ */
+ipu_status ipu_device_create(ipu_ctx *ctx, const char *profile_json, ipu_device **out);
+void ipu_device_free(ipu_device *dev);
+/* Host data for a stream, consumed by the next initialize (parameter streams)
+ * or run (input streams). The bytes are copied. */
+ipu_status ipu_device_set_stream(ipu_ctx *ctx, ipu_device *dev, const char *stream,
+                                 const void *data, size_t size);
+/* Load the package into SRAM and run its initialize program. */
+ipu_status ipu_device_initialize(ipu_ctx *ctx, ipu_device *dev, const ipu_package *pkg);
+/* Run one invocation of the main program. *out_json: cycles per step and per
+ * tile. On IPU_ERR_DEVICE_FAULT, ipu_device_fault_json describes the fault. */
+ipu_status ipu_device_run(ipu_ctx *ctx, ipu_device *dev, char **out_json);
+/* Output stream bytes of the last run; the pointer stays owned by the device. */
+ipu_status ipu_device_stream(ipu_ctx *ctx, ipu_device *dev, const char *stream,
+                             const void **out_data, size_t *out_size);
+ipu_status ipu_device_fault_json(ipu_ctx *ctx, const ipu_device *dev, char **out_json);
+/* Debug read of tile memory (does not count as a device access). */
+ipu_status ipu_device_read(ipu_ctx *ctx, const ipu_device *dev, uint32_t tile, uint32_t address,
+                           void *buffer, size_t size);
+/* Debug write of tile memory: marks the bytes written (used by tests that
+ * corrupt state between invocations). */
+ipu_status ipu_device_write(ipu_ctx *ctx, ipu_device *dev, uint32_t tile, uint32_t address,
+                            const void *buffer, size_t size);
+
+/* ---- workloads --------------------------------------------------------- */
+/* Build the exchange-stress package. options_json: {"profile": {...},
+ * "pattern": "unicast|multicast|paired|loopback|base|all",
+ * "sources": "standard|interleaved|both", "iterations": N, "words": W}. */
+ipu_status ipu_stress_build(ipu_ctx *ctx, const char *options_json, ipu_package **out);
+
+/* ---- benchmarks -------------------------------------------------------- */
+/* Run the device GEMM benchmark: options {"profile":..,"m":..,"n":..,"k":..,
+ * "precision":"fp16|fp8","repeats":R}; result JSON has device and direct
+ * sgemm seconds and GFLOP/s. */
+ipu_status ipu_bench_gemm(ipu_ctx *ctx, const char *options_json, char **out_json);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

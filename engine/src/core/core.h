@@ -1,0 +1,103 @@
+/* core.h: the context every call hangs off (first error with file:line, log
+ * and progress callbacks, thread count), status helpers and small utilities
+ * shared by all stages: checked allocation, growable byte buffers, atomic file
+ * writes and 64-bit digests.
+ */
+#ifndef IPU_CORE_H
+#define IPU_CORE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ipu/ipu.h"
+
+struct ipu_ctx {
+    ipu_status status; /* first error since the last clear */
+    char errmsg[1024];
+    ipu_log_fn log_fn;
+    void *log_user;
+    ipu_progress_fn progress_fn;
+    void *progress_user;
+    int threads;
+};
+
+#if defined(__GNUC__)
+#define IPU_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define IPU_PRINTF(a, b)
+#endif
+
+/* Record an error (the first one wins) and return its status. */
+ipu_status ipu_fail_at(ipu_ctx *ctx, ipu_status status, const char *file, int line,
+                       const char *fmt, ...) IPU_PRINTF(5, 6);
+#define IPU_FAIL(ctx, status, ...) ipu_fail_at((ctx), (status), __FILE__, __LINE__, __VA_ARGS__)
+#define IPU_NO_MEMORY(ctx) IPU_FAIL((ctx), IPU_ERR_NO_MEMORY, "out of memory")
+
+/* Internal invariants only: never for user input. */
+#define IPU_ASSERT(ctx, cond)                                                         \
+    do {                                                                              \
+        if (!(cond))                                                                  \
+            return IPU_FAIL((ctx), IPU_ERR_INTERNAL, "internal invariant failed: %s", \
+                            #cond);                                                   \
+    } while (0)
+#define IPU_TRY(expr)                        \
+    do {                                     \
+        ipu_status ipu_try_status_ = (expr); \
+        if (ipu_try_status_ != IPU_OK)       \
+            return ipu_try_status_;          \
+    } while (0)
+
+void ipu_log(ipu_ctx *ctx, ipu_log_level level, const char *fmt, ...) IPU_PRINTF(3, 4);
+void ipu_progress(ipu_ctx *ctx, const char *stage, uint64_t done, uint64_t total);
+
+/* A growable byte buffer. */
+typedef struct ipu_buf {
+    uint8_t *data;
+    size_t size;
+    size_t capacity;
+} ipu_buf;
+
+ipu_status ipu_buf_reserve(ipu_ctx *ctx, ipu_buf *buf, size_t capacity);
+ipu_status ipu_buf_append(ipu_ctx *ctx, ipu_buf *buf, const void *data, size_t size);
+ipu_status ipu_buf_append_u32(ipu_ctx *ctx, ipu_buf *buf, uint32_t value);
+ipu_status ipu_buf_append_zeros(ipu_ctx *ctx, ipu_buf *buf, size_t size);
+void ipu_buf_free(ipu_buf *buf);
+
+/* Grow a typed array (*items, *count, *capacity) to hold one more element. */
+ipu_status ipu_grow(ipu_ctx *ctx, void **items, size_t element_size, size_t count,
+                    size_t *capacity);
+#define IPU_GROW(ctx, items, count, capacity) \
+    ipu_grow((ctx), (void **)&(items), sizeof(*(items)), (count), &(capacity))
+
+/* Write a whole file atomically: a temporary file beside it, then rename. */
+ipu_status ipu_write_file_atomic(ipu_ctx *ctx, const char *path, const void *data, size_t size);
+/* Read a whole file; *out is released with free(). */
+ipu_status ipu_read_file(ipu_ctx *ctx, const char *path, uint8_t **out, size_t *out_size);
+
+/* FNV-1a 64-bit digest. */
+uint64_t ipu_digest64(const void *data, size_t size);
+
+static inline uint32_t ipu_load_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static inline void ipu_store_u32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+static inline uint64_t ipu_load_u64(const uint8_t *p)
+{
+    return (uint64_t)ipu_load_u32(p) | ((uint64_t)ipu_load_u32(p + 4) << 32);
+}
+static inline void ipu_store_u64(uint8_t *p, uint64_t v)
+{
+    ipu_store_u32(p, (uint32_t)v);
+    ipu_store_u32(p + 4, (uint32_t)(v >> 32));
+}
+
+#endif

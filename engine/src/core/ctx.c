@@ -1,0 +1,96 @@
+/* ctx.c: the context (first error with file:line, log and progress callbacks,
+ * thread count), status names, ipu_free and the ABI version.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+
+uint32_t ipu_abi_version(void) { return IPU_ABI_VERSION; }
+
+const char *ipu_status_name(ipu_status status)
+{
+    switch (status) {
+    case IPU_OK: return "ok";
+    case IPU_ERR_INVALID_ARGUMENT: return "invalid_argument";
+    case IPU_ERR_NO_MEMORY: return "no_memory";
+    case IPU_ERR_IO: return "io";
+    case IPU_ERR_MALFORMED: return "malformed";
+    case IPU_ERR_DEVICE_FAULT: return "device_fault";
+    case IPU_ERR_STATE: return "state";
+    case IPU_ERR_INTERNAL: return "internal";
+    }
+    return "unknown";
+}
+
+void ipu_free(void *pointer) { free(pointer); }
+
+ipu_ctx *ipu_ctx_create(void) { return calloc(1, sizeof(ipu_ctx)); }
+
+void ipu_ctx_free(ipu_ctx *ctx) { free(ctx); }
+
+const char *ipu_ctx_errmsg(const ipu_ctx *ctx) { return ctx ? ctx->errmsg : ""; }
+
+void ipu_ctx_clear_error(ipu_ctx *ctx)
+{
+    ctx->status = IPU_OK;
+    ctx->errmsg[0] = '\0';
+}
+
+void ipu_ctx_set_log(ipu_ctx *ctx, ipu_log_fn fn, void *user)
+{
+    ctx->log_fn = fn;
+    ctx->log_user = user;
+}
+
+void ipu_ctx_set_progress(ipu_ctx *ctx, ipu_progress_fn fn, void *user)
+{
+    ctx->progress_fn = fn;
+    ctx->progress_user = user;
+}
+
+void ipu_ctx_set_threads(ipu_ctx *ctx, int threads) { ctx->threads = threads > 0 ? threads : 0; }
+
+ipu_status ipu_fail_at(ipu_ctx *ctx, ipu_status status, const char *file, int line,
+                       const char *fmt, ...)
+{
+    if (ctx && ctx->status == IPU_OK) {
+        const char *base = strrchr(file, '/');
+        char message[900];
+        va_list args;
+        va_start(args, fmt);
+        vsnprintf(message, sizeof message, fmt, args);
+        va_end(args);
+        /* Keep the source location short: the stage folder and file. */
+        if (base) {
+            const char *p = base;
+            while (p > file && p[-1] != '/')
+                p--;
+            base = p;
+        } else {
+            base = file;
+        }
+        snprintf(ctx->errmsg, sizeof ctx->errmsg, "%s [%s:%d]", message, base, line);
+        ctx->status = status;
+    }
+    return status;
+}
+
+void ipu_log(ipu_ctx *ctx, ipu_log_level level, const char *fmt, ...)
+{
+    if (!ctx || !ctx->log_fn)
+        return;
+    char message[1024];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(message, sizeof message, fmt, args);
+    va_end(args);
+    ctx->log_fn(ctx->log_user, (int)level, message);
+}
+
+void ipu_progress(ipu_ctx *ctx, const char *stage, uint64_t done, uint64_t total)
+{
+    if (ctx && ctx->progress_fn)
+        ctx->progress_fn(ctx->progress_user, stage, done, total);
+}

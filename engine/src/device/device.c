@@ -1,0 +1,266 @@
+/* device.c: the public device calls: binding host stream data by name to a
+ * package's streams, dispatching to the device implementation, and turning a
+ * fault into JSON (kind, tile, address range, program step, kernel or row,
+ * owning allocation).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/device.h"
+#include "kernels/kernels.h"
+
+typedef struct pending_stream {
+    char *name;
+    uint8_t *data;
+    size_t size;
+} pending_stream;
+
+struct ipu_device {
+    const ipu_device_iface *iface;
+    void *impl;
+    ipu_profile profile;
+    const ipu_package *pkg; /* borrowed: the caller keeps it alive */
+    ipu_host_buffer *buffers;
+    size_t buffer_count;
+    pending_stream *pending;
+    size_t pending_count, pending_capacity;
+    int faulted;
+};
+
+static const char *FAULT_NAMES[IPU_FAULT_KIND_COUNT] = {
+    "none",
+    "uninitialized_read",
+    "protected_write",
+    "out_of_bounds",
+    "misaligned",
+    "element_conflict",
+    "exchange_unmatched_receive",
+    "exchange_window_mismatch",
+    "exchange_port_conflict",
+    "exchange_conflicting_writers",
+    "exchange_read_write_conflict",
+    "missing_kernel",
+    "malformed_descriptor",
+};
+
+const char *ipu_fault_kind_name(int kind)
+{
+    return kind >= 0 && kind < IPU_FAULT_KIND_COUNT ? FAULT_NAMES[kind] : "unknown";
+}
+
+ipu_status ipu_device_create(ipu_ctx *ctx, const char *profile_json, ipu_device **out)
+{
+    if (!profile_json || !out)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_device_create: NULL argument");
+    ipu_device *dev = calloc(1, sizeof *dev);
+    if (!dev)
+        return IPU_NO_MEMORY(ctx);
+    ipu_status status = ipu_profile_parse(ctx, profile_json, 0, &dev->profile);
+    if (status == IPU_OK)
+        status = ipu_sim_create(ctx, &dev->profile, &dev->iface, &dev->impl);
+    if (status != IPU_OK) {
+        free(dev);
+        return status;
+    }
+    *out = dev;
+    return IPU_OK;
+}
+
+static void free_buffers(ipu_device *dev)
+{
+    for (size_t i = 0; dev->buffers && i < dev->buffer_count; i++)
+        free(dev->buffers[i].data);
+    free(dev->buffers);
+    dev->buffers = NULL;
+    dev->buffer_count = 0;
+}
+
+static void free_pending(ipu_device *dev)
+{
+    for (size_t i = 0; i < dev->pending_count; i++) {
+        free(dev->pending[i].name);
+        free(dev->pending[i].data);
+    }
+    dev->pending_count = 0;
+}
+
+void ipu_device_free(ipu_device *dev)
+{
+    if (!dev)
+        return;
+    free_buffers(dev);
+    free_pending(dev);
+    free(dev->pending);
+    if (dev->iface)
+        dev->iface->destroy(dev->impl);
+    free(dev);
+}
+
+/* Move data into the buffer of the named package stream. */
+static ipu_status bind(ipu_ctx *ctx, ipu_device *dev, const char *name, uint8_t *data, size_t size)
+{
+    int index = ipu_pkg_find_stream(dev->pkg, name);
+    if (index < 0) {
+        free(data);
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "the package has no stream named '%s'", name);
+    }
+    const ipu_pkg_stream *s = &dev->pkg->streams[index];
+    if (s->direction == IPU_STREAM_OUTPUT || s->size != size) {
+        free(data);
+        if (s->direction == IPU_STREAM_OUTPUT)
+            return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                            "stream '%s' is an output; the host cannot supply it", name);
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "stream '%s' got %zu bytes, the package expects %llu", name, size,
+                        (unsigned long long)s->size);
+    }
+    free(dev->buffers[index].data);
+    dev->buffers[index] = (ipu_host_buffer){data, size, 1};
+    return IPU_OK;
+}
+
+ipu_status ipu_device_set_stream(ipu_ctx *ctx, ipu_device *dev, const char *stream,
+                                 const void *data, size_t size)
+{
+    if (!dev || !stream || (!data && size))
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_device_set_stream: NULL argument");
+    uint8_t *copy = malloc(size ? size : 1);
+    if (!copy)
+        return IPU_NO_MEMORY(ctx);
+    if (size)
+        memcpy(copy, data, size);
+    if (dev->pkg)
+        return bind(ctx, dev, stream, copy, size);
+    ipu_status status = IPU_GROW(ctx, dev->pending, dev->pending_count, dev->pending_capacity);
+    char *name = status == IPU_OK ? strdup(stream) : NULL;
+    if (!name) {
+        free(copy), free(name);
+        return IPU_NO_MEMORY(ctx);
+    }
+    dev->pending[dev->pending_count++] = (pending_stream){name, copy, size};
+    return IPU_OK;
+}
+
+ipu_status ipu_device_initialize(ipu_ctx *ctx, ipu_device *dev, const ipu_package *pkg)
+{
+    if (!dev || !pkg)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_device_initialize: NULL argument");
+    if (pkg->profile_digest != ipu_profile_digest(&dev->profile))
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "the package was built for device profile '%s' (%u tiles), this device is "
+                        "'%s' (%u tiles)",
+                        pkg->profile.name, pkg->profile.tiles, dev->profile.name, dev->profile.tiles);
+    free_buffers(dev);
+    dev->pkg = pkg;
+    dev->faulted = 0;
+    dev->buffers = calloc(pkg->stream_count ? pkg->stream_count : 1, sizeof *dev->buffers);
+    if (!dev->buffers) {
+        dev->pkg = NULL;
+        return IPU_NO_MEMORY(ctx);
+    }
+    dev->buffer_count = pkg->stream_count;
+    ipu_status status = IPU_OK;
+    for (size_t i = 0; i < dev->pending_count && status == IPU_OK; i++) {
+        status = bind(ctx, dev, dev->pending[i].name, dev->pending[i].data, dev->pending[i].size);
+        dev->pending[i].data = NULL;
+    }
+    free_pending(dev);
+    if (status == IPU_OK)
+        status = dev->iface->initialize(dev->impl, ctx, pkg, dev->buffers);
+    if (status == IPU_ERR_DEVICE_FAULT)
+        dev->faulted = 1;
+    if (status != IPU_OK && status != IPU_ERR_DEVICE_FAULT) {
+        free_buffers(dev);
+        dev->pkg = NULL;
+    }
+    return status;
+}
+
+ipu_status ipu_device_run(ipu_ctx *ctx, ipu_device *dev, char **out_json)
+{
+    if (!dev || !out_json)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_device_run: NULL argument");
+    if (!dev->pkg || dev->faulted)
+        return IPU_FAIL(ctx, IPU_ERR_STATE, dev->faulted ? "the device stopped on a fault; "
+                                                           "initialize it again"
+                                                         : "run before initialize");
+    json_t *result = NULL;
+    ipu_status status = dev->iface->run(dev->impl, ctx, dev->buffers, &result);
+    if (status == IPU_ERR_DEVICE_FAULT)
+        dev->faulted = 1;
+    if (status != IPU_OK) {
+        json_decref(result);
+        return status;
+    }
+    char *text = json_dumps(result, JSON_COMPACT);
+    json_decref(result);
+    if (!text)
+        return IPU_NO_MEMORY(ctx);
+    *out_json = text;
+    return IPU_OK;
+}
+
+ipu_status ipu_device_stream(ipu_ctx *ctx, ipu_device *dev, const char *stream,
+                             const void **out_data, size_t *out_size)
+{
+    if (!dev || !stream || !out_data || !out_size)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_device_stream: NULL argument");
+    int index = dev->pkg ? ipu_pkg_find_stream(dev->pkg, stream) : -1;
+    if (index < 0)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "the package has no stream named '%s'",
+                        stream);
+    if (!dev->buffers[index].present)
+        return IPU_FAIL(ctx, IPU_ERR_STATE, "stream '%s' holds no data yet", stream);
+    *out_data = dev->buffers[index].data;
+    *out_size = dev->buffers[index].size;
+    return IPU_OK;
+}
+
+ipu_status ipu_device_fault_json(ipu_ctx *ctx, const ipu_device *dev, char **out_json)
+{
+    if (!dev || !out_json)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_device_fault_json: NULL argument");
+    const ipu_fault *f = dev->iface->fault(dev->impl);
+    json_t *o = json_object();
+    json_object_set_new(o, "kind", json_string(ipu_fault_kind_name(f->kind)));
+    if (f->kind != IPU_FAULT_NONE) {
+        json_object_set_new(o, "tile", json_integer(f->tile));
+        json_object_set_new(o, "address_lo", json_integer(f->address_lo));
+        json_object_set_new(o, "address_hi", json_integer(f->address_hi));
+        json_object_set_new(o, "program", json_string(f->program ? f->program : ""));
+        json_object_set_new(o, "op_index", json_integer(f->op_index));
+        json_object_set_new(o, "step", json_integer((json_int_t)f->step));
+        json_object_set_new(o, "kernel", f->entry > 0 && ipu_kernel_name(f->entry)
+                                             ? json_string(ipu_kernel_name(f->entry))
+                                             : json_null());
+        json_object_set_new(o, "descriptor", f->descriptor >= 0 ? json_integer(f->descriptor) : json_null());
+        json_object_set_new(o, "row", f->row >= 0 ? json_integer(f->row) : json_null());
+        json_object_set_new(o, "detail", json_string(f->detail));
+        const char *owner = dev->pkg && f->address_hi > f->address_lo
+                                ? ipu_pkg_owner(dev->pkg, f->tile, f->address_lo)
+                                : NULL;
+        json_object_set_new(o, "allocation", owner ? json_string(owner) : json_null());
+    }
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (!text)
+        return IPU_NO_MEMORY(ctx);
+    *out_json = text;
+    return IPU_OK;
+}
+
+ipu_status ipu_device_read(ipu_ctx *ctx, const ipu_device *dev, uint32_t tile, uint32_t address,
+                           void *buffer, size_t size)
+{
+    if (!dev || (!buffer && size))
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_device_read: NULL argument");
+    return dev->iface->read(dev->impl, ctx, tile, address, buffer, size);
+}
+
+ipu_status ipu_device_write(ipu_ctx *ctx, ipu_device *dev, uint32_t tile, uint32_t address,
+                            const void *buffer, size_t size)
+{
+    if (!dev || (!buffer && size))
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_device_write: NULL argument");
+    return dev->iface->write(dev->impl, ctx, tile, address, buffer, size);
+}

@@ -1,0 +1,73 @@
+/* device.h: the device interface.  A device is a struct of function pointers
+ * plus its own state (as ggml's backends): the simulator is one
+ * implementation.  The device knows nothing of the compiler; it reads only
+ * packages, host stream buffers, and reports cycles and faults.
+ */
+#ifndef IPU_DEVICE_H
+#define IPU_DEVICE_H
+
+#include <jansson.h>
+
+#include "core/core.h"
+#include "package/package.h"
+
+/* Fault kinds (DEVICE.md "Faults"). */
+typedef enum ipu_fault_kind {
+    IPU_FAULT_NONE = 0,
+    IPU_FAULT_UNINITIALIZED_READ,
+    IPU_FAULT_PROTECTED_WRITE,
+    IPU_FAULT_OUT_OF_BOUNDS,
+    IPU_FAULT_MISALIGNED,
+    IPU_FAULT_ELEMENT_CONFLICT,
+    IPU_FAULT_EXCHANGE_UNMATCHED_RECEIVE,
+    IPU_FAULT_EXCHANGE_WINDOW_MISMATCH,
+    IPU_FAULT_EXCHANGE_PORT_CONFLICT,
+    IPU_FAULT_EXCHANGE_CONFLICTING_WRITERS,
+    IPU_FAULT_EXCHANGE_READ_WRITE_CONFLICT,
+    IPU_FAULT_MISSING_KERNEL,
+    IPU_FAULT_MALFORMED_DESCRIPTOR,
+    IPU_FAULT_KIND_COUNT
+} ipu_fault_kind;
+
+const char *ipu_fault_kind_name(int kind);
+
+typedef struct ipu_fault {
+    int kind;
+    uint32_t tile;
+    uint32_t address_lo, address_hi; /* [lo, hi); both 0 when no address applies */
+    const char *program;             /* "init" or "main" */
+    uint32_t op_index;               /* control op */
+    uint64_t step;                   /* executed steps so far in this run */
+    int entry;                       /* kernel entry, -1 when none */
+    int descriptor;                  /* index in the compute list, -1 when none */
+    int row;                         /* exchange/host/patch row, -1 when none */
+    char detail[256];
+} ipu_fault;
+
+/* A host stream buffer, aligned with the package's streams. */
+typedef struct ipu_host_buffer {
+    uint8_t *data;
+    size_t size;
+    int present;
+} ipu_host_buffer;
+
+typedef struct ipu_device_iface {
+    const char *name;
+    /* Load SRAM and run the init program; buffers[i] serves package stream i. */
+    ipu_status (*initialize)(void *impl, ipu_ctx *ctx, const ipu_package *pkg,
+                             ipu_host_buffer *buffers);
+    /* Run the main program once; *result gets the cycle report. */
+    ipu_status (*run)(void *impl, ipu_ctx *ctx, ipu_host_buffer *buffers, json_t **result);
+    const ipu_fault *(*fault)(const void *impl);
+    ipu_status (*read)(const void *impl, ipu_ctx *ctx, uint32_t tile, uint32_t address, void *out,
+                       size_t size);
+    ipu_status (*write)(void *impl, ipu_ctx *ctx, uint32_t tile, uint32_t address, const void *in,
+                        size_t size);
+    void (*destroy)(void *impl);
+} ipu_device_iface;
+
+/* The simulator: create its state for a profile. */
+ipu_status ipu_sim_create(ipu_ctx *ctx, const ipu_profile *profile, const ipu_device_iface **iface,
+                          void **impl);
+
+#endif

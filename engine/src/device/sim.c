@@ -1,0 +1,387 @@
+/* sim.c: the simulator as a device: lifecycle, loading a package into SRAM
+ * (code entries, descriptors and data marked written; runtime state, code
+ * and descriptors protected), the control-program interpreter (BSP steps,
+ * host exchange through the aperture, Repeat with patch descriptors applied
+ * at each iteration) and the cycle report of a run.
+ */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/sim.h"
+
+/* Supervisor cycles to apply one patch descriptor at a Repeat iteration. */
+#define PATCH_CYCLES 4u
+
+static void sim_destroy(void *impl)
+{
+    sim *s = impl;
+    if (!s)
+        return;
+    for (uint32_t t = 0; s->tiles && t < s->p.tiles; t++) {
+        free(s->tiles[t].mem);
+        free(s->tiles[t].written);
+        free(s->tiles[t].sends);
+        free(s->tiles[t].recvs);
+    }
+    free(s->tiles);
+    json_decref(s->steps);
+    free(s);
+}
+
+static ipu_status load_package(sim *s, ipu_ctx *ctx, const ipu_package *pkg)
+{
+    size_t bits_words = (s->sram_bytes + 63) / 64;
+    for (uint32_t t = 0; t < s->p.tiles; t++) {
+        sim_tile *tile = &s->tiles[t];
+        /* calloc: untouched pages stay shared zero pages. */
+        if (!tile->mem) {
+            tile->mem = calloc(1, s->sram_bytes);
+            tile->written = calloc(bits_words, sizeof(uint64_t));
+            if (!tile->mem || !tile->written)
+                return IPU_NO_MEMORY(ctx);
+        } else {
+            memset(tile->written, 0, bits_words * sizeof(uint64_t));
+        }
+        tile->code_entries = 0;
+        tile->outgoing_base = 0;
+        tile->faulted = 0;
+    }
+    for (size_t i = 0; i < pkg->segment_count; i++) {
+        const ipu_pkg_segment *seg = &pkg->segments[i];
+        sim_tile *tile = &s->tiles[seg->tile];
+        uint8_t *dst = tile->mem + (seg->address - s->p.sram_base);
+        if (seg->kind == IPU_SEG_CODE) {
+            /* Kernel code bytes are not modelled: a fixed pattern per entry. */
+            memset(dst, 0xC0 | (int)seg->entry, seg->size);
+            tile->code_entries |= 1ull << seg->entry;
+        } else {
+            memcpy(dst, ipu_pkg_segment_bytes(pkg, seg), seg->size);
+        }
+        sim_mark_written(s, seg->tile, seg->address, seg->size);
+    }
+    return IPU_OK;
+}
+
+/* Host exchange through the aperture; *bytes receives the total moved. */
+static int host_phase(sim *s, ipu_ctx *ctx, uint32_t slot, int in, ipu_host_buffer *buffers,
+                      uint64_t *bytes, ipu_status *status)
+{
+    const ipu_package *pkg = s->pkg;
+    uint64_t moved = 0;
+    /* Missing input data is the caller's error, not a device fault. */
+    for (uint32_t t = 0; in && t < s->p.tiles; t++) {
+        uint32_t table, count;
+        if (sim_fetch_u32(s, t, pkg->slot_tables[t] + 4 * slot, &table, "slot table"))
+            break;
+        if (!table || sim_fetch_u32(s, t, table, &count, "host descriptor"))
+            continue;
+        for (uint32_t e = 0; e < count; e++) {
+            uint32_t at = table + 4 + e * IPU_HOST_ENTRY_SIZE;
+            if (sim_check_descriptor(s, t, at, IPU_HOST_ENTRY_SIZE, "host descriptor"))
+                break;
+            uint32_t stream = ipu_load_u32(sim_ptr(s, t, at));
+            if (stream < pkg->stream_count && !buffers[stream].present) {
+                *status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                                   "the program reads host stream '%s', but no data was set for it",
+                                   ipu_pkg_string(pkg, pkg->streams[stream].name_offset));
+                return 1;
+            }
+        }
+    }
+    if (sim_collect_fault(s))
+        return 1;
+#pragma omp parallel for schedule(dynamic, 16) num_threads(s->threads) reduction(+ : moved)
+    for (int64_t i = 0; i < (int64_t)s->p.tiles; i++) {
+        uint32_t t = (uint32_t)i, table, count;
+        if (sim_fetch_u32(s, t, pkg->slot_tables[t] + 4 * slot, &table, "slot table") || !table)
+            continue;
+        if (sim_fetch_u32(s, t, table, &count, "host descriptor") ||
+            sim_check_descriptor(s, t, table, 4 + count * IPU_HOST_ENTRY_SIZE, "host descriptor"))
+            continue;
+        for (uint32_t e = 0; e < count; e++) {
+            const uint8_t *d = sim_ptr(s, t, table + 4 + e * IPU_HOST_ENTRY_SIZE);
+            uint32_t stream = ipu_load_u32(d), offset = ipu_load_u32(d + 4),
+                     address = ipu_load_u32(d + 8), size = ipu_load_u32(d + 12);
+            const ipu_pkg_stream *st = stream < pkg->stream_count ? &pkg->streams[stream] : NULL;
+            if (!st || (st->direction == IPU_STREAM_OUTPUT) == in ||
+                (uint64_t)offset + size > st->size || address < s->p.aperture_base ||
+                (uint64_t)address + size > s->p.aperture_end) {
+                sim_fault(s, t, IPU_FAULT_MALFORMED_DESCRIPTOR, address, address + size,
+                          "host descriptor entry %u: stream %u bytes [%u, +%u) at 0x%X is not a "
+                          "valid %s transfer inside the aperture",
+                          e, stream, offset, size, address, in ? "input" : "output");
+                s->tiles[t].fault.row = (int)e;
+                break;
+            }
+            if (sim_check(s, t, address, size, in ? 2u : 1u, 1, 0,
+                          in ? "host input" : "host output")) {
+                s->tiles[t].fault.row = (int)e;
+                break;
+            }
+            if (in) {
+                memcpy(sim_ptr(s, t, address), buffers[stream].data + offset, size);
+                sim_mark_written(s, t, address, size);
+            } else {
+                memcpy(buffers[stream].data + offset, sim_ptr(s, t, address), size);
+            }
+            moved += size;
+        }
+    }
+    *bytes = moved;
+    return sim_collect_fault(s);
+}
+
+/* Apply a Repeat's patch list for one iteration; *cycles receives the cost. */
+static int patch_phase(sim *s, uint32_t slot, uint32_t iteration, uint64_t *cycles)
+{
+    const ipu_package *pkg = s->pkg;
+    uint64_t longest = 0;
+#pragma omp parallel for schedule(dynamic, 16) num_threads(s->threads) reduction(max : longest)
+    for (int64_t i = 0; i < (int64_t)s->p.tiles; i++) {
+        uint32_t t = (uint32_t)i, list, count;
+        if (sim_fetch_u32(s, t, pkg->slot_tables[t] + 4 * slot, &list, "slot table") || !list)
+            continue;
+        if (sim_fetch_u32(s, t, list, &count, "patch list") ||
+            sim_check_descriptor(s, t, list, 4 + count * IPU_PATCH_SIZE, "patch list"))
+            continue;
+        for (uint32_t e = 0; e < count; e++) {
+            const uint8_t *d = sim_ptr(s, t, list + 4 + e * IPU_PATCH_SIZE);
+            uint32_t kind = ipu_load_u32(d), target = ipu_load_u32(d + 4), a = ipu_load_u32(d + 8),
+                     b = ipu_load_u32(d + 12), value;
+            if (kind == IPU_PATCH_PROGRESSION) {
+                value = a + iteration * b;
+            } else if (kind == IPU_PATCH_TABLE && iteration < b) {
+                if (sim_check(s, t, a + 4 * iteration, 4, 1u, 4, 0, "patch table")) {
+                    s->tiles[t].fault.row = (int)e;
+                    break;
+                }
+                value = ipu_load_u32(sim_ptr(s, t, a + 4 * iteration));
+            } else {
+                sim_fault(s, t, IPU_FAULT_MALFORMED_DESCRIPTOR, list, list + 4 + count * IPU_PATCH_SIZE,
+                          "patch entry %u: kind %u with %u table entries at iteration %u", e, kind, b,
+                          iteration);
+                s->tiles[t].fault.row = (int)e;
+                break;
+            }
+            if (sim_check_descriptor(s, t, target, 4, "patch target")) {
+                s->tiles[t].fault.row = (int)e;
+                break;
+            }
+            ipu_store_u32(sim_ptr(s, t, target), value);
+        }
+        if ((uint64_t)count * PATCH_CYCLES > longest)
+            longest = (uint64_t)count * PATCH_CYCLES;
+    }
+    *cycles = longest;
+    return sim_collect_fault(s);
+}
+
+static void record_step(sim *s, const char *kind, uint64_t compute, uint32_t compute_tile,
+                        uint64_t sync, uint64_t exchange, uint64_t host, uint64_t control)
+{
+    s->totals[SIM_COMPUTE] += compute;
+    s->totals[SIM_SYNC] += sync;
+    s->totals[SIM_EXCHANGE] += exchange;
+    s->totals[SIM_HOST] += host;
+    s->totals[SIM_CONTROL] += control;
+    json_array_append_new(
+        s->steps, json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "index",
+                            (json_int_t)s->step, "kind", kind, "program", s->program, "op",
+                            (json_int_t)s->op_index, "compute", (json_int_t)compute,
+                            "compute_tile", (json_int_t)compute_tile, "sync", (json_int_t)sync,
+                            "exchange", (json_int_t)exchange, "host", (json_int_t)host, "control",
+                            (json_int_t)control, "cycles",
+                            (json_int_t)(compute + sync + exchange + host + control)));
+    s->step++;
+}
+
+static int run_step(sim *s, const ipu_pkg_op *op)
+{
+    uint64_t compute = 0, exchange = 0;
+    uint32_t slowest = 0;
+    if (op->a != IPU_NO_SLOT) {
+        if (sim_compute_phase(s, op->a))
+            return 1;
+        for (uint32_t t = 0; t < s->p.tiles; t++)
+            if (s->tiles[t].step_cycles > compute)
+                compute = s->tiles[t].step_cycles, slowest = t;
+        for (uint32_t t = 0; t < s->p.tiles; t++) {
+            s->tiles[t].compute_total += s->tiles[t].step_cycles;
+            s->tiles[t].wait_total += compute - s->tiles[t].step_cycles;
+        }
+    }
+    if (op->b != IPU_NO_SLOT && sim_exchange_phase(s, op->b, &exchange))
+        return 1;
+    record_step(s, op->b != IPU_NO_SLOT ? "step" : "compute", compute, slowest, s->p.sync_cycles,
+                exchange, 0, 0);
+    return 0;
+}
+
+static int execute(sim *s, ipu_ctx *ctx, const ipu_pkg_op *ops, size_t begin, size_t end,
+                   ipu_host_buffer *buffers, ipu_status *status)
+{
+    for (size_t i = begin; i < end; i++) {
+        const ipu_pkg_op *op = &ops[i];
+        s->op_index = (uint32_t)i;
+        switch (op->op) {
+        case IPU_OP_STEP:
+            if (run_step(s, op))
+                return 1;
+            break;
+        case IPU_OP_HOST_IN:
+        case IPU_OP_HOST_OUT: {
+            uint64_t bytes = 0;
+            if (host_phase(s, ctx, op->a, op->op == IPU_OP_HOST_IN, buffers, &bytes, status))
+                return 1;
+            double per_cycle = s->p.host_bytes_per_second / s->p.clock_hz;
+            uint64_t cycles = (uint64_t)((double)bytes / per_cycle + 0.999999);
+            record_step(s, op->op == IPU_OP_HOST_IN ? "host_in" : "host_out", 0, 0,
+                        s->p.sync_cycles, 0, cycles, 0);
+            break;
+        }
+        case IPU_OP_REPEAT:
+            for (uint32_t it = 0; it < op->a; it++) {
+                s->op_index = (uint32_t)i;
+                if (op->c != IPU_NO_SLOT) {
+                    uint64_t cycles = 0;
+                    if (patch_phase(s, op->c, it, &cycles))
+                        return 1;
+                    record_step(s, "patch", 0, 0, 0, 0, 0, cycles);
+                }
+                if (execute(s, ctx, ops, i + 1, i + 1 + op->b, buffers, status))
+                    return 1;
+            }
+            i += op->b;
+            break;
+        }
+    }
+    return 0;
+}
+
+static ipu_status run_program(sim *s, ipu_ctx *ctx, const char *name, const ipu_pkg_op *ops,
+                              size_t count, ipu_host_buffer *buffers)
+{
+    const ipu_package *pkg = s->pkg;
+    memset(&s->fault, 0, sizeof s->fault);
+    for (uint32_t t = 0; t < s->p.tiles; t++) {
+        s->tiles[t].faulted = 0;
+        s->tiles[t].compute_total = s->tiles[t].wait_total = 0;
+    }
+    /* Output buffers are rewritten by every run. */
+    for (size_t i = 0; i < pkg->stream_count; i++) {
+        if (pkg->streams[i].direction != IPU_STREAM_OUTPUT)
+            continue;
+        if (!buffers[i].data) {
+            buffers[i].data = calloc(1, pkg->streams[i].size);
+            if (!buffers[i].data)
+                return IPU_NO_MEMORY(ctx);
+            buffers[i].size = pkg->streams[i].size;
+        }
+        buffers[i].present = 1;
+    }
+    json_decref(s->steps);
+    s->steps = json_array();
+    memset(s->totals, 0, sizeof s->totals);
+    s->program = name;
+    s->step = 0;
+    ipu_status status = IPU_OK;
+    if (execute(s, ctx, ops, 0, count, buffers, &status)) {
+        if (status != IPU_OK)
+            return status;
+        const ipu_fault *f = &s->fault;
+        return IPU_FAIL(ctx, IPU_ERR_DEVICE_FAULT,
+                        "device fault %s on tile %u at [0x%X, 0x%X), %s program op %u, step %llu: %s",
+                        ipu_fault_kind_name(f->kind), f->tile, f->address_lo, f->address_hi,
+                        f->program, f->op_index, (unsigned long long)f->step, f->detail);
+    }
+    return IPU_OK;
+}
+
+static ipu_status sim_initialize(void *impl, ipu_ctx *ctx, const ipu_package *pkg,
+                                 ipu_host_buffer *buffers)
+{
+    sim *s = impl;
+    s->pkg = pkg;
+    IPU_TRY(load_package(s, ctx, pkg));
+    return run_program(s, ctx, "init", pkg->init_ops, pkg->init_count, buffers);
+}
+
+static ipu_status sim_run(void *impl, ipu_ctx *ctx, ipu_host_buffer *buffers, json_t **result)
+{
+    sim *s = impl;
+    IPU_TRY(run_program(s, ctx, "main", s->pkg->main_ops, s->pkg->main_count, buffers));
+    uint64_t cycles = 0;
+    for (int i = 0; i < 5; i++)
+        cycles += s->totals[i];
+    json_t *compute = json_array(), *wait = json_array();
+    for (uint32_t t = 0; t < s->p.tiles; t++) {
+        json_array_append_new(compute, json_integer((json_int_t)s->tiles[t].compute_total));
+        json_array_append_new(wait, json_integer((json_int_t)s->tiles[t].wait_total));
+    }
+    *result = json_pack("{s:I, s:f, s:f, s:{s:I, s:I, s:I, s:I, s:I}, s:O, s:{s:o, s:o}}", "cycles",
+                        (json_int_t)cycles, "ms", (double)cycles / s->p.clock_hz * 1e3, "clock_hz",
+                        s->p.clock_hz, "totals", "compute", (json_int_t)s->totals[SIM_COMPUTE],
+                        "sync", (json_int_t)s->totals[SIM_SYNC], "exchange",
+                        (json_int_t)s->totals[SIM_EXCHANGE], "host",
+                        (json_int_t)s->totals[SIM_HOST], "control",
+                        (json_int_t)s->totals[SIM_CONTROL], "steps", s->steps, "tiles", "compute",
+                        compute, "wait", wait);
+    return *result ? IPU_OK : IPU_NO_MEMORY(ctx);
+}
+
+static const ipu_fault *sim_fault_of(const void *impl) { return &((const sim *)impl)->fault; }
+
+static ipu_status debug_range(const sim *s, ipu_ctx *ctx, uint32_t tile, uint32_t address,
+                              size_t size)
+{
+    if (tile >= s->p.tiles || address < s->p.sram_base || size > s->p.sram_end ||
+        address > s->p.sram_end - size)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "tile %u [0x%X, +%zu) is outside the device's SRAM", tile, address, size);
+    if (!s->tiles[tile].mem)
+        return IPU_FAIL(ctx, IPU_ERR_STATE, "the device holds no package yet");
+    return IPU_OK;
+}
+
+static ipu_status sim_read(const void *impl, ipu_ctx *ctx, uint32_t tile, uint32_t address,
+                           void *out, size_t size)
+{
+    const sim *s = impl;
+    IPU_TRY(debug_range(s, ctx, tile, address, size));
+    memcpy(out, s->tiles[tile].mem + (address - s->p.sram_base), size);
+    return IPU_OK;
+}
+
+static ipu_status sim_write(void *impl, ipu_ctx *ctx, uint32_t tile, uint32_t address,
+                            const void *in, size_t size)
+{
+    sim *s = impl;
+    IPU_TRY(debug_range(s, ctx, tile, address, size));
+    memcpy(s->tiles[tile].mem + (address - s->p.sram_base), in, size);
+    sim_mark_written(s, tile, address, (uint32_t)size);
+    return IPU_OK;
+}
+
+static const ipu_device_iface SIM_IFACE = {
+    "simulator", sim_initialize, sim_run, sim_fault_of, sim_read, sim_write, sim_destroy,
+};
+
+ipu_status ipu_sim_create(ipu_ctx *ctx, const ipu_profile *profile, const ipu_device_iface **iface,
+                          void **impl)
+{
+    sim *s = calloc(1, sizeof *s);
+    if (!s)
+        return IPU_NO_MEMORY(ctx);
+    s->p = *profile;
+    s->sram_bytes = profile->sram_end - profile->sram_base;
+    s->threads = ctx->threads > 0 ? ctx->threads : omp_get_max_threads();
+    s->tiles = calloc(profile->tiles, sizeof *s->tiles);
+    if (!s->tiles) {
+        free(s);
+        return IPU_NO_MEMORY(ctx);
+    }
+    *iface = &SIM_IFACE;
+    *impl = s;
+    return IPU_OK;
+}

@@ -1,0 +1,81 @@
+/* sim.h: the simulator's state: per-tile SRAM with shadow written-bits,
+ * code entries present, OUTGOING_BASE, a fault slot per tile, and the cycle
+ * accounts of the current run.  Shared by the memory, compute, exchange and
+ * control files of the simulator.
+ */
+#ifndef IPU_SIM_H
+#define IPU_SIM_H
+
+#include "device/device.h"
+
+/* One decoded send or receive row of an exchange phase. */
+typedef struct sim_xfer {
+    uint32_t cycle, words, address;
+    uint32_t peer;  /* receive: sending tile */
+    uint32_t width; /* 4 or 8 bytes per cycle */
+    uint32_t row;
+    uint32_t source; /* receive: matched source address on the peer */
+} sim_xfer;
+
+typedef struct sim_tile {
+    uint8_t *mem;       /* SRAM bytes, index = address - sram_base */
+    uint64_t *written;  /* one bit per byte: written since load */
+    uint64_t code_entries;
+    uint32_t outgoing_base;
+    uint64_t step_cycles;   /* compute cycles in the current step */
+    uint64_t compute_total; /* over the run */
+    uint64_t wait_total;    /* waiting for slower tiles at syncs */
+    int faulted;
+    ipu_fault fault;
+    /* Exchange rows of the current phase (reused between phases). */
+    sim_xfer *sends, *recvs;
+    uint32_t send_count, recv_count, send_capacity, recv_capacity;
+} sim_tile;
+
+typedef struct sim {
+    ipu_profile p;
+    const ipu_package *pkg;
+    sim_tile *tiles;
+    uint32_t sram_bytes;
+    int threads;
+    /* Where the control interpreter is (copied into faults). */
+    const char *program;
+    uint32_t op_index;
+    uint64_t step;
+    ipu_fault fault; /* the fault that stopped the device */
+    /* The current run's cycle report. */
+    json_t *steps;
+    uint64_t totals[5]; /* compute, sync, exchange, host, control */
+} sim;
+
+enum { SIM_COMPUTE, SIM_SYNC, SIM_EXCHANGE, SIM_HOST, SIM_CONTROL };
+
+/* ---- memory (sim_memory.c) ---- */
+/* Start a fault on a tile (first fault per tile wins); returns 1. */
+int sim_fault(sim *s, uint32_t tile, int kind, uint32_t lo, uint32_t hi, const char *fmt, ...)
+    IPU_PRINTF(6, 7);
+/* Check an access of size bytes: bounds, alignment, region 1, protection
+ * (writes), initialization (reads).  Returns 0 when allowed, else faults. */
+int sim_check(sim *s, uint32_t tile, uint32_t address, uint32_t size, unsigned access,
+              uint32_t alignment, int region1, const char *what);
+/* Is [address, +size) inside a descriptor segment?  Faults if not. */
+int sim_check_descriptor(sim *s, uint32_t tile, uint32_t address, uint32_t size, const char *what);
+static inline uint8_t *sim_ptr(sim *s, uint32_t tile, uint32_t address)
+{
+    return s->tiles[tile].mem + (address - s->p.sram_base);
+}
+void sim_mark_written(sim *s, uint32_t tile, uint32_t address, uint32_t size);
+/* Read a u32 the device fetches from its own SRAM (descriptors). */
+int sim_fetch_u32(sim *s, uint32_t tile, uint32_t address, uint32_t *value, const char *what);
+/* After a parallel phase: copy the lowest faulting tile's fault to s->fault.
+ * Returns 1 when some tile faulted. */
+int sim_collect_fault(sim *s);
+/* Tag every tile fault of this phase with the control position. */
+void sim_stamp(sim *s, ipu_fault *f);
+
+/* ---- compute and exchange phases ---- */
+int sim_compute_phase(sim *s, uint32_t slot);
+/* Runs one exchange phase; *cycles receives its cost. */
+int sim_exchange_phase(sim *s, uint32_t slot, uint64_t *cycles);
+
+#endif

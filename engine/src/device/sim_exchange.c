@@ -1,0 +1,281 @@
+/* sim_exchange.c: a statically timed exchange phase read from the encoded
+ * tables in tile SRAM.  Decode (rows in order, OUTGOING_BASE applied to
+ * relative sends), port checks (one word per cycle per port; paired 64-bit
+ * transfers take both ports of the supertile pair), matching every receive
+ * window to the sender's window L cycles earlier, conflicting writers, a
+ * receive overwriting bytes its own tile sends, then the copy.  Every pass
+ * runs tiles in parallel and writes only its own tile's state, so results do
+ * not depend on the thread count.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/sim.h"
+
+static int push(sim_xfer **items, uint32_t *count, uint32_t *capacity, sim_xfer x)
+{
+    if (*count == *capacity) {
+        uint32_t grown = *capacity ? *capacity * 2 : 16;
+        sim_xfer *p = realloc(*items, grown * sizeof *p);
+        if (!p)
+            return 1;
+        *items = p;
+        *capacity = grown;
+    }
+    (*items)[(*count)++] = x;
+    return 0;
+}
+
+static int by_cycle(const void *a, const void *b)
+{
+    const sim_xfer *x = a, *y = b;
+    return x->cycle < y->cycle ? -1 : x->cycle > y->cycle ? 1 : (x->row > y->row) - (x->row < y->row);
+}
+
+static int by_address(const void *a, const void *b)
+{
+    const sim_xfer *x = a, *y = b;
+    return x->address < y->address ? -1 : x->address > y->address ? 1 : (x->row > y->row) - (x->row < y->row);
+}
+
+static int row_fault(sim *s, uint32_t tile, uint32_t row)
+{
+    s->tiles[tile].fault.row = (int)row;
+    return 1;
+}
+
+/* Decode a tile's table into its send and receive lists. */
+static int decode(sim *s, uint32_t tile, uint32_t table)
+{
+    sim_tile *t = &s->tiles[tile];
+    t->send_count = t->recv_count = 0;
+    uint32_t rows;
+    if (sim_fetch_u32(s, tile, table, &rows, "exchange table"))
+        return 1;
+    if (rows > 0x0FFFFFFF ||
+        sim_check_descriptor(s, tile, table, 4 + rows * IPU_XROW_SIZE, "exchange table"))
+        return 1;
+    const uint8_t *base = sim_ptr(s, tile, table + 4);
+    for (uint32_t r = 0; r < rows; r++) {
+        const uint8_t *e = base + r * IPU_XROW_SIZE;
+        uint32_t w0 = ipu_load_u32(e), cycle = ipu_load_u32(e + 4), words = ipu_load_u32(e + 8),
+                 address = ipu_load_u32(e + 12);
+        uint32_t op = w0 & 0xFF, flags = (w0 >> 8) & 0xFF, peer = w0 >> 16;
+        uint32_t width = (flags & IPU_XFLAG_PAIRED) ? 8 : 4;
+        uint32_t row_address = table + 4 + r * IPU_XROW_SIZE;
+        if (op == IPU_XROW_SET_BASE) {
+            t->outgoing_base = address;
+            continue;
+        }
+        if (op == IPU_XROW_RESET_BASE) {
+            t->outgoing_base = 0;
+            continue;
+        }
+        if ((op != IPU_XROW_SEND && op != IPU_XROW_RECV) ||
+            (flags & ~(IPU_XFLAG_RELATIVE | IPU_XFLAG_PAIRED)) || words == 0 || words > (1u << 20) ||
+            cycle > (1u << 30) || (op == IPU_XROW_RECV && peer >= s->p.tiles))
+            return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, row_address,
+                             row_address + IPU_XROW_SIZE,
+                             "exchange row %u: op %u, flags 0x%X, %u words at cycle %u, tile %u", r,
+                             op, flags, words, cycle, peer) &&
+                   row_fault(s, tile, r);
+        if ((flags & IPU_XFLAG_PAIRED) && (tile ^ 1u) >= s->p.tiles)
+            return sim_fault(s, tile, IPU_FAULT_EXCHANGE_PORT_CONFLICT, row_address,
+                             row_address + IPU_XROW_SIZE,
+                             "exchange row %u: paired transfer, but tile %u has no supertile partner",
+                             r, tile) &&
+                   row_fault(s, tile, r);
+        sim_xfer x = {cycle, words, address, peer, width, r, 0};
+        if (op == IPU_XROW_SEND) {
+            if (flags & IPU_XFLAG_RELATIVE)
+                x.address = address + t->outgoing_base;
+            if (sim_check(s, tile, x.address, words * width, 1u, width, 0, "exchange send"))
+                return row_fault(s, tile, r);
+            if (push(&t->sends, &t->send_count, &t->send_capacity, x))
+                return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, 0, 0, "host out of memory");
+        } else {
+            if (sim_check(s, tile, address, words * width, 2u, width, 0, "exchange receive"))
+                return row_fault(s, tile, r);
+            if (push(&t->recvs, &t->recv_count, &t->recv_capacity, x))
+                return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, 0, 0, "host out of memory");
+        }
+    }
+    qsort(t->sends, t->send_count, sizeof *t->sends, by_cycle);
+    qsort(t->recvs, t->recv_count, sizeof *t->recvs, by_cycle);
+    return 0;
+}
+
+/* A port's busy windows: the tile's own transfers and its partner's paired ones. */
+static int check_port(sim *s, uint32_t tile, int receive, sim_xfer **scratch, uint32_t *capacity)
+{
+    sim_tile *t = &s->tiles[tile];
+    uint32_t count = 0;
+    uint32_t partner = tile ^ 1u;
+    for (int who = 0; who < 2; who++) {
+        if (who == 1 && partner >= s->p.tiles)
+            break;
+        const sim_tile *owner = who ? &s->tiles[partner] : t;
+        const sim_xfer *list = receive ? owner->recvs : owner->sends;
+        uint32_t n = receive ? owner->recv_count : owner->send_count;
+        for (uint32_t i = 0; i < n; i++) {
+            if (who == 1 && list[i].width != 8)
+                continue;
+            sim_xfer x = list[i];
+            x.peer = who ? partner : tile; /* whose row it is */
+            if (push(scratch, &count, capacity, x))
+                return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, 0, 0, "host out of memory");
+        }
+    }
+    qsort(*scratch, count, sizeof **scratch, by_cycle);
+    for (uint32_t i = 1; i < count; i++) {
+        const sim_xfer *a = &(*scratch)[i - 1], *b = &(*scratch)[i];
+        if ((uint64_t)a->cycle + a->words > b->cycle)
+            return sim_fault(s, tile, IPU_FAULT_EXCHANGE_PORT_CONFLICT, 0, 0,
+                             "tile %u's %s port is busy twice at cycle %u: row %u of tile %u "
+                             "(cycles %u..%u) and row %u of tile %u (from cycle %u)",
+                             tile, receive ? "receive" : "send", b->cycle, a->row, a->peer, a->cycle,
+                             a->cycle + a->words - 1, b->row, b->peer, b->cycle) &&
+                   row_fault(s, tile, b->peer == tile ? b->row : a->row);
+    }
+    return 0;
+}
+
+/* Match each receive to its sender's window L cycles earlier. */
+static int match(sim *s, uint32_t tile)
+{
+    sim_tile *t = &s->tiles[tile];
+    uint32_t latency = s->p.exchange_latency;
+    for (uint32_t i = 0; i < t->recv_count; i++) {
+        sim_xfer *x = &t->recvs[i];
+        const sim_tile *sender = &s->tiles[x->peer];
+        int64_t start = (int64_t)x->cycle - latency;
+        uint64_t end = (uint64_t)start + x->words;
+        /* Last send starting at or before start. */
+        uint32_t lo = 0, hi = sender->send_count;
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if ((int64_t)sender->sends[mid].cycle <= start)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        const sim_xfer *cover = lo ? &sender->sends[lo - 1] : NULL;
+        if (start >= 0 && cover && end <= (uint64_t)cover->cycle + cover->words &&
+            cover->width == x->width) {
+            x->source = cover->address + (uint32_t)(start - cover->cycle) * x->width;
+            continue;
+        }
+        int overlaps = (cover && (int64_t)cover->cycle + cover->words > start) ||
+                       (lo < sender->send_count && sender->sends[lo].cycle < end);
+        if (overlaps)
+            return sim_fault(s, tile, IPU_FAULT_EXCHANGE_WINDOW_MISMATCH, x->address,
+                             x->address + x->words * x->width,
+                             "receive row %u selects tile %u for %u %s-bit words at cycle %u, but "
+                             "that sender's window near cycle %lld does not match it",
+                             x->row, x->peer, x->words, x->width == 8 ? "64" : "32", x->cycle,
+                             (long long)start) &&
+                   row_fault(s, tile, x->row);
+        return sim_fault(s, tile, IPU_FAULT_EXCHANGE_UNMATCHED_RECEIVE, x->address,
+                         x->address + x->words * x->width,
+                         "receive row %u selects tile %u at cycle %u, but it sends nothing at "
+                         "cycle %lld",
+                         x->row, x->peer, x->cycle, (long long)start) &&
+               row_fault(s, tile, x->row);
+    }
+    return 0;
+}
+
+/* Receives must not overlap each other nor the tile's own send sources. */
+static int check_writes(sim *s, uint32_t tile)
+{
+    sim_tile *t = &s->tiles[tile];
+    qsort(t->recvs, t->recv_count, sizeof *t->recvs, by_address);
+    for (uint32_t i = 1; i < t->recv_count; i++) {
+        const sim_xfer *a = &t->recvs[i - 1], *b = &t->recvs[i];
+        uint32_t a_end = a->address + a->words * a->width;
+        if (a_end > b->address) {
+            uint32_t b_end = b->address + b->words * b->width;
+            return sim_fault(s, tile, IPU_FAULT_EXCHANGE_CONFLICTING_WRITERS, b->address,
+                             a_end < b_end ? a_end : b_end,
+                             "receive rows %u (from tile %u) and %u (from tile %u) both write "
+                             "[0x%X, 0x%X) in one phase",
+                             a->row, a->peer, b->row, b->peer, b->address,
+                             a_end < b_end ? a_end : b_end) &&
+                   row_fault(s, tile, b->row);
+        }
+    }
+    for (uint32_t i = 0; i < t->recv_count; i++) {
+        const sim_xfer *x = &t->recvs[i];
+        uint32_t x_end = x->address + x->words * x->width;
+        for (uint32_t j = 0; j < t->send_count; j++) {
+            const sim_xfer *y = &t->sends[j];
+            uint32_t y_end = y->address + y->words * y->width;
+            if (x->address < y_end && y->address < x_end)
+                return sim_fault(s, tile, IPU_FAULT_EXCHANGE_READ_WRITE_CONFLICT,
+                                 x->address > y->address ? x->address : y->address,
+                                 x_end < y_end ? x_end : y_end,
+                                 "receive row %u overwrites bytes that send row %u of the same tile "
+                                 "reads in this phase",
+                                 x->row, y->row) &&
+                       row_fault(s, tile, x->row);
+        }
+    }
+    return 0;
+}
+
+int sim_exchange_phase(sim *s, uint32_t slot, uint64_t *cycles)
+{
+    int64_t tiles = s->p.tiles;
+    uint64_t horizon = 0;
+#pragma omp parallel for schedule(dynamic, 16) num_threads(s->threads)
+    for (int64_t i = 0; i < tiles; i++) {
+        uint32_t tile = (uint32_t)i, table;
+        s->tiles[tile].send_count = s->tiles[tile].recv_count = 0;
+        if (sim_fetch_u32(s, tile, s->pkg->slot_tables[tile] + 4 * slot, &table, "slot table"))
+            continue;
+        if (table)
+            decode(s, tile, table);
+    }
+    if (sim_collect_fault(s))
+        return 1;
+#pragma omp parallel num_threads(s->threads)
+    {
+        sim_xfer *scratch = NULL;
+        uint32_t capacity = 0;
+#pragma omp for schedule(dynamic, 16)
+        for (int64_t i = 0; i < tiles; i++) {
+            uint32_t tile = (uint32_t)i;
+            if (!check_port(s, tile, 0, &scratch, &capacity))
+                check_port(s, tile, 1, &scratch, &capacity);
+        }
+        free(scratch);
+    }
+    if (sim_collect_fault(s))
+        return 1;
+#pragma omp parallel for schedule(dynamic, 16) num_threads(s->threads)
+    for (int64_t i = 0; i < tiles; i++)
+        if (!match(s, (uint32_t)i))
+            check_writes(s, (uint32_t)i);
+    if (sim_collect_fault(s))
+        return 1;
+#pragma omp parallel for schedule(dynamic, 16) num_threads(s->threads) reduction(max : horizon)
+    for (int64_t i = 0; i < tiles; i++) {
+        uint32_t tile = (uint32_t)i;
+        sim_tile *t = &s->tiles[tile];
+        for (uint32_t r = 0; r < t->recv_count; r++) {
+            const sim_xfer *x = &t->recvs[r];
+            uint32_t bytes = x->words * x->width;
+            memcpy(sim_ptr(s, tile, x->address), sim_ptr(s, x->peer, x->source), bytes);
+            sim_mark_written(s, tile, x->address, bytes);
+            if ((uint64_t)x->cycle + x->words > horizon)
+                horizon = (uint64_t)x->cycle + x->words;
+        }
+        for (uint32_t r = 0; r < t->send_count; r++) {
+            uint64_t end = (uint64_t)t->sends[r].cycle + t->sends[r].words + s->p.exchange_latency;
+            if (end > horizon)
+                horizon = end;
+        }
+    }
+    *cycles = horizon + s->p.exchange_overhead;
+    return 0;
+}

@@ -1,0 +1,185 @@
+/* sim_memory.c: tile SRAM as the device sees it: accessible range, region 1
+ * and alignment rules, protected ranges (runtime state, kernel code,
+ * descriptors), the shadow bits that catch reads of bytes never written since
+ * load, and the per-tile fault slots that make fault reporting independent of
+ * the thread count (the lowest faulting tile wins).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "device/sim.h"
+
+int sim_fault(sim *s, uint32_t tile, int kind, uint32_t lo, uint32_t hi, const char *fmt, ...)
+{
+    sim_tile *t = &s->tiles[tile];
+    if (t->faulted)
+        return 1;
+    t->faulted = 1;
+    ipu_fault *f = &t->fault;
+    memset(f, 0, sizeof *f);
+    f->kind = kind;
+    f->tile = tile;
+    f->address_lo = lo;
+    f->address_hi = hi;
+    f->entry = f->descriptor = f->row = -1;
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(f->detail, sizeof f->detail, fmt, args);
+    va_end(args);
+    return 1;
+}
+
+void sim_stamp(sim *s, ipu_fault *f)
+{
+    f->program = s->program;
+    f->op_index = s->op_index;
+    f->step = s->step;
+}
+
+int sim_collect_fault(sim *s)
+{
+    for (uint32_t t = 0; t < s->p.tiles; t++) {
+        if (s->tiles[t].faulted) {
+            s->fault = s->tiles[t].fault;
+            sim_stamp(s, &s->fault);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* First protected range overlapping [lo, hi): runtime state, code, descriptors. */
+static int find_protected(const sim *s, uint32_t tile, uint32_t lo, uint32_t hi, uint32_t *plo,
+                          uint32_t *phi, const char **what)
+{
+    uint32_t state_end = s->p.sram_base + s->p.runtime_state_bytes;
+    if (lo < state_end && s->p.sram_base < hi) {
+        *plo = s->p.sram_base, *phi = state_end, *what = "runtime state";
+        return 1;
+    }
+    const ipu_package *pkg = s->pkg;
+    if (!pkg)
+        return 0;
+    uint32_t first = pkg->tile_segment_start[tile], end = pkg->tile_segment_start[tile + 1];
+    /* Segments are sorted and disjoint: find the first one ending after lo. */
+    uint32_t a = first, b = end;
+    while (a < b) {
+        uint32_t mid = a + (b - a) / 2;
+        const ipu_pkg_segment *seg = &pkg->segments[pkg->tile_segments[mid]];
+        if ((uint64_t)seg->address + seg->size <= lo)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    for (uint32_t i = a; i < end; i++) {
+        const ipu_pkg_segment *seg = &pkg->segments[pkg->tile_segments[i]];
+        if (seg->address >= hi)
+            break;
+        if (seg->kind != IPU_SEG_DATA) {
+            *plo = seg->address, *phi = seg->address + seg->size;
+            *what = seg->kind == IPU_SEG_CODE ? "kernel code" : "descriptors";
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* First byte in [offset, offset + size) whose written bit is clear, or -1. */
+static int64_t first_unwritten(const uint64_t *bits, uint32_t offset, uint32_t size)
+{
+    uint32_t i = offset, end = offset + size;
+    while (i < end && (i & 63)) {
+        if (!(bits[i >> 6] >> (i & 63) & 1))
+            return i;
+        i++;
+    }
+    while (i + 64 <= end) {
+        uint64_t word = bits[i >> 6];
+        if (word != ~0ull)
+            return i + (uint32_t)__builtin_ctzll(~word);
+        i += 64;
+    }
+    while (i < end) {
+        if (!(bits[i >> 6] >> (i & 63) & 1))
+            return i;
+        i++;
+    }
+    return -1;
+}
+
+void sim_mark_written(sim *s, uint32_t tile, uint32_t address, uint32_t size)
+{
+    uint64_t *bits = s->tiles[tile].written;
+    uint32_t i = address - s->p.sram_base, end = i + size;
+    while (i < end && (i & 63))
+        bits[i >> 6] |= 1ull << (i & 63), i++;
+    while (i + 64 <= end)
+        bits[i >> 6] = ~0ull, i += 64;
+    while (i < end)
+        bits[i >> 6] |= 1ull << (i & 63), i++;
+}
+
+int sim_check(sim *s, uint32_t tile, uint32_t address, uint32_t size, unsigned access,
+              uint32_t alignment, int region1, const char *what)
+{
+    const ipu_profile *p = &s->p;
+    uint64_t end = (uint64_t)address + size;
+    uint32_t access_end = ipu_profile_access_end(p);
+    if (address < p->sram_base || end > access_end)
+        return sim_fault(s, tile, IPU_FAULT_OUT_OF_BOUNDS, address,
+                         end > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)end,
+                         "%s [0x%X, 0x%llX) is outside accessible SRAM [0x%X, 0x%X)", what, address,
+                         (unsigned long long)end, p->sram_base, access_end);
+    if (alignment > 1 && address % alignment)
+        return sim_fault(s, tile, IPU_FAULT_MISALIGNED, address, (uint32_t)end,
+                         "%s at 0x%X must be %u-byte aligned", what, address, alignment);
+    if (region1 && address < p->region1_base)
+        return sim_fault(s, tile, IPU_FAULT_MISALIGNED, address, (uint32_t)end,
+                         "%s at 0x%X needs 128-bit loads, which need region 1 (from 0x%X)", what,
+                         address, p->region1_base);
+    if (size == 0)
+        return 0;
+    if (access & 2u) {
+        uint32_t plo, phi;
+        const char *kind;
+        if (find_protected(s, tile, address, (uint32_t)end, &plo, &phi, &kind)) {
+            uint32_t lo = address > plo ? address : plo, hi = (uint32_t)end < phi ? (uint32_t)end : phi;
+            return sim_fault(s, tile, IPU_FAULT_PROTECTED_WRITE, lo, hi,
+                             "%s [0x%X, 0x%llX) writes protected %s [0x%X, 0x%X)", what, address,
+                             (unsigned long long)end, kind, plo, phi);
+        }
+    }
+    if (access & 1u) {
+        int64_t bad = first_unwritten(s->tiles[tile].written, address - p->sram_base, size);
+        if (bad >= 0) {
+            uint32_t lo = (uint32_t)bad + p->sram_base;
+            /* Extend over the run of unwritten bytes inside the access. */
+            uint32_t hi = lo + 1;
+            const uint64_t *bits = s->tiles[tile].written;
+            while (hi < end && !(bits[(hi - p->sram_base) >> 6] >> ((hi - p->sram_base) & 63) & 1))
+                hi++;
+            return sim_fault(s, tile, IPU_FAULT_UNINITIALIZED_READ, lo, hi,
+                             "%s [0x%X, 0x%llX) reads bytes [0x%X, 0x%X) never written since load",
+                             what, address, (unsigned long long)end, lo, hi);
+        }
+    }
+    return 0;
+}
+
+int sim_check_descriptor(sim *s, uint32_t tile, uint32_t address, uint32_t size, const char *what)
+{
+    const ipu_pkg_segment *seg = ipu_pkg_segment_at(s->pkg, tile, address, size);
+    if (!seg || seg->kind != IPU_SEG_DESCRIPTOR || address % 4)
+        return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, address, address + size,
+                         "%s [0x%X, 0x%X) is not inside a descriptor segment", what, address,
+                         address + size);
+    return 0;
+}
+
+int sim_fetch_u32(sim *s, uint32_t tile, uint32_t address, uint32_t *value, const char *what)
+{
+    if (sim_check_descriptor(s, tile, address, 4, what))
+        return 1;
+    *value = ipu_load_u32(sim_ptr(s, tile, address));
+    return 0;
+}

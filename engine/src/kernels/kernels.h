@@ -1,0 +1,80 @@
+/* kernels.h: the kernel library the device executes.  Each entry point has a
+ * fixed argument count (u32 words in its descriptor), a code size (the kernel
+ * inventory), a description of the memory it touches (operand ranges,
+ * alignment, region and element-separation rules, which the device checks
+ * before running it), a cycle formula built on the profile's rates, and a body
+ * that computes on already-checked host pointers.
+ *
+ * Descriptor layout in tile SRAM: u16 entry, u16 argument count, then the
+ * arguments as u32 words.
+ */
+#ifndef IPU_KERNELS_H
+#define IPU_KERNELS_H
+
+#include <stdint.h>
+
+#include "core/profile.h"
+
+/* Entry points; the values appear in packages (append-only). */
+typedef enum ipu_kernel_entry {
+    IPU_K_FILL = 1,     /* dst, nbytes, pattern (u32 repeated; 4 B aligned dst) */
+    IPU_K_COPY = 2,     /* src, dst, nbytes */
+    IPU_K_CAST = 3,     /* src, dst, count, src_type, src_scale, dst_type, dst_scale */
+    IPU_K_ADD = 4,      /* a, b, dst, count, type (f32 or f16) */
+    IPU_K_GEMM_F16 = 5, /* a, b, c, m, n, k, out_type (f16|f32), flags */
+    IPU_K_GEMM_F8 = 6,  /* a, b, c, m, n, k, in_types (a | b << 8), scales (a | b << 8, i8),
+                           out_type (f16|f32), flags */
+    IPU_K_ENTRY_END = 7
+} ipu_kernel_entry;
+
+/* GEMM flags. */
+#define IPU_GEMM_ACCUMULATE 1u /* C += A x B (C read first), else C = A x B */
+#define IPU_GEMM_WIDE 2u       /* 128-bit operand loads: A and B in region 1, 16 B aligned */
+
+#define IPU_ACCESS_READ 1u
+#define IPU_ACCESS_WRITE 2u
+
+#define IPU_KERNEL_MAX_ARGS 12
+#define IPU_KERNEL_MAX_OPERANDS 4
+
+typedef struct ipu_operand {
+    uint32_t address;
+    uint32_t size;       /* bytes */
+    uint32_t alignment;  /* required address alignment */
+    uint8_t access;      /* IPU_ACCESS_READ | IPU_ACCESS_WRITE */
+    uint8_t region1;     /* 1: must lie in region 1 */
+    const char *name;
+} ipu_operand;
+
+typedef struct ipu_kernel_call {
+    int entry;
+    uint32_t args[IPU_KERNEL_MAX_ARGS];
+    uint32_t arg_count;
+    ipu_operand operands[IPU_KERNEL_MAX_OPERANDS];
+    uint32_t operand_count;
+    /* Operand index pairs that must not share a memory element. */
+    uint8_t separate[4][2];
+    uint32_t separate_count;
+} ipu_kernel_call;
+
+/* Entry name ("gemm_f16"...), NULL when unknown. */
+const char *ipu_kernel_name(int entry);
+/* Number of u32 arguments, 0 when the entry is unknown. */
+uint32_t ipu_kernel_arg_count(int entry);
+/* Code bytes the entry occupies in region 0 (the inventory). */
+uint32_t ipu_kernel_code_size(int entry);
+
+/* Decode a call's operands from its arguments.  Returns 0 on success or a
+ * static message describing why the arguments are malformed. */
+const char *ipu_kernel_describe(ipu_kernel_call *call);
+
+/* Cycles the call takes on one tile. */
+uint64_t ipu_kernel_cycles(const ipu_kernel_call *call, const ipu_profile *p);
+
+/* Scratch the body needs (floats), for the caller to provide per thread. */
+size_t ipu_kernel_scratch_floats(const ipu_kernel_call *call);
+
+/* Run the body.  ptr[i] points at operand i's bytes (already checked). */
+void ipu_kernel_run(const ipu_kernel_call *call, uint8_t *const ptr[], float *scratch);
+
+#endif

@@ -1,0 +1,45 @@
+/* numerics.h: the device's number formats, shared by the device model and the
+ * device-precision reference so the two agree bit for bit.
+ *
+ * FP16 is IEEE binary16.  FP8 follows the OCP 8-bit floating point
+ * specification: F143 is E4M3 (bias 7, no infinities, NaN = S.1111.111, max
+ * 448) and F152 is E5M2 (bias 15, IEEE-style infinities and NaNs, max 57344).
+ * An FP8 value carries a scale exponent: value = decode(bits) * 2^scale.
+ * Conversions from FP32 round to nearest, ties to even.  FP16 overflows to
+ * infinity; FP8 saturates to the largest finite value (infinities included);
+ * NaN stays NaN (sign kept).
+ */
+#ifndef IPU_NUMERICS_H
+#define IPU_NUMERICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Element types; the values appear in kernel descriptors (append-only). */
+typedef enum ipu_dtype {
+    IPU_DT_F32 = 0,
+    IPU_DT_F16 = 1,
+    IPU_DT_F143 = 2,
+    IPU_DT_F152 = 3,
+    IPU_DT_COUNT = 4
+} ipu_dtype;
+
+/* Bytes per element (4, 2, 1, 1); 0 for an unknown type. */
+size_t ipu_dtype_size(int dtype);
+/* "f32", "f16", "f143", "f152"; NULL for an unknown type. */
+const char *ipu_dtype_name(int dtype);
+/* Parse a name as above; -1 when unknown. */
+int ipu_dtype_parse(const char *name);
+
+float ipu_num_f16_to_f32(uint16_t bits);
+uint16_t ipu_num_f32_to_f16(float value);
+/* FP8 (fmt F143 or F152) with scale exponent. */
+float ipu_num_f8_to_f32(uint8_t bits, int fmt, int scale);
+uint8_t ipu_num_f32_to_f8(float value, int fmt, int scale);
+
+/* Whole runs: decode n elements of dtype (with scale for FP8) to FP32, and
+ * encode n FP32 values to dtype.  F32 runs are plain copies (scale ignored). */
+void ipu_num_decode(int dtype, int scale, const void *src, float *dst, size_t n);
+void ipu_num_encode(int dtype, int scale, const float *src, void *dst, size_t n);
+
+#endif

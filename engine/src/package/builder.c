@@ -1,0 +1,313 @@
+/* builder.c: assembles a package from per-tile descriptor records, kernel
+ * code, initial data, named allocations, control programs, host streams and
+ * recorded inputs/expectations, then validates it like a loaded one.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "package/package.h"
+
+typedef struct slot_binding {
+    uint32_t tile, slot, address;
+} slot_binding;
+
+typedef struct tile_build {
+    ipu_buf desc;
+    uint32_t code_cursor;
+    uint64_t code_entries; /* bit per entry already placed */
+} tile_build;
+
+struct ipu_pkg_builder {
+    ipu_ctx *ctx;
+    ipu_package *pkg;
+    tile_build *tiles;
+    uint32_t desc_base, desc_limit, code_base;
+    slot_binding *bindings;
+    size_t binding_count, binding_capacity;
+    ipu_buf data, strings;
+    size_t segment_capacity, alloc_capacity, init_capacity, main_capacity, stream_capacity,
+        record_capacity;
+    json_t *meta;
+};
+
+ipu_status ipu_pkg_builder_create(ipu_ctx *ctx, const ipu_profile *profile, uint32_t code_base,
+                                  uint32_t desc_base, uint32_t desc_limit, ipu_pkg_builder **out)
+{
+    if (desc_base % 8 || desc_base >= desc_limit || desc_limit > ipu_profile_access_end(profile) ||
+        code_base % 8 || code_base < profile->sram_base + profile->runtime_state_bytes)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "package builder: bad layout (code 0x%X, descriptors 0x%X..0x%X)", code_base,
+                        desc_base, desc_limit);
+    ipu_pkg_builder *b = calloc(1, sizeof *b);
+    ipu_package *pkg = calloc(1, sizeof *pkg);
+    tile_build *tiles = calloc(profile->tiles, sizeof *tiles);
+    uint32_t *slot_tables = calloc(profile->tiles, sizeof *slot_tables);
+    if (!b || !pkg || !tiles || !slot_tables) {
+        free(b), free(pkg), free(tiles), free(slot_tables);
+        return IPU_NO_MEMORY(ctx);
+    }
+    pkg->profile = *profile;
+    pkg->profile_digest = ipu_profile_digest(profile);
+    pkg->invocations = 1;
+    pkg->slot_tables = slot_tables;
+    for (uint32_t t = 0; t < profile->tiles; t++)
+        tiles[t].code_cursor = code_base;
+    b->ctx = ctx;
+    b->pkg = pkg;
+    b->tiles = tiles;
+    b->code_base = code_base;
+    b->desc_base = desc_base;
+    b->desc_limit = desc_limit;
+    /* Offset 0 of the string table is the empty string. */
+    ipu_status status = ipu_buf_append(ctx, &b->strings, "", 1);
+    if (status != IPU_OK) {
+        ipu_pkg_builder_free(b);
+        return status;
+    }
+    *out = b;
+    return IPU_OK;
+}
+
+void ipu_pkg_builder_free(ipu_pkg_builder *b)
+{
+    if (!b)
+        return;
+    if (b->pkg) {
+        for (uint32_t t = 0; t < b->pkg->profile.tiles; t++)
+            ipu_buf_free(&b->tiles[t].desc);
+        ipu_package_free(b->pkg);
+    }
+    free(b->tiles);
+    free(b->bindings);
+    ipu_buf_free(&b->data);
+    ipu_buf_free(&b->strings);
+    json_decref(b->meta);
+    free(b);
+}
+
+uint32_t ipu_pkg_new_slot(ipu_pkg_builder *b) { return b->pkg->slots++; }
+
+static ipu_status check_tile(ipu_pkg_builder *b, uint32_t tile)
+{
+    if (tile >= b->pkg->profile.tiles)
+        return IPU_FAIL(b->ctx, IPU_ERR_INVALID_ARGUMENT, "package builder: tile %u of %u", tile,
+                        b->pkg->profile.tiles);
+    return IPU_OK;
+}
+
+ipu_status ipu_pkg_put(ipu_pkg_builder *b, uint32_t tile, const void *bytes, size_t size,
+                       uint32_t *address)
+{
+    IPU_TRY(check_tile(b, tile));
+    ipu_buf *desc = &b->tiles[tile].desc;
+    size_t padded = (size + 3) & ~(size_t)3;
+    if (b->desc_base + desc->size + padded > b->desc_limit)
+        return IPU_FAIL(b->ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "package builder: descriptor area of tile %u is full (%zu of %u bytes)",
+                        tile, desc->size + padded, b->desc_limit - b->desc_base);
+    *address = b->desc_base + (uint32_t)desc->size;
+    IPU_TRY(ipu_buf_append(b->ctx, desc, bytes, size));
+    return ipu_buf_append_zeros(b->ctx, desc, padded - size);
+}
+
+ipu_status ipu_pkg_put_slot(ipu_pkg_builder *b, uint32_t tile, uint32_t slot, const void *bytes,
+                            size_t size, uint32_t *address)
+{
+    if (slot >= b->pkg->slots)
+        return IPU_FAIL(b->ctx, IPU_ERR_INVALID_ARGUMENT, "package builder: slot %u of %u", slot,
+                        b->pkg->slots);
+    uint32_t where;
+    IPU_TRY(ipu_pkg_put(b, tile, bytes, size, &where));
+    IPU_TRY(IPU_GROW(b->ctx, b->bindings, b->binding_count, b->binding_capacity));
+    b->bindings[b->binding_count++] = (slot_binding){tile, slot, where};
+    if (address)
+        *address = where;
+    return IPU_OK;
+}
+
+static ipu_status add_segment(ipu_pkg_builder *b, uint32_t tile, uint32_t kind, uint32_t address,
+                              const void *bytes, uint32_t size, uint32_t entry)
+{
+    ipu_package *pkg = b->pkg;
+    IPU_TRY(IPU_GROW(b->ctx, pkg->segments, pkg->segment_count, b->segment_capacity));
+    ipu_pkg_segment *seg = &pkg->segments[pkg->segment_count++];
+    *seg = (ipu_pkg_segment){tile, kind, address, size, entry, 0};
+    if (bytes) {
+        IPU_TRY(ipu_buf_append_zeros(b->ctx, &b->data, (8 - b->data.size % 8) % 8));
+        seg->data_offset = b->data.size;
+        IPU_TRY(ipu_buf_append(b->ctx, &b->data, bytes, size));
+    }
+    return IPU_OK;
+}
+
+ipu_status ipu_pkg_add_code(ipu_pkg_builder *b, uint32_t tile, int entry)
+{
+    IPU_TRY(check_tile(b, tile));
+    uint32_t size = ipu_kernel_code_size(entry);
+    if (!size)
+        return IPU_FAIL(b->ctx, IPU_ERR_INVALID_ARGUMENT, "package builder: unknown kernel entry %d",
+                        entry);
+    tile_build *t = &b->tiles[tile];
+    if (t->code_entries & (1ull << entry))
+        return IPU_OK;
+    t->code_entries |= 1ull << entry;
+    uint32_t address = t->code_cursor;
+    t->code_cursor += (size + 7) & ~7u;
+    return add_segment(b, tile, IPU_SEG_CODE, address, NULL, size, (uint32_t)entry);
+}
+
+ipu_status ipu_pkg_add_data(ipu_pkg_builder *b, uint32_t tile, uint32_t address, const void *bytes,
+                            uint32_t size)
+{
+    IPU_TRY(check_tile(b, tile));
+    return add_segment(b, tile, IPU_SEG_DATA, address, bytes, size, 0);
+}
+
+static ipu_status add_string(ipu_pkg_builder *b, const char *text, uint32_t *offset)
+{
+    *offset = (uint32_t)b->strings.size;
+    return ipu_buf_append(b->ctx, &b->strings, text, strlen(text) + 1);
+}
+
+ipu_status ipu_pkg_add_alloc(ipu_pkg_builder *b, uint32_t tile, uint32_t address, uint32_t size,
+                             const char *name)
+{
+    IPU_TRY(check_tile(b, tile));
+    ipu_package *pkg = b->pkg;
+    IPU_TRY(IPU_GROW(b->ctx, pkg->allocs, pkg->alloc_count, b->alloc_capacity));
+    ipu_pkg_alloc *alloc = &pkg->allocs[pkg->alloc_count];
+    *alloc = (ipu_pkg_alloc){tile, address, size, 0};
+    IPU_TRY(add_string(b, name, &alloc->name_offset));
+    pkg->alloc_count++;
+    return IPU_OK;
+}
+
+ipu_status ipu_pkg_emit(ipu_pkg_builder *b, int init, uint32_t op, uint32_t a, uint32_t bb,
+                        uint32_t c)
+{
+    ipu_package *pkg = b->pkg;
+    if (init) {
+        IPU_TRY(IPU_GROW(b->ctx, pkg->init_ops, pkg->init_count, b->init_capacity));
+        pkg->init_ops[pkg->init_count++] = (ipu_pkg_op){op, a, bb, c};
+    } else {
+        IPU_TRY(IPU_GROW(b->ctx, pkg->main_ops, pkg->main_count, b->main_capacity));
+        pkg->main_ops[pkg->main_count++] = (ipu_pkg_op){op, a, bb, c};
+    }
+    return IPU_OK;
+}
+
+size_t ipu_pkg_program_length(const ipu_pkg_builder *b, int init)
+{
+    return init ? b->pkg->init_count : b->pkg->main_count;
+}
+
+void ipu_pkg_set_op_b(ipu_pkg_builder *b, int init, size_t index, uint32_t value)
+{
+    ipu_pkg_op *ops = init ? b->pkg->init_ops : b->pkg->main_ops;
+    ops[index].b = value;
+}
+
+ipu_status ipu_pkg_add_stream(ipu_pkg_builder *b, const char *name, uint32_t direction,
+                              uint64_t size, uint32_t *id)
+{
+    ipu_package *pkg = b->pkg;
+    IPU_TRY(IPU_GROW(b->ctx, pkg->streams, pkg->stream_count, b->stream_capacity));
+    ipu_pkg_stream *stream = &pkg->streams[pkg->stream_count];
+    *stream = (ipu_pkg_stream){direction, 0, size};
+    IPU_TRY(add_string(b, name, &stream->name_offset));
+    *id = (uint32_t)pkg->stream_count++;
+    return IPU_OK;
+}
+
+ipu_status ipu_pkg_add_record(ipu_pkg_builder *b, uint32_t kind, uint32_t stream,
+                              uint32_t invocation, const void *bytes, uint64_t size)
+{
+    ipu_package *pkg = b->pkg;
+    IPU_TRY(IPU_GROW(b->ctx, pkg->records, pkg->record_count, b->record_capacity));
+    IPU_TRY(ipu_buf_append_zeros(b->ctx, &b->data, (8 - b->data.size % 8) % 8));
+    pkg->records[pkg->record_count++] =
+        (ipu_pkg_record){kind, stream, invocation, b->data.size, size};
+    return ipu_buf_append(b->ctx, &b->data, bytes, size);
+}
+
+void ipu_pkg_set_meta(ipu_pkg_builder *b, json_t *meta)
+{
+    json_decref(b->meta);
+    b->meta = meta;
+}
+
+void ipu_pkg_set_invocations(ipu_pkg_builder *b, uint32_t invocations)
+{
+    b->pkg->invocations = invocations;
+}
+
+/* Append each tile's slot table, turn descriptor areas into segments. */
+static ipu_status close_descriptor_areas(ipu_pkg_builder *b)
+{
+    ipu_package *pkg = b->pkg;
+    uint32_t tiles = pkg->profile.tiles, slots = pkg->slots;
+    uint8_t *table = calloc(slots ? slots : 1, 4);
+    size_t *first = calloc(tiles + 1, sizeof *first);
+    size_t *order = calloc(b->binding_count ? b->binding_count : 1, sizeof *order);
+    ipu_status status = IPU_OK;
+    if (!table || !first || !order)
+        status = IPU_NO_MEMORY(b->ctx);
+    /* Bucket the slot bindings by tile (counting sort). */
+    for (size_t i = 0; status == IPU_OK && i < b->binding_count; i++)
+        first[b->bindings[i].tile + 1]++;
+    for (uint32_t t = 0; status == IPU_OK && t < tiles; t++)
+        first[t + 1] += first[t];
+    for (size_t i = 0; status == IPU_OK && i < b->binding_count; i++)
+        order[first[b->bindings[i].tile]++] = i;
+    for (uint32_t t = tiles; status == IPU_OK && t > 0; t--)
+        first[t] = first[t - 1];
+    if (status == IPU_OK)
+        first[0] = 0;
+    for (uint32_t t = 0; t < tiles && status == IPU_OK; t++) {
+        if (slots) {
+            memset(table, 0, (size_t)slots * 4);
+            for (size_t i = first[t]; i < first[t + 1]; i++)
+                ipu_store_u32(table + 4 * (size_t)b->bindings[order[i]].slot,
+                              b->bindings[order[i]].address);
+            status = ipu_pkg_put(b, t, table, (size_t)slots * 4, &pkg->slot_tables[t]);
+        }
+        ipu_buf *desc = &b->tiles[t].desc;
+        if (status == IPU_OK && desc->size)
+            status = add_segment(b, t, IPU_SEG_DESCRIPTOR, b->desc_base, desc->data,
+                                 (uint32_t)desc->size, 0);
+        ipu_buf_free(desc);
+    }
+    free(table);
+    free(first);
+    free(order);
+    return status;
+}
+
+ipu_status ipu_pkg_build(ipu_pkg_builder *b, ipu_package **out)
+{
+    ipu_ctx *ctx = b->ctx;
+    ipu_package *pkg = b->pkg;
+    ipu_status status = close_descriptor_areas(b);
+    if (status == IPU_OK) {
+        char *meta = b->meta ? json_dumps(b->meta, JSON_COMPACT | JSON_SORT_KEYS) : strdup("{}");
+        if (!meta)
+            status = IPU_NO_MEMORY(ctx);
+        pkg->meta_json = meta;
+    }
+    if (status == IPU_OK) {
+        pkg->data = b->data.data;
+        pkg->data_size = b->data.size;
+        pkg->strings = b->strings.data;
+        pkg->strings_size = b->strings.size;
+        memset(&b->data, 0, sizeof b->data);
+        memset(&b->strings, 0, sizeof b->strings);
+        status = ipu_pkg_validate(ctx, pkg);
+    }
+    if (status == IPU_OK) {
+        *out = pkg;
+        b->pkg = NULL;
+    }
+    ipu_pkg_builder_free(b);
+    return status;
+}

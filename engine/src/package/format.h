@@ -1,0 +1,93 @@
+/* format.h: the byte formats the compiler writes and the device reads: the
+ * package file (header, section table, sections) and the records a tile reads
+ * from its own SRAM at run time (slot tables, compute lists, exchange tables,
+ * host descriptors, Repeat patch lists).  All integers are little-endian.
+ *
+ * Package file:
+ *   header (64 B): magic "IPUPKG\r\n", u32 version, u32 header size,
+ *     u64 total size, u32 CRC-32 of every byte after the header, u32 section
+ *     count, u64 profile digest, u32 tiles, u32 invocations, u32 slots,
+ *     zero padding to 64 bytes.
+ *   section table: per section u32 type, u32 zero, u64 offset, u64 size;
+ *     sections are 8-byte aligned, inside the file and disjoint.
+ *
+ * Tile SRAM records (addresses are byte addresses, 4-byte aligned):
+ *   slot table: u32 address per slot (0 = this tile takes no part).
+ *   compute list: u32 count, then descriptors (u16 entry, u16 argc, argc u32).
+ *   exchange table: u32 row count, then 16-byte rows:
+ *     w0 = op | flags << 8 | tile << 16, w1 = cycle, w2 = words, w3 = address.
+ *   host descriptor: u32 count, then 16-byte entries:
+ *     u32 stream, u32 stream offset, u32 tile address (inside the aperture), u32 bytes.
+ *   patch list: u32 count, then 16-byte entries:
+ *     u32 kind, u32 target address, u32 a, u32 b.
+ */
+#ifndef IPU_PACKAGE_FORMAT_H
+#define IPU_PACKAGE_FORMAT_H
+
+#define IPU_PKG_MAGIC "IPUPKG\r\n"
+#define IPU_PKG_VERSION 1u
+#define IPU_PKG_HEADER_SIZE 64u
+#define IPU_PKG_SECTION_ENTRY_SIZE 24u
+
+/* Section types (append-only). */
+enum ipu_pkg_section {
+    IPU_SEC_PROFILE = 1,  /* canonical profile JSON text */
+    IPU_SEC_META = 2,     /* workload metadata JSON text (checks, cases) */
+    IPU_SEC_TILES = 3,    /* per tile: u32 slot table address */
+    IPU_SEC_SEGMENTS = 4, /* u32 tile, kind, address, size, entry, zero, u64 data offset */
+    IPU_SEC_ALLOCS = 5,   /* u32 tile, address, size, name offset (into STRINGS) */
+    IPU_SEC_STRINGS = 6,  /* NUL-terminated strings */
+    IPU_SEC_INIT = 7,     /* control ops run once at initialize */
+    IPU_SEC_MAIN = 8,     /* control ops run at every invocation */
+    IPU_SEC_STREAMS = 9,  /* u32 direction, u32 name offset, u64 size */
+    IPU_SEC_RECORDS = 10, /* u32 kind, u32 stream, u32 invocation, u32 zero, u64 data offset, u64 size */
+    IPU_SEC_DATA = 11,    /* bytes of segments and records */
+    IPU_SEC_END = 12
+};
+#define IPU_PKG_SEGMENT_SIZE 32u
+#define IPU_PKG_ALLOC_SIZE 16u
+#define IPU_PKG_OP_SIZE 16u
+#define IPU_PKG_STREAM_SIZE 16u
+#define IPU_PKG_RECORD_SIZE 32u
+
+/* Segment kinds: code and descriptors are protected once loaded. */
+enum ipu_seg_kind {
+    IPU_SEG_CODE = 1,       /* kernel code for one entry (region 0; no bytes stored) */
+    IPU_SEG_DESCRIPTOR = 2, /* slot tables, compute lists, exchange/host/patch records */
+    IPU_SEG_DATA = 3        /* initial tensor contents (writable) */
+};
+
+/* Control ops: u32 op, a, b, c. */
+enum ipu_op {
+    IPU_OP_STEP = 1,     /* a = compute slot, b = exchange slot (IPU_NO_SLOT: none) */
+    IPU_OP_HOST_IN = 2,  /* a = host descriptor slot: stream bytes into the aperture */
+    IPU_OP_HOST_OUT = 3, /* a = host descriptor slot: aperture bytes out to the stream */
+    IPU_OP_REPEAT = 4    /* a = count, b = body length (ops that follow), c = patch slot */
+};
+#define IPU_NO_SLOT 0xFFFFFFFFu
+
+/* Stream directions. */
+enum ipu_stream_dir { IPU_STREAM_PARAM = 0, IPU_STREAM_INPUT = 1, IPU_STREAM_OUTPUT = 2 };
+/* Record kinds. */
+enum ipu_record_kind { IPU_RECORD_INPUT = 0, IPU_RECORD_EXPECTED = 1 };
+
+/* Exchange row ops and flags. */
+enum ipu_xrow_op {
+    IPU_XROW_SEND = 1,      /* at cycle send words from address (relative: + OUTGOING_BASE) */
+    IPU_XROW_RECV = 2,      /* at cycle select sender tile, write words to address */
+    IPU_XROW_SET_BASE = 3,  /* OUTGOING_BASE = address */
+    IPU_XROW_RESET_BASE = 4 /* OUTGOING_BASE = 0 */
+};
+#define IPU_XFLAG_RELATIVE 1u /* send: source address is relative to OUTGOING_BASE */
+#define IPU_XFLAG_PAIRED 2u   /* 64-bit words through both ports of a supertile pair */
+#define IPU_XROW_SIZE 16u
+
+/* Patch kinds. */
+enum ipu_patch_kind {
+    IPU_PATCH_TABLE = 1,      /* value = u32 table at a, with b entries: table[iteration] */
+    IPU_PATCH_PROGRESSION = 2 /* value = a + iteration * b (mod 2^32) */
+};
+#define IPU_PATCH_SIZE 16u
+#define IPU_HOST_ENTRY_SIZE 16u
+
+#endif

@@ -1,0 +1,124 @@
+/* package.h: the loadable image in memory, its builder (used by the compiler
+ * and by the hand-built stress and fault programs), serializer and loader.
+ * Every package, built or loaded, passes one validator before a device sees
+ * it, so the device may rely on the structure (bounds, kinds, disjoint
+ * segments, well-formed records) and checks only what depends on run time.
+ */
+#ifndef IPU_PACKAGE_H
+#define IPU_PACKAGE_H
+
+#include <jansson.h>
+
+#include "core/core.h"
+#include "core/profile.h"
+#include "package/format.h"
+
+typedef struct ipu_pkg_segment {
+    uint32_t tile, kind, address, size, entry;
+    uint64_t data_offset; /* into data (DESCRIPTOR and DATA kinds) */
+} ipu_pkg_segment;
+
+typedef struct ipu_pkg_alloc {
+    uint32_t tile, address, size;
+    uint32_t name_offset; /* into strings */
+} ipu_pkg_alloc;
+
+typedef struct ipu_pkg_op {
+    uint32_t op, a, b, c;
+} ipu_pkg_op;
+
+typedef struct ipu_pkg_stream {
+    uint32_t direction;
+    uint32_t name_offset;
+    uint64_t size;
+} ipu_pkg_stream;
+
+typedef struct ipu_pkg_record {
+    uint32_t kind, stream, invocation;
+    uint64_t data_offset, size;
+} ipu_pkg_record;
+
+struct ipu_package {
+    ipu_profile profile;
+    uint64_t profile_digest;
+    uint32_t invocations;
+    uint32_t slots;
+    uint32_t *slot_tables; /* per tile */
+    char *meta_json;       /* NUL-terminated */
+    ipu_pkg_segment *segments;
+    size_t segment_count;
+    ipu_pkg_alloc *allocs;
+    size_t alloc_count;
+    ipu_pkg_op *init_ops;
+    size_t init_count;
+    ipu_pkg_op *main_ops;
+    size_t main_count;
+    ipu_pkg_stream *streams;
+    size_t stream_count;
+    ipu_pkg_record *records;
+    size_t record_count;
+    uint8_t *strings;
+    size_t strings_size;
+    uint8_t *data;
+    size_t data_size;
+    /* Per tile, indices of its segments sorted by address (built by validation). */
+    uint32_t *tile_segment_start; /* tiles + 1 entries */
+    uint32_t *tile_segments;
+};
+
+const char *ipu_pkg_string(const ipu_package *pkg, uint32_t offset);
+/* Index of the named stream, -1 when absent. */
+int ipu_pkg_find_stream(const ipu_package *pkg, const char *name);
+/* The segment on tile containing [address, address + size), NULL when none. */
+const ipu_pkg_segment *ipu_pkg_segment_at(const ipu_package *pkg, uint32_t tile, uint32_t address,
+                                          uint32_t size);
+/* Bytes of a DESCRIPTOR or DATA segment. */
+const uint8_t *ipu_pkg_segment_bytes(const ipu_package *pkg, const ipu_pkg_segment *seg);
+/* Name of the allocation on tile that contains address, NULL when none. */
+const char *ipu_pkg_owner(const ipu_package *pkg, uint32_t tile, uint32_t address);
+
+/* Structural validation; builds the per-tile segment index. */
+ipu_status ipu_pkg_validate(ipu_ctx *ctx, ipu_package *pkg);
+
+/* ---- builder ---------------------------------------------------------- */
+/* A builder lays out each tile's descriptor area from desc_base (growing up to
+ * desc_limit) and its kernel code from code_base (region 0).  Slot tables are
+ * placed at the end of each tile's descriptor area when the package is built. */
+typedef struct ipu_pkg_builder ipu_pkg_builder;
+
+ipu_status ipu_pkg_builder_create(ipu_ctx *ctx, const ipu_profile *profile, uint32_t code_base,
+                                  uint32_t desc_base, uint32_t desc_limit, ipu_pkg_builder **out);
+void ipu_pkg_builder_free(ipu_pkg_builder *b);
+/* A new slot id (shared by all tiles). */
+uint32_t ipu_pkg_new_slot(ipu_pkg_builder *b);
+/* Append bytes to the tile's descriptor area; *address receives their address. */
+ipu_status ipu_pkg_put(ipu_pkg_builder *b, uint32_t tile, const void *bytes, size_t size,
+                       uint32_t *address);
+/* Append a record and point the tile's slot at it. */
+ipu_status ipu_pkg_put_slot(ipu_pkg_builder *b, uint32_t tile, uint32_t slot, const void *bytes,
+                            size_t size, uint32_t *address);
+/* Ensure the kernel entry's code is on the tile. */
+ipu_status ipu_pkg_add_code(ipu_pkg_builder *b, uint32_t tile, int entry);
+/* Initial contents of writable memory (copied). */
+ipu_status ipu_pkg_add_data(ipu_pkg_builder *b, uint32_t tile, uint32_t address, const void *bytes,
+                            uint32_t size);
+ipu_status ipu_pkg_add_alloc(ipu_pkg_builder *b, uint32_t tile, uint32_t address, uint32_t size,
+                             const char *name);
+/* Append a control op to the init (init != 0) or main program. */
+ipu_status ipu_pkg_emit(ipu_pkg_builder *b, int init, uint32_t op, uint32_t a, uint32_t bb,
+                        uint32_t c);
+/* Current length of the init or main program (for Repeat body lengths). */
+size_t ipu_pkg_program_length(const ipu_pkg_builder *b, int init);
+/* Set op index's b field (a Repeat's body length once the body is emitted). */
+void ipu_pkg_set_op_b(ipu_pkg_builder *b, int init, size_t index, uint32_t value);
+ipu_status ipu_pkg_add_stream(ipu_pkg_builder *b, const char *name, uint32_t direction,
+                              uint64_t size, uint32_t *id);
+ipu_status ipu_pkg_add_record(ipu_pkg_builder *b, uint32_t kind, uint32_t stream,
+                              uint32_t invocation, const void *bytes, uint64_t size);
+/* Metadata (the builder takes the reference). */
+void ipu_pkg_set_meta(ipu_pkg_builder *b, json_t *meta);
+void ipu_pkg_set_invocations(ipu_pkg_builder *b, uint32_t invocations);
+/* Finish, validate and hand over the package; the builder is freed. */
+ipu_status ipu_pkg_build(ipu_pkg_builder *b, ipu_package **out);
+
+#endif

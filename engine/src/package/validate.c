@@ -1,0 +1,434 @@
+/* validate.c: the structural checks every package passes before a device
+ * sees it: segments inside accessible SRAM, outside the runtime state, code in
+ * region 0, no overlaps on a tile; strings, streams, records and allocations
+ * well-formed; control programs with valid slots and Repeat bodies; every slot
+ * pointing at a descriptor segment holding a well-formed record of the kind
+ * the programs use it for.  Messages name the defect, the tile and address.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "package/package.h"
+
+#define BAD(...) IPU_FAIL(ctx, IPU_ERR_MALFORMED, "malformed package: " __VA_ARGS__)
+
+enum slot_use { USE_NONE, USE_COMPUTE, USE_EXCHANGE, USE_HOST_IN, USE_HOST_OUT, USE_PATCH };
+static const char *USE_NAMES[] = {"unused", "compute list", "exchange table",
+                                  "host input descriptor", "host output descriptor", "patch list"};
+
+const char *ipu_pkg_string(const ipu_package *pkg, uint32_t offset)
+{
+    return offset < pkg->strings_size ? (const char *)pkg->strings + offset : "";
+}
+
+int ipu_pkg_find_stream(const ipu_package *pkg, const char *name)
+{
+    for (size_t i = 0; i < pkg->stream_count; i++)
+        if (strcmp(ipu_pkg_string(pkg, pkg->streams[i].name_offset), name) == 0)
+            return (int)i;
+    return -1;
+}
+
+const ipu_pkg_segment *ipu_pkg_segment_at(const ipu_package *pkg, uint32_t tile, uint32_t address,
+                                          uint32_t size)
+{
+    if (!pkg->tile_segment_start || tile >= pkg->profile.tiles)
+        return NULL;
+    uint32_t lo = pkg->tile_segment_start[tile], hi = pkg->tile_segment_start[tile + 1];
+    /* Last segment starting at or below address. */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (pkg->segments[pkg->tile_segments[mid]].address <= address)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == pkg->tile_segment_start[tile])
+        return NULL;
+    const ipu_pkg_segment *seg = &pkg->segments[pkg->tile_segments[lo - 1]];
+    if ((uint64_t)address + size > (uint64_t)seg->address + seg->size)
+        return NULL;
+    return seg;
+}
+
+const uint8_t *ipu_pkg_segment_bytes(const ipu_package *pkg, const ipu_pkg_segment *seg)
+{
+    return pkg->data + seg->data_offset;
+}
+
+const char *ipu_pkg_owner(const ipu_package *pkg, uint32_t tile, uint32_t address)
+{
+    for (size_t i = 0; i < pkg->alloc_count; i++) {
+        const ipu_pkg_alloc *a = &pkg->allocs[i];
+        if (a->tile == tile && address >= a->address && address - a->address < a->size)
+            return ipu_pkg_string(pkg, a->name_offset);
+    }
+    return NULL;
+}
+
+static int valid_string(const ipu_package *pkg, uint32_t offset)
+{
+    return offset < pkg->strings_size && memchr(pkg->strings + offset, 0, pkg->strings_size - offset);
+}
+
+static const char *kind_name(uint32_t kind)
+{
+    return kind == IPU_SEG_CODE ? "code" : kind == IPU_SEG_DESCRIPTOR ? "descriptor" : "data";
+}
+
+static ipu_status check_segments(ipu_ctx *ctx, ipu_package *pkg)
+{
+    const ipu_profile *p = &pkg->profile;
+    uint32_t protected_end = p->sram_base + p->runtime_state_bytes;
+    uint32_t access_end = ipu_profile_access_end(p);
+    uint32_t *count = calloc((size_t)p->tiles + 1, sizeof *count);
+    uint32_t *index = calloc(pkg->segment_count ? pkg->segment_count : 1, sizeof *index);
+    if (!count || !index) {
+        free(count), free(index);
+        return IPU_NO_MEMORY(ctx);
+    }
+    pkg->tile_segment_start = count;
+    pkg->tile_segments = index;
+    for (size_t i = 0; i < pkg->segment_count; i++) {
+        const ipu_pkg_segment *s = &pkg->segments[i];
+        if (s->tile >= p->tiles)
+            return BAD("segment %zu is on tile %u, but the device has %u tiles", i, s->tile, p->tiles);
+        if (s->kind < IPU_SEG_CODE || s->kind > IPU_SEG_DATA)
+            return BAD("segment %zu has unknown kind %u", i, s->kind);
+        if (s->size == 0)
+            return BAD("segment %zu on tile %u is empty", i, s->tile);
+        uint64_t end = (uint64_t)s->address + s->size;
+        if (s->address < p->sram_base || end > access_end)
+            return BAD("%s segment %zu on tile %u at [0x%X, 0x%llX) is outside accessible SRAM "
+                       "[0x%X, 0x%X)",
+                       kind_name(s->kind), i, s->tile, s->address, (unsigned long long)end,
+                       p->sram_base, access_end);
+        if (s->address < protected_end)
+            return BAD("%s segment %zu on tile %u at 0x%X overlaps the runtime state [0x%X, 0x%X)",
+                       kind_name(s->kind), i, s->tile, s->address, p->sram_base, protected_end);
+        if (s->kind == IPU_SEG_CODE) {
+            if (end > p->region1_base)
+                return BAD("code segment %zu on tile %u at 0x%X is outside region 0 (code may "
+                           "execute only below 0x%X)",
+                           i, s->tile, s->address, p->region1_base);
+            if (!ipu_kernel_code_size((int)s->entry))
+                return BAD("code segment %zu on tile %u names unknown kernel entry %u", i, s->tile,
+                           s->entry);
+            if (s->size != ipu_kernel_code_size((int)s->entry))
+                return BAD("code segment %zu on tile %u: entry %s needs %u bytes, segment has %u", i,
+                           s->tile, ipu_kernel_name((int)s->entry),
+                           ipu_kernel_code_size((int)s->entry), s->size);
+        } else if (s->data_offset > pkg->data_size || s->size > pkg->data_size - s->data_offset) {
+            return BAD("%s segment %zu on tile %u: its bytes [%llu, +%u) lie outside the data "
+                       "section (%zu bytes)",
+                       kind_name(s->kind), i, s->tile, (unsigned long long)s->data_offset, s->size,
+                       pkg->data_size);
+        }
+        if (s->kind == IPU_SEG_DESCRIPTOR && s->address % 4)
+            return BAD("descriptor segment %zu on tile %u at 0x%X is not 4-byte aligned", i, s->tile,
+                       s->address);
+        count[s->tile + 1]++;
+    }
+    for (uint32_t t = 0; t < p->tiles; t++)
+        count[t + 1] += count[t];
+    uint32_t *fill = calloc(p->tiles ? p->tiles : 1, sizeof *fill);
+    if (!fill)
+        return IPU_NO_MEMORY(ctx);
+    for (size_t i = 0; i < pkg->segment_count; i++) {
+        uint32_t t = pkg->segments[i].tile;
+        index[count[t] + fill[t]++] = (uint32_t)i;
+    }
+    free(fill);
+    /* Sort each tile's segments by address (insertion sort: few per tile). */
+    for (uint32_t t = 0; t < p->tiles; t++) {
+        for (uint32_t i = count[t] + 1; i < count[t + 1]; i++) {
+            uint32_t v = index[i], j = i;
+            while (j > count[t] && pkg->segments[index[j - 1]].address > pkg->segments[v].address) {
+                index[j] = index[j - 1];
+                j--;
+            }
+            index[j] = v;
+        }
+        for (uint32_t i = count[t] + 1; i < count[t + 1]; i++) {
+            const ipu_pkg_segment *a = &pkg->segments[index[i - 1]], *b = &pkg->segments[index[i]];
+            if ((uint64_t)a->address + a->size > b->address)
+                return BAD("segments %u (%s, [0x%X, 0x%X)) and %u (%s, [0x%X, 0x%X)) overlap on "
+                           "tile %u",
+                           index[i - 1], kind_name(a->kind), a->address, a->address + a->size,
+                           index[i], kind_name(b->kind), b->address, b->address + b->size, t);
+        }
+    }
+    return IPU_OK;
+}
+
+static ipu_status check_tables(ipu_ctx *ctx, const ipu_package *pkg)
+{
+    const ipu_profile *p = &pkg->profile;
+    if (pkg->strings_size && pkg->strings[pkg->strings_size - 1] != 0)
+        return BAD("the string table does not end with a NUL byte");
+    if (pkg->invocations == 0 || pkg->invocations > 1000000)
+        return BAD("invocations is %u, expected 1..1000000", pkg->invocations);
+    for (size_t i = 0; i < pkg->stream_count; i++) {
+        const ipu_pkg_stream *s = &pkg->streams[i];
+        if (!valid_string(pkg, s->name_offset) || !*ipu_pkg_string(pkg, s->name_offset))
+            return BAD("stream %zu has no valid name", i);
+        if (s->direction > IPU_STREAM_OUTPUT)
+            return BAD("stream '%s' has unknown direction %u", ipu_pkg_string(pkg, s->name_offset),
+                       s->direction);
+        if (s->size == 0 || s->size > (1ull << 40))
+            return BAD("stream '%s' has size %llu, expected 1..2^40",
+                       ipu_pkg_string(pkg, s->name_offset), (unsigned long long)s->size);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(ipu_pkg_string(pkg, s->name_offset),
+                       ipu_pkg_string(pkg, pkg->streams[j].name_offset)) == 0)
+                return BAD("stream name '%s' appears twice", ipu_pkg_string(pkg, s->name_offset));
+    }
+    for (size_t i = 0; i < pkg->record_count; i++) {
+        const ipu_pkg_record *r = &pkg->records[i];
+        if (r->kind > IPU_RECORD_EXPECTED)
+            return BAD("record %zu has unknown kind %u", i, r->kind);
+        if (r->stream >= pkg->stream_count)
+            return BAD("record %zu names stream %u of %zu", i, r->stream, pkg->stream_count);
+        const ipu_pkg_stream *s = &pkg->streams[r->stream];
+        int output = s->direction == IPU_STREAM_OUTPUT;
+        if ((r->kind == IPU_RECORD_EXPECTED) != output)
+            return BAD("record %zu: %s record for %s stream '%s'", i,
+                       r->kind == IPU_RECORD_EXPECTED ? "an expected" : "an input",
+                       output ? "output" : "input", ipu_pkg_string(pkg, s->name_offset));
+        if (r->invocation >= pkg->invocations)
+            return BAD("record %zu is for invocation %u of %u", i, r->invocation, pkg->invocations);
+        if (r->size != s->size || r->data_offset > pkg->data_size ||
+            r->size > pkg->data_size - r->data_offset)
+            return BAD("record %zu for stream '%s' has %llu bytes at offset %llu (stream %llu bytes, "
+                       "data section %zu)",
+                       i, ipu_pkg_string(pkg, s->name_offset), (unsigned long long)r->size,
+                       (unsigned long long)r->data_offset, (unsigned long long)s->size,
+                       pkg->data_size);
+    }
+    for (size_t i = 0; i < pkg->alloc_count; i++) {
+        const ipu_pkg_alloc *a = &pkg->allocs[i];
+        if (a->tile >= p->tiles || a->address < p->sram_base ||
+            (uint64_t)a->address + a->size > p->sram_end || !valid_string(pkg, a->name_offset))
+            return BAD("allocation %zu (tile %u, 0x%X, %u bytes) is outside the device or unnamed", i,
+                       a->tile, a->address, a->size);
+    }
+    return IPU_OK;
+}
+
+/* Check one program's ops; mark each slot's use. */
+static ipu_status check_program(ipu_ctx *ctx, const ipu_package *pkg, const ipu_pkg_op *ops,
+                                size_t count, const char *which, uint8_t *use)
+{
+#define USE(slot, kind)                                                                        \
+    do {                                                                                       \
+        if ((slot) >= pkg->slots)                                                              \
+            return BAD("%s op %zu uses slot %u, but the package has %u slots", which, i, (slot), \
+                       pkg->slots);                                                            \
+        if (use[slot] != USE_NONE && use[slot] != (kind))                                      \
+            return BAD("slot %u is used as a %s and as a %s", (slot), USE_NAMES[use[slot]],     \
+                       USE_NAMES[kind]);                                                       \
+        use[slot] = (kind);                                                                    \
+    } while (0)
+    /* Ends of the open Repeat bodies, innermost last. */
+    size_t ends[64];
+    int depth = 0;
+    for (size_t i = 0; i < count; i++) {
+        while (depth && ends[depth - 1] == i)
+            depth--;
+        const ipu_pkg_op *op = &ops[i];
+        switch (op->op) {
+        case IPU_OP_STEP:
+            if (op->a == IPU_NO_SLOT && op->b == IPU_NO_SLOT)
+                return BAD("%s op %zu is a step with neither compute nor exchange", which, i);
+            if (op->a != IPU_NO_SLOT)
+                USE(op->a, USE_COMPUTE);
+            if (op->b != IPU_NO_SLOT)
+                USE(op->b, USE_EXCHANGE);
+            break;
+        case IPU_OP_HOST_IN:
+            USE(op->a, USE_HOST_IN);
+            break;
+        case IPU_OP_HOST_OUT:
+            USE(op->a, USE_HOST_OUT);
+            break;
+        case IPU_OP_REPEAT:
+            if (op->a == 0)
+                return BAD("%s op %zu repeats 0 times", which, i);
+            if (op->b == 0 || op->b > count - i - 1 || (depth && i + 1 + op->b > ends[depth - 1]))
+                return BAD("%s op %zu: Repeat body of %u ops runs past its enclosing program or "
+                           "body",
+                           which, i, op->b);
+            if (depth == 64)
+                return BAD("%s op %zu: Repeat nested deeper than 64", which, i);
+            if (op->c != IPU_NO_SLOT)
+                USE(op->c, USE_PATCH);
+            ends[depth++] = i + 1 + op->b;
+            break;
+        default:
+            return BAD("%s op %zu has unknown opcode %u", which, i, op->op);
+        }
+    }
+    return IPU_OK;
+#undef USE
+}
+
+/* A record on a tile: the descriptor segment containing [address, +size). */
+static const uint8_t *record_bytes(const ipu_package *pkg, uint32_t tile, uint32_t address,
+                                   uint32_t size)
+{
+    const ipu_pkg_segment *seg = ipu_pkg_segment_at(pkg, tile, address, size);
+    if (!seg || seg->kind != IPU_SEG_DESCRIPTOR)
+        return NULL;
+    return ipu_pkg_segment_bytes(pkg, seg) + (address - seg->address);
+}
+
+static const char *where_is(const ipu_package *pkg, uint32_t tile, uint32_t address)
+{
+    const ipu_profile *p = &pkg->profile;
+    if (address >= p->sram_base && address < p->sram_base + p->runtime_state_bytes)
+        return "the protected runtime state";
+    const ipu_pkg_segment *seg = ipu_pkg_segment_at(pkg, tile, address, 1);
+    if (seg && seg->kind == IPU_SEG_CODE)
+        return "protected kernel code";
+    if (seg && seg->kind == IPU_SEG_DATA)
+        return "a data segment";
+    if (address < p->sram_base || address >= ipu_profile_access_end(p))
+        return "outside accessible SRAM";
+    return "no loaded segment";
+}
+
+static ipu_status check_record(ipu_ctx *ctx, const ipu_package *pkg, uint32_t tile, uint32_t slot,
+                               int use, uint32_t address)
+{
+    const ipu_profile *p = &pkg->profile;
+    const uint8_t *head = record_bytes(pkg, tile, address, 4);
+    if (!head || address % 4)
+        return BAD("slot %u (%s) of tile %u points to 0x%X, which is %s, not a descriptor segment",
+                   slot, USE_NAMES[use], tile, address,
+                   address % 4 ? "misaligned" : where_is(pkg, tile, address));
+    uint32_t count = ipu_load_u32(head);
+    if (use == USE_COMPUTE) {
+        uint32_t at = address + 4;
+        for (uint32_t i = 0; i < count; i++) {
+            const uint8_t *d = record_bytes(pkg, tile, at, 4);
+            if (!d)
+                return BAD("compute list at 0x%X on tile %u: descriptor %u at 0x%X runs past its "
+                           "segment",
+                           address, tile, i, at);
+            uint32_t entry = d[0] | (uint32_t)d[1] << 8, argc = d[2] | (uint32_t)d[3] << 8;
+            if (!ipu_kernel_arg_count((int)entry))
+                return BAD("compute list at 0x%X on tile %u: descriptor %u calls unknown kernel "
+                           "entry %u",
+                           address, tile, i, entry);
+            if (argc != ipu_kernel_arg_count((int)entry))
+                return BAD("compute list at 0x%X on tile %u: descriptor %u (%s) has %u arguments, "
+                           "expected %u",
+                           address, tile, i, ipu_kernel_name((int)entry), argc,
+                           ipu_kernel_arg_count((int)entry));
+            if (!record_bytes(pkg, tile, at, 4 + 4 * argc))
+                return BAD("compute list at 0x%X on tile %u: descriptor %u runs past its segment",
+                           address, tile, i);
+            at += 4 + 4 * argc;
+        }
+        return IPU_OK;
+    }
+    uint64_t entry_size = use == USE_EXCHANGE ? IPU_XROW_SIZE
+                          : use == USE_PATCH  ? IPU_PATCH_SIZE
+                                              : IPU_HOST_ENTRY_SIZE;
+    if ((uint64_t)count * entry_size > 0xFFFFFFFFull ||
+        !record_bytes(pkg, tile, address, 4 + (uint32_t)(count * entry_size)))
+        return BAD("%s at 0x%X on tile %u: %u entries run past its segment", USE_NAMES[use], address,
+                   tile, count);
+    for (uint32_t i = 0; i < count; i++) {
+        const uint8_t *e = head + 4 + i * entry_size;
+        uint32_t w0 = ipu_load_u32(e), w1 = ipu_load_u32(e + 4), w2 = ipu_load_u32(e + 8),
+                 w3 = ipu_load_u32(e + 12);
+        if (use == USE_EXCHANGE) {
+            uint32_t op = w0 & 0xFF, flags = (w0 >> 8) & 0xFF, peer = w0 >> 16;
+            if (op < IPU_XROW_SEND || op > IPU_XROW_RESET_BASE)
+                return BAD("exchange table at 0x%X on tile %u: row %u has unknown op %u", address,
+                           tile, i, op);
+            if (flags & ~(IPU_XFLAG_RELATIVE | IPU_XFLAG_PAIRED))
+                return BAD("exchange table at 0x%X on tile %u: row %u has unknown flags 0x%X",
+                           address, tile, i, flags);
+            if (op == IPU_XROW_RECV && peer >= p->tiles)
+                return BAD("exchange table at 0x%X on tile %u: row %u receives from tile %u of %u",
+                           address, tile, i, peer, p->tiles);
+        } else if (use == USE_PATCH) {
+            if (w0 != IPU_PATCH_TABLE && w0 != IPU_PATCH_PROGRESSION)
+                return BAD("patch list at 0x%X on tile %u: entry %u has unknown kind %u", address,
+                           tile, i, w0);
+            if (w1 % 4 || !record_bytes(pkg, tile, w1, 4))
+                return BAD("patch list at 0x%X on tile %u: entry %u targets 0x%X, which is %s, not "
+                           "a descriptor word",
+                           address, tile, i, w1, w1 % 4 ? "misaligned" : where_is(pkg, tile, w1));
+            if (w0 == IPU_PATCH_TABLE &&
+                (w3 == 0 || w3 > 0x3FFFFFFF || w2 % 4 ||
+                 !ipu_pkg_segment_at(pkg, tile, w2, w3 * 4)))
+                return BAD("patch list at 0x%X on tile %u: entry %u's table at 0x%X (%u entries) is "
+                           "not inside a loaded segment",
+                           address, tile, i, w2, w3);
+        } else {
+            int in = use == USE_HOST_IN;
+            if (w0 >= pkg->stream_count)
+                return BAD("%s at 0x%X on tile %u: entry %u names stream %u of %zu", USE_NAMES[use],
+                           address, tile, i, w0, pkg->stream_count);
+            const ipu_pkg_stream *s = &pkg->streams[w0];
+            if (in == (s->direction == IPU_STREAM_OUTPUT))
+                return BAD("%s at 0x%X on tile %u: entry %u moves %s stream '%s' the wrong way",
+                           USE_NAMES[use], address, tile, i,
+                           s->direction == IPU_STREAM_OUTPUT ? "output" : "input",
+                           ipu_pkg_string(pkg, s->name_offset));
+            if ((uint64_t)w1 + w3 > s->size)
+                return BAD("%s at 0x%X on tile %u: entry %u reads bytes [%u, %llu) of stream '%s' "
+                           "(%llu bytes)",
+                           USE_NAMES[use], address, tile, i, w1, (unsigned long long)w1 + w3,
+                           ipu_pkg_string(pkg, s->name_offset), (unsigned long long)s->size);
+            if (w2 < p->aperture_base || (uint64_t)w2 + w3 > p->aperture_end)
+                return BAD("%s at 0x%X on tile %u: entry %u addresses [0x%X, 0x%llX), outside the "
+                           "host aperture [0x%X, 0x%X)",
+                           USE_NAMES[use], address, tile, i, w2, (unsigned long long)w2 + w3,
+                           p->aperture_base, p->aperture_end);
+        }
+    }
+    return IPU_OK;
+}
+
+ipu_status ipu_pkg_validate(ipu_ctx *ctx, ipu_package *pkg)
+{
+    free(pkg->tile_segment_start);
+    free(pkg->tile_segments);
+    pkg->tile_segment_start = NULL;
+    pkg->tile_segments = NULL;
+    IPU_TRY(check_segments(ctx, pkg));
+    IPU_TRY(check_tables(ctx, pkg));
+    uint8_t *use = calloc(pkg->slots ? pkg->slots : 1, 1);
+    if (!use)
+        return IPU_NO_MEMORY(ctx);
+    ipu_status status = check_program(ctx, pkg, pkg->init_ops, pkg->init_count, "init", use);
+    if (status == IPU_OK)
+        status = check_program(ctx, pkg, pkg->main_ops, pkg->main_count, "main", use);
+    for (uint32_t t = 0; status == IPU_OK && pkg->slots && t < pkg->profile.tiles; t++) {
+        const uint8_t *table = record_bytes(pkg, t, pkg->slot_tables[t], pkg->slots * 4);
+        if (!table || pkg->slot_tables[t] % 4) {
+            status = BAD("the slot table of tile %u at 0x%X (%u slots) is %s, not inside a "
+                         "descriptor segment",
+                         t, pkg->slot_tables[t], pkg->slots,
+                         where_is(pkg, t, pkg->slot_tables[t]));
+            break;
+        }
+        for (uint32_t s = 0; status == IPU_OK && s < pkg->slots; s++) {
+            uint32_t address = ipu_load_u32(table + 4 * s);
+            if (address == 0)
+                continue;
+            if (use[s] == USE_NONE)
+                status = BAD("slot %u of tile %u points to 0x%X but no program uses the slot", s, t,
+                             address);
+            else
+                status = check_record(ctx, pkg, t, s, use[s], address);
+        }
+    }
+    free(use);
+    return status;
+}

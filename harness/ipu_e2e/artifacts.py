@@ -1,0 +1,28 @@
+"""Artifacts written atomically: a temporary file in the same folder, flushed
+and synced, then renamed over the target, so an interrupted run never leaves a
+half-written file.
+"""
+import json
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_bytes(path, data):
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def write_json(path, value):
+    write_bytes(path, (json.dumps(value, indent=2, sort_keys=True) + "\n").encode())

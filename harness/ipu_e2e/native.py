@@ -1,0 +1,252 @@
+"""ctypes bindings of libipu_e2e.so: the library is located, its ABI version
+checked, and every failing call raised as IpuError carrying the status and the
+library's own message.  Handles are wrapped in small classes that free them.
+"""
+import ctypes
+import json
+import os
+from pathlib import Path
+
+ABI_VERSION = 1
+
+STATUS_NAMES = {
+    0: "ok", 1: "invalid_argument", 2: "no_memory", 3: "io", 4: "malformed",
+    5: "device_fault", 6: "state", 7: "internal",
+}
+INVALID_ARGUMENT, NO_MEMORY, IO, MALFORMED, DEVICE_FAULT, STATE, INTERNAL = range(1, 8)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class IpuError(Exception):
+    """A failing library call: status code, its name and the library's message."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+        self.name = STATUS_NAMES.get(status, "unknown")
+        self.message = message
+
+
+def library_path():
+    explicit = os.environ.get("IPU_E2E_LIBRARY")
+    if explicit:
+        return Path(explicit)
+    return REPO / "build" / "libipu_e2e.so"
+
+
+_lib = None
+_c_char_pp = ctypes.POINTER(ctypes.c_char_p)
+_PROGRESS = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64)
+
+
+def _declare(lib):
+    vp, cp, sz, u32, st = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint32, ctypes.c_int
+    out_str = ctypes.POINTER(ctypes.c_void_p)
+    signatures = {
+        "ipu_abi_version": (u32, []),
+        "ipu_free": (None, [vp]),
+        "ipu_ctx_create": (vp, []),
+        "ipu_ctx_free": (None, [vp]),
+        "ipu_ctx_errmsg": (cp, [vp]),
+        "ipu_ctx_clear_error": (None, [vp]),
+        "ipu_ctx_set_progress": (None, [vp, _PROGRESS, vp]),
+        "ipu_ctx_set_threads": (None, [vp, ctypes.c_int]),
+        "ipu_profile_resolve": (st, [vp, cp, u32, out_str]),
+        "ipu_package_load": (st, [vp, vp, sz, ctypes.POINTER(vp)]),
+        "ipu_package_load_file": (st, [vp, cp, ctypes.POINTER(vp)]),
+        "ipu_package_serialize": (st, [vp, vp, ctypes.POINTER(vp), ctypes.POINTER(sz)]),
+        "ipu_package_save_file": (st, [vp, vp, cp]),
+        "ipu_package_info_json": (st, [vp, vp, out_str]),
+        "ipu_package_record": (st, [vp, vp, cp, cp, ctypes.POINTER(vp), ctypes.POINTER(sz)]),
+        "ipu_package_free": (None, [vp]),
+        "ipu_device_create": (st, [vp, cp, ctypes.POINTER(vp)]),
+        "ipu_device_free": (None, [vp]),
+        "ipu_device_set_stream": (st, [vp, vp, cp, vp, sz]),
+        "ipu_device_initialize": (st, [vp, vp, vp]),
+        "ipu_device_run": (st, [vp, vp, out_str]),
+        "ipu_device_stream": (st, [vp, vp, cp, ctypes.POINTER(vp), ctypes.POINTER(sz)]),
+        "ipu_device_fault_json": (st, [vp, vp, out_str]),
+        "ipu_device_read": (st, [vp, vp, u32, u32, vp, sz]),
+        "ipu_device_write": (st, [vp, vp, u32, u32, vp, sz]),
+        "ipu_stress_build": (st, [vp, cp, ctypes.POINTER(vp)]),
+        "ipu_bench_gemm": (st, [vp, cp, out_str]),
+    }
+    for name, (restype, argtypes) in signatures.items():
+        function = getattr(lib, name)
+        function.restype = restype
+        function.argtypes = argtypes
+
+
+def lib():
+    """The loaded library (loaded once); IpuError if missing or mismatched."""
+    global _lib
+    if _lib is None:
+        path = library_path()
+        if not path.exists():
+            raise IpuError(INTERNAL, f"library not found at {path}: build it first (make build)")
+        loaded = ctypes.CDLL(str(path))
+        _declare(loaded)
+        version = loaded.ipu_abi_version()
+        if version != ABI_VERSION:
+            raise IpuError(INTERNAL, f"{path} has ABI version {version}, this harness needs {ABI_VERSION}")
+        _lib = loaded
+    return _lib
+
+
+class Context:
+    """A library context: errors raise IpuError; progress goes to a callback."""
+
+    def __init__(self, threads=0, progress=None):
+        self.handle = lib().ipu_ctx_create()
+        if not self.handle:
+            raise IpuError(NO_MEMORY, "ipu_ctx_create failed")
+        if threads:
+            lib().ipu_ctx_set_threads(self.handle, threads)
+        self._progress = None
+        if progress is not None:
+            self._progress = _PROGRESS(lambda user, stage, done, total: progress(stage.decode(), done, total))
+            lib().ipu_ctx_set_progress(self.handle, self._progress, None)
+
+    def check(self, status):
+        if status != 0:
+            message = lib().ipu_ctx_errmsg(self.handle).decode(errors="replace")
+            lib().ipu_ctx_clear_error(self.handle)
+            raise IpuError(status, message)
+
+    def take_string(self, pointer):
+        try:
+            return ctypes.string_at(pointer.value).decode()
+        finally:
+            lib().ipu_free(pointer)
+
+    def close(self):
+        if self.handle:
+            lib().ipu_ctx_free(self.handle)
+            self.handle = None
+
+    def __del__(self):
+        self.close()
+
+    def resolve_profile(self, profile_json, tiles=0):
+        out = ctypes.c_void_p()
+        self.check(lib().ipu_profile_resolve(self.handle, profile_json.encode(), tiles, ctypes.byref(out)))
+        return json.loads(self.take_string(out))
+
+
+class Package:
+    """A loaded or built package."""
+
+    def __init__(self, ctx, handle):
+        self.ctx = ctx
+        self.handle = handle
+        self._info = None
+
+    @classmethod
+    def load_file(cls, ctx, path):
+        handle = ctypes.c_void_p()
+        ctx.check(lib().ipu_package_load_file(ctx.handle, str(path).encode(), ctypes.byref(handle)))
+        return cls(ctx, handle)
+
+    @classmethod
+    def load_bytes(cls, ctx, data):
+        handle = ctypes.c_void_p()
+        buffer = ctypes.create_string_buffer(bytes(data), len(data))
+        ctx.check(lib().ipu_package_load(ctx.handle, buffer, len(data), ctypes.byref(handle)))
+        return cls(ctx, handle)
+
+    @classmethod
+    def build_stress(cls, ctx, options):
+        handle = ctypes.c_void_p()
+        ctx.check(lib().ipu_stress_build(ctx.handle, json.dumps(options).encode(), ctypes.byref(handle)))
+        return cls(ctx, handle)
+
+    def info(self):
+        if self._info is None:
+            out = ctypes.c_void_p()
+            self.ctx.check(lib().ipu_package_info_json(self.ctx.handle, self.handle, ctypes.byref(out)))
+            self._info = json.loads(self.ctx.take_string(out))
+        return self._info
+
+    def serialize(self):
+        data, size = ctypes.c_void_p(), ctypes.c_size_t()
+        self.ctx.check(lib().ipu_package_serialize(self.ctx.handle, self.handle, ctypes.byref(data),
+                                                   ctypes.byref(size)))
+        try:
+            return ctypes.string_at(data.value, size.value)
+        finally:
+            lib().ipu_free(data)
+
+    def save(self, path):
+        self.ctx.check(lib().ipu_package_save_file(self.ctx.handle, self.handle, str(path).encode()))
+
+    def record(self, kind, stream):
+        data, size = ctypes.c_void_p(), ctypes.c_size_t()
+        self.ctx.check(lib().ipu_package_record(self.ctx.handle, self.handle, kind.encode(),
+                                                stream.encode(), ctypes.byref(data), ctypes.byref(size)))
+        return ctypes.string_at(data.value, size.value)
+
+    def close(self):
+        if self.handle:
+            lib().ipu_package_free(self.handle)
+            self.handle = None
+
+    def __del__(self):
+        self.close()
+
+
+class Device:
+    """A simulated device for one profile."""
+
+    def __init__(self, ctx, profile):
+        self.ctx = ctx
+        self.handle = ctypes.c_void_p()
+        ctx.check(lib().ipu_device_create(ctx.handle, json.dumps(profile).encode(), ctypes.byref(self.handle)))
+        self.package = None
+
+    def set_stream(self, name, data):
+        data = bytes(data)
+        self.ctx.check(lib().ipu_device_set_stream(self.ctx.handle, self.handle, name.encode(), data, len(data)))
+
+    def initialize(self, package):
+        self.package = package  # keep it alive while the device uses it
+        self.ctx.check(lib().ipu_device_initialize(self.ctx.handle, self.handle, package.handle))
+
+    def run(self):
+        out = ctypes.c_void_p()
+        self.ctx.check(lib().ipu_device_run(self.ctx.handle, self.handle, ctypes.byref(out)))
+        return json.loads(self.ctx.take_string(out))
+
+    def stream(self, name):
+        data, size = ctypes.c_void_p(), ctypes.c_size_t()
+        self.ctx.check(lib().ipu_device_stream(self.ctx.handle, self.handle, name.encode(),
+                                               ctypes.byref(data), ctypes.byref(size)))
+        return ctypes.string_at(data.value, size.value)
+
+    def fault(self):
+        out = ctypes.c_void_p()
+        self.ctx.check(lib().ipu_device_fault_json(self.ctx.handle, self.handle, ctypes.byref(out)))
+        return json.loads(self.ctx.take_string(out))
+
+    def read(self, tile, address, size):
+        buffer = ctypes.create_string_buffer(size)
+        self.ctx.check(lib().ipu_device_read(self.ctx.handle, self.handle, tile, address, buffer, size))
+        return buffer.raw
+
+    def write(self, tile, address, data):
+        data = bytes(data)
+        self.ctx.check(lib().ipu_device_write(self.ctx.handle, self.handle, tile, address, data, len(data)))
+
+    def close(self):
+        if self.handle:
+            lib().ipu_device_free(self.handle)
+            self.handle = None
+
+    def __del__(self):
+        self.close()
+
+
+def bench_gemm(ctx, options):
+    out = ctypes.c_void_p()
+    ctx.check(lib().ipu_bench_gemm(ctx.handle, json.dumps(options).encode(), ctypes.byref(out)))
+    return json.loads(ctx.take_string(out))
