@@ -153,7 +153,7 @@ ipu_status ipu_bench_gemm(ipu_ctx *ctx, const char *options_json, char **out_jso
                               (json_int_t)p.tiles, "m", m, "n", n, "k", k, "precision", precision,
                               "repeats", repeats, "device_seconds", device_best, "device_gflops",
                               flops / device_best * 1e-9, "direct_seconds", direct, "direct_gflops",
-                              flops / direct * 1e-9, "ratio", direct / device_best,
+                              flops / direct * 1e-9, "throughput_ratio", direct / device_best,
                               "simulated_cycles", (json_int_t)cycles);
         *out_json = r ? json_dumps(r, JSON_COMPACT) : NULL;
         json_decref(r);

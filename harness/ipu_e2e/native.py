@@ -85,6 +85,10 @@ def lib():
         path = library_path()
         if not path.exists():
             raise IpuError(INTERNAL, f"library not found at {path}: build it first (make build)")
+        # Device phases are short parallel loops: spinning OpenMP workers would
+        # starve other processes on a busy machine (and themselves). libgomp
+        # reads this when the library loads it.
+        os.environ.setdefault("OMP_WAIT_POLICY", "passive")
         loaded = ctypes.CDLL(str(path))
         _declare(loaded)
         version = loaded.ipu_abi_version()

@@ -19,30 +19,36 @@ static void sim_destroy(void *impl)
     if (!s)
         return;
     for (uint32_t t = 0; s->tiles && t < s->p.tiles; t++) {
-        free(s->tiles[t].mem);
-        free(s->tiles[t].written);
         free(s->tiles[t].sends);
         free(s->tiles[t].recvs);
     }
+    for (int i = 0; s->scratch && i < s->threads; i++)
+        free(s->scratch[i]);
+    free(s->scratch);
+    free(s->scratch_floats);
     free(s->tiles);
+    free(s->sram);
+    free(s->shadow);
     json_decref(s->steps);
     free(s);
 }
 
 static ipu_status load_package(sim *s, ipu_ctx *ctx, const ipu_package *pkg)
 {
-    size_t bits_words = (s->sram_bytes + 63) / 64;
+    size_t tiles = s->p.tiles;
+    if (!s->sram) {
+        /* One large calloc each: fresh zero pages, touched only when used. */
+        s->sram = calloc(tiles, s->sram_bytes);
+        s->shadow = calloc(tiles * s->shadow_words, sizeof(uint64_t));
+        if (!s->sram || !s->shadow)
+            return IPU_NO_MEMORY(ctx);
+    } else {
+        memset(s->shadow, 0, tiles * s->shadow_words * sizeof(uint64_t));
+    }
     for (uint32_t t = 0; t < s->p.tiles; t++) {
         sim_tile *tile = &s->tiles[t];
-        /* calloc: untouched pages stay shared zero pages. */
-        if (!tile->mem) {
-            tile->mem = calloc(1, s->sram_bytes);
-            tile->written = calloc(bits_words, sizeof(uint64_t));
-            if (!tile->mem || !tile->written)
-                return IPU_NO_MEMORY(ctx);
-        } else {
-            memset(tile->written, 0, bits_words * sizeof(uint64_t));
-        }
+        tile->mem = s->sram + (size_t)t * s->sram_bytes;
+        tile->written = s->shadow + (size_t)t * s->shadow_words;
         tile->code_entries = 0;
         tile->outgoing_base = 0;
         tile->faulted = 0;
@@ -375,10 +381,13 @@ ipu_status ipu_sim_create(ipu_ctx *ctx, const ipu_profile *profile, const ipu_de
         return IPU_NO_MEMORY(ctx);
     s->p = *profile;
     s->sram_bytes = profile->sram_end - profile->sram_base;
+    s->shadow_words = (s->sram_bytes + 63) / 64;
     s->threads = ctx->threads > 0 ? ctx->threads : omp_get_max_threads();
     s->tiles = calloc(profile->tiles, sizeof *s->tiles);
-    if (!s->tiles) {
-        free(s);
+    s->scratch = calloc((size_t)s->threads, sizeof *s->scratch);
+    s->scratch_floats = calloc((size_t)s->threads, sizeof *s->scratch_floats);
+    if (!s->tiles || !s->scratch || !s->scratch_floats) {
+        sim_destroy(s);
         return IPU_NO_MEMORY(ctx);
     }
     *iface = &SIM_IFACE;

@@ -37,6 +37,13 @@ typedef struct sim {
     const ipu_package *pkg;
     sim_tile *tiles;
     uint32_t sram_bytes;
+    /* All tiles' SRAM and shadow bits, one allocation each (lazily zeroed pages). */
+    uint8_t *sram;
+    uint64_t *shadow;
+    size_t shadow_words; /* per tile */
+    /* Kernel scratch per worker thread, kept between phases. */
+    float **scratch;
+    size_t *scratch_floats;
     int threads;
     /* Where the control interpreter is (copied into faults). */
     const char *program;

@@ -4,6 +4,7 @@
  * operand (bounds, alignment, region, protection, initialization, element
  * separation) and runs the kernel body, charging the kernel's cycles.
  */
+#include <omp.h>
 #include <stdlib.h>
 
 #include "device/sim.h"
@@ -116,8 +117,7 @@ int sim_compute_phase(sim *s, uint32_t slot)
     int64_t tiles = s->p.tiles;
 #pragma omp parallel num_threads(s->threads)
     {
-        float *scratch = NULL;
-        size_t scratch_size = 0;
+        int thread = omp_get_thread_num();
 #pragma omp for schedule(dynamic, 8)
         for (int64_t i = 0; i < tiles; i++) {
             uint32_t tile = (uint32_t)i, list;
@@ -125,9 +125,8 @@ int sim_compute_phase(sim *s, uint32_t slot)
             if (sim_fetch_u32(s, tile, s->pkg->slot_tables[tile] + 4 * slot, &list, "slot table"))
                 continue;
             if (list)
-                run_tile(s, tile, list, &scratch, &scratch_size);
+                run_tile(s, tile, list, &s->scratch[thread], &s->scratch_floats[thread]);
         }
-        free(scratch);
     }
     return sim_collect_fault(s);
 }

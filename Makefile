@@ -1,0 +1,67 @@
+# The README's commands.  `make run` installs missing Debian packages, builds
+# a release build and runs the default workload; `make test` builds and runs
+# every test: ctest (C), pytest (harness, CLI) and the browser checks.
+#   make test IPU_SANITIZE=ON   the same under ASan+UBSan (build-sanitize/)
+#   make coverage               instrumented build, all tests, gcovr summary
+PYTHON ?= /usr/bin/python3
+JOBS ?= $(shell nproc)
+IPU_SANITIZE ?= OFF
+DEB_PACKAGES = cmake gcc make pkg-config libjansson-dev libopenblas-dev libcmocka-dev zlib1g-dev \
+	python3-pytest python3-selenium python3-numpy chromium chromium-driver gcovr
+
+ifeq ($(IPU_SANITIZE),ON)
+BUILD_DIR ?= build-sanitize
+BUILD_TYPE ?= RelWithDebInfo
+ASAN_RUNTIME := $(shell gcc -print-file-name=libasan.so)
+UBSAN_RUNTIME := $(shell gcc -print-file-name=libubsan.so)
+# Python is not instrumented: preload the runtimes for ctypes, ignore leaks
+# of the interpreter itself.
+TEST_ENV = LD_PRELOAD="$(ASAN_RUNTIME) $(UBSAN_RUNTIME)" ASAN_OPTIONS=detect_leaks=0 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+else
+BUILD_DIR ?= build
+BUILD_TYPE ?= Release
+TEST_ENV =
+endif
+
+export IPU_E2E_LIBRARY = $(CURDIR)/$(BUILD_DIR)/libipu_e2e.so
+
+.PHONY: all deps build run test test-c test-python coverage clean
+
+all: build
+
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing missing Debian packages:" $$missing; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+$(BUILD_DIR)/Makefile: CMakeLists.txt
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DIPU_SANITIZE=$(IPU_SANITIZE) \
+		$(CMAKE_FLAGS)
+
+build: deps $(BUILD_DIR)/Makefile
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+run: build
+	harness/bin/ipu-e2e-test --workload exchange-stress --exchange-pattern all
+
+test-c: build
+	cd $(BUILD_DIR) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS)
+
+test-python: build
+	$(TEST_ENV) $(PYTHON) -m pytest -q harness/tests
+
+test: test-c test-python
+
+coverage:
+	$(MAKE) test BUILD_DIR=build-coverage BUILD_TYPE=Debug CMAKE_FLAGS=-DIPU_COVERAGE=ON
+	gcovr --root . --object-directory build-coverage --exclude 'engine/tests/.*' --print-summary \
+		build-coverage | tail -n 5
+
+clean:
+	rm -rf build build-sanitize build-coverage
