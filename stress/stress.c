@@ -129,10 +129,12 @@ static ipu_status emit_loop_tables(stress *st, const stress_case *c, uint32_t ex
     for (uint32_t t = 0; t < T && status == IPU_OK; t++) {
         uint32_t rows = 0, send_row, base_row = 0;
         uint8_t *r = table + 4;
-        if (c->base)
-            put_row(r + IPU_XROW_SIZE * rows, looped ? IPU_XROW_SET_BASE : IPU_XROW_RESET_BASE, 0, 0,
-                    0, 0, looped ? source_address(st, c, 0) : 0),
-                base_row = rows++;
+        if (c->base) {
+            /* The loop sets OUTGOING_BASE (patched per iteration); the probe resets it. */
+            base_row = rows++;
+            put_row(r + IPU_XROW_SIZE * base_row, looped ? IPU_XROW_SET_BASE : IPU_XROW_RESET_BASE,
+                    0, 0, 0, 0, looped ? source_address(st, c, 0) : 0);
+        }
         send_row = rows++;
         put_row(r + IPU_XROW_SIZE * send_row, IPU_XROW_SEND, flags | (c->base ? IPU_XFLAG_RELATIVE : 0),
                 0, st->slot_of[t] * W, W,

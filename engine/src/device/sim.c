@@ -80,12 +80,10 @@ static int host_phase(sim *s, ipu_ctx *ctx, uint32_t slot, int in, ipu_host_buff
         uint32_t table, count;
         if (sim_fetch_u32(s, t, pkg->slot_tables[t] + 4 * slot, &table, "slot table"))
             break;
-        if (!table || sim_fetch_u32(s, t, table, &count, "host descriptor"))
+        if (!table || sim_fetch_record(s, t, table, IPU_HOST_ENTRY_SIZE, &count, "host descriptor"))
             continue;
         for (uint32_t e = 0; e < count; e++) {
             uint32_t at = table + 4 + e * IPU_HOST_ENTRY_SIZE;
-            if (sim_check_descriptor(s, t, at, IPU_HOST_ENTRY_SIZE, "host descriptor"))
-                break;
             uint32_t stream = ipu_load_u32(sim_ptr(s, t, at));
             if (stream < pkg->stream_count && !buffers[stream].present) {
                 *status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
@@ -102,8 +100,7 @@ static int host_phase(sim *s, ipu_ctx *ctx, uint32_t slot, int in, ipu_host_buff
         uint32_t t = (uint32_t)i, table, count;
         if (sim_fetch_u32(s, t, pkg->slot_tables[t] + 4 * slot, &table, "slot table") || !table)
             continue;
-        if (sim_fetch_u32(s, t, table, &count, "host descriptor") ||
-            sim_check_descriptor(s, t, table, 4 + count * IPU_HOST_ENTRY_SIZE, "host descriptor"))
+        if (sim_fetch_record(s, t, table, IPU_HOST_ENTRY_SIZE, &count, "host descriptor"))
             continue;
         for (uint32_t e = 0; e < count; e++) {
             const uint8_t *d = sim_ptr(s, t, table + 4 + e * IPU_HOST_ENTRY_SIZE);
@@ -148,8 +145,7 @@ static int patch_phase(sim *s, uint32_t slot, uint32_t iteration, uint64_t *cycl
         uint32_t t = (uint32_t)i, list, count;
         if (sim_fetch_u32(s, t, pkg->slot_tables[t] + 4 * slot, &list, "slot table") || !list)
             continue;
-        if (sim_fetch_u32(s, t, list, &count, "patch list") ||
-            sim_check_descriptor(s, t, list, 4 + count * IPU_PATCH_SIZE, "patch list"))
+        if (sim_fetch_record(s, t, list, IPU_PATCH_SIZE, &count, "patch list"))
             continue;
         for (uint32_t e = 0; e < count; e++) {
             const uint8_t *d = sim_ptr(s, t, list + 4 + e * IPU_PATCH_SIZE);

@@ -74,6 +74,10 @@ static inline uint8_t *sim_ptr(sim *s, uint32_t tile, uint32_t address)
 void sim_mark_written(sim *s, uint32_t tile, uint32_t address, uint32_t size);
 /* Read a u32 the device fetches from its own SRAM (descriptors). */
 int sim_fetch_u32(sim *s, uint32_t tile, uint32_t address, uint32_t *value, const char *what);
+/* Fetch a record's u32 count and check that the count entries of entry_size
+ * bytes after it lie inside one descriptor segment. */
+int sim_fetch_record(sim *s, uint32_t tile, uint32_t address, uint32_t entry_size,
+                     uint32_t *count, const char *what);
 /* After a parallel phase: copy the lowest faulting tile's fault to s->fault.
  * Returns 1 when some tile faulted. */
 int sim_collect_fault(sim *s);

@@ -50,10 +50,7 @@ static int decode(sim *s, uint32_t tile, uint32_t table)
     sim_tile *t = &s->tiles[tile];
     t->send_count = t->recv_count = 0;
     uint32_t rows;
-    if (sim_fetch_u32(s, tile, table, &rows, "exchange table"))
-        return 1;
-    if (rows > 0x0FFFFFFF ||
-        sim_check_descriptor(s, tile, table, 4 + rows * IPU_XROW_SIZE, "exchange table"))
+    if (sim_fetch_record(s, tile, table, IPU_XROW_SIZE, &rows, "exchange table"))
         return 1;
     const uint8_t *base = sim_ptr(s, tile, table + 4);
     for (uint32_t r = 0; r < rows; r++) {

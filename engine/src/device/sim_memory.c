@@ -176,6 +176,18 @@ int sim_check_descriptor(sim *s, uint32_t tile, uint32_t address, uint32_t size,
     return 0;
 }
 
+int sim_fetch_record(sim *s, uint32_t tile, uint32_t address, uint32_t entry_size,
+                     uint32_t *count, const char *what)
+{
+    if (sim_fetch_u32(s, tile, address, count, what))
+        return 1;
+    uint64_t size = 4 + (uint64_t)*count * entry_size;
+    if (size > 0xFFFFFFFFu - address)
+        return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, address, address + 4,
+                         "%s at 0x%X claims %u entries", what, address, *count);
+    return sim_check_descriptor(s, tile, address, (uint32_t)size, what);
+}
+
 int sim_fetch_u32(sim *s, uint32_t tile, uint32_t address, uint32_t *value, const char *what)
 {
     if (sim_check_descriptor(s, tile, address, 4, what))

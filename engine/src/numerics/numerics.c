@@ -1,0 +1,317 @@
+/* numerics.c: conversions between FP32 and the device's narrow number formats
+ * (IEEE binary16, OCP FP8 E4M3 "F143" and E5M2 "F152" with a power-of-two
+ * scale exponent), plus the dtype name/size helpers.  Every FP32 -> narrow
+ * conversion goes through one routine that splits the FP32 bits into sign,
+ * exponent and 24-bit significand, subtracts the scale from the exponent as an
+ * integer (so scaling is exact and never rounds twice) and rounds the
+ * significand once, to nearest with ties to even, into the target format's
+ * normal or subnormal grid; overflow then becomes infinity (FP16) or the largest
+ * finite value (FP8), NaN becomes the format's quiet NaN with the sign kept.
+ * Decoding is exact: FP16 uses branch-free bit manipulation that vectorises,
+ * FP8 runs use a 256-entry table built on the stack for the run's format and
+ * scale.  There is no mutable global state.
+ */
+#include "numerics/numerics.h"
+
+#include <math.h>
+#include <string.h>
+
+/* A narrow binary format: mantissa bits, exponent bias, codes (without sign)
+ * of the largest finite value, of the overflow result and of the quiet NaN,
+ * the sign bit, and whether the all-ones exponent is reserved (IEEE style). */
+typedef struct narrow_fmt {
+    int mbits;
+    int bias;
+    uint32_t max_finite;
+    uint32_t overflow;
+    uint32_t nan;
+    uint32_t sign;
+    int ieee_specials;
+} narrow_fmt;
+
+static const narrow_fmt FMT_F16 = {10, 15, 0x7BFFu, 0x7C00u, 0x7E00u, 0x8000u, 1};
+static const narrow_fmt FMT_F143 = {3, 7, 0x7Eu, 0x7Eu, 0x7Fu, 0x80u, 0};
+static const narrow_fmt FMT_F152 = {2, 15, 0x7Bu, 0x7Bu, 0x7Eu, 0x80u, 1};
+
+/* Scales beyond this magnitude give the same results as this magnitude (every
+ * FP32 value then overflows or rounds to zero, and every FP8 value decodes to
+ * infinity or zero); clamping keeps the exponent arithmetic in int range. */
+#define SCALE_LIMIT 400
+
+static const narrow_fmt *f8_format(int fmt) {
+    if (fmt == IPU_DT_F143) {
+        return &FMT_F143;
+    }
+    if (fmt == IPU_DT_F152) {
+        return &FMT_F152;
+    }
+    return NULL;
+}
+
+static int clamp_scale(int scale) {
+    if (scale > SCALE_LIMIT) {
+        return SCALE_LIMIT;
+    }
+    if (scale < -SCALE_LIMIT) {
+        return -SCALE_LIMIT;
+    }
+    return scale;
+}
+
+static inline uint32_t f32_bits(float value) {
+    uint32_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    return bits;
+}
+
+static inline float bits_f32(uint32_t bits) {
+    float value;
+    memcpy(&value, &bits, sizeof value);
+    return value;
+}
+
+/* Round value / 2^scale to the narrow format f (round to nearest, ties to
+ * even), directly from the FP32 bits. */
+static uint32_t encode_narrow(float value, int scale, const narrow_fmt *f) {
+    uint32_t x = f32_bits(value);
+    uint32_t sign = (x >> 31) ? f->sign : 0u;
+    uint32_t efield = (x >> 23) & 0xFFu;
+    uint32_t m = x & 0x7FFFFFu;
+    if (efield == 0xFFu) {
+        return sign | (m ? f->nan : f->overflow);
+    }
+    if (efield == 0 && m == 0) {
+        return sign;
+    }
+    int e; /* value = m * 2^(e - 23), with 2^23 <= m < 2^24 */
+    if (efield == 0) {
+        e = -126;
+        while (!(m & 0x800000u)) {
+            m <<= 1;
+            e--;
+        }
+    } else {
+        e = (int)efield - 127;
+        m |= 0x800000u;
+    }
+    int t = e - clamp_scale(scale); /* exponent after the exact division */
+    if (t > f->bias + 1) {
+        return sign | f->overflow; /* at least 2^(bias+2): above every max */
+    }
+    int emin = 1 - f->bias;
+    int texp = t < emin ? emin : t;
+    /* Bits of m below the target quantum 2^(texp - mbits). */
+    int shift = 23 - f->mbits + (texp - t);
+    if (shift > 25) {
+        return sign; /* below a quarter of the smallest subnormal */
+    }
+    uint32_t r = m >> shift;
+    uint32_t rem = m & ((1u << shift) - 1u);
+    uint32_t half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (r & 1u))) {
+        r++;
+    }
+    /* Subnormal: exponent field 0 and r < 2^mbits (or == 2^mbits, which is
+     * the smallest normal).  Normal: r in [2^mbits, 2^(mbits+1)], the carry
+     * of a round-up propagating into the exponent field. */
+    uint32_t code = ((uint32_t)(texp + f->bias - 1) << f->mbits) + r;
+    if (code > f->max_finite) {
+        code = f->overflow;
+    }
+    return sign | code;
+}
+
+/* Exact FP16 -> FP32 with masks instead of branches, so loops vectorise. */
+static inline float f16_decode(uint16_t h) {
+    uint32_t em = h & 0x7FFFu;
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t is_sub = 0u - (uint32_t)(em < 0x400u);
+    uint32_t is_special = 0u - (uint32_t)(em >= 0x7C00u);
+    uint32_t is_nan = 0u - (uint32_t)(em > 0x7C00u);
+    /* Normal: rebias the exponent.  Inf/NaN: all-ones exponent, NaN quieted.
+     * Subnormal: em * 2^-24 is exact (em < 2^10, result a normal FP32). */
+    uint32_t normal = (em << 13) + ((uint32_t)(127 - 15) << 23);
+    uint32_t special = (em << 13) | 0x7F800000u | (is_nan & 0x400000u);
+    uint32_t sub = f32_bits((float)(int32_t)em * 0x1p-24f);
+    uint32_t bits = (normal & ~is_special) | (special & is_special);
+    bits = (bits & ~is_sub) | (sub & is_sub);
+    return bits_f32(bits | sign);
+}
+
+/* Decoding can never be done in place (the output is wider), so the run
+ * helpers take restrict pointers.  Fixed blocks of 8 give loops whose trip
+ * count is a multiple of the vector width, which gcc -O2 vectorises. */
+#define RUN_BLOCK 8
+
+static void decode_f16_run(const unsigned char *restrict s, float *restrict dst,
+                           size_t n) {
+    size_t i = 0;
+    for (; i + RUN_BLOCK <= n; i += RUN_BLOCK) {
+        for (size_t j = 0; j < RUN_BLOCK; j++) {
+            uint16_t h;
+            memcpy(&h, s + 2 * (i + j), sizeof h);
+            dst[i + j] = f16_decode(h);
+        }
+    }
+    for (; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, s + 2 * i, sizeof h);
+        dst[i] = f16_decode(h);
+    }
+}
+
+static void decode_table_run(const float *restrict table,
+                             const unsigned char *restrict s,
+                             float *restrict dst, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        dst[i] = table[s[i]];
+    }
+}
+
+size_t ipu_dtype_size(int dtype) {
+    switch (dtype) {
+    case IPU_DT_F32:
+        return 4;
+    case IPU_DT_F16:
+        return 2;
+    case IPU_DT_F143:
+    case IPU_DT_F152:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+const char *ipu_dtype_name(int dtype) {
+    switch (dtype) {
+    case IPU_DT_F32:
+        return "f32";
+    case IPU_DT_F16:
+        return "f16";
+    case IPU_DT_F143:
+        return "f143";
+    case IPU_DT_F152:
+        return "f152";
+    default:
+        return NULL;
+    }
+}
+
+int ipu_dtype_parse(const char *name) {
+    if (name == NULL) {
+        return -1;
+    }
+    for (int dt = 0; dt < IPU_DT_COUNT; dt++) {
+        if (strcmp(name, ipu_dtype_name(dt)) == 0) {
+            return dt;
+        }
+    }
+    return -1;
+}
+
+float ipu_num_f16_to_f32(uint16_t bits) {
+    return f16_decode(bits);
+}
+
+uint16_t ipu_num_f32_to_f16(float value) {
+    return (uint16_t)encode_narrow(value, 0, &FMT_F16);
+}
+
+float ipu_num_f8_to_f32(uint8_t bits, int fmt, int scale) {
+    const narrow_fmt *f = f8_format(fmt);
+    if (f == NULL) {
+        return NAN;
+    }
+    int negative = (bits & 0x80u) != 0;
+    uint32_t emask = (1u << (7 - f->mbits)) - 1u;
+    uint32_t efield = ((uint32_t)bits >> f->mbits) & emask;
+    uint32_t mfield = bits & ((1u << f->mbits) - 1u);
+    int is_nan = f->ieee_specials ? (efield == emask && mfield != 0)
+                                  : ((bits & 0x7Fu) == 0x7Fu);
+    if (is_nan) {
+        return bits_f32(0x7FC00000u | (negative ? 0x80000000u : 0u));
+    }
+    float result;
+    if (f->ieee_specials && efield == emask) {
+        result = INFINITY;
+    } else {
+        /* value = sig * 2^(exp + scale), computed exactly in double and
+         * rounded once to FP32 (only matters for extreme scales). */
+        uint32_t sig = efield ? ((1u << f->mbits) | mfield) : mfield;
+        int exp = (efield ? (int)efield : 1) - f->bias - f->mbits;
+        double d = ldexp((double)sig, exp + clamp_scale(scale));
+        result = d >= 0x1p128 ? INFINITY : (float)d;
+    }
+    return negative ? -result : result;
+}
+
+uint8_t ipu_num_f32_to_f8(float value, int fmt, int scale) {
+    const narrow_fmt *f = f8_format(fmt);
+    if (f == NULL) {
+        return 0xFFu; /* NaN in both FP8 formats */
+    }
+    return (uint8_t)encode_narrow(value, scale, f);
+}
+
+void ipu_num_decode(int dtype, int scale, const void *src, float *dst, size_t n) {
+    if (n == 0) {
+        return;
+    }
+    const unsigned char *s = src;
+    switch (dtype) {
+    case IPU_DT_F32:
+        memcpy(dst, src, n * sizeof(float));
+        return;
+    case IPU_DT_F16:
+        decode_f16_run(s, dst, n);
+        return;
+    case IPU_DT_F143:
+    case IPU_DT_F152:
+        if (n < 64) {
+            for (size_t i = 0; i < n; i++) {
+                dst[i] = ipu_num_f8_to_f32(s[i], dtype, scale);
+            }
+        } else {
+            float table[256];
+            for (unsigned c = 0; c < 256; c++) {
+                table[c] = ipu_num_f8_to_f32((uint8_t)c, dtype, scale);
+            }
+            decode_table_run(table, s, dst, n);
+        }
+        return;
+    default:
+        /* Unknown type: fail loudly rather than leave stale data. */
+        for (size_t i = 0; i < n; i++) {
+            dst[i] = NAN;
+        }
+        return;
+    }
+}
+
+void ipu_num_encode(int dtype, int scale, const float *src, void *dst, size_t n) {
+    if (n == 0) {
+        return;
+    }
+    unsigned char *d = dst;
+    switch (dtype) {
+    case IPU_DT_F32:
+        memcpy(dst, src, n * sizeof(float));
+        return;
+    case IPU_DT_F16:
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h = (uint16_t)encode_narrow(src[i], 0, &FMT_F16);
+            memcpy(d + 2 * i, &h, sizeof h);
+        }
+        return;
+    case IPU_DT_F143:
+    case IPU_DT_F152: {
+        const narrow_fmt *f = f8_format(dtype);
+        for (size_t i = 0; i < n; i++) {
+            d[i] = (uint8_t)encode_narrow(src[i], scale, f);
+        }
+        return;
+    }
+    default:
+        return; /* unknown type: element size unknown, nothing written */
+    }
+}
