@@ -4,6 +4,7 @@
  * operand (bounds, alignment, region, protection, initialization, element
  * separation) and runs the kernel body, charging the kernel's cycles.
  */
+#include <cblas.h>
 #include <omp.h>
 #include <stdlib.h>
 
@@ -115,6 +116,9 @@ static int run_tile(sim *s, uint32_t tile, uint32_t list, float **scratch, size_
 int sim_compute_phase(sim *s, uint32_t slot)
 {
     int64_t tiles = s->p.tiles;
+    /* Tiles run in parallel; each tile's sgemm runs on one thread. */
+    int blas_threads = openblas_get_num_threads();
+    openblas_set_num_threads(1);
 #pragma omp parallel num_threads(s->threads)
     {
         int thread = omp_get_thread_num();
@@ -128,5 +132,6 @@ int sim_compute_phase(sim *s, uint32_t slot)
                 run_tile(s, tile, list, &s->scratch[thread], &s->scratch_floats[thread]);
         }
     }
+    openblas_set_num_threads(blas_threads);
     return sim_collect_fault(s);
 }
