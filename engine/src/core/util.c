@@ -42,6 +42,8 @@ ipu_status ipu_buf_append_u32(ipu_ctx *ctx, ipu_buf *buf, uint32_t value)
 
 ipu_status ipu_buf_append_zeros(ipu_ctx *ctx, ipu_buf *buf, size_t size)
 {
+    if (size == 0)
+        return IPU_OK;
     IPU_TRY(ipu_buf_reserve(ctx, buf, buf->size + size));
     memset(buf->data + buf->size, 0, size);
     buf->size += size;

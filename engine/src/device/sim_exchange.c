@@ -97,8 +97,10 @@ static int decode(sim *s, uint32_t tile, uint32_t table)
                 return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, 0, 0, "host out of memory");
         }
     }
-    qsort(t->sends, t->send_count, sizeof *t->sends, by_cycle);
-    qsort(t->recvs, t->recv_count, sizeof *t->recvs, by_cycle);
+    if (t->send_count > 1)
+        qsort(t->sends, t->send_count, sizeof *t->sends, by_cycle);
+    if (t->recv_count > 1)
+        qsort(t->recvs, t->recv_count, sizeof *t->recvs, by_cycle);
     return 0;
 }
 
@@ -123,7 +125,8 @@ static int check_port(sim *s, uint32_t tile, int receive, sim_xfer **scratch, ui
                 return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, 0, 0, "host out of memory");
         }
     }
-    qsort(*scratch, count, sizeof **scratch, by_cycle);
+    if (count > 1)
+        qsort(*scratch, count, sizeof **scratch, by_cycle);
     for (uint32_t i = 1; i < count; i++) {
         const sim_xfer *a = &(*scratch)[i - 1], *b = &(*scratch)[i];
         if ((uint64_t)a->cycle + a->words > b->cycle)
@@ -186,7 +189,8 @@ static int match(sim *s, uint32_t tile)
 static int check_writes(sim *s, uint32_t tile)
 {
     sim_tile *t = &s->tiles[tile];
-    qsort(t->recvs, t->recv_count, sizeof *t->recvs, by_address);
+    if (t->recv_count > 1)
+        qsort(t->recvs, t->recv_count, sizeof *t->recvs, by_address);
     for (uint32_t i = 1; i < t->recv_count; i++) {
         const sim_xfer *a = &t->recvs[i - 1], *b = &t->recvs[i];
         uint32_t a_end = a->address + a->words * a->width;

@@ -224,10 +224,11 @@ static ipu_status parse_sections(ipu_ctx *ctx, const section_view *sec, ipu_pack
         return IPU_NO_MEMORY(ctx);
     memcpy(text, sec[IPU_SEC_PROFILE].data, sec[IPU_SEC_PROFILE].size);
     text[sec[IPU_SEC_PROFILE].size] = 0;
-    ipu_status status = ipu_profile_parse(ctx, text, 0, &pkg->profile);
+    ipu_ctx local = {0};
+    ipu_status status = ipu_profile_parse(&local, text, 0, &pkg->profile);
     free(text);
     if (status != IPU_OK)
-        return status;
+        return BAD("the profile section is not a valid device profile: %s", local.errmsg);
     pkg->profile_digest = ipu_profile_digest(&pkg->profile);
     if (pkg->profile_digest != digest)
         return BAD("profile digest 0x%016llX in the header does not match the profile section's "
@@ -246,7 +247,8 @@ static ipu_status parse_sections(ipu_ctx *ctx, const section_view *sec, ipu_pack
     int is_object = json_is_object(meta);
     json_decref(meta);
     if (!is_object)
-        return BAD("the meta section is not a JSON object (%s)", meta ? "not an object" : error.text);
+        return BAD("the meta section is not a JSON object%s%s", meta ? "" : ": ",
+                   meta ? "" : error.text);
     /* Tiles. */
     if (sec[IPU_SEC_TILES].size != (uint64_t)tiles * 4)
         return BAD("the tiles section has %llu bytes, expected %u (4 per tile)",

@@ -200,11 +200,11 @@ static ipu_status check_tables(ipu_ctx *ctx, const ipu_package *pkg)
             return BAD("record %zu is for invocation %u of %u", i, r->invocation, pkg->invocations);
         if (r->size != s->size || r->data_offset > pkg->data_size ||
             r->size > pkg->data_size - r->data_offset)
-            return BAD("record %zu for stream '%s' has %llu bytes at offset %llu (stream %llu bytes, "
-                       "data section %zu)",
+            return BAD("record %zu for stream '%s' has %llu bytes at offset %llu, which runs outside "
+                       "the data section (%zu bytes) or differs from the stream's %llu bytes",
                        i, ipu_pkg_string(pkg, s->name_offset), (unsigned long long)r->size,
-                       (unsigned long long)r->data_offset, (unsigned long long)s->size,
-                       pkg->data_size);
+                       (unsigned long long)r->data_offset, pkg->data_size,
+                       (unsigned long long)s->size);
     }
     for (size_t i = 0; i < pkg->alloc_count; i++) {
         const ipu_pkg_alloc *a = &pkg->allocs[i];

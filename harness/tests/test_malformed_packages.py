@@ -1,0 +1,163 @@
+"""test_malformed_packages.py: the loader refuses every malformed package in
+fixtures/packages (written by fixtures/packages/make_malformed.py) with exit
+code 2 and a message naming the defect, replays the valid fixture, and
+survives random corruption of a valid package: loading either succeeds or
+raises IpuError with status MALFORMED, never another error or a crash.  The
+random cases take their seed from IPU_TEST_SEED (default: the clock); the seed
+is printed on failure and, in case of a crash, left in pytest's cache
+(.pytest_cache/v/ipu_e2e/malformed-fuzz-seed).
+"""
+import os
+import random
+import struct
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+
+from ipu_e2e.native import MALFORMED, Context, IpuError, Package
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "packages"
+VALID = FIXTURES / "valid-stress-4tiles.pkg"
+MALFORMED_FIXTURES = sorted(FIXTURES.glob("*malformed*.pkg"))
+HEADER_SIZE = 64
+
+# Fixture -> words the loader's message must contain (independent of the
+# generator's own table: this is what a user must be told).
+EXPECTED = {
+    "malformed-truncated.pkg": ["truncated"],
+    "malformed-truncated-header.pkg": ["truncated", "header"],
+    "malformed-padded.pkg": ["padded"],
+    "malformed-bad-magic.pkg": ["magic"],
+    "malformed-bad-version.pkg": ["version 2"],
+    "malformed-bad-checksum.pkg": ["checksum"],
+    "malformed-header-reserved.pkg": ["reserved"],
+    "malformed-section-outside-file.pkg": ["'data'", "outside the file"],
+    "malformed-duplicate-section.pkg": ["'profile'", "twice"],
+    "malformed-overlapping-sections.pkg": ["'meta'", "overlaps"],
+    "malformed-missing-section.pkg": ["'data'", "missing"],
+    "malformed-profile-digest.pkg": ["profile digest"],
+    "malformed-meta-not-object.pkg": ["meta", "JSON object"],
+    "malformed-segment-outside-sram.pkg": ["segment", "outside accessible SRAM"],
+    "malformed-overlapping-segments.pkg": ["segments", "overlap", "tile 0"],
+    "malformed-segment-in-runtime-state.pkg": ["code segment", "runtime state"],
+    "malformed-descriptor-in-runtime-state.pkg": ["slot 2", "tile 0", "runtime state"],
+    "malformed-descriptor-in-kernel-code.pkg": ["slot 2", "tile 0", "kernel code"],
+    "malformed-slot-table-in-data.pkg": ["slot table of tile 0", "data segment"],
+    "malformed-code-outside-region0.pkg": ["code segment", "outside region 0"],
+    "malformed-unknown-kernel-entry.pkg": ["code segment", "unknown kernel entry 999"],
+    "malformed-compute-unknown-kernel.pkg": ["compute list", "unknown kernel entry 999"],
+    "malformed-exchange-unknown-peer.pkg": ["exchange table", "from tile 9"],
+    "malformed-host-outside-aperture.pkg": ["host output", "outside the host aperture"],
+    "malformed-patch-target-in-data.pkg": ["patch list", "data segment"],
+    "malformed-repeat-body.pkg": ["Repeat body", "runs past"],
+    "malformed-slot-out-of-range.pkg": ["slot 7", "4 slots"],
+    "malformed-record-outside-data.pkg": ["record 0", "data section"],
+}
+SANITIZER_WORDS = ("Traceback", "AddressSanitizer", "LeakSanitizer", "runtime error:")
+
+
+def test_enough_fixtures():
+    assert len(MALFORMED_FIXTURES) >= 10, f"only {len(MALFORMED_FIXTURES)} malformed fixtures in {FIXTURES}"
+    names = {p.name for p in MALFORMED_FIXTURES}
+    missing = sorted(set(EXPECTED) - names)
+    assert not missing, f"fixtures missing (run fixtures/packages/make_malformed.py): {missing}"
+
+
+@pytest.mark.parametrize("path", MALFORMED_FIXTURES, ids=[p.name for p in MALFORMED_FIXTURES])
+def test_malformed_fixture_refused(cli, path):
+    assert path.name in EXPECTED, f"{path.name}: no expected message in this test's table"
+    result = cli("--package", path, "--quiet")
+    for word in SANITIZER_WORDS:
+        assert word not in result.stderr, f"{path.name}: '{word}' in stderr:\n{result.stderr}"
+    assert result.returncode == 2, (f"{path.name}: exit code {result.returncode}, expected 2\n"
+                                    f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}")
+    assert "PASS" not in result.stdout
+    message = result.stderr.strip()
+    assert "malformed package" in message, message
+    for word in EXPECTED[path.name]:
+        assert word in message, f"{path.name}: the message does not contain '{word}': {message}"
+
+
+def test_valid_fixture_replays(cli):
+    result = cli("--package", VALID, "--quiet")
+    assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    assert "PASS" in result.stdout
+    assert not result.stderr.strip(), result.stderr
+
+
+# ---- random corruption, loaded in-process ---------------------------------
+
+CASES = 300
+INTERESTING = (0, 1, 2, 3, 4, 0x7F, 0x80, 0xFF, 0x100, 0xFFFF, 0x10000, 0x7FFFFFFF, 0x80000000,
+               0xFFFFFFFE, 0xFFFFFFFF)
+
+
+def recompute_header(data):
+    """Total size and CRC-32 made consistent again (when the header is whole)."""
+    if len(data) >= HEADER_SIZE:
+        struct.pack_into("<Q", data, 16, len(data))
+        struct.pack_into("<I", data, 24, zlib.crc32(bytes(data[HEADER_SIZE:])))
+
+
+def corrupt(rng, base, fix):
+    """Truncate and/or damage bytes or words; returns (bytes, description)."""
+    data = bytearray(base)
+    done = []
+    mode = rng.choice(("truncate", "damage", "damage", "both"))
+    if mode in ("truncate", "both"):
+        cut = rng.randrange(len(data))
+        del data[cut:]
+        done.append(f"truncate@{cut}")
+    if mode in ("damage", "both") and len(data) > 0:
+        for _ in range(rng.randint(1, 6)):
+            # After the header most of the time: the header's own checks are few.
+            lo = HEADER_SIZE if fix and len(data) > HEADER_SIZE and rng.random() < 0.9 else 0
+            at = rng.randrange(lo, len(data))
+            if rng.random() < 0.5:
+                mask = rng.randrange(1, 256)
+                data[at] ^= mask
+                done.append(f"xor@{at}^{mask:#x}")
+            else:
+                at &= ~3
+                if at + 4 <= len(data):
+                    value = rng.choice(INTERESTING) if rng.random() < 0.7 else rng.randrange(1 << 32)
+                    struct.pack_into("<I", data, at, value)
+                    done.append(f"u32@{at}={value:#x}")
+    if fix:
+        recompute_header(data)
+        done.append("crc recomputed")
+    return bytes(data), ", ".join(done)
+
+
+def test_random_corruption_loads_or_is_malformed(request):
+    env = os.environ.get("IPU_TEST_SEED")
+    seed = int(env, 0) if env else (time.time_ns() ^ os.getpid()) & 0xFFFFFFFF
+    cache = getattr(request.config, "cache", None)
+    if cache is not None:  # survives a crash of the process
+        cache.set("ipu_e2e/malformed-fuzz-seed", seed)
+    rng = random.Random(seed)
+    base = VALID.read_bytes()
+    ctx = Context()
+    Package.load_bytes(ctx, base).close()  # the base itself must load
+    loaded = rejected = deep = 0
+    shallow_words = ("truncated", "bad magic", "version", "checksum", "header size")
+    for case in range(CASES):
+        fix = case % 2 == 1
+        data, what = corrupt(rng, base, fix)
+        context = f"seed {seed} (IPU_TEST_SEED={seed}), case {case}: {what}"
+        try:
+            Package.load_bytes(ctx, data).close()
+            loaded += 1
+        except IpuError as error:
+            assert error.status == MALFORMED, f"{context}: status {error.name}: {error.message}"
+            assert error.message.strip(), f"{context}: empty message"
+            rejected += 1
+            if fix and not any(w in error.message for w in shallow_words):
+                deep += 1
+        except Exception as error:  # noqa: BLE001 - any other exception is the failure
+            pytest.fail(f"{context}: {type(error).__name__}: {error}")
+    # The recomputed-CRC half must reach the checks past the checksum.
+    assert deep >= CASES // 10, (f"seed {seed}: only {deep} of {CASES // 2} recomputed cases reached "
+                                 f"the structural checks ({loaded} loaded, {rejected} rejected)")
