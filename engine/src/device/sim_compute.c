@@ -18,11 +18,13 @@ static void elements(const sim *s, const ipu_operand *op, uint32_t *first, uint3
     *last = (op->address + (op->size ? op->size : 1) - 1) / s->p.element_bytes;
 }
 
-static int check_call(sim *s, uint32_t tile, ipu_kernel_call *call)
+/* Check the call's arguments and operands; at is its descriptor's address. */
+static int check_call(sim *s, uint32_t tile, uint32_t at, ipu_kernel_call *call)
 {
     const char *bad = ipu_kernel_describe(call);
     if (bad)
-        return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, 0, 0, "%s: %s",
+        return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, at, at + 4 + 4 * call->arg_count,
+                         "%s: %s",
                          ipu_kernel_name(call->entry) ? ipu_kernel_name(call->entry) : "kernel", bad);
     char what[64];
     for (uint32_t i = 0; i < call->operand_count; i++) {
@@ -82,7 +84,7 @@ static int run_tile(sim *s, uint32_t tile, uint32_t list, float **scratch, size_
                       ipu_kernel_name(call.entry), tile);
             goto fault;
         }
-        if (check_call(s, tile, &call))
+        if (check_call(s, tile, at, &call))
             goto fault;
         size_t need = ipu_kernel_scratch_floats(&call);
         if (need > *scratch_size) {

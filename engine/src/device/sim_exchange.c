@@ -129,13 +129,18 @@ static int check_port(sim *s, uint32_t tile, int receive, sim_xfer **scratch, ui
         qsort(*scratch, count, sizeof **scratch, by_cycle);
     for (uint32_t i = 1; i < count; i++) {
         const sim_xfer *a = &(*scratch)[i - 1], *b = &(*scratch)[i];
-        if ((uint64_t)a->cycle + a->words > b->cycle)
-            return sim_fault(s, tile, IPU_FAULT_EXCHANGE_PORT_CONFLICT, 0, 0,
+        if ((uint64_t)a->cycle + a->words > b->cycle) {
+            /* Report the memory window of this tile's own row in the clash. */
+            const sim_xfer *own = b->peer == tile ? b : a;
+            uint32_t bytes = own->words * own->width;
+            return sim_fault(s, tile, IPU_FAULT_EXCHANGE_PORT_CONFLICT, own->address,
+                             own->address + bytes,
                              "tile %u's %s port is busy twice at cycle %u: row %u of tile %u "
                              "(cycles %u..%u) and row %u of tile %u (from cycle %u)",
                              tile, receive ? "receive" : "send", b->cycle, a->row, a->peer, a->cycle,
                              a->cycle + a->words - 1, b->row, b->peer, b->cycle) &&
-                   row_fault(s, tile, b->peer == tile ? b->row : a->row);
+                   row_fault(s, tile, own->row);
+        }
     }
     return 0;
 }
@@ -148,8 +153,7 @@ static int match(sim *s, uint32_t tile)
     for (uint32_t i = 0; i < t->recv_count; i++) {
         sim_xfer *x = &t->recvs[i];
         const sim_tile *sender = &s->tiles[x->peer];
-        int64_t start = (int64_t)x->cycle - latency;
-        uint64_t end = (uint64_t)start + x->words;
+        int64_t start = (int64_t)x->cycle - latency, end = start + x->words;
         /* Last send starting at or before start. */
         uint32_t lo = 0, hi = sender->send_count;
         while (lo < hi) {
@@ -160,13 +164,13 @@ static int match(sim *s, uint32_t tile)
                 hi = mid;
         }
         const sim_xfer *cover = lo ? &sender->sends[lo - 1] : NULL;
-        if (start >= 0 && cover && end <= (uint64_t)cover->cycle + cover->words &&
+        if (start >= 0 && cover && end <= (int64_t)cover->cycle + cover->words &&
             cover->width == x->width) {
             x->source = cover->address + (uint32_t)(start - cover->cycle) * x->width;
             continue;
         }
         int overlaps = (cover && (int64_t)cover->cycle + cover->words > start) ||
-                       (lo < sender->send_count && sender->sends[lo].cycle < end);
+                       (lo < sender->send_count && (int64_t)sender->sends[lo].cycle < start + x->words);
         if (overlaps)
             return sim_fault(s, tile, IPU_FAULT_EXCHANGE_WINDOW_MISMATCH, x->address,
                              x->address + x->words * x->width,
