@@ -3,7 +3,10 @@
  * relative sends), port checks (one word per cycle per port; paired 64-bit
  * transfers take both ports of the supertile pair), matching every receive
  * window to the sender's window L cycles earlier, conflicting writers, a
- * receive overwriting bytes its own tile sends, then the copy.  Every pass
+ * receive overwriting bytes its own tile sends, then the copy.  The phase
+ * costs its horizon (the cycle after the last word arrives: a receive's end,
+ * or a send's end + L for a window nobody selects) plus the fixed overhead;
+ * DEVICE.md's "last receive + L" reads receive times as send times.  Every pass
  * runs tiles in parallel and writes only its own tile's state, so results do
  * not depend on the thread count.
  */

@@ -1,0 +1,795 @@
+/* test_kernels_device.c: runs every kernel entry (FILL, COPY, CAST, ADD,
+ * GEMM_F16, GEMM_F8) on the simulated device through small hand-built
+ * 4-tile packages (empty init program; operands uploaded through a host input
+ * stream into the aperture and COPY-ed into place, or loaded as package data;
+ * results read back through COPY + a host output stream, or with
+ * ipu_device_read) and compares them with references computed here in double
+ * precision from this file's own decoders of the formats (DEVICE.md):
+ * GEMMs over ~50 seeded random odd shapes per family (f16/f32 outputs,
+ * accumulate and initialize, F143/F152 with scales -2/-4, WIDE operands in
+ * region 1), CAST between every type pair and scale bit-exactly, ADD f16/f32
+ * bit-exactly, FILL and COPY byte-exactly with guard bytes around every
+ * output.  Tolerances: f32 GEMM output within 1e-5 * (sum |a||b| + |c|) of
+ * the exact value; f16 output within one f16 ulp of the exact value plus
+ * that.  The cycle report of a lone GEMM step must equal DEVICE.md's formula
+ * 50 + ceil(m*n*k / rate) + 4*m (rate 128 FP8, 64 FP16->FP16, 32 FP16->FP32)
+ * and the step total compute + sync 150 + exchange; with four GEMMs on four
+ * tiles each tile's compute is its formula, the step's the slowest tile's
+ * and each tile waits the difference.  The seed comes from
+ * IPU_TEST_SEED or the clock and is printed on every failure.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ipu/ipu.h"
+#include "kernels/kernels.h"
+#include "numerics/numerics.h"
+#include "package/package.h"
+
+#define PROFILE_JSON "{\"name\":\"c600-4\",\"tiles\":4}"
+#define TILES 4u
+/* c600 layout (DEVICE.md): code after the 1,760 B runtime state, the host
+ * aperture, descriptors above it, operands in the rest of region 0 and in
+ * region 1. */
+#define CODE_BASE 0x4C700u
+#define APERTURE_BASE 0x50000u
+#define APERTURE_END 0x58000u
+#define DESC_BASE 0x58000u
+#define DESC_LIMIT 0x60000u
+#define R0 0x60000u
+#define R1 0x80000u
+#define GEMM_CASES 50
+#define GUARD 0xA5u
+
+static uint64_t g_seed, g_rng;
+
+#define FAILF(...)                                                                           \
+    do {                                                                                     \
+        print_error("seed %llu (IPU_TEST_SEED to repeat): ", (unsigned long long)g_seed);    \
+        fail_msg(__VA_ARGS__);                                                               \
+    } while (0)
+#define OK(ctx, expr)                                                                        \
+    do {                                                                                     \
+        ipu_status ok_status_ = (expr);                                                      \
+        if (ok_status_ != IPU_OK)                                                            \
+            FAILF("%s -> %s: %s", #expr, ipu_status_name(ok_status_), ipu_ctx_errmsg(ctx)); \
+    } while (0)
+
+static void rng_reset(uint64_t salt) { g_rng = g_seed ^ (salt * 0x9E3779B97F4A7C15ull); }
+static uint64_t rnd(void)
+{
+    uint64_t z = (g_rng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static uint32_t below(uint32_t n) { return (uint32_t)(rnd() % n); }
+static uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
+
+/* ---- the formats, from their definitions ------------------------------- */
+static uint32_t load32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static void store32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Exact value of one element (FP8 times 2^scale); *is_nan set for NaN codes. */
+static double decode(int dtype, int scale, const uint8_t *p, int *is_nan)
+{
+    double v;
+    int negative;
+    *is_nan = 0;
+    if (dtype == IPU_DT_F32) {
+        uint32_t u = load32(p);
+        float f;
+        memcpy(&f, &u, 4);
+        *is_nan = isnan(f) != 0;
+        return f;
+    }
+    if (dtype == IPU_DT_F16) {
+        unsigned h = p[0] | (unsigned)p[1] << 8, e = (h >> 10) & 31, m = h & 1023;
+        negative = (h & 0x8000) != 0;
+        *is_nan = e == 31 && m;
+        v = e == 31 ? INFINITY : e ? ldexp(1024 + m, (int)e - 25) : ldexp(m, -24);
+    } else if (dtype == IPU_DT_F143) { /* E4M3, bias 7, only S.1111.111 is NaN */
+        unsigned c = p[0], e = (c >> 3) & 15, m = c & 7;
+        negative = (c & 0x80) != 0;
+        *is_nan = (c & 0x7F) == 0x7F;
+        v = ldexp(e ? ldexp(8 + m, (int)e - 10) : ldexp(m, -9), scale);
+    } else { /* F152: E5M2, bias 15, IEEE specials */
+        unsigned c = p[0], e = (c >> 2) & 31, m = c & 3;
+        negative = (c & 0x80) != 0;
+        *is_nan = e == 31 && m;
+        v = e == 31 ? INFINITY : ldexp(e ? ldexp(4 + m, (int)e - 17) : ldexp(m, -16), scale);
+    }
+    if (*is_nan)
+        v = NAN;
+    return copysign(v, negative ? -1.0 : 1.0);
+}
+
+typedef struct nfmt {
+    int mbits, bias;
+    double max;
+    int saturate; /* FP8: saturate (infinities too); FP16: overflow to infinity */
+} nfmt;
+static const nfmt N_F16 = {10, 15, 65504.0, 0}, N_F143 = {3, 7, 448.0, 1}, N_F152 = {2, 15, 57344.0, 1};
+
+/* Round a non-NaN value to the format's grid (times 2^scale), ties to even. */
+static double round_narrow(double v, const nfmt *f, int scale)
+{
+    if (isinf(v))
+        return f->saturate ? copysign(ldexp(f->max, scale), v) : v;
+    double x = fabs(ldexp(v, -scale)), r = 0;
+    if (x > 0) {
+        int e;
+        frexp(x, &e);
+        int ex = e - 1 < 1 - f->bias ? 1 - f->bias : e - 1;
+        double q = ldexp(1.0, ex - f->mbits);
+        r = nearbyint(x / q) * q;
+        if (r > f->max)
+            r = f->saturate ? f->max : INFINITY;
+    }
+    return copysign(ldexp(r, scale), v);
+}
+
+static double round_to(int dtype, int scale, double v)
+{
+    switch (dtype) {
+    case IPU_DT_F32:
+        return (double)(float)v;
+    case IPU_DT_F16:
+        return round_narrow(v, &N_F16, 0);
+    case IPU_DT_F143:
+        return round_narrow(v, &N_F143, scale);
+    default:
+        return round_narrow(v, &N_F152, scale);
+    }
+}
+
+static double f16_ulp(double s)
+{
+    int e = 0;
+    if (s != 0)
+        frexp(fabs(s), &e);
+    int ex = s == 0 || e - 1 < -14 ? -14 : e - 1;
+    return ldexp(1.0, ex - 10);
+}
+
+static size_t type_size(int dtype) { return dtype == IPU_DT_F32 ? 4 : dtype == IPU_DT_F16 ? 2 : 1; }
+
+/* Random finite codes of moderate range (full: the whole finite range, FP8 only). */
+static void gen_codes(int dtype, int full, uint8_t *dst, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        unsigned sign = below(2);
+        if (dtype == IPU_DT_F16) {
+            unsigned e = below(16) ? 1 + below(16) : 0, m = below(1024);
+            if (!below(32))
+                e = m = 0;
+            unsigned h = sign << 15 | e << 10 | m;
+            dst[2 * i] = (uint8_t)h, dst[2 * i + 1] = (uint8_t)(h >> 8);
+        } else if (dtype == IPU_DT_F143) {
+            unsigned e = below(full ? 16 : 12), m = below(8);
+            if (e == 15 && m == 7)
+                m = 6;
+            dst[i] = (uint8_t)(sign << 7 | e << 3 | m);
+        } else {
+            dst[i] = (uint8_t)(sign << 7 | below(full ? 31 : 19) << 2 | below(4));
+        }
+    }
+}
+
+/* ---- running hand-built packages --------------------------------------- */
+typedef struct span {
+    uint32_t address, size;
+    uint8_t *bytes;
+    int direct; /* upload: package data (else stream + COPY); readback: ipu_device_read */
+} span;
+
+typedef struct kjob {
+    uint32_t tile;
+    uint32_t desc[1 + IPU_KERNEL_MAX_ARGS]; /* u16 entry | u16 argc << 16, then arguments */
+    span in[6], out[4];
+    int ins, outs;
+} kjob;
+
+static void add_in(kjob *j, uint32_t address, const void *bytes, uint32_t size, int direct)
+{
+    j->in[j->ins++] = (span){address, size, (uint8_t *)bytes, direct};
+}
+static void add_out(kjob *j, uint32_t address, void *bytes, uint32_t size, int direct)
+{
+    j->out[j->outs++] = (span){address, size, bytes, direct};
+}
+/* Guard bytes on both sides of [address, +size): package data, read back directly. */
+static void add_guards(kjob *j, uint32_t address, uint32_t size, uint8_t *pattern, uint8_t *lo,
+                       uint8_t *hi)
+{
+    add_in(j, address - 32, pattern, 32, 1);
+    add_in(j, address + size, pattern, 32, 1);
+    add_out(j, address - 32, lo, 32, 1);
+    add_out(j, address + size, hi, 32, 1);
+}
+
+static void put_u32s(ipu_ctx *ctx, ipu_pkg_builder *b, uint32_t tile, uint32_t slot,
+                     const uint32_t *words, uint32_t count)
+{
+    uint8_t bytes[4 * 64];
+    assert_true(count <= 64);
+    for (uint32_t i = 0; i < count; i++)
+        store32(bytes + 4 * i, words[i]);
+    OK(ctx, ipu_pkg_put_slot(b, tile, slot, bytes, 4 * count, NULL));
+}
+
+/* Build and run one package: per job, host input + COPY into place, the
+ * kernel as its own step, COPY + host output back.  Returns the parsed cycle
+ * report; *kernel_step points at the kernel's step inside it. */
+static json_t *run_jobs(kjob *jobs, int njobs, json_t **kernel_step)
+{
+    ipu_ctx *ctx = ipu_ctx_create();
+    assert_non_null(ctx);
+    ipu_profile p;
+    OK(ctx, ipu_profile_parse(ctx, PROFILE_JSON, 0, &p));
+    ipu_pkg_builder *b = NULL;
+    OK(ctx, ipu_pkg_builder_create(ctx, &p, CODE_BASE, DESC_BASE, DESC_LIMIT, &b));
+    uint32_t s_hin = ipu_pkg_new_slot(b), s_cin = ipu_pkg_new_slot(b), s_k = ipu_pkg_new_slot(b);
+    uint32_t s_cout = ipu_pkg_new_slot(b), s_hout = ipu_pkg_new_slot(b);
+    uint32_t in_total = 0, out_total = 0, in_id = 0, out_id = 0;
+    for (int j = 0; j < njobs; j++) {
+        for (int i = 0; i < jobs[j].ins; i++)
+            in_total += jobs[j].in[i].direct ? 0 : align_up(jobs[j].in[i].size, 8);
+        for (int i = 0; i < jobs[j].outs; i++)
+            out_total += jobs[j].out[i].direct ? 0 : align_up(jobs[j].out[i].size, 8);
+    }
+    if (in_total)
+        OK(ctx, ipu_pkg_add_stream(b, "in", IPU_STREAM_INPUT, in_total, &in_id));
+    if (out_total)
+        OK(ctx, ipu_pkg_add_stream(b, "out", IPU_STREAM_OUTPUT, out_total, &out_id));
+    uint8_t *in_bytes = calloc(1, in_total + 1);
+    assert_non_null(in_bytes);
+    uint32_t in_off = 0, out_off = 0;
+    for (int j = 0; j < njobs; j++) {
+        kjob *jb = &jobs[j];
+        uint32_t t = jb->tile, host[1 + 4 * 6], copy[1 + 4 * 6], n = 0, ap = APERTURE_BASE;
+        OK(ctx, ipu_pkg_add_code(b, t, (int)(jb->desc[0] & 0xFFFF)));
+        for (int i = 0; i < jb->ins; i++) {
+            const span *s = &jb->in[i];
+            if (s->direct) {
+                OK(ctx, ipu_pkg_add_data(b, t, s->address, s->bytes, s->size));
+                continue;
+            }
+            assert_true(ap + s->size <= APERTURE_END);
+            memcpy(in_bytes + in_off, s->bytes, s->size);
+            uint32_t h[4] = {in_id, in_off, ap, s->size}, c[4] = {IPU_K_COPY | 3u << 16, ap, s->address, s->size};
+            memcpy(host + 1 + 4 * n, h, sizeof h);
+            memcpy(copy + 1 + 4 * n, c, sizeof c);
+            n++, ap += align_up(s->size, 8), in_off += align_up(s->size, 8);
+        }
+        if (n) {
+            host[0] = copy[0] = n;
+            OK(ctx, ipu_pkg_add_code(b, t, IPU_K_COPY));
+            put_u32s(ctx, b, t, s_hin, host, 1 + 4 * n);
+            put_u32s(ctx, b, t, s_cin, copy, 1 + 4 * n);
+        }
+        uint32_t list[2 + IPU_KERNEL_MAX_ARGS] = {1};
+        memcpy(list + 1, jb->desc, (1 + (jb->desc[0] >> 16)) * 4);
+        put_u32s(ctx, b, t, s_k, list, 2 + (jb->desc[0] >> 16));
+        n = 0, ap = APERTURE_BASE;
+        for (int i = 0; i < jb->outs; i++) {
+            const span *s = &jb->out[i];
+            if (s->direct)
+                continue;
+            assert_true(ap + s->size <= APERTURE_END);
+            uint32_t h[4] = {out_id, out_off, ap, s->size}, c[4] = {IPU_K_COPY | 3u << 16, s->address, ap, s->size};
+            memcpy(host + 1 + 4 * n, h, sizeof h);
+            memcpy(copy + 1 + 4 * n, c, sizeof c);
+            n++, ap += align_up(s->size, 8), out_off += align_up(s->size, 8);
+        }
+        if (n) {
+            host[0] = copy[0] = n;
+            OK(ctx, ipu_pkg_add_code(b, t, IPU_K_COPY));
+            put_u32s(ctx, b, t, s_cout, copy, 1 + 4 * n);
+            put_u32s(ctx, b, t, s_hout, host, 1 + 4 * n);
+        }
+    }
+    if (in_total) {
+        OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_HOST_IN, s_hin, 0, 0));
+        OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, s_cin, IPU_NO_SLOT, 0));
+    }
+    size_t kernel_op = ipu_pkg_program_length(b, 0);
+    OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, s_k, IPU_NO_SLOT, 0));
+    if (out_total) {
+        OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, s_cout, IPU_NO_SLOT, 0));
+        OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_HOST_OUT, s_hout, 0, 0));
+    }
+    ipu_package *pkg = NULL;
+    ipu_status st = ipu_pkg_build(b, &pkg);
+    OK(ctx, st);
+    ipu_device *dev = NULL;
+    OK(ctx, ipu_device_create(ctx, PROFILE_JSON, &dev));
+    OK(ctx, ipu_device_initialize(ctx, dev, pkg));
+    if (in_total)
+        OK(ctx, ipu_device_set_stream(ctx, dev, "in", in_bytes, in_total));
+    char *text = NULL;
+    OK(ctx, ipu_device_run(ctx, dev, &text));
+    const uint8_t *out_data = NULL;
+    size_t out_size = 0;
+    if (out_total) {
+        OK(ctx, ipu_device_stream(ctx, dev, "out", (const void **)&out_data, &out_size));
+        assert_int_equal(out_size, out_total);
+    }
+    out_off = 0;
+    for (int j = 0; j < njobs; j++)
+        for (int i = 0; i < jobs[j].outs; i++) {
+            span *s = &jobs[j].out[i];
+            if (s->direct) {
+                OK(ctx, ipu_device_read(ctx, dev, jobs[j].tile, s->address, s->bytes, s->size));
+            } else {
+                memcpy(s->bytes, out_data + out_off, s->size);
+                out_off += align_up(s->size, 8);
+            }
+        }
+    json_t *report = json_loads(text, 0, NULL);
+    assert_non_null(report);
+    *kernel_step = NULL;
+    json_t *steps = json_object_get(report, "steps"), *step;
+    size_t index;
+    json_array_foreach(steps, index, step) {
+        if ((size_t)json_integer_value(json_object_get(step, "op")) == kernel_op &&
+            strcmp(json_string_value(json_object_get(step, "program")), "main") == 0)
+            *kernel_step = step;
+    }
+    assert_non_null(*kernel_step);
+    ipu_free(text);
+    ipu_device_free(dev);
+    ipu_package_free(pkg);
+    ipu_ctx_free(ctx);
+    free(in_bytes);
+    return report;
+}
+
+static json_int_t field(json_t *step, const char *name)
+{
+    json_t *v = json_object_get(step, name);
+    if (!json_is_integer(v))
+        FAILF("cycle report step has no integer '%s'", name);
+    return json_integer_value(v);
+}
+
+static void check_guard(const uint8_t *bytes, const char *what, int tcase)
+{
+    for (int i = 0; i < 32; i++)
+        if (bytes[i] != GUARD)
+            FAILF("case %d: guard byte %d %s the output was overwritten (0x%02X)", tcase, i, what,
+                  bytes[i]);
+}
+
+/* ---- GEMM ---------------------------------------------------------------- */
+static uint32_t dim(void) { return below(6) ? 1 + below(60) : 1; }
+
+static void gemm_family(int f8, int out_type, uint64_t salt)
+{
+    static const uint32_t fixed[][3] = {{1, 1, 1}, {1, 7, 13}, {9, 1, 5}, {3, 11, 1}, {1, 1, 59}, {15, 17, 19}};
+    uint8_t pattern[32], lo[32], hi[32];
+    memset(pattern, GUARD, sizeof pattern);
+    rng_reset(salt);
+    for (int c = 0; c < GEMM_CASES; c++) {
+        uint32_t m = c < 6 ? fixed[c][0] : dim(), n = c < 6 ? fixed[c][1] : dim(),
+                 k = c < 6 ? fixed[c][2] : dim();
+        uint32_t flags = (below(2) ? IPU_GEMM_ACCUMULATE : 0) | (below(2) ? IPU_GEMM_WIDE : 0);
+        int acc = (flags & IPU_GEMM_ACCUMULATE) != 0, wide = (flags & IPU_GEMM_WIDE) != 0;
+        int ta = IPU_DT_F16, tb = IPU_DT_F16, sa = 0, sb = 0;
+        if (f8) {
+            ta = below(2) ? IPU_DT_F143 : IPU_DT_F152, tb = below(2) ? IPU_DT_F143 : IPU_DT_F152;
+            sa = below(2) ? -2 : -4, sb = below(2) ? -2 : -4;
+        }
+        int full = f8 && out_type == IPU_DT_F32 && below(3) == 0;
+        uint32_t in_size = f8 ? 1 : 2, out_size = (uint32_t)type_size(out_type);
+        uint32_t a_bytes = m * k * in_size, b_bytes = k * n * in_size, c_bytes = m * n * out_size;
+        uint8_t *A = malloc(a_bytes), *B = malloc(b_bytes), *Cin = malloc(c_bytes), *C = malloc(c_bytes);
+        assert_true(A && B && Cin && C);
+        gen_codes(ta, full, A, (size_t)m * k);
+        gen_codes(tb, full, B, (size_t)k * n);
+        for (uint32_t i = 0; acc && i < m * n; i++) {
+            if (out_type == IPU_DT_F16) {
+                gen_codes(IPU_DT_F16, 0, Cin + 2 * i, 1);
+            } else {
+                float v = (float)((int)below(65536) - 32768) / 8192.0f;
+                memcpy(Cin + 4 * i, &v, 4);
+            }
+        }
+        /* A and B share elements; C sits in another element (separation rule). */
+        uint32_t align = wide ? 16 : 8, ab_base = wide || below(2) ? R1 : R0;
+        uint32_t a_addr = ab_base + align * below(64);
+        uint32_t b_addr = align_up(a_addr + a_bytes, align) + align * below(8);
+        uint32_t c_addr = (below(2) ? 0x70000u : 0xA0000u) + 64 + 8 * below(64);
+        kjob job = {.tile = below(TILES)};
+        uint32_t *d = job.desc;
+        if (f8) {
+            uint32_t w[] = {IPU_K_GEMM_F8 | 10u << 16, a_addr, b_addr, c_addr, m, n, k,
+                            (uint32_t)ta | (uint32_t)tb << 8,
+                            (uint32_t)(uint8_t)(int8_t)sa | (uint32_t)(uint8_t)(int8_t)sb << 8,
+                            (uint32_t)out_type, flags};
+            memcpy(d, w, sizeof w);
+        } else {
+            uint32_t w[] = {IPU_K_GEMM_F16 | 8u << 16, a_addr, b_addr, c_addr, m, n, k,
+                            (uint32_t)out_type, flags};
+            memcpy(d, w, sizeof w);
+        }
+        add_in(&job, a_addr, A, a_bytes, below(2));
+        add_in(&job, b_addr, B, b_bytes, below(2));
+        if (acc)
+            add_in(&job, c_addr, Cin, c_bytes, below(2));
+        add_out(&job, c_addr, C, c_bytes, below(2));
+        add_guards(&job, c_addr, c_bytes, pattern, lo, hi);
+        json_t *step;
+        json_t *report = run_jobs(&job, 1, &step);
+        check_guard(lo, "before", c);
+        check_guard(hi, "after", c);
+        for (uint32_t i = 0; i < m; i++)
+            for (uint32_t j = 0; j < n; j++) {
+                int isn;
+                double s = acc ? decode(out_type, 0, Cin + (i * n + j) * out_size, &isn) : 0;
+                double mag = fabs(s);
+                for (uint32_t l = 0; l < k; l++) {
+                    double pr = decode(ta, sa, A + (i * k + l) * in_size, &isn) *
+                                decode(tb, sb, B + (l * n + j) * in_size, &isn);
+                    s += pr, mag += fabs(pr);
+                }
+                double got = decode(out_type, 0, C + (i * n + j) * out_size, &isn);
+                double tol = 1e-5 * mag + (out_type == IPU_DT_F16 ? f16_ulp(s) : 0.0);
+                if (!(fabs(got - s) <= tol))
+                    FAILF("%s case %d: %ux%ux%u flags %u types %d/%d scales %d/%d out %s: C[%u][%u] "
+                          "= %.9g, exact %.9g, tolerance %.3g",
+                          f8 ? "gemm_f8" : "gemm_f16", c, m, n, k, flags, ta, tb, sa, sb,
+                          ipu_dtype_name(out_type), i, j, got, s, tol);
+            }
+        /* DEVICE.md: 50 + ceil(m*n*k / rate) + 4 per output row. */
+        uint64_t rate = f8 ? 128 : out_type == IPU_DT_F16 ? 64 : 32;
+        uint64_t want = 50 + ((uint64_t)m * n * k + rate - 1) / rate + 4ull * m;
+        json_int_t compute = field(step, "compute");
+        if ((uint64_t)compute != want)
+            FAILF("%s case %d %ux%ux%u: step compute %lld cycles, formula %llu",
+                  f8 ? "gemm_f8" : "gemm_f16", c, m, n, k, (long long)compute,
+                  (unsigned long long)want);
+        assert_int_equal(field(step, "sync"), 150);
+        assert_int_equal(field(step, "exchange"), 0);
+        assert_int_equal(field(step, "cycles"), compute + 150 + field(step, "exchange"));
+        json_decref(report);
+        free(A), free(B), free(Cin), free(C);
+    }
+}
+
+static void test_gemm_f16_out_f16(void **state) { (void)state; gemm_family(0, IPU_DT_F16, 1); }
+static void test_gemm_f16_out_f32(void **state) { (void)state; gemm_family(0, IPU_DT_F32, 2); }
+static void test_gemm_f8_out_f16(void **state) { (void)state; gemm_family(1, IPU_DT_F16, 3); }
+static void test_gemm_f8_out_f32(void **state) { (void)state; gemm_family(1, IPU_DT_F32, 4); }
+
+/* Four GEMMs on four tiles in one step (operands as package data, so the run
+ * is that step alone): each tile's compute is its formula, the step's compute
+ * the slowest tile's, and each tile waits the difference at the sync. */
+static void test_gemm_cycles_per_tile(void **state)
+{
+    (void)state;
+    static const uint32_t shape[TILES][3] = {{5, 7, 9}, {13, 1, 31}, {1, 60, 2}, {33, 17, 45}};
+    static const int f8[TILES] = {0, 0, 1, 1}, out[TILES] = {IPU_DT_F16, IPU_DT_F32, IPU_DT_F16, IPU_DT_F32};
+    kjob jobs[TILES];
+    uint8_t *buf[TILES][3];
+    uint64_t want[TILES], slowest = 0;
+    memset(jobs, 0, sizeof jobs);
+    rng_reset(10);
+    for (uint32_t t = 0; t < TILES; t++) {
+        uint32_t m = shape[t][0], n = shape[t][1], k = shape[t][2], in = f8[t] ? 1 : 2;
+        uint32_t a_bytes = m * k * in, b_bytes = k * n * in, c_bytes = m * n * (uint32_t)type_size(out[t]);
+        int type = f8[t] ? IPU_DT_F143 : IPU_DT_F16;
+        buf[t][0] = malloc(a_bytes), buf[t][1] = malloc(b_bytes), buf[t][2] = malloc(c_bytes);
+        gen_codes(type, 0, buf[t][0], (size_t)m * k);
+        gen_codes(type, 0, buf[t][1], (size_t)k * n);
+        uint32_t b_addr = align_up(R0 + a_bytes, 8), c_addr = 0x70000u;
+        uint32_t w16[] = {IPU_K_GEMM_F16 | 8u << 16, R0, b_addr, c_addr, m, n, k, (uint32_t)out[t], 0};
+        uint32_t w8[] = {IPU_K_GEMM_F8 | 10u << 16, R0, b_addr, c_addr, m, n, k,
+                         IPU_DT_F143 | IPU_DT_F143 << 8, 0xFEFEu, (uint32_t)out[t], 0};
+        jobs[t].tile = t;
+        if (f8[t])
+            memcpy(jobs[t].desc, w8, sizeof w8);
+        else
+            memcpy(jobs[t].desc, w16, sizeof w16);
+        add_in(&jobs[t], R0, buf[t][0], a_bytes, 1);
+        add_in(&jobs[t], b_addr, buf[t][1], b_bytes, 1);
+        add_out(&jobs[t], c_addr, buf[t][2], c_bytes, 1);
+        uint64_t rate = f8[t] ? 128 : out[t] == IPU_DT_F16 ? 64 : 32;
+        want[t] = 50 + ((uint64_t)m * n * k + rate - 1) / rate + 4ull * m;
+        slowest = want[t] > slowest ? want[t] : slowest;
+    }
+    json_t *step;
+    json_t *report = run_jobs(jobs, TILES, &step);
+    assert_int_equal(json_array_size(json_object_get(report, "steps")), 1);
+    assert_int_equal(field(step, "compute"), slowest);
+    assert_int_equal(field(step, "cycles"), slowest + 150);
+    json_t *tiles = json_object_get(report, "tiles");
+    for (uint32_t t = 0; t < TILES; t++) {
+        json_int_t c = json_integer_value(json_array_get(json_object_get(tiles, "compute"), t));
+        json_int_t w = json_integer_value(json_array_get(json_object_get(tiles, "wait"), t));
+        if ((uint64_t)c != want[t] || (uint64_t)w != slowest - want[t])
+            FAILF("tile %u: compute %lld wait %lld, want %llu and %llu", t, (long long)c,
+                  (long long)w, (unsigned long long)want[t], (unsigned long long)(slowest - want[t]));
+        free(buf[t][0]), free(buf[t][1]), free(buf[t][2]);
+    }
+    json_decref(report);
+}
+
+/* ---- CAST ---------------------------------------------------------------- */
+/* F32 sources: specials, values on and between narrow grids (ties), random bits. */
+static void gen_f32_sources(uint8_t *dst, uint32_t count)
+{
+    static const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 3.4028235e38f,
+                                    1e-45f, 65504.0f, 65519.99f, 65520.0f, -65536.0f, 448.0f,
+                                    464.0f, 480.0f, -500.0f, 57344.0f, 61440.0f, 61441.0f,
+                                    1.0f, 0.1f, 5.9604645e-8f, 2.9802322e-8f, 2.9802326e-8f};
+    for (uint32_t i = 0; i < count; i++) {
+        float v;
+        uint32_t pick = below(3);
+        if (i < sizeof special / sizeof special[0]) {
+            v = special[i];
+        } else if (pick == 0) {
+            uint32_t u = (uint32_t)rnd();
+            memcpy(&v, &u, 4);
+        } else if (pick == 1) {
+            v = (float)ldexp((double)(below(4096) | 1), (int)below(53) - 40);
+        } else {
+            v = (float)ldexp((double)below(1u << 24), (int)below(51) - 50);
+        }
+        if (below(2))
+            v = -v;
+        memcpy(dst + 4 * i, &v, 4);
+    }
+}
+
+typedef struct cast_case {
+    int st, dt, ss, ds;
+    uint32_t count;
+    uint8_t *src, *dst;
+} cast_case;
+
+static void run_casts(cast_case *cases, int count)
+{
+    kjob jobs[TILES];
+    memset(jobs, 0, sizeof jobs);
+    for (int i = 0; i < count; i++) {
+        cast_case *c = &cases[i];
+        uint32_t w[] = {IPU_K_CAST | 7u << 16, R0, R1, c->count, (uint32_t)c->st,
+                        (uint32_t)c->ss, (uint32_t)c->dt, (uint32_t)c->ds};
+        jobs[i].tile = (uint32_t)i;
+        memcpy(jobs[i].desc, w, sizeof w);
+        add_in(&jobs[i], R0, c->src, c->count * (uint32_t)type_size(c->st), 1);
+        add_out(&jobs[i], R1, c->dst, c->count * (uint32_t)type_size(c->dt), 1);
+    }
+    json_t *step;
+    json_decref(run_jobs(jobs, count, &step));
+    for (int i = 0; i < count; i++) {
+        cast_case *c = &cases[i];
+        size_t ssz = type_size(c->st), dsz = type_size(c->dt);
+        for (uint32_t e = 0; e < c->count; e++) {
+            int snan, gnan;
+            double v = decode(c->st, c->ss, c->src + e * ssz, &snan);
+            double got = decode(c->dt, c->ds, c->dst + e * dsz, &gnan);
+            double want = snan ? v : round_to(c->dt, c->ds, v);
+            int same = snan ? gnan && !signbit(got) == !signbit(v)
+                            : !gnan && got == want && !signbit(got) == !signbit(want);
+            if (!same)
+                FAILF("cast %s(scale %d) -> %s(scale %d) element %u (%.9g%s): got %.9g%s, want %.9g",
+                      ipu_dtype_name(c->st), c->ss, ipu_dtype_name(c->dt), c->ds, e, v,
+                      snan ? " NaN" : "", got, gnan ? " NaN" : "", want);
+        }
+    }
+}
+
+static void test_cast_all_pairs(void **state)
+{
+    (void)state;
+    static const int f8_scales[] = {-4, -2, 0, 3}, zero[] = {0};
+    rng_reset(5);
+    cast_case cases[TILES];
+    int pending = 0;
+    for (int st = 0; st < IPU_DT_COUNT; st++)
+        for (int dt = 0; dt < IPU_DT_COUNT; dt++) {
+            int st8 = st >= IPU_DT_F143, dt8 = dt >= IPU_DT_F143;
+            for (int si = 0; si < (st8 ? 4 : 1); si++)
+                for (int di = 0; di < (dt8 ? 4 : 1); di++) {
+                    cast_case *c = &cases[pending++];
+                    c->st = st, c->dt = dt;
+                    c->ss = (st8 ? f8_scales : zero)[si], c->ds = (dt8 ? f8_scales : zero)[di];
+                    c->count = st == IPU_DT_F16 ? 65536 : st == IPU_DT_F32 ? 4096 : 256;
+                    c->src = malloc(c->count * type_size(st));
+                    c->dst = malloc(c->count * type_size(dt));
+                    assert_true(c->src && c->dst);
+                    if (st == IPU_DT_F32) {
+                        gen_f32_sources(c->src, c->count);
+                    } else {
+                        for (uint32_t e = 0; e < c->count; e++) { /* every code */
+                            c->src[e * type_size(st)] = (uint8_t)e;
+                            if (st == IPU_DT_F16)
+                                c->src[2 * e + 1] = (uint8_t)(e >> 8);
+                        }
+                    }
+                    int last = st == IPU_DT_COUNT - 1 && dt == IPU_DT_COUNT - 1 &&
+                               si == (st8 ? 3 : 0) && di == (dt8 ? 3 : 0);
+                    if (pending == (int)TILES || last) {
+                        run_casts(cases, pending);
+                        for (int i = 0; i < pending; i++)
+                            free(cases[i].src), free(cases[i].dst);
+                        pending = 0;
+                    }
+                }
+        }
+}
+
+/* ---- ADD ----------------------------------------------------------------- */
+/* Operand pairs with nearby exponents (cancellation, carries), plus specials. */
+static void gen_add_pair(int dtype, uint8_t *a, uint8_t *b)
+{
+    int ebits = dtype == IPU_DT_F32 ? 8 : 5, mbits = dtype == IPU_DT_F32 ? 23 : 10;
+    int emax = (1 << ebits) - 1;
+    int ea = (int)below((uint32_t)emax + 1), eb = ea + (int)below(7) - 3;
+    eb = eb < 0 ? 0 : eb > emax ? emax : eb;
+    if (below(8) == 0)
+        eb = (int)below((uint32_t)emax + 1);
+    uint64_t mmask = (1ull << mbits) - 1;
+    uint64_t va = (uint64_t)below(2) << (ebits + mbits) | (uint64_t)ea << mbits | (rnd() & mmask);
+    uint64_t vb = (uint64_t)below(2) << (ebits + mbits) | (uint64_t)eb << mbits | (rnd() & mmask);
+    if (below(4) == 0) /* exact cancellation or doubling */
+        vb = va ^ ((uint64_t)below(2) << (ebits + mbits));
+    for (size_t i = 0; i < type_size(dtype); i++)
+        a[i] = (uint8_t)(va >> (8 * i)), b[i] = (uint8_t)(vb >> (8 * i));
+}
+
+static void add_family(int dtype, uint64_t salt)
+{
+    static const uint32_t counts[] = {1, 2, 7, 511, 512, 513, 1500, 3000};
+    rng_reset(salt);
+    size_t sz = type_size(dtype);
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0] + 8; c++) {
+        uint32_t count = c < 8 ? counts[c] : 1 + below(3000);
+        uint32_t bytes = count * (uint32_t)sz;
+        uint8_t *A = malloc(bytes), *B = malloc(bytes), *D = malloc(bytes);
+        assert_true(A && B && D);
+        for (uint32_t i = 0; i < count; i++)
+            gen_add_pair(dtype, A + i * sz, B + i * sz);
+        uint32_t a_addr = R0 + 8 * below(16), b_addr = 0x64000u + 8 * below(16);
+        uint32_t d_addr = R1 + 8 * below(16);
+        kjob job = {.tile = below(TILES)};
+        uint32_t w[] = {IPU_K_ADD | 5u << 16, a_addr, b_addr, d_addr, count, (uint32_t)dtype};
+        memcpy(job.desc, w, sizeof w);
+        add_in(&job, a_addr, A, bytes, 0);
+        add_in(&job, b_addr, B, bytes, 1);
+        add_out(&job, d_addr, D, bytes, below(2));
+        json_t *step;
+        json_decref(run_jobs(&job, 1, &step));
+        for (uint32_t i = 0; i < count; i++) {
+            int na, nb, nd;
+            double x = decode(dtype, 0, A + i * sz, &na), y = decode(dtype, 0, B + i * sz, &nb);
+            double got = decode(dtype, 0, D + i * sz, &nd);
+            double s = x + y; /* exact for f16 operands; f32 rounds once more below */
+            int want_nan = na || nb || isnan(s);
+            double want = want_nan ? NAN : round_to(dtype, 0, (double)(float)s);
+            if (want_nan ? !nd : nd || got != want || !signbit(got) != !signbit(want))
+                FAILF("add %s count %u element %u: %.9g + %.9g gave %.9g, want %.9g",
+                      ipu_dtype_name(dtype), count, i, x, y, got, want);
+        }
+        free(A), free(B), free(D);
+    }
+}
+
+static void test_add_f32(void **state) { (void)state; add_family(IPU_DT_F32, 6); }
+static void test_add_f16(void **state) { (void)state; add_family(IPU_DT_F16, 7); }
+
+/* ---- FILL and COPY ------------------------------------------------------- */
+static void test_fill(void **state)
+{
+    (void)state;
+    static const uint32_t sizes[] = {1, 2, 3, 4, 5, 7, 8, 9, 63, 4097, 20000, 12};
+    static const uint32_t offsets[] = {0, 4, 12, 100};
+    enum { N = sizeof sizes / sizeof sizes[0] };
+    uint8_t pattern[32], lo[N][32], hi[N][32];
+    memset(pattern, GUARD, sizeof pattern);
+    rng_reset(8);
+    for (uint32_t first = 0; first < N; first += TILES) {
+        kjob jobs[TILES];
+        uint8_t *out[TILES];
+        uint32_t fill[TILES];
+        memset(jobs, 0, sizeof jobs);
+        uint32_t count = N - first < TILES ? N - first : TILES;
+        for (uint32_t i = 0; i < count; i++) {
+            uint32_t c = first + i, n = sizes[c];
+            uint32_t dst = (c % 2 ? R1 : R0) + 64 + offsets[c % 4];
+            fill[i] = (uint32_t)rnd();
+            out[i] = malloc(n);
+            jobs[i].tile = i;
+            uint32_t w[] = {IPU_K_FILL | 3u << 16, dst, n, fill[i]};
+            memcpy(jobs[i].desc, w, sizeof w);
+            add_out(&jobs[i], dst, out[i], n, c % 3 == 0);
+            add_guards(&jobs[i], dst, n, pattern, lo[c], hi[c]);
+        }
+        json_t *step;
+        json_decref(run_jobs(jobs, (int)count, &step));
+        for (uint32_t i = 0; i < count; i++) {
+            uint32_t c = first + i;
+            for (uint32_t b = 0; b < sizes[c]; b++)
+                if (out[i][b] != (uint8_t)(fill[i] >> (8 * (b & 3))))
+                    FAILF("fill %u bytes with 0x%08X: byte %u is 0x%02X", sizes[c], fill[i], b,
+                          out[i][b]);
+            check_guard(lo[c], "before", (int)c);
+            check_guard(hi[c], "after", (int)c);
+            free(out[i]);
+        }
+    }
+}
+
+static void test_copy(void **state)
+{
+    (void)state;
+    static const uint32_t sizes[] = {1, 3, 4, 5, 13, 64, 1000, 20000};
+    enum { N = sizeof sizes / sizeof sizes[0] };
+    uint8_t pattern[32], lo[N][32], hi[N][32];
+    memset(pattern, GUARD, sizeof pattern);
+    rng_reset(9);
+    for (uint32_t first = 0; first < N; first += TILES) {
+        kjob jobs[TILES];
+        uint8_t *src[TILES], *out[TILES];
+        memset(jobs, 0, sizeof jobs);
+        for (uint32_t i = 0; i < TILES; i++) {
+            uint32_t c = first + i, n = sizes[c];
+            uint32_t s_addr = (c % 2 ? R1 : R0) + 4 * (1 + 2 * below(8));
+            uint32_t d_addr = (c % 3 ? 0xA0000u : 0x70000u) + 64 + 4 * below(8);
+            src[i] = malloc(n), out[i] = malloc(n);
+            for (uint32_t b = 0; b < n; b++)
+                src[i][b] = (uint8_t)rnd();
+            jobs[i].tile = i;
+            uint32_t w[] = {IPU_K_COPY | 3u << 16, s_addr, d_addr, n};
+            memcpy(jobs[i].desc, w, sizeof w);
+            add_in(&jobs[i], s_addr, src[i], n, 1);
+            add_out(&jobs[i], d_addr, out[i], n, c % 2);
+            add_guards(&jobs[i], d_addr, n, pattern, lo[c], hi[c]);
+        }
+        json_t *step;
+        json_decref(run_jobs(jobs, TILES, &step));
+        for (uint32_t i = 0; i < TILES; i++) {
+            uint32_t c = first + i;
+            if (memcmp(src[i], out[i], sizes[c]) != 0)
+                FAILF("copy of %u bytes: destination differs from the source", sizes[c]);
+            check_guard(lo[c], "before", (int)c);
+            check_guard(hi[c], "after", (int)c);
+            free(src[i]), free(out[i]);
+        }
+    }
+}
+
+int main(void)
+{
+    const char *env = getenv("IPU_TEST_SEED");
+    g_seed = env && *env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
+    printf("test_kernels_device: seed %llu\n", (unsigned long long)g_seed);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gemm_f16_out_f16), cmocka_unit_test(test_gemm_f16_out_f32),
+        cmocka_unit_test(test_gemm_f8_out_f16),  cmocka_unit_test(test_gemm_f8_out_f32),
+        cmocka_unit_test(test_gemm_cycles_per_tile),
+        cmocka_unit_test(test_cast_all_pairs),   cmocka_unit_test(test_add_f32),
+        cmocka_unit_test(test_add_f16),          cmocka_unit_test(test_fill),
+        cmocka_unit_test(test_copy),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
