@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import artifacts, profiles, runner, stress
+from . import artifacts, profiles, report as html_report, runner, stress
 from .native import INVALID_ARGUMENT, IO, MALFORMED, Context, IpuError, Package
 from .progress import Progress
 
@@ -50,7 +50,8 @@ def parser():
                    help="Repeat iterations per exchange-stress case (default: 3)")
     p.add_argument("--output", metavar="DIR", type=Path, help="write result.json to DIR")
     p.add_argument("--profile-directory", metavar="DIR", type=Path,
-                   help="write the run's cycle profile (run-profile.json) to DIR")
+                   help="write the run's cycle profile to DIR (run-profile.json and a standalone "
+                        "run-profile.html)")
     p.add_argument("--save-package", metavar="FILE", type=Path, help="keep the package the workload built")
     p.add_argument("--package", metavar="FILE", type=Path,
                    help="load a saved package and run it on the inputs recorded with it")
@@ -100,6 +101,7 @@ def execute(args, progress):
         return EXIT_FAULT, result
     if args.profile_directory:
         artifacts.write_json(args.profile_directory / "run-profile.json", run_result)
+        html_report.write_run_profile_html(args.profile_directory / "run-profile.html", run_result)
     progress.update("checking every destination word")
     started = time.perf_counter()
     cases = stress.check(meta, outputs, lambda name: package.record("expected", name))

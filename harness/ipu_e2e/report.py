@@ -1,0 +1,56 @@
+"""Standalone HTML reports: write_run_profile_html(path, profile) turns a run
+profile (the device's cycle report, the dict the CLI writes as
+run-profile.json) into one self-contained page.  The page's template, script
+and style sheet live in reports/run_profile/; they are inlined together with
+the profile as JSON, so the file opens offline from anywhere, and it is
+written atomically (artifacts.write_bytes).
+"""
+import json
+import re
+from pathlib import Path
+
+from . import artifacts
+
+REPORTS = Path(__file__).resolve().parents[2] / "reports"
+RUN_PROFILE = REPORTS / "run_profile"
+
+PLACEHOLDER = re.compile(r"/\*@@(CSS|DATA|JS)@@\*/")
+
+
+def embedded_json(value):
+    """JSON safe inside <script type="application/json">: every '<' (so '</' and
+    '<!--' too) becomes \\u003c, which can only occur inside JSON strings, where
+    it parses back to '<'.  NaN and infinities are refused: JSON.parse rejects them."""
+    return json.dumps(value, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
+
+
+def _asset(name, *forbidden):
+    """A file of reports/run_profile, checked for text that would end (or
+    confuse) the element it is inlined into."""
+    text = (RUN_PROFILE / name).read_text(encoding="utf-8")
+    for bad in forbidden:
+        if bad in text.lower():
+            raise ValueError(f"{RUN_PROFILE / name} contains '{bad}', which would break its inline element")
+    return text
+
+
+def render_run_profile_html(profile):
+    """The page for one run profile, as a str."""
+    if not isinstance(profile, dict):
+        raise ValueError(f"run profile: expected a JSON object, got {type(profile).__name__}")
+    missing = [key for key in ("cycles", "totals", "steps", "tiles") if key not in profile]
+    if missing:
+        raise ValueError(f"run profile: missing {', '.join(missing)}")
+    template = (RUN_PROFILE / "template.html").read_text(encoding="utf-8")
+    parts = {"CSS": _asset("report.css", "</style"), "JS": _asset("report.js", "</script", "<!--"),
+             "DATA": embedded_json(profile)}
+    found = PLACEHOLDER.findall(template)
+    if sorted(found) != sorted(parts):
+        raise ValueError(f"{RUN_PROFILE / 'template.html'}: expected each placeholder once, found {found}")
+    # One pass, so text inside the inlined parts is never taken for a placeholder.
+    return PLACEHOLDER.sub(lambda match: parts[match.group(1)], template)
+
+
+def write_run_profile_html(path, profile_dict):
+    """Writes the standalone run-profile page for profile_dict to path (atomically)."""
+    artifacts.write_bytes(path, render_run_profile_html(profile_dict).encode("utf-8"))
