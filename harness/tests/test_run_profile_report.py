@@ -98,7 +98,9 @@ def browser(tmp_path):
                      f"--user-data-dir={tmp_path / 'chromium-profile'}", "--window-size=1400,1000"):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    # The browser is not instrumented: keep a sanitizer build's preload away from it.
+    browser_env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER, env=browser_env), options=options)
     try:
         yield driver
     finally:
