@@ -11,21 +11,9 @@ import time
 from pathlib import Path
 
 from . import artifacts, profiles, runner, stress
-from .native import Context, IpuError, Package, bench_gemm
+from .command import EXIT_OK, guarded, positive_int
+from .native import Context, Package, bench_gemm
 from .progress import Progress
-
-EXIT_OK, EXIT_USAGE, EXIT_FAULT = 0, 2, 3
-
-
-def positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
 
 def parser():
     p = argparse.ArgumentParser(prog="ipu-e2e-bench", description=__doc__,
@@ -96,21 +84,9 @@ def report(result, out):
 def main(argv=None):
     args = parser().parse_args(argv)
     progress = Progress(quiet=args.quiet)
-    try:
-        result = bench_device(args, progress)
-    except (ValueError, profiles.ProfileError) as error:
-        progress.done()
-        print(f"ipu-e2e-bench: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except runner.DeviceFault as fault:
-        progress.done()
-        print(f"ipu-e2e-bench: device fault: {fault}", file=sys.stderr)
-        return EXIT_FAULT
-    except IpuError as error:
-        progress.done()
-        print(f"ipu-e2e-bench: error: {error.message}", file=sys.stderr)
-        return EXIT_USAGE if error.name in ("invalid_argument", "malformed", "io") else EXIT_FAULT
-    progress.done()
+    failed, result = guarded("ipu-e2e-bench", progress, lambda: bench_device(args, progress))
+    if failed is not None:
+        return failed
     report(result, sys.stdout)
     if args.output:
         artifacts.write_json(args.output / "bench-device.json", result)

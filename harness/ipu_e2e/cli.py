@@ -3,31 +3,16 @@ the device model and check it.  Exit codes: 0 pass, 1 check failed, 2 usage or
 input error (including a malformed package), 3 device fault or internal error.
 """
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
 from . import artifacts, profiles, report as html_report, runner, stress
-from .native import INVALID_ARGUMENT, IO, MALFORMED, Context, IpuError, Package
+from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError, guarded, positive_int
+from .native import Context, Package
 from .progress import Progress
 
-EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_FAULT = 0, 1, 2, 3
 WORKLOADS = ("exchange-stress",)
-
-
-class UsageError(Exception):
-    """Bad input: exit code 2 with the message."""
-
-
-def positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
 
 
 def parser():
@@ -142,23 +127,10 @@ def report(result, out):
 def main(argv=None):
     args = parser().parse_args(argv)
     progress = Progress(quiet=args.quiet)
-    code, result = EXIT_FAULT, None
-    try:
-        code, result = execute(args, progress)
-    except (UsageError, profiles.ProfileError) as error:
-        progress.done()
-        print(f"ipu-e2e-test: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except IpuError as error:
-        progress.done()
-        print(f"ipu-e2e-test: error: {error.message}", file=sys.stderr)
-        usage = error.status in (INVALID_ARGUMENT, MALFORMED, IO)
-        return EXIT_USAGE if usage else EXIT_FAULT
-    except OSError as error:
-        progress.done()
-        print(f"ipu-e2e-test: error: {error.filename}: {error.strerror}", file=sys.stderr)
-        return EXIT_USAGE
-    progress.done()
+    failed, outcome = guarded("ipu-e2e-test", progress, lambda: execute(args, progress))
+    if failed is not None:
+        return failed
+    code, result = outcome
     report(result, sys.stdout)
     if args.output:
         artifacts.write_json(args.output / "result.json", result)
