@@ -315,3 +315,9 @@ void ipu_num_encode(int dtype, int scale, const float *src, void *dst, size_t n)
         return; /* unknown type: element size unknown, nothing written */
     }
 }
+
+float ipu_num_gelu(float x)
+{
+    const float k = 0.7978845608028654f; /* sqrt(2 / pi) */
+    return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+}

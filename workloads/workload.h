@@ -1,0 +1,35 @@
+/* workload.h: a workload is a graph plus the host values of its inputs and
+ * parameters.  Values are deterministic functions of (seed, tensor, member,
+ * index) — counter-based, so generating them in parallel gives the same bits
+ * for any thread count — kept unquantized in FP32 (what an FP32 reference
+ * computes from) and quantized to each tensor's device type on request.
+ */
+#ifndef IPU_WORKLOAD_H
+#define IPU_WORKLOAD_H
+
+#include <jansson.h>
+
+#include "ir/ir.h"
+
+struct ipu_workload {
+    char name[32];
+    uint64_t seed;
+    ipu_graph graph;
+    float **values; /* per tensor: rows * cols * sequence floats, NULL unless input/param */
+    char *options_json;
+};
+typedef struct ipu_workload ipu_workload;
+
+/* Standard normal values for (seed, stream), element index offset..offset+n. */
+void ipu_random_normal(uint64_t seed, uint64_t stream, uint64_t offset, float *out, size_t n,
+                       float scale);
+
+/* The SigLIP MLP: {"batch": 1|2|4, "precision": "fp8"|"fp16", "blocks": N,
+ * "seed": S, "tokens": 729, "channels": 1152, "hidden": 4304} (the last three
+ * exist for small test geometries). */
+ipu_status ipu_mlp_build(ipu_ctx *ctx, const json_t *options, ipu_workload **out);
+
+/* Generate every input and parameter value (in parallel). */
+ipu_status ipu_workload_generate(ipu_ctx *ctx, ipu_workload *w);
+
+#endif
