@@ -134,6 +134,35 @@ static uint32_t put_record(ipu_pkg_builder *b, uint32_t tile, uint32_t slot, con
     return address;
 }
 
+/* Exchange tables, patch lists and host descriptors share one layout: u32
+ * count, then 16-byte entries of four u32 words.  quads_record allocates one
+ * for count entries (count word set), set_quad fills entry i, and
+ * put_quads_record appends it to the tile (bound to slot) and frees it. */
+static uint8_t *quads_record(size_t count)
+{
+    uint8_t *record = calloc(1, 4 + 16 * count);
+    assert_non_null(record);
+    ipu_store_u32(record, (uint32_t)count);
+    return record;
+}
+
+static void set_quad(uint8_t *record, size_t i, uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3)
+{
+    uint8_t *e = record + 4 + 16 * i;
+    ipu_store_u32(e, w0);
+    ipu_store_u32(e + 4, w1);
+    ipu_store_u32(e + 8, w2);
+    ipu_store_u32(e + 12, w3);
+}
+
+static uint32_t put_quads_record(ipu_pkg_builder *b, uint32_t tile, uint32_t slot, uint8_t *record,
+                                 size_t count)
+{
+    uint32_t address = put_record(b, tile, slot, record, 4 + 16 * count);
+    free(record);
+    return address;
+}
+
 uint32_t tpkg_compute_list(ipu_pkg_builder *b, uint32_t tile, uint32_t slot,
                            const tpkg_kernel *kernels, size_t count, int with_code)
 {
@@ -180,72 +209,39 @@ tpkg_xrow tpkg_set_base(uint32_t address) { return xrow(IPU_XROW_SET_BASE, 0, 0,
 
 tpkg_xrow tpkg_reset_base(void) { return xrow(IPU_XROW_RESET_BASE, 0, 0, 0, 0); }
 
+_Static_assert(IPU_XROW_SIZE == 16, "an exchange row is four u32 words");
+
 uint32_t tpkg_exchange_table(ipu_pkg_builder *b, uint32_t tile, uint32_t slot,
                              const tpkg_xrow *rows, size_t count)
 {
-    size_t size = 4 + count * IPU_XROW_SIZE;
-    uint8_t *bytes = calloc(1, size);
-    assert_non_null(bytes);
-    ipu_store_u32(bytes, (uint32_t)count);
+    uint8_t *record = quads_record(count);
     for (size_t i = 0; i < count; i++) {
-        uint8_t *r = bytes + 4 + i * IPU_XROW_SIZE;
-        ipu_store_u32(r, rows[i].op | rows[i].flags << 8 | rows[i].peer << 16);
-        ipu_store_u32(r + 4, rows[i].cycle);
-        ipu_store_u32(r + 8, rows[i].words);
-        ipu_store_u32(r + 12, rows[i].address);
+        const tpkg_xrow *r = &rows[i];
+        set_quad(record, i, r->op | r->flags << 8 | r->peer << 16, r->cycle, r->words, r->address);
     }
-    uint32_t address = put_record(b, tile, slot, bytes, size);
-    free(bytes);
-    return address;
+    return put_quads_record(b, tile, slot, record, count);
 }
 
 /* ---- patch lists, host descriptors, words ----------------------------------- */
 
-/* u32 count, then 16-byte entries of four u32 words each. */
-static uint32_t put_quads(ipu_pkg_builder *b, uint32_t tile, uint32_t slot, const uint32_t *quads,
-                          size_t count)
-{
-    size_t size = 4 + count * 16;
-    uint8_t *bytes = calloc(1, size);
-    assert_non_null(bytes);
-    ipu_store_u32(bytes, (uint32_t)count);
-    for (size_t i = 0; i < 4 * count; i++)
-        ipu_store_u32(bytes + 4 + 4 * i, quads[i]);
-    uint32_t address = put_record(b, tile, slot, bytes, size);
-    free(bytes);
-    return address;
-}
-
 uint32_t tpkg_patch_list(ipu_pkg_builder *b, uint32_t tile, uint32_t slot,
                          const tpkg_patch *patches, size_t count)
 {
-    uint32_t *quads = calloc(count ? 4 * count : 1, sizeof *quads);
-    assert_non_null(quads);
-    for (size_t i = 0; i < count; i++) {
-        quads[4 * i] = patches[i].kind;
-        quads[4 * i + 1] = patches[i].target;
-        quads[4 * i + 2] = patches[i].a;
-        quads[4 * i + 3] = patches[i].b;
-    }
-    uint32_t address = put_quads(b, tile, slot, quads, count);
-    free(quads);
-    return address;
+    uint8_t *record = quads_record(count);
+    for (size_t i = 0; i < count; i++)
+        set_quad(record, i, patches[i].kind, patches[i].target, patches[i].a, patches[i].b);
+    return put_quads_record(b, tile, slot, record, count);
 }
 
 uint32_t tpkg_host_descriptor(ipu_pkg_builder *b, uint32_t tile, uint32_t slot,
                               const tpkg_host_entry *entries, size_t count)
 {
-    uint32_t *quads = calloc(count ? 4 * count : 1, sizeof *quads);
-    assert_non_null(quads);
+    uint8_t *record = quads_record(count);
     for (size_t i = 0; i < count; i++) {
-        quads[4 * i] = entries[i].stream;
-        quads[4 * i + 1] = entries[i].offset;
-        quads[4 * i + 2] = entries[i].address;
-        quads[4 * i + 3] = entries[i].bytes;
+        const tpkg_host_entry *e = &entries[i];
+        set_quad(record, i, e->stream, e->offset, e->address, e->bytes);
     }
-    uint32_t address = put_quads(b, tile, slot, quads, count);
-    free(quads);
-    return address;
+    return put_quads_record(b, tile, slot, record, count);
 }
 
 uint32_t tpkg_put_words(ipu_pkg_builder *b, uint32_t tile, const uint32_t *words, size_t count)

@@ -24,10 +24,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ipu/ipu.h"
 #include "package/package.h"
+
+#include "support_seed.h"
 
 #define PROFILE_JSON "{\"name\":\"c600-16\",\"tiles\":16}"
 #define TILES 16u
@@ -45,28 +46,6 @@
 #define ITERATIONS 4u
 #define CASES 6
 #define MAX_ROWS 8
-
-static uint64_t g_seed, g_rng;
-
-#define FAILF(...)                                                                        \
-    do {                                                                                  \
-        print_error("seed %llu (IPU_TEST_SEED to repeat): ", (unsigned long long)g_seed); \
-        fail_msg(__VA_ARGS__);                                                            \
-    } while (0)
-#define OK(ctx, expr)                                                                        \
-    do {                                                                                     \
-        ipu_status ok_status_ = (expr);                                                      \
-        if (ok_status_ != IPU_OK)                                                            \
-            FAILF("%s -> %s: %s", #expr, ipu_status_name(ok_status_), ipu_ctx_errmsg(ctx)); \
-    } while (0)
-
-static uint64_t rnd(void)
-{
-    uint64_t z = (g_rng += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 static void store32(uint8_t *p, uint32_t v)
 {
@@ -181,15 +160,29 @@ static void define_phases(void)
     expect_bytes(1, CASE_DST(4) + 128, 0, SRC + 40, 8);
 }
 
-static void put_patch(uint8_t *list, uint32_t *count, uint32_t kind, uint32_t target, uint32_t a,
-                      uint32_t b)
+/* A patch list of one entry (kind, target, a, b) into the tile's slot. */
+static void put_patch(ipu_ctx *ctx, ipu_pkg_builder *b, uint32_t tile, uint32_t slot, uint32_t kind,
+                      uint32_t target, uint32_t a, uint32_t bb)
 {
-    uint8_t *e = list + 4 + 16 * (*count)++;
-    store32(e, kind);
-    store32(e + 4, target);
-    store32(e + 8, a);
-    store32(e + 12, b);
-    store32(list, *count);
+    const uint32_t words[] = {1, kind, target, a, bb};
+    uint8_t list[sizeof words];
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        store32(list + 4 * i, words[i]);
+    TSEED_OK(ctx, ipu_pkg_put_slot(b, tile, slot, list, sizeof list, NULL));
+}
+
+/* The case's tables (row count first) into slot on every tile that has rows;
+ * table (unless NULL) gets each one's address. */
+static void put_tables(ipu_ctx *ctx, ipu_pkg_builder *b, xcase *c, uint32_t slot, uint32_t *table)
+{
+    for (uint32_t t = 0; t < TILES; t++) {
+        xtable *x = &c->t[t];
+        if (!x->rows)
+            continue;
+        store32(x->bytes, x->rows);
+        TSEED_OK(ctx, ipu_pkg_put_slot(b, t, slot, x->bytes, 4 + 16 * x->rows,
+                                             table ? &table[t] : NULL));
+    }
 }
 
 /* Address of word 3 (the address) of row r of a table placed at table. */
@@ -215,72 +208,51 @@ static void define_repeat(ipu_ctx *ctx, ipu_pkg_builder *b, uint32_t xslot, uint
         expect_bytes(5, d + 384 + 12 * it, 4, SRC + 1200 + 12 * it, 12);
     }
     uint32_t table[TILES] = {0};
-    for (uint32_t t = 0; t < TILES; t++) {
-        xtable *x = &c->t[t];
-        if (!x->rows)
-            continue;
-        store32(x->bytes, x->rows);
-        OK(ctx, ipu_pkg_put_slot(b, t, xslot, x->bytes, 4 + 16 * x->rows, &table[t]));
-    }
-    uint8_t sources[4 * ITERATIONS], list[4 + 16 * 4];
+    put_tables(ctx, b, c, xslot, table);
+    uint8_t sources[4 * ITERATIONS];
     for (uint32_t it = 0; it < ITERATIONS; it++)
         store32(sources + 4 * it, SRC + 1024 + perm[it] * 24);
-    uint32_t sources_at, count = 0;
-    OK(ctx, ipu_pkg_put(b, 1, sources, sizeof sources, &sources_at));
-    put_patch(list, &count, IPU_PATCH_TABLE, row_address_word(table[1], send_row), sources_at,
+    uint32_t sources_at;
+    TSEED_OK(ctx, ipu_pkg_put(b, 1, sources, sizeof sources, &sources_at));
+    put_patch(ctx, b, 1, pslot, IPU_PATCH_TABLE, row_address_word(table[1], send_row), sources_at,
               ITERATIONS);
-    OK(ctx, ipu_pkg_put_slot(b, 1, pslot, list, 4 + 16 * count, NULL));
-    count = 0;
-    put_patch(list, &count, IPU_PATCH_PROGRESSION, row_address_word(table[2], r2), d, 24);
-    OK(ctx, ipu_pkg_put_slot(b, 2, pslot, list, 4 + 16 * count, NULL));
-    count = 0;
-    put_patch(list, &count, IPU_PATCH_PROGRESSION, row_address_word(table[3], r3), d + 256, 16);
-    OK(ctx, ipu_pkg_put_slot(b, 3, pslot, list, 4 + 16 * count, NULL));
-    count = 0;
-    put_patch(list, &count, IPU_PATCH_PROGRESSION, row_address_word(table[4], base_row),
+    put_patch(ctx, b, 2, pslot, IPU_PATCH_PROGRESSION, row_address_word(table[2], r2), d, 24);
+    put_patch(ctx, b, 3, pslot, IPU_PATCH_PROGRESSION, row_address_word(table[3], r3), d + 256, 16);
+    put_patch(ctx, b, 4, pslot, IPU_PATCH_PROGRESSION, row_address_word(table[4], base_row),
               SRC + 1200, 12);
-    OK(ctx, ipu_pkg_put_slot(b, 4, pslot, list, 4 + 16 * count, NULL));
-    count = 0;
-    put_patch(list, &count, IPU_PATCH_PROGRESSION, row_address_word(table[5], r5), d + 384, 12);
-    OK(ctx, ipu_pkg_put_slot(b, 5, pslot, list, 4 + 16 * count, NULL));
+    put_patch(ctx, b, 5, pslot, IPU_PATCH_PROGRESSION, row_address_word(table[5], r5), d + 384, 12);
 }
 
 static ipu_package *build(ipu_ctx *ctx, uint32_t op_case[16])
 {
     ipu_profile p;
-    OK(ctx, ipu_profile_parse(ctx, PROFILE_JSON, 0, &p));
+    TSEED_OK(ctx, ipu_profile_parse(ctx, PROFILE_JSON, 0, &p));
     ipu_pkg_builder *b = NULL;
-    OK(ctx, ipu_pkg_builder_create(ctx, &p, CODE_BASE, DESC_BASE, DESC_LIMIT, &b));
+    TSEED_OK(ctx, ipu_pkg_builder_create(ctx, &p, CODE_BASE, DESC_BASE, DESC_LIMIT, &b));
     uint8_t guard[DST_BYTES];
     memset(guard, GUARD, sizeof guard);
     for (uint32_t t = 0; t < TILES; t++) {
         for (uint32_t i = 0; i < SRC_BYTES; i++)
-            g_src[t][i] = (uint8_t)rnd();
-        OK(ctx, ipu_pkg_add_data(b, t, SRC, g_src[t], SRC_BYTES));
-        OK(ctx, ipu_pkg_add_data(b, t, DST, guard, DST_BYTES));
-        OK(ctx, ipu_pkg_add_alloc(b, t, SRC, SRC_BYTES, "sources"));
-        OK(ctx, ipu_pkg_add_alloc(b, t, DST, DST_BYTES, "destinations"));
+            g_src[t][i] = (uint8_t)tseed_rnd();
+        TSEED_OK(ctx, ipu_pkg_add_data(b, t, SRC, g_src[t], SRC_BYTES));
+        TSEED_OK(ctx, ipu_pkg_add_data(b, t, DST, guard, DST_BYTES));
+        TSEED_OK(ctx, ipu_pkg_add_alloc(b, t, SRC, SRC_BYTES, "sources"));
+        TSEED_OK(ctx, ipu_pkg_add_alloc(b, t, DST, DST_BYTES, "destinations"));
     }
     define_phases();
     for (int k = 0; k < CASES - 1; k++) {
         uint32_t slot = ipu_pkg_new_slot(b);
-        for (uint32_t t = 0; t < TILES; t++) {
-            xtable *x = &g_cases[k].t[t];
-            if (!x->rows)
-                continue;
-            store32(x->bytes, x->rows);
-            OK(ctx, ipu_pkg_put_slot(b, t, slot, x->bytes, 4 + 16 * x->rows, NULL));
-        }
+        put_tables(ctx, b, &g_cases[k], slot, NULL);
         op_case[ipu_pkg_program_length(b, 0)] = (uint32_t)k;
-        OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, IPU_NO_SLOT, slot, 0));
+        TSEED_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, IPU_NO_SLOT, slot, 0));
     }
     uint32_t xslot = ipu_pkg_new_slot(b), pslot = ipu_pkg_new_slot(b);
     define_repeat(ctx, b, xslot, pslot);
-    OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_REPEAT, ITERATIONS, 1, pslot));
+    TSEED_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_REPEAT, ITERATIONS, 1, pslot));
     op_case[ipu_pkg_program_length(b, 0)] = CASES - 1;
-    OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, IPU_NO_SLOT, xslot, 0));
+    TSEED_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, IPU_NO_SLOT, xslot, 0));
     ipu_package *pkg = NULL;
-    OK(ctx, ipu_pkg_build(b, &pkg));
+    TSEED_OK(ctx, ipu_pkg_build(b, &pkg));
     return pkg;
 }
 
@@ -288,7 +260,7 @@ static json_int_t field(json_t *step, const char *name)
 {
     json_t *v = json_object_get(step, name);
     if (!json_is_integer(v))
-        FAILF("cycle report step has no integer '%s'", name);
+        TSEED_FAIL("cycle report step has no integer '%s'", name);
     return json_integer_value(v);
 }
 
@@ -308,14 +280,16 @@ static void check_report(const char *text, const uint32_t op_case[16])
             continue;
         }
         if (!kind || strcmp(kind, "step") != 0)
-            FAILF("step %zu has kind '%s', expected an exchange step", index, kind ? kind : "?");
+            TSEED_FAIL("step %zu has kind '%s', expected an exchange step", index,
+                       kind ? kind : "?");
         json_int_t op = field(step, "op");
         assert_true(op >= 0 && op < 16 && op_case[op] < CASES);
         const xcase *c = &g_cases[op_case[op]];
         json_int_t exchange = field(step, "exchange");
         if ((uint64_t)exchange != c->horizon + OVERHEAD)
-            FAILF("case %u (op %lld): exchange cost %lld, DEVICE.md says %llu + %u", op_case[op],
-                  (long long)op, (long long)exchange, (unsigned long long)c->horizon, OVERHEAD);
+            TSEED_FAIL("case %u (op %lld): exchange cost %lld, DEVICE.md says %llu + %u",
+                       op_case[op], (long long)op, (long long)exchange,
+                       (unsigned long long)c->horizon, OVERHEAD);
         assert_int_equal(field(step, "compute"), 0);
         assert_int_equal(field(step, "sync"), 150);
         assert_int_equal(field(step, "cycles"),
@@ -338,16 +312,16 @@ static void check_memory(ipu_ctx *ctx, ipu_device *dev)
             if (x->tile == t)
                 memcpy(want + (x->dst - DST), &g_src[x->from][x->src - SRC], x->bytes);
         }
-        OK(ctx, ipu_device_read(ctx, dev, t, DST, got, DST_BYTES));
+        TSEED_OK(ctx, ipu_device_read(ctx, dev, t, DST, got, DST_BYTES));
         for (uint32_t i = 0; i < DST_BYTES; i++)
             if (got[i] != want[i])
-                FAILF("tile %u destination byte 0x%X: got 0x%02X, want 0x%02X", t, DST + i, got[i],
-                      want[i]);
+                TSEED_FAIL("tile %u destination byte 0x%X: got 0x%02X, want 0x%02X", t, DST + i,
+                           got[i], want[i]);
         /* The sources must be untouched. */
         uint8_t src[SRC_BYTES];
-        OK(ctx, ipu_device_read(ctx, dev, t, SRC, src, SRC_BYTES));
+        TSEED_OK(ctx, ipu_device_read(ctx, dev, t, SRC, src, SRC_BYTES));
         if (memcmp(src, g_src[t], SRC_BYTES) != 0)
-            FAILF("tile %u: source bytes changed", t);
+            TSEED_FAIL("tile %u: source bytes changed", t);
     }
 }
 
@@ -360,14 +334,14 @@ static void test_exchange_semantics(void **state)
     memset(op_case, 0xFF, sizeof op_case);
     ipu_package *pkg = build(ctx, op_case);
     ipu_device *dev = NULL;
-    OK(ctx, ipu_device_create(ctx, PROFILE_JSON, &dev));
-    OK(ctx, ipu_device_initialize(ctx, dev, pkg));
+    TSEED_OK(ctx, ipu_device_create(ctx, PROFILE_JSON, &dev));
+    TSEED_OK(ctx, ipu_device_initialize(ctx, dev, pkg));
     char *first = NULL, *second = NULL;
-    OK(ctx, ipu_device_run(ctx, dev, &first));
+    TSEED_OK(ctx, ipu_device_run(ctx, dev, &first));
     check_report(first, op_case);
     check_memory(ctx, dev);
     /* A second invocation: the patches re-apply from iteration 0. */
-    OK(ctx, ipu_device_run(ctx, dev, &second));
+    TSEED_OK(ctx, ipu_device_run(ctx, dev, &second));
     assert_string_equal(first, second);
     check_memory(ctx, dev);
     ipu_free(first);
@@ -379,10 +353,7 @@ static void test_exchange_semantics(void **state)
 
 int main(void)
 {
-    const char *env = getenv("IPU_TEST_SEED");
-    g_seed = env && *env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
-    g_rng = g_seed;
-    printf("test_exchange_device: seed %llu\n", (unsigned long long)g_seed);
+    tseed_init("test_exchange_device");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exchange_semantics),
     };

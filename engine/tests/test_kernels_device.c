@@ -29,12 +29,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ipu/ipu.h"
 #include "kernels/kernels.h"
 #include "numerics/numerics.h"
 #include "package/package.h"
+
+#include "support_seed.h"
 
 #define PROFILE_JSON "{\"name\":\"c600-4\",\"tiles\":4}"
 #define TILES 4u
@@ -51,29 +52,6 @@
 #define GEMM_CASES 50
 #define GUARD 0xA5u
 
-static uint64_t g_seed, g_rng;
-
-#define FAILF(...)                                                                           \
-    do {                                                                                     \
-        print_error("seed %llu (IPU_TEST_SEED to repeat): ", (unsigned long long)g_seed);    \
-        fail_msg(__VA_ARGS__);                                                               \
-    } while (0)
-#define OK(ctx, expr)                                                                        \
-    do {                                                                                     \
-        ipu_status ok_status_ = (expr);                                                      \
-        if (ok_status_ != IPU_OK)                                                            \
-            FAILF("%s -> %s: %s", #expr, ipu_status_name(ok_status_), ipu_ctx_errmsg(ctx)); \
-    } while (0)
-
-static void rng_reset(uint64_t salt) { g_rng = g_seed ^ (salt * 0x9E3779B97F4A7C15ull); }
-static uint64_t rnd(void)
-{
-    uint64_t z = (g_rng += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static uint32_t below(uint32_t n) { return (uint32_t)(rnd() % n); }
 static uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
 
 /* ---- the formats, from their definitions ------------------------------- */
@@ -175,20 +153,20 @@ static size_t type_size(int dtype) { return dtype == IPU_DT_F32 ? 4 : dtype == I
 static void gen_codes(int dtype, int full, uint8_t *dst, size_t count)
 {
     for (size_t i = 0; i < count; i++) {
-        unsigned sign = below(2);
+        unsigned sign = tseed_below(2);
         if (dtype == IPU_DT_F16) {
-            unsigned e = below(16) ? 1 + below(16) : 0, m = below(1024);
-            if (!below(32))
+            unsigned e = tseed_below(16) ? 1 + tseed_below(16) : 0, m = tseed_below(1024);
+            if (!tseed_below(32))
                 e = m = 0;
             unsigned h = sign << 15 | e << 10 | m;
             dst[2 * i] = (uint8_t)h, dst[2 * i + 1] = (uint8_t)(h >> 8);
         } else if (dtype == IPU_DT_F143) {
-            unsigned e = below(full ? 16 : 12), m = below(8);
+            unsigned e = tseed_below(full ? 16 : 12), m = tseed_below(8);
             if (e == 15 && m == 7)
                 m = 6;
             dst[i] = (uint8_t)(sign << 7 | e << 3 | m);
         } else {
-            dst[i] = (uint8_t)(sign << 7 | below(full ? 31 : 19) << 2 | below(4));
+            dst[i] = (uint8_t)(sign << 7 | tseed_below(full ? 31 : 19) << 2 | tseed_below(4));
         }
     }
 }
@@ -215,10 +193,12 @@ static void add_out(kjob *j, uint32_t address, void *bytes, uint32_t size, int d
 {
     j->out[j->outs++] = (span){address, size, bytes, direct};
 }
-/* Guard bytes on both sides of [address, +size): package data, read back directly. */
-static void add_guards(kjob *j, uint32_t address, uint32_t size, uint8_t *pattern, uint8_t *lo,
-                       uint8_t *hi)
+/* Guard bytes (GUARD) on both sides of [address, +size): package data, read
+ * back directly into lo and hi. */
+static void add_guards(kjob *j, uint32_t address, uint32_t size, uint8_t *lo, uint8_t *hi)
 {
+    static uint8_t pattern[32];
+    memset(pattern, GUARD, sizeof pattern);
     add_in(j, address - 32, pattern, 32, 1);
     add_in(j, address + size, pattern, 32, 1);
     add_out(j, address - 32, lo, 32, 1);
@@ -232,7 +212,45 @@ static void put_u32s(ipu_ctx *ctx, ipu_pkg_builder *b, uint32_t tile, uint32_t s
     assert_true(count <= 64);
     for (uint32_t i = 0; i < count; i++)
         store32(bytes + 4 * i, words[i]);
-    OK(ctx, ipu_pkg_put_slot(b, tile, slot, bytes, 4 * count, NULL));
+    TSEED_OK(ctx, ipu_pkg_put_slot(b, tile, slot, bytes, 4 * count, NULL));
+}
+
+/* Bytes the staged (not direct) spans take in their host stream. */
+static uint32_t staged_bytes(const span *spans, int count)
+{
+    uint32_t total = 0;
+    for (int i = 0; i < count; i++)
+        total += spans[i].direct ? 0 : align_up(spans[i].size, 8);
+    return total;
+}
+
+#define STAGE_WORDS (1 + 4 * 6) /* a staging record: count, then up to 6 entries */
+
+/* The two records that move the staged spans through the host aperture, an
+ * entry per span from APERTURE_BASE up: the host descriptor (stream, *offset,
+ * aperture address, size) and the COPY list, aperture -> span for inputs
+ * (their bytes go into stream_bytes at *offset), span -> aperture for
+ * outputs.  *offset advances past them; returns the entry count, which is
+ * also each record's first word. */
+static uint32_t stage(const span *spans, int count, int input, uint32_t stream, uint32_t *offset,
+                      uint8_t *stream_bytes, uint32_t host[STAGE_WORDS], uint32_t copy[STAGE_WORDS])
+{
+    uint32_t n = 0, ap = APERTURE_BASE;
+    for (int i = 0; i < count; i++) {
+        const span *s = &spans[i];
+        if (s->direct)
+            continue;
+        assert_true(ap + s->size <= APERTURE_END);
+        if (input)
+            memcpy(stream_bytes + *offset, s->bytes, s->size);
+        uint32_t from = input ? ap : s->address, to = input ? s->address : ap;
+        uint32_t h[4] = {stream, *offset, ap, s->size}, c[4] = {IPU_K_COPY | 3u << 16, from, to, s->size};
+        memcpy(host + 1 + 4 * n, h, sizeof h);
+        memcpy(copy + 1 + 4 * n, c, sizeof c);
+        n++, ap += align_up(s->size, 8), *offset += align_up(s->size, 8);
+    }
+    host[0] = copy[0] = n;
+    return n;
 }
 
 /* Build and run one package: per job, host input + COPY into place, the
@@ -243,93 +261,72 @@ static json_t *run_jobs(kjob *jobs, int njobs, json_t **kernel_step)
     ipu_ctx *ctx = ipu_ctx_create();
     assert_non_null(ctx);
     ipu_profile p;
-    OK(ctx, ipu_profile_parse(ctx, PROFILE_JSON, 0, &p));
+    TSEED_OK(ctx, ipu_profile_parse(ctx, PROFILE_JSON, 0, &p));
     ipu_pkg_builder *b = NULL;
-    OK(ctx, ipu_pkg_builder_create(ctx, &p, CODE_BASE, DESC_BASE, DESC_LIMIT, &b));
+    TSEED_OK(ctx, ipu_pkg_builder_create(ctx, &p, CODE_BASE, DESC_BASE, DESC_LIMIT, &b));
     uint32_t s_hin = ipu_pkg_new_slot(b), s_cin = ipu_pkg_new_slot(b), s_k = ipu_pkg_new_slot(b);
     uint32_t s_cout = ipu_pkg_new_slot(b), s_hout = ipu_pkg_new_slot(b);
     uint32_t in_total = 0, out_total = 0, in_id = 0, out_id = 0;
     for (int j = 0; j < njobs; j++) {
-        for (int i = 0; i < jobs[j].ins; i++)
-            in_total += jobs[j].in[i].direct ? 0 : align_up(jobs[j].in[i].size, 8);
-        for (int i = 0; i < jobs[j].outs; i++)
-            out_total += jobs[j].out[i].direct ? 0 : align_up(jobs[j].out[i].size, 8);
+        in_total += staged_bytes(jobs[j].in, jobs[j].ins);
+        out_total += staged_bytes(jobs[j].out, jobs[j].outs);
     }
     if (in_total)
-        OK(ctx, ipu_pkg_add_stream(b, "in", IPU_STREAM_INPUT, in_total, &in_id));
+        TSEED_OK(ctx, ipu_pkg_add_stream(b, "in", IPU_STREAM_INPUT, in_total, &in_id));
     if (out_total)
-        OK(ctx, ipu_pkg_add_stream(b, "out", IPU_STREAM_OUTPUT, out_total, &out_id));
+        TSEED_OK(ctx, ipu_pkg_add_stream(b, "out", IPU_STREAM_OUTPUT, out_total, &out_id));
     uint8_t *in_bytes = calloc(1, in_total + 1);
     assert_non_null(in_bytes);
     uint32_t in_off = 0, out_off = 0;
     for (int j = 0; j < njobs; j++) {
         kjob *jb = &jobs[j];
-        uint32_t t = jb->tile, host[1 + 4 * 6], copy[1 + 4 * 6], n = 0, ap = APERTURE_BASE;
-        OK(ctx, ipu_pkg_add_code(b, t, (int)(jb->desc[0] & 0xFFFF)));
+        uint32_t t = jb->tile, host[STAGE_WORDS], copy[STAGE_WORDS];
+        TSEED_OK(ctx, ipu_pkg_add_code(b, t, (int)(jb->desc[0] & 0xFFFF)));
         for (int i = 0; i < jb->ins; i++) {
             const span *s = &jb->in[i];
-            if (s->direct) {
-                OK(ctx, ipu_pkg_add_data(b, t, s->address, s->bytes, s->size));
-                continue;
-            }
-            assert_true(ap + s->size <= APERTURE_END);
-            memcpy(in_bytes + in_off, s->bytes, s->size);
-            uint32_t h[4] = {in_id, in_off, ap, s->size}, c[4] = {IPU_K_COPY | 3u << 16, ap, s->address, s->size};
-            memcpy(host + 1 + 4 * n, h, sizeof h);
-            memcpy(copy + 1 + 4 * n, c, sizeof c);
-            n++, ap += align_up(s->size, 8), in_off += align_up(s->size, 8);
+            if (s->direct)
+                TSEED_OK(ctx, ipu_pkg_add_data(b, t, s->address, s->bytes, s->size));
         }
+        uint32_t n = stage(jb->in, jb->ins, 1, in_id, &in_off, in_bytes, host, copy);
         if (n) {
-            host[0] = copy[0] = n;
-            OK(ctx, ipu_pkg_add_code(b, t, IPU_K_COPY));
+            TSEED_OK(ctx, ipu_pkg_add_code(b, t, IPU_K_COPY));
             put_u32s(ctx, b, t, s_hin, host, 1 + 4 * n);
             put_u32s(ctx, b, t, s_cin, copy, 1 + 4 * n);
         }
         uint32_t list[2 + IPU_KERNEL_MAX_ARGS] = {1};
         memcpy(list + 1, jb->desc, (1 + (jb->desc[0] >> 16)) * 4);
         put_u32s(ctx, b, t, s_k, list, 2 + (jb->desc[0] >> 16));
-        n = 0, ap = APERTURE_BASE;
-        for (int i = 0; i < jb->outs; i++) {
-            const span *s = &jb->out[i];
-            if (s->direct)
-                continue;
-            assert_true(ap + s->size <= APERTURE_END);
-            uint32_t h[4] = {out_id, out_off, ap, s->size}, c[4] = {IPU_K_COPY | 3u << 16, s->address, ap, s->size};
-            memcpy(host + 1 + 4 * n, h, sizeof h);
-            memcpy(copy + 1 + 4 * n, c, sizeof c);
-            n++, ap += align_up(s->size, 8), out_off += align_up(s->size, 8);
-        }
+        n = stage(jb->out, jb->outs, 0, out_id, &out_off, NULL, host, copy);
         if (n) {
-            host[0] = copy[0] = n;
-            OK(ctx, ipu_pkg_add_code(b, t, IPU_K_COPY));
+            TSEED_OK(ctx, ipu_pkg_add_code(b, t, IPU_K_COPY));
             put_u32s(ctx, b, t, s_cout, copy, 1 + 4 * n);
             put_u32s(ctx, b, t, s_hout, host, 1 + 4 * n);
         }
     }
     if (in_total) {
-        OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_HOST_IN, s_hin, 0, 0));
-        OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, s_cin, IPU_NO_SLOT, 0));
+        TSEED_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_HOST_IN, s_hin, 0, 0));
+        TSEED_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, s_cin, IPU_NO_SLOT, 0));
     }
     size_t kernel_op = ipu_pkg_program_length(b, 0);
-    OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, s_k, IPU_NO_SLOT, 0));
+    TSEED_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, s_k, IPU_NO_SLOT, 0));
     if (out_total) {
-        OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, s_cout, IPU_NO_SLOT, 0));
-        OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_HOST_OUT, s_hout, 0, 0));
+        TSEED_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, s_cout, IPU_NO_SLOT, 0));
+        TSEED_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_HOST_OUT, s_hout, 0, 0));
     }
     ipu_package *pkg = NULL;
     ipu_status st = ipu_pkg_build(b, &pkg);
-    OK(ctx, st);
+    TSEED_OK(ctx, st);
     ipu_device *dev = NULL;
-    OK(ctx, ipu_device_create(ctx, PROFILE_JSON, &dev));
-    OK(ctx, ipu_device_initialize(ctx, dev, pkg));
+    TSEED_OK(ctx, ipu_device_create(ctx, PROFILE_JSON, &dev));
+    TSEED_OK(ctx, ipu_device_initialize(ctx, dev, pkg));
     if (in_total)
-        OK(ctx, ipu_device_set_stream(ctx, dev, "in", in_bytes, in_total));
+        TSEED_OK(ctx, ipu_device_set_stream(ctx, dev, "in", in_bytes, in_total));
     char *text = NULL;
-    OK(ctx, ipu_device_run(ctx, dev, &text));
+    TSEED_OK(ctx, ipu_device_run(ctx, dev, &text));
     const uint8_t *out_data = NULL;
     size_t out_size = 0;
     if (out_total) {
-        OK(ctx, ipu_device_stream(ctx, dev, "out", (const void **)&out_data, &out_size));
+        TSEED_OK(ctx, ipu_device_stream(ctx, dev, "out", (const void **)&out_data, &out_size));
         assert_int_equal(out_size, out_total);
     }
     out_off = 0;
@@ -337,7 +334,8 @@ static json_t *run_jobs(kjob *jobs, int njobs, json_t **kernel_step)
         for (int i = 0; i < jobs[j].outs; i++) {
             span *s = &jobs[j].out[i];
             if (s->direct) {
-                OK(ctx, ipu_device_read(ctx, dev, jobs[j].tile, s->address, s->bytes, s->size));
+                TSEED_OK(ctx,
+                         ipu_device_read(ctx, dev, jobs[j].tile, s->address, s->bytes, s->size));
             } else {
                 memcpy(s->bytes, out_data + out_off, s->size);
                 out_off += align_up(s->size, 8);
@@ -366,7 +364,7 @@ static json_int_t field(json_t *step, const char *name)
 {
     json_t *v = json_object_get(step, name);
     if (!json_is_integer(v))
-        FAILF("cycle report step has no integer '%s'", name);
+        TSEED_FAIL("cycle report step has no integer '%s'", name);
     return json_integer_value(v);
 }
 
@@ -374,30 +372,31 @@ static void check_guard(const uint8_t *bytes, const char *what, int tcase)
 {
     for (int i = 0; i < 32; i++)
         if (bytes[i] != GUARD)
-            FAILF("case %d: guard byte %d %s the output was overwritten (0x%02X)", tcase, i, what,
-                  bytes[i]);
+            TSEED_FAIL("case %d: guard byte %d %s the output was overwritten (0x%02X)", tcase, i,
+                       what, bytes[i]);
 }
 
 /* ---- GEMM ---------------------------------------------------------------- */
-static uint32_t dim(void) { return below(6) ? 1 + below(60) : 1; }
+static uint32_t dim(void) { return tseed_below(6) ? 1 + tseed_below(60) : 1; }
 
 static void gemm_family(int f8, int out_type, uint64_t salt)
 {
     static const uint32_t fixed[][3] = {{1, 1, 1}, {1, 7, 13}, {9, 1, 5}, {3, 11, 1}, {1, 1, 59}, {15, 17, 19}};
-    uint8_t pattern[32], lo[32], hi[32];
-    memset(pattern, GUARD, sizeof pattern);
-    rng_reset(salt);
+    uint8_t lo[32], hi[32];
+    tseed_reset(salt);
     for (int c = 0; c < GEMM_CASES; c++) {
         uint32_t m = c < 6 ? fixed[c][0] : dim(), n = c < 6 ? fixed[c][1] : dim(),
                  k = c < 6 ? fixed[c][2] : dim();
-        uint32_t flags = (below(2) ? IPU_GEMM_ACCUMULATE : 0) | (below(2) ? IPU_GEMM_WIDE : 0);
+        uint32_t flags = (tseed_below(2) ? IPU_GEMM_ACCUMULATE : 0) |
+                         (tseed_below(2) ? IPU_GEMM_WIDE : 0);
         int acc = (flags & IPU_GEMM_ACCUMULATE) != 0, wide = (flags & IPU_GEMM_WIDE) != 0;
         int ta = IPU_DT_F16, tb = IPU_DT_F16, sa = 0, sb = 0;
         if (f8) {
-            ta = below(2) ? IPU_DT_F143 : IPU_DT_F152, tb = below(2) ? IPU_DT_F143 : IPU_DT_F152;
-            sa = below(2) ? -2 : -4, sb = below(2) ? -2 : -4;
+            ta = tseed_below(2) ? IPU_DT_F143 : IPU_DT_F152;
+            tb = tseed_below(2) ? IPU_DT_F143 : IPU_DT_F152;
+            sa = tseed_below(2) ? -2 : -4, sb = tseed_below(2) ? -2 : -4;
         }
-        int full = f8 && out_type == IPU_DT_F32 && below(3) == 0;
+        int full = f8 && out_type == IPU_DT_F32 && tseed_below(3) == 0;
         uint32_t in_size = f8 ? 1 : 2, out_size = (uint32_t)type_size(out_type);
         uint32_t a_bytes = m * k * in_size, b_bytes = k * n * in_size, c_bytes = m * n * out_size;
         uint8_t *A = malloc(a_bytes), *B = malloc(b_bytes), *Cin = malloc(c_bytes), *C = malloc(c_bytes);
@@ -408,16 +407,16 @@ static void gemm_family(int f8, int out_type, uint64_t salt)
             if (out_type == IPU_DT_F16) {
                 gen_codes(IPU_DT_F16, 0, Cin + 2 * i, 1);
             } else {
-                float v = (float)((int)below(65536) - 32768) / 8192.0f;
+                float v = (float)((int)tseed_below(65536) - 32768) / 8192.0f;
                 memcpy(Cin + 4 * i, &v, 4);
             }
         }
         /* A and B share elements; C sits in another element (separation rule). */
-        uint32_t align = wide ? 16 : 8, ab_base = wide || below(2) ? R1 : R0;
-        uint32_t a_addr = ab_base + align * below(64);
-        uint32_t b_addr = align_up(a_addr + a_bytes, align) + align * below(8);
-        uint32_t c_addr = (below(2) ? 0x70000u : 0xA0000u) + 64 + 8 * below(64);
-        kjob job = {.tile = below(TILES)};
+        uint32_t align = wide ? 16 : 8, ab_base = wide || tseed_below(2) ? R1 : R0;
+        uint32_t a_addr = ab_base + align * tseed_below(64);
+        uint32_t b_addr = align_up(a_addr + a_bytes, align) + align * tseed_below(8);
+        uint32_t c_addr = (tseed_below(2) ? 0x70000u : 0xA0000u) + 64 + 8 * tseed_below(64);
+        kjob job = {.tile = tseed_below(TILES)};
         uint32_t *d = job.desc;
         if (f8) {
             uint32_t w[] = {IPU_K_GEMM_F8 | 10u << 16, a_addr, b_addr, c_addr, m, n, k,
@@ -430,12 +429,12 @@ static void gemm_family(int f8, int out_type, uint64_t salt)
                             (uint32_t)out_type, flags};
             memcpy(d, w, sizeof w);
         }
-        add_in(&job, a_addr, A, a_bytes, below(2));
-        add_in(&job, b_addr, B, b_bytes, below(2));
+        add_in(&job, a_addr, A, a_bytes, tseed_below(2));
+        add_in(&job, b_addr, B, b_bytes, tseed_below(2));
         if (acc)
-            add_in(&job, c_addr, Cin, c_bytes, below(2));
-        add_out(&job, c_addr, C, c_bytes, below(2));
-        add_guards(&job, c_addr, c_bytes, pattern, lo, hi);
+            add_in(&job, c_addr, Cin, c_bytes, tseed_below(2));
+        add_out(&job, c_addr, C, c_bytes, tseed_below(2));
+        add_guards(&job, c_addr, c_bytes, lo, hi);
         json_t *step;
         json_t *report = run_jobs(&job, 1, &step);
         check_guard(lo, "before", c);
@@ -453,19 +452,19 @@ static void gemm_family(int f8, int out_type, uint64_t salt)
                 double got = decode(out_type, 0, C + (i * n + j) * out_size, &isn);
                 double tol = 1e-5 * mag + (out_type == IPU_DT_F16 ? f16_ulp(s) : 0.0);
                 if (!(fabs(got - s) <= tol))
-                    FAILF("%s case %d: %ux%ux%u flags %u types %d/%d scales %d/%d out %s: C[%u][%u] "
-                          "= %.9g, exact %.9g, tolerance %.3g",
-                          f8 ? "gemm_f8" : "gemm_f16", c, m, n, k, flags, ta, tb, sa, sb,
-                          ipu_dtype_name(out_type), i, j, got, s, tol);
+                    TSEED_FAIL("%s case %d: %ux%ux%u flags %u types %d/%d scales %d/%d out %s: "
+                               "C[%u][%u] = %.9g, exact %.9g, tolerance %.3g",
+                               f8 ? "gemm_f8" : "gemm_f16", c, m, n, k, flags, ta, tb, sa, sb,
+                               ipu_dtype_name(out_type), i, j, got, s, tol);
             }
         /* DEVICE.md: 50 + ceil(m*n*k / rate) + 4 per output row. */
         uint64_t rate = f8 ? 128 : out_type == IPU_DT_F16 ? 64 : 32;
         uint64_t want = 50 + ((uint64_t)m * n * k + rate - 1) / rate + 4ull * m;
         json_int_t compute = field(step, "compute");
         if ((uint64_t)compute != want)
-            FAILF("%s case %d %ux%ux%u: step compute %lld cycles, formula %llu",
-                  f8 ? "gemm_f8" : "gemm_f16", c, m, n, k, (long long)compute,
-                  (unsigned long long)want);
+            TSEED_FAIL("%s case %d %ux%ux%u: step compute %lld cycles, formula %llu",
+                       f8 ? "gemm_f8" : "gemm_f16", c, m, n, k, (long long)compute,
+                       (unsigned long long)want);
         assert_int_equal(field(step, "sync"), 150);
         assert_int_equal(field(step, "exchange"), 0);
         assert_int_equal(field(step, "cycles"), compute + 150 + field(step, "exchange"));
@@ -491,7 +490,7 @@ static void test_gemm_cycles_per_tile(void **state)
     uint8_t *buf[TILES][3];
     uint64_t want[TILES], slowest = 0;
     memset(jobs, 0, sizeof jobs);
-    rng_reset(10);
+    tseed_reset(10);
     for (uint32_t t = 0; t < TILES; t++) {
         uint32_t m = shape[t][0], n = shape[t][1], k = shape[t][2], in = f8[t] ? 1 : 2;
         uint32_t a_bytes = m * k * in, b_bytes = k * n * in, c_bytes = m * n * (uint32_t)type_size(out[t]);
@@ -525,8 +524,9 @@ static void test_gemm_cycles_per_tile(void **state)
         json_int_t c = json_integer_value(json_array_get(json_object_get(tiles, "compute"), t));
         json_int_t w = json_integer_value(json_array_get(json_object_get(tiles, "wait"), t));
         if ((uint64_t)c != want[t] || (uint64_t)w != slowest - want[t])
-            FAILF("tile %u: compute %lld wait %lld, want %llu and %llu", t, (long long)c,
-                  (long long)w, (unsigned long long)want[t], (unsigned long long)(slowest - want[t]));
+            TSEED_FAIL("tile %u: compute %lld wait %lld, want %llu and %llu", t, (long long)c,
+                       (long long)w, (unsigned long long)want[t],
+                       (unsigned long long)(slowest - want[t]));
         free(buf[t][0]), free(buf[t][1]), free(buf[t][2]);
     }
     json_decref(report);
@@ -542,18 +542,18 @@ static void gen_f32_sources(uint8_t *dst, uint32_t count)
                                     1.0f, 0.1f, 5.9604645e-8f, 2.9802322e-8f, 2.9802326e-8f};
     for (uint32_t i = 0; i < count; i++) {
         float v;
-        uint32_t pick = below(3);
+        uint32_t pick = tseed_below(3);
         if (i < sizeof special / sizeof special[0]) {
             v = special[i];
         } else if (pick == 0) {
-            uint32_t u = (uint32_t)rnd();
+            uint32_t u = (uint32_t)tseed_rnd();
             memcpy(&v, &u, 4);
         } else if (pick == 1) {
-            v = (float)ldexp((double)(below(4096) | 1), (int)below(53) - 40);
+            v = (float)ldexp((double)(tseed_below(4096) | 1), (int)tseed_below(53) - 40);
         } else {
-            v = (float)ldexp((double)below(1u << 24), (int)below(51) - 50);
+            v = (float)ldexp((double)tseed_below(1u << 24), (int)tseed_below(51) - 50);
         }
-        if (below(2))
+        if (tseed_below(2))
             v = -v;
         memcpy(dst + 4 * i, &v, 4);
     }
@@ -591,9 +591,10 @@ static void run_casts(cast_case *cases, int count)
             int same = snan ? gnan && !signbit(got) == !signbit(v)
                             : !gnan && got == want && !signbit(got) == !signbit(want);
             if (!same)
-                FAILF("cast %s(scale %d) -> %s(scale %d) element %u (%.9g%s): got %.9g%s, want %.9g",
-                      ipu_dtype_name(c->st), c->ss, ipu_dtype_name(c->dt), c->ds, e, v,
-                      snan ? " NaN" : "", got, gnan ? " NaN" : "", want);
+                TSEED_FAIL("cast %s(scale %d) -> %s(scale %d) element %u (%.9g%s): got %.9g%s, "
+                           "want %.9g",
+                           ipu_dtype_name(c->st), c->ss, ipu_dtype_name(c->dt), c->ds, e, v,
+                           snan ? " NaN" : "", got, gnan ? " NaN" : "", want);
         }
     }
 }
@@ -602,7 +603,7 @@ static void test_cast_all_pairs(void **state)
 {
     (void)state;
     static const int f8_scales[] = {-4, -2, 0, 3}, zero[] = {0};
-    rng_reset(5);
+    tseed_reset(5);
     cast_case cases[TILES];
     int pending = 0;
     for (int st = 0; st < IPU_DT_COUNT; st++)
@@ -644,15 +645,17 @@ static void gen_add_pair(int dtype, uint8_t *a, uint8_t *b)
 {
     int ebits = dtype == IPU_DT_F32 ? 8 : 5, mbits = dtype == IPU_DT_F32 ? 23 : 10;
     int emax = (1 << ebits) - 1;
-    int ea = (int)below((uint32_t)emax + 1), eb = ea + (int)below(7) - 3;
+    int ea = (int)tseed_below((uint32_t)emax + 1), eb = ea + (int)tseed_below(7) - 3;
     eb = eb < 0 ? 0 : eb > emax ? emax : eb;
-    if (below(8) == 0)
-        eb = (int)below((uint32_t)emax + 1);
+    if (tseed_below(8) == 0)
+        eb = (int)tseed_below((uint32_t)emax + 1);
     uint64_t mmask = (1ull << mbits) - 1;
-    uint64_t va = (uint64_t)below(2) << (ebits + mbits) | (uint64_t)ea << mbits | (rnd() & mmask);
-    uint64_t vb = (uint64_t)below(2) << (ebits + mbits) | (uint64_t)eb << mbits | (rnd() & mmask);
-    if (below(4) == 0) /* exact cancellation or doubling */
-        vb = va ^ ((uint64_t)below(2) << (ebits + mbits));
+    uint64_t va = (uint64_t)tseed_below(2) << (ebits + mbits) | (uint64_t)ea << mbits |
+                  (tseed_rnd() & mmask);
+    uint64_t vb = (uint64_t)tseed_below(2) << (ebits + mbits) | (uint64_t)eb << mbits |
+                  (tseed_rnd() & mmask);
+    if (tseed_below(4) == 0) /* exact cancellation or doubling */
+        vb = va ^ ((uint64_t)tseed_below(2) << (ebits + mbits));
     for (size_t i = 0; i < type_size(dtype); i++)
         a[i] = (uint8_t)(va >> (8 * i)), b[i] = (uint8_t)(vb >> (8 * i));
 }
@@ -660,23 +663,23 @@ static void gen_add_pair(int dtype, uint8_t *a, uint8_t *b)
 static void add_family(int dtype, uint64_t salt)
 {
     static const uint32_t counts[] = {1, 2, 7, 511, 512, 513, 1500, 3000};
-    rng_reset(salt);
+    tseed_reset(salt);
     size_t sz = type_size(dtype);
     for (size_t c = 0; c < sizeof counts / sizeof counts[0] + 8; c++) {
-        uint32_t count = c < 8 ? counts[c] : 1 + below(3000);
+        uint32_t count = c < 8 ? counts[c] : 1 + tseed_below(3000);
         uint32_t bytes = count * (uint32_t)sz;
         uint8_t *A = malloc(bytes), *B = malloc(bytes), *D = malloc(bytes);
         assert_true(A && B && D);
         for (uint32_t i = 0; i < count; i++)
             gen_add_pair(dtype, A + i * sz, B + i * sz);
-        uint32_t a_addr = R0 + 8 * below(16), b_addr = 0x64000u + 8 * below(16);
-        uint32_t d_addr = R1 + 8 * below(16);
-        kjob job = {.tile = below(TILES)};
+        uint32_t a_addr = R0 + 8 * tseed_below(16), b_addr = 0x64000u + 8 * tseed_below(16);
+        uint32_t d_addr = R1 + 8 * tseed_below(16);
+        kjob job = {.tile = tseed_below(TILES)};
         uint32_t w[] = {IPU_K_ADD | 5u << 16, a_addr, b_addr, d_addr, count, (uint32_t)dtype};
         memcpy(job.desc, w, sizeof w);
         add_in(&job, a_addr, A, bytes, 0);
         add_in(&job, b_addr, B, bytes, 1);
-        add_out(&job, d_addr, D, bytes, below(2));
+        add_out(&job, d_addr, D, bytes, tseed_below(2));
         json_t *step;
         json_decref(run_jobs(&job, 1, &step));
         for (uint32_t i = 0; i < count; i++) {
@@ -687,8 +690,8 @@ static void add_family(int dtype, uint64_t salt)
             int want_nan = na || nb || isnan(s);
             double want = want_nan ? NAN : round_to(dtype, 0, (double)(float)s);
             if (want_nan ? !nd : nd || got != want || !signbit(got) != !signbit(want))
-                FAILF("add %s count %u element %u: %.9g + %.9g gave %.9g, want %.9g",
-                      ipu_dtype_name(dtype), count, i, x, y, got, want);
+                TSEED_FAIL("add %s count %u element %u: %.9g + %.9g gave %.9g, want %.9g",
+                           ipu_dtype_name(dtype), count, i, x, y, got, want);
         }
         free(A), free(B), free(D);
     }
@@ -704,9 +707,8 @@ static void test_fill(void **state)
     static const uint32_t sizes[] = {1, 2, 3, 4, 5, 7, 8, 9, 63, 4097, 20000, 12};
     static const uint32_t offsets[] = {0, 4, 12, 100};
     enum { N = sizeof sizes / sizeof sizes[0] };
-    uint8_t pattern[32], lo[N][32], hi[N][32];
-    memset(pattern, GUARD, sizeof pattern);
-    rng_reset(8);
+    uint8_t lo[N][32], hi[N][32];
+    tseed_reset(8);
     for (uint32_t first = 0; first < N; first += TILES) {
         kjob jobs[TILES];
         uint8_t *out[TILES];
@@ -716,13 +718,13 @@ static void test_fill(void **state)
         for (uint32_t i = 0; i < count; i++) {
             uint32_t c = first + i, n = sizes[c];
             uint32_t dst = (c % 2 ? R1 : R0) + 64 + offsets[c % 4];
-            fill[i] = (uint32_t)rnd();
+            fill[i] = (uint32_t)tseed_rnd();
             out[i] = malloc(n);
             jobs[i].tile = i;
             uint32_t w[] = {IPU_K_FILL | 3u << 16, dst, n, fill[i]};
             memcpy(jobs[i].desc, w, sizeof w);
             add_out(&jobs[i], dst, out[i], n, c % 3 == 0);
-            add_guards(&jobs[i], dst, n, pattern, lo[c], hi[c]);
+            add_guards(&jobs[i], dst, n, lo[c], hi[c]);
         }
         json_t *step;
         json_decref(run_jobs(jobs, (int)count, &step));
@@ -730,8 +732,8 @@ static void test_fill(void **state)
             uint32_t c = first + i;
             for (uint32_t b = 0; b < sizes[c]; b++)
                 if (out[i][b] != (uint8_t)(fill[i] >> (8 * (b & 3))))
-                    FAILF("fill %u bytes with 0x%08X: byte %u is 0x%02X", sizes[c], fill[i], b,
-                          out[i][b]);
+                    TSEED_FAIL("fill %u bytes with 0x%08X: byte %u is 0x%02X", sizes[c], fill[i], b,
+                               out[i][b]);
             check_guard(lo[c], "before", (int)c);
             check_guard(hi[c], "after", (int)c);
             free(out[i]);
@@ -744,33 +746,32 @@ static void test_copy(void **state)
     (void)state;
     static const uint32_t sizes[] = {1, 3, 4, 5, 13, 64, 1000, 20000};
     enum { N = sizeof sizes / sizeof sizes[0] };
-    uint8_t pattern[32], lo[N][32], hi[N][32];
-    memset(pattern, GUARD, sizeof pattern);
-    rng_reset(9);
+    uint8_t lo[N][32], hi[N][32];
+    tseed_reset(9);
     for (uint32_t first = 0; first < N; first += TILES) {
         kjob jobs[TILES];
         uint8_t *src[TILES], *out[TILES];
         memset(jobs, 0, sizeof jobs);
         for (uint32_t i = 0; i < TILES; i++) {
             uint32_t c = first + i, n = sizes[c];
-            uint32_t s_addr = (c % 2 ? R1 : R0) + 4 * (1 + 2 * below(8));
-            uint32_t d_addr = (c % 3 ? 0xA0000u : 0x70000u) + 64 + 4 * below(8);
+            uint32_t s_addr = (c % 2 ? R1 : R0) + 4 * (1 + 2 * tseed_below(8));
+            uint32_t d_addr = (c % 3 ? 0xA0000u : 0x70000u) + 64 + 4 * tseed_below(8);
             src[i] = malloc(n), out[i] = malloc(n);
             for (uint32_t b = 0; b < n; b++)
-                src[i][b] = (uint8_t)rnd();
+                src[i][b] = (uint8_t)tseed_rnd();
             jobs[i].tile = i;
             uint32_t w[] = {IPU_K_COPY | 3u << 16, s_addr, d_addr, n};
             memcpy(jobs[i].desc, w, sizeof w);
             add_in(&jobs[i], s_addr, src[i], n, 1);
             add_out(&jobs[i], d_addr, out[i], n, c % 2);
-            add_guards(&jobs[i], d_addr, n, pattern, lo[c], hi[c]);
+            add_guards(&jobs[i], d_addr, n, lo[c], hi[c]);
         }
         json_t *step;
         json_decref(run_jobs(jobs, TILES, &step));
         for (uint32_t i = 0; i < TILES; i++) {
             uint32_t c = first + i;
             if (memcmp(src[i], out[i], sizes[c]) != 0)
-                FAILF("copy of %u bytes: destination differs from the source", sizes[c]);
+                TSEED_FAIL("copy of %u bytes: destination differs from the source", sizes[c]);
             check_guard(lo[c], "before", (int)c);
             check_guard(hi[c], "after", (int)c);
             free(src[i]), free(out[i]);
@@ -780,9 +781,7 @@ static void test_copy(void **state)
 
 int main(void)
 {
-    const char *env = getenv("IPU_TEST_SEED");
-    g_seed = env && *env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
-    printf("test_kernels_device: seed %llu\n", (unsigned long long)g_seed);
+    tseed_init("test_kernels_device");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm_f16_out_f16), cmocka_unit_test(test_gemm_f16_out_f32),
         cmocka_unit_test(test_gemm_f8_out_f16),  cmocka_unit_test(test_gemm_f8_out_f32),

@@ -5,8 +5,9 @@
  * value and round-trips; FP32 -> FP8/FP16 rounding is checked at every
  * midpoint between adjacent representable values (ties to even, neighbours on
  * either side to the nearer value); saturation, overflow and NaN handling; and
- * the run functions agree with the scalar ones on random data (the seed comes
- * from IPU_TEST_SEED or the clock and is printed on failure).
+ * the run functions agree with the scalar ones on random data (support_seed.h:
+ * the seed comes from IPU_TEST_SEED or the clock and is printed at the start
+ * and on failure).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,11 +18,11 @@
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "numerics/numerics.h"
+
+#include "support_seed.h"
 
 static const int SCALES_ROUNDTRIP[] = {-4, -2, 0, 3};
 /* The extra scales put FP8 values into the FP32 subnormal range (-135) and
@@ -309,16 +310,8 @@ static void test_dtype_helpers(void **state) {
     assert_true(def_is_nan(&DEF_F143, ipu_num_f32_to_f8(1.0f, IPU_DT_F32, 0)));
 }
 
-/* xorshift64* */
-static uint64_t rng_next(uint64_t *s) {
-    *s ^= *s >> 12;
-    *s ^= *s << 25;
-    *s ^= *s >> 27;
-    return *s * 2685821657736338717ull;
-}
-
-static float random_float(uint64_t *rng, int dtype, int scale) {
-    uint64_t r = rng_next(rng);
+static float random_float(int dtype, int scale) {
+    uint64_t r = tseed_rnd();
     if ((r & 3u) == 0) {
         return float_of((uint32_t)(r >> 32)); /* any bits: NaN, inf, subnormal */
     }
@@ -337,28 +330,21 @@ static int same_float(float a, float b) {
 
 static void test_runs_match_scalar(void **state) {
     (void)state;
-    uint64_t seed;
-    const char *env = getenv("IPU_TEST_SEED");
-    if (env != NULL && *env != '\0') {
-        seed = strtoull(env, NULL, 0);
-    } else {
-        seed = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
-    }
-    uint64_t rng = seed ? seed : 1u;
+    tseed_reset(1);
     enum { MAXN = 700 };
     unsigned char raw[MAXN * 4 + 8];
     float fl[MAXN];
     for (int iter = 0; iter < 400; iter++) {
-        int dtype = (int)(rng_next(&rng) % IPU_DT_COUNT);
-        int scale = (int)(rng_next(&rng) % 21) - 10;
-        size_t n = (size_t)(rng_next(&rng) % (MAXN + 1));
-        size_t off = (size_t)(rng_next(&rng) % 4); /* unaligned narrow buffers */
+        int dtype = (int)tseed_below(IPU_DT_COUNT);
+        int scale = (int)tseed_below(21) - 10;
+        size_t n = tseed_below(MAXN + 1);
+        size_t off = tseed_below(4); /* unaligned narrow buffers */
         size_t sz = ipu_dtype_size(dtype);
         unsigned char *buf = raw + off;
 
         /* decode */
         for (size_t i = 0; i < n * sz; i++) {
-            buf[i] = (unsigned char)rng_next(&rng);
+            buf[i] = (unsigned char)tseed_rnd();
         }
         ipu_num_decode(dtype, scale, buf, fl, n);
         for (size_t i = 0; i < n; i++) {
@@ -373,15 +359,14 @@ static void test_runs_match_scalar(void **state) {
                 want = ipu_num_f8_to_f32(buf[i], dtype, scale);
             }
             if (!same_float(fl[i], want)) {
-                fail_msg("seed %llu (IPU_TEST_SEED): decode dtype %d scale %d n %zu "
-                         "element %zu: run %a, scalar %a", (unsigned long long)seed,
-                         dtype, scale, n, i, (double)fl[i], (double)want);
+                TSEED_FAIL("decode dtype %d scale %d n %zu element %zu: run %a, scalar %a",
+                           dtype, scale, n, i, (double)fl[i], (double)want);
             }
         }
 
         /* encode */
         for (size_t i = 0; i < n; i++) {
-            fl[i] = random_float(&rng, dtype, scale);
+            fl[i] = random_float(dtype, scale);
         }
         memset(raw, 0xA5, sizeof raw);
         ipu_num_encode(dtype, scale, fl, buf, n);
@@ -396,9 +381,8 @@ static void test_runs_match_scalar(void **state) {
                 want[0] = ipu_num_f32_to_f8(fl[i], dtype, scale);
             }
             if (memcmp(buf + sz * i, want, sz) != 0) {
-                fail_msg("seed %llu (IPU_TEST_SEED): encode dtype %d scale %d n %zu "
-                         "element %zu (%a) differs from scalar", (unsigned long long)seed,
-                         dtype, scale, n, i, (double)fl[i]);
+                TSEED_FAIL("encode dtype %d scale %d n %zu element %zu (%a) differs from scalar",
+                           dtype, scale, n, i, (double)fl[i]);
             }
         }
         /* Nothing written outside the run. */
@@ -410,6 +394,7 @@ static void test_runs_match_scalar(void **state) {
 }
 
 int main(void) {
+    tseed_init("test_numerics");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dtype_helpers),
         cmocka_unit_test(test_f8_all_codes),

@@ -30,6 +30,8 @@
 #include "numerics/numerics.h"
 #include "package/package.h"
 
+#include "support_packages.h"
+
 #define PROFILE_JSON "{\"name\":\"c600-4\",\"tiles\":4}"
 #define TILES 4u
 #define CODE_BASE 0x4C700u
@@ -43,13 +45,6 @@
 #define N 16u          /* floats per tile */
 #define REPEATS 3u     /* Repeat count: Y holds REPEATS copies of X + W */
 #define INVOCATIONS 2u
-
-#define OK(ctx, expr)                                                                          \
-    do {                                                                                       \
-        ipu_status ok_status_ = (expr);                                                        \
-        if (ok_status_ != IPU_OK)                                                              \
-            fail_msg("%s -> %s: %s", #expr, ipu_status_name(ok_status_), ipu_ctx_errmsg(ctx)); \
-    } while (0)
 
 /* What the test put in, to compare with the info report. */
 typedef struct built {
@@ -67,7 +62,7 @@ static void store32(uint8_t *p, uint32_t v)
 static ipu_profile profile(ipu_ctx *ctx)
 {
     ipu_profile p;
-    OK(ctx, ipu_profile_parse(ctx, PROFILE_JSON, 0, &p));
+    TPKG_OK(ctx, ipu_profile_parse(ctx, PROFILE_JSON, 0, &p));
     return p;
 }
 
@@ -79,7 +74,7 @@ static uint32_t put(ipu_ctx *ctx, ipu_pkg_builder *b, built *info, uint32_t tile
     uint32_t at;
     for (uint32_t i = 0; i < count; i++)
         store32(bytes + 4 * i, words[i]);
-    OK(ctx, ipu_pkg_put_slot(b, tile, slot, bytes, 4 * count, &at));
+    TPKG_OK(ctx, ipu_pkg_put_slot(b, tile, slot, bytes, 4 * count, &at));
     info->descriptor_bytes += 4 * count;
     return at;
 }
@@ -89,20 +84,20 @@ static ipu_package *build_package(ipu_ctx *ctx, built *info, const char *tag)
     memset(info, 0, sizeof *info);
     ipu_profile p = profile(ctx);
     ipu_pkg_builder *b = NULL;
-    OK(ctx, ipu_pkg_builder_create(ctx, &p, CODE_BASE, DESC_BASE, DESC_LIMIT, &b));
+    TPKG_OK(ctx, ipu_pkg_builder_create(ctx, &p, CODE_BASE, DESC_BASE, DESC_LIMIT, &b));
     uint32_t w_id, x_id, y_id;
-    OK(ctx, ipu_pkg_add_stream(b, "weights", IPU_STREAM_PARAM, TILES * N * 4, &w_id));
-    OK(ctx, ipu_pkg_add_stream(b, "x", IPU_STREAM_INPUT, TILES * N * 4, &x_id));
-    OK(ctx, ipu_pkg_add_stream(b, "y", IPU_STREAM_OUTPUT, TILES * REPEATS * N * 4, &y_id));
+    TPKG_OK(ctx, ipu_pkg_add_stream(b, "weights", IPU_STREAM_PARAM, TILES * N * 4, &w_id));
+    TPKG_OK(ctx, ipu_pkg_add_stream(b, "x", IPU_STREAM_INPUT, TILES * N * 4, &x_id));
+    TPKG_OK(ctx, ipu_pkg_add_stream(b, "y", IPU_STREAM_OUTPUT, TILES * REPEATS * N * 4, &y_id));
     uint32_t s_pin = ipu_pkg_new_slot(b), s_pcopy = ipu_pkg_new_slot(b), s_xin = ipu_pkg_new_slot(b);
     uint32_t s_xcopy = ipu_pkg_new_slot(b), s_add = ipu_pkg_new_slot(b), s_patch = ipu_pkg_new_slot(b);
     uint32_t s_ycopy = ipu_pkg_new_slot(b), s_yout = ipu_pkg_new_slot(b);
     info->slots = 8;
     const uint32_t copy = IPU_K_COPY | 3u << 16, bytes = N * 4;
     for (uint32_t t = 0; t < TILES; t++) {
-        OK(ctx, ipu_pkg_add_code(b, t, IPU_K_COPY));
-        OK(ctx, ipu_pkg_add_code(b, t, IPU_K_ADD));
-        OK(ctx, ipu_pkg_add_code(b, t, IPU_K_COPY)); /* already there: no second segment */
+        TPKG_OK(ctx, ipu_pkg_add_code(b, t, IPU_K_COPY));
+        TPKG_OK(ctx, ipu_pkg_add_code(b, t, IPU_K_ADD));
+        TPKG_OK(ctx, ipu_pkg_add_code(b, t, IPU_K_COPY)); /* already there: no second segment */
         info->code_bytes += ipu_kernel_code_size(IPU_K_COPY) + ipu_kernel_code_size(IPU_K_ADD);
         info->segments += 3; /* two code segments and the descriptor area */
         put(ctx, b, info, t, s_pin, (uint32_t[]){1, w_id, t * bytes, APERTURE, bytes}, 5);
@@ -121,12 +116,12 @@ static ipu_package *build_package(ipu_ctx *ctx, built *info, const char *tag)
         const char *names[] = {"w", "x", "y", "aperture"};
         const uint32_t at[] = {W_AT, X_AT, Y_AT, APERTURE}, size[] = {bytes, bytes, REPEATS * bytes, 0x8000};
         for (int i = 0; i < 4; i++)
-            OK(ctx, ipu_pkg_add_alloc(b, t, at[i], size[i], names[i]));
+            TPKG_OK(ctx, ipu_pkg_add_alloc(b, t, at[i], size[i], names[i]));
         info->allocations += 4;
         if (t % 2 == 0) {
             uint8_t extra[40];
             memset(extra, (int)t + 1, sizeof extra);
-            OK(ctx, ipu_pkg_add_data(b, t, EXTRA_AT, extra, sizeof extra));
+            TPKG_OK(ctx, ipu_pkg_add_data(b, t, EXTRA_AT, extra, sizeof extra));
             info->data_bytes += sizeof extra;
             info->segments++;
         }
@@ -139,33 +134,42 @@ static ipu_package *build_package(ipu_ctx *ctx, built *info, const char *tag)
             }
         }
     }
-    OK(ctx, ipu_pkg_emit(b, 1, IPU_OP_HOST_IN, s_pin, 0, 0));
-    OK(ctx, ipu_pkg_emit(b, 1, IPU_OP_STEP, s_pcopy, IPU_NO_SLOT, 0));
-    OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_HOST_IN, s_xin, 0, 0));
-    OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, s_xcopy, IPU_NO_SLOT, 0));
+    TPKG_OK(ctx, ipu_pkg_emit(b, 1, IPU_OP_HOST_IN, s_pin, 0, 0));
+    TPKG_OK(ctx, ipu_pkg_emit(b, 1, IPU_OP_STEP, s_pcopy, IPU_NO_SLOT, 0));
+    TPKG_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_HOST_IN, s_xin, 0, 0));
+    TPKG_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, s_xcopy, IPU_NO_SLOT, 0));
     size_t repeat = ipu_pkg_program_length(b, 0);
-    OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_REPEAT, REPEATS, 0, s_patch));
-    OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, s_add, IPU_NO_SLOT, 0));
+    TPKG_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_REPEAT, REPEATS, 0, s_patch));
+    TPKG_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, s_add, IPU_NO_SLOT, 0));
     ipu_pkg_set_op_b(b, 0, repeat, (uint32_t)(ipu_pkg_program_length(b, 0) - repeat - 1));
-    OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, s_ycopy, IPU_NO_SLOT, 0));
-    OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_HOST_OUT, s_yout, 0, 0));
-    OK(ctx, ipu_pkg_add_record(b, IPU_RECORD_INPUT, w_id, 0, info->w, sizeof info->w));
+    TPKG_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, s_ycopy, IPU_NO_SLOT, 0));
+    TPKG_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_HOST_OUT, s_yout, 0, 0));
+    TPKG_OK(ctx, ipu_pkg_add_record(b, IPU_RECORD_INPUT, w_id, 0, info->w, sizeof info->w));
     for (uint32_t v = 0; v < INVOCATIONS; v++) {
-        OK(ctx, ipu_pkg_add_record(b, IPU_RECORD_INPUT, x_id, v, info->x[v], sizeof info->x[v]));
-        OK(ctx, ipu_pkg_add_record(b, IPU_RECORD_EXPECTED, y_id, v, info->y[v], sizeof info->y[v]));
+        TPKG_OK(ctx, ipu_pkg_add_record(b, IPU_RECORD_INPUT, x_id, v, info->x[v], sizeof info->x[v]));
+        TPKG_OK(ctx, ipu_pkg_add_record(b, IPU_RECORD_EXPECTED, y_id, v, info->y[v], sizeof info->y[v]));
     }
     ipu_pkg_set_invocations(b, INVOCATIONS);
     ipu_pkg_set_meta(b, json_pack("{s:s, s:i}", "workload", tag, "n", (int)N));
     ipu_package *pkg = NULL;
-    OK(ctx, ipu_pkg_build(b, &pkg));
+    TPKG_OK(ctx, ipu_pkg_build(b, &pkg));
     return pkg;
 }
 
 static void serialize(ipu_ctx *ctx, const ipu_package *pkg, uint8_t **bytes, size_t *size)
 {
     void *out = NULL;
-    OK(ctx, ipu_package_serialize(ctx, pkg, &out, size));
+    TPKG_OK(ctx, ipu_package_serialize(ctx, pkg, &out, size));
     *bytes = out;
+}
+
+/* build_package, and the package's serialized bytes (release with ipu_free). */
+static ipu_package *build_serialized(ipu_ctx *ctx, built *info, const char *tag, uint8_t **bytes,
+                                     size_t *size)
+{
+    ipu_package *pkg = build_package(ctx, info, tag);
+    serialize(ctx, pkg, bytes, size);
+    return pkg;
 }
 
 /* The bytes of the record (kind, stream, invocation), found by scanning the package. */
@@ -189,21 +193,21 @@ static const void *record(const ipu_package *pkg, uint32_t kind, const char *str
 static void run_package(ipu_ctx *ctx, const ipu_package *pkg, const built *info)
 {
     ipu_device *dev = NULL;
-    OK(ctx, ipu_device_create(ctx, PROFILE_JSON, &dev));
-    OK(ctx, ipu_device_set_stream(ctx, dev, "weights",
+    TPKG_OK(ctx, ipu_device_create(ctx, PROFILE_JSON, &dev));
+    TPKG_OK(ctx, ipu_device_set_stream(ctx, dev, "weights",
                                   record(pkg, IPU_RECORD_INPUT, "weights", 0, sizeof info->w),
                                   sizeof info->w));
-    OK(ctx, ipu_device_initialize(ctx, dev, pkg));
+    TPKG_OK(ctx, ipu_device_initialize(ctx, dev, pkg));
     for (uint32_t v = 0; v < INVOCATIONS; v++) {
         const void *x = record(pkg, IPU_RECORD_INPUT, "x", v, sizeof info->x[v]);
         assert_memory_equal(x, info->x[v], sizeof info->x[v]);
-        OK(ctx, ipu_device_set_stream(ctx, dev, "x", x, sizeof info->x[v]));
+        TPKG_OK(ctx, ipu_device_set_stream(ctx, dev, "x", x, sizeof info->x[v]));
         char *report = NULL;
-        OK(ctx, ipu_device_run(ctx, dev, &report));
+        TPKG_OK(ctx, ipu_device_run(ctx, dev, &report));
         ipu_free(report);
         const void *y;
         size_t size;
-        OK(ctx, ipu_device_stream(ctx, dev, "y", &y, &size));
+        TPKG_OK(ctx, ipu_device_stream(ctx, dev, "y", &y, &size));
         assert_int_equal(size, sizeof info->y[v]);
         assert_memory_equal(y, info->y[v], size);
         assert_memory_equal(y, record(pkg, IPU_RECORD_EXPECTED, "y", v, size), size);
@@ -222,7 +226,7 @@ static json_int_t jint(json_t *o, const char *key)
 static void check_info(ipu_ctx *ctx, const ipu_package *pkg, const built *info)
 {
     char *text = NULL;
-    OK(ctx, ipu_package_info_json(ctx, pkg, &text));
+    TPKG_OK(ctx, ipu_package_info_json(ctx, pkg, &text));
     json_t *o = json_loads(text, 0, NULL);
     assert_non_null(o);
     assert_int_equal(jint(o, "tiles"), TILES);
@@ -257,12 +261,11 @@ static void test_round_trip(void **state)
     (void)state;
     ipu_ctx *ctx = ipu_ctx_create();
     built info;
-    ipu_package *pkg = build_package(ctx, &info, "format-test");
     uint8_t *first, *second;
     size_t first_size, second_size;
-    serialize(ctx, pkg, &first, &first_size);
+    ipu_package *pkg = build_serialized(ctx, &info, "format-test", &first, &first_size);
     ipu_package *loaded = NULL;
-    OK(ctx, ipu_package_load(ctx, first, first_size, &loaded));
+    TPKG_OK(ctx, ipu_package_load(ctx, first, first_size, &loaded));
     serialize(ctx, loaded, &second, &second_size);
     assert_int_equal(first_size, second_size);
     assert_memory_equal(first, second, first_size);
@@ -292,10 +295,9 @@ static void test_truncated_and_corrupt(void **state)
     (void)state;
     ipu_ctx *ctx = ipu_ctx_create();
     built info;
-    ipu_package *pkg = build_package(ctx, &info, "format-test");
     uint8_t *bytes;
     size_t size;
-    serialize(ctx, pkg, &bytes, &size);
+    ipu_package *pkg = build_serialized(ctx, &info, "format-test", &bytes, &size);
     /* Each prefix in its own exact-size buffer, so over-reads are caught. */
     for (size_t len = 0; len < size; len++) {
         uint8_t *copy = malloc(len ? len : 1);
@@ -312,7 +314,7 @@ static void test_truncated_and_corrupt(void **state)
         bytes[at[i]] ^= 0x40;
     }
     ipu_package *again = NULL;
-    OK(ctx, ipu_package_load(ctx, bytes, size, &again));
+    TPKG_OK(ctx, ipu_package_load(ctx, bytes, size, &again));
     ipu_package_free(again);
     ipu_free(bytes);
     ipu_package_free(pkg);
@@ -354,7 +356,7 @@ static void expect_file(ipu_ctx *ctx, const char *dir, const char *path, const u
     assert_memory_equal(got, bytes, size);
     free(got);
     ipu_package *pkg = NULL;
-    OK(ctx, ipu_package_load_file(ctx, path, &pkg));
+    TPKG_OK(ctx, ipu_package_load_file(ctx, path, &pkg));
     ipu_package_free(pkg);
 }
 
@@ -363,23 +365,22 @@ static void test_save_file_atomic(void **state)
     (void)state;
     ipu_ctx *ctx = ipu_ctx_create();
     built info;
-    ipu_package *one = build_package(ctx, &info, "first");
-    ipu_package *two = build_package(ctx, &info, "second, a longer workload tag");
     uint8_t *one_bytes, *two_bytes;
     size_t one_size, two_size;
-    serialize(ctx, one, &one_bytes, &one_size);
-    serialize(ctx, two, &two_bytes, &two_size);
+    ipu_package *one = build_serialized(ctx, &info, "first", &one_bytes, &one_size);
+    ipu_package *two =
+        build_serialized(ctx, &info, "second, a longer workload tag", &two_bytes, &two_size);
     const char *tmp = getenv("TMPDIR");
     char dir[512], path[600], bad[700];
     snprintf(dir, sizeof dir, "%s/ipu_package_format_XXXXXX", tmp && *tmp ? tmp : "/tmp");
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/package.ipu", dir);
-    OK(ctx, ipu_package_save_file(ctx, one, path));
+    TPKG_OK(ctx, ipu_package_save_file(ctx, one, path));
     expect_file(ctx, dir, path, one_bytes, one_size);
     /* Overwriting replaces the whole file and leaves nothing else behind. */
-    OK(ctx, ipu_package_save_file(ctx, two, path));
+    TPKG_OK(ctx, ipu_package_save_file(ctx, two, path));
     expect_file(ctx, dir, path, two_bytes, two_size);
-    OK(ctx, ipu_package_save_file(ctx, one, path));
+    TPKG_OK(ctx, ipu_package_save_file(ctx, one, path));
     expect_file(ctx, dir, path, one_bytes, one_size);
     /* A folder that does not exist: an I/O error, nothing written. */
     snprintf(bad, sizeof bad, "%s/missing/package.ipu", dir);
@@ -417,7 +418,7 @@ static void test_builder_misuse(void **state)
                    "code over the runtime state");
     expect_invalid(ctx, ipu_pkg_builder_create(ctx, &p, CODE_BASE, DESC_BASE, DESC_BASE, &b),
                    "empty descriptor area");
-    OK(ctx, ipu_pkg_builder_create(ctx, &p, CODE_BASE, DESC_BASE, DESC_BASE + 64, &b));
+    TPKG_OK(ctx, ipu_pkg_builder_create(ctx, &p, CODE_BASE, DESC_BASE, DESC_BASE + 64, &b));
     uint32_t slot = ipu_pkg_new_slot(b);
     expect_invalid(ctx, ipu_pkg_add_code(b, TILES, IPU_K_COPY), "code on tile 4 of 4");
     expect_invalid(ctx, ipu_pkg_add_code(b, 0, IPU_K_ENTRY_END), "unknown kernel entry");
@@ -428,18 +429,18 @@ static void test_builder_misuse(void **state)
     expect_invalid(ctx, ipu_pkg_put_slot(b, 0, slot + 1, bytes, 8, &at), "unknown slot");
     expect_invalid(ctx, ipu_pkg_put_slot(b, TILES, slot, bytes, 8, &at), "slot record on tile 4");
     /* 64 bytes of descriptor area; the slot table takes 4 of them at build time. */
-    OK(ctx, ipu_pkg_put(b, 0, bytes, 58, &at)); /* padded to 60 */
+    TPKG_OK(ctx, ipu_pkg_put(b, 0, bytes, 58, &at)); /* padded to 60 */
     assert_int_equal(at, DESC_BASE);
     expect_invalid(ctx, ipu_pkg_put(b, 0, bytes, 8, &at), "descriptor area full");
     expect_invalid(ctx, ipu_pkg_put(b, 0, bytes, 5, &at), "descriptor area full (padding)");
-    OK(ctx, ipu_pkg_put(b, 1, bytes, 60, &at)); /* other tiles have their own area */
+    TPKG_OK(ctx, ipu_pkg_put(b, 1, bytes, 60, &at)); /* other tiles have their own area */
     ipu_package *pkg = NULL;
-    OK(ctx, ipu_pkg_build(b, &pkg)); /* 60 + 4 bytes: exactly full */
+    TPKG_OK(ctx, ipu_pkg_build(b, &pkg)); /* 60 + 4 bytes: exactly full */
     ipu_package_free(pkg);
     /* The slot tables no longer fit: build fails and frees the builder. */
-    OK(ctx, ipu_pkg_builder_create(ctx, &p, CODE_BASE, DESC_BASE, DESC_BASE + 64, &b));
+    TPKG_OK(ctx, ipu_pkg_builder_create(ctx, &p, CODE_BASE, DESC_BASE, DESC_BASE + 64, &b));
     ipu_pkg_new_slot(b);
-    OK(ctx, ipu_pkg_put(b, 2, bytes, 64, &at));
+    TPKG_OK(ctx, ipu_pkg_put(b, 2, bytes, 64, &at));
     pkg = NULL;
     expect_invalid(ctx, ipu_pkg_build(b, &pkg), "slot table does not fit");
     assert_null(pkg);

@@ -1,0 +1,63 @@
+/* layout.h: how a 2-D tensor lies across tiles.  Rows are cut into
+ * row_parts bands and columns into col_parts bands (uneven tails allowed;
+ * column band boundaries fall on multiples of col_align elements so every
+ * piece an exchange moves starts on a 32-bit word).  Block (i, j) of replica
+ * r lives on tile tile_base + i*row_step + j*col_step + r*replica_step,
+ * stored row-major with each row padded to a multiple of 8 bytes.
+ *
+ * A redistribution turns one layout's blocks into another's: pieces that
+ * stay on a tile become local copies, the others exchange transfers, a piece
+ * wanted by several tiles is one multicast transfer.  Offsets are relative to
+ * each block's storage; lowering adds the placed addresses.
+ */
+#ifndef IPU_LAYOUT_H
+#define IPU_LAYOUT_H
+
+#include "core/core.h"
+
+typedef struct ipu_layout {
+    uint32_t rows, cols, elem; /* shape and element bytes */
+    uint32_t row_parts, col_parts, col_align;
+    uint32_t replicas;
+    uint32_t tile_base, row_step, col_step, replica_step;
+} ipu_layout;
+
+/* Band index of total split into parts, boundaries on multiples of align. */
+void ipu_band(uint32_t total, uint32_t parts, uint32_t align, uint32_t index, uint32_t *lo,
+              uint32_t *hi);
+/* Row stride in bytes of a block that is `cols` elements wide. */
+uint32_t ipu_layout_stride(const ipu_layout *l, uint32_t cols);
+/* The block (i, j): its rows, columns, storage bytes; and its tile for replica r. */
+void ipu_layout_block(const ipu_layout *l, uint32_t i, uint32_t j, uint32_t *row_lo,
+                      uint32_t *row_hi, uint32_t *col_lo, uint32_t *col_hi);
+uint32_t ipu_layout_block_bytes(const ipu_layout *l, uint32_t i, uint32_t j);
+uint32_t ipu_layout_tile(const ipu_layout *l, uint32_t i, uint32_t j, uint32_t r);
+/* Check the layout fits `tiles` tiles without two blocks on one tile and
+ * every band is non-empty; message names the problem. */
+ipu_status ipu_layout_check(ipu_ctx *ctx, const ipu_layout *l, uint32_t tiles);
+
+typedef struct ipu_piece_dst {
+    uint32_t tile, block; /* block index i * col_parts + j of the destination layout */
+    uint32_t offset;
+} ipu_piece_dst;
+
+typedef struct ipu_piece {
+    uint32_t src_tile, src_block, src_offset, bytes;
+    uint32_t first_dst, dst_count; /* into the redistribution's dsts */
+} ipu_piece;
+
+typedef struct ipu_redistribution {
+    ipu_piece *pieces; /* exchange transfers: every destination on another tile */
+    size_t piece_count, piece_capacity;
+    ipu_piece *copies; /* local copies: one destination, on the source's tile */
+    size_t copy_count, copy_capacity;
+    ipu_piece_dst *dsts;
+    size_t dst_count, dst_capacity;
+} ipu_redistribution;
+
+/* Pieces that move src (replica 0) into every replica of dst. */
+ipu_status ipu_redistribute(ipu_ctx *ctx, const ipu_layout *src, const ipu_layout *dst,
+                            ipu_redistribution *out);
+void ipu_redistribution_free(ipu_redistribution *r);
+
+#endif
