@@ -49,16 +49,18 @@ static ipu_status build(ipu_ctx *ctx, const ipu_profile *p, uint32_t m, uint32_t
     for (uint32_t t = 0; t < p->tiles && status == IPU_OK; t++) {
         uint32_t fill[] = {IPU_K_FILL | 3u << 16, a_addr, a_bytes, one,
                            IPU_K_FILL | 3u << 16, b_addr, b_bytes, one};
-        uint32_t gemm16[] = {IPU_K_GEMM_F16 | 8u << 16, a_addr, b_addr, c_addr, m, n, k, IPU_DT_F32, 0};
-        uint32_t gemm8[] = {IPU_K_GEMM_F8 | 10u << 16, a_addr, b_addr, c_addr, m, n, k,
-                            IPU_DT_F143 | IPU_DT_F143 << 8, 0, IPU_DT_F32, 0};
+        uint32_t gemm16[] = {IPU_K_GEMM_F16 | 11u << 16, a_addr, b_addr, c_addr, m, n, k, IPU_DT_F32, 0,
+                             k, n, n};
+        uint32_t gemm8[] = {IPU_K_GEMM_F8 | 13u << 16, a_addr, b_addr, c_addr, m, n, k,
+                            IPU_DT_F143 | IPU_DT_F143 << 8, 0, IPU_DT_F32, 0, k, n, n};
         status = ipu_pkg_add_code(b, t, IPU_K_FILL);
         if (status == IPU_OK)
             status = ipu_pkg_add_code(b, t, fp8 ? IPU_K_GEMM_F8 : IPU_K_GEMM_F16);
         if (status == IPU_OK)
             status = put_list(b, t, fill_slot, fill, 2, 8);
         if (status == IPU_OK)
-            status = fp8 ? put_list(b, t, gemm_slot, gemm8, 1, 11) : put_list(b, t, gemm_slot, gemm16, 1, 9);
+            status = fp8 ? put_list(b, t, gemm_slot, gemm8, 1, 14)
+                         : put_list(b, t, gemm_slot, gemm16, 1, 12);
     }
     if (status == IPU_OK)
         status = ipu_pkg_emit(b, 1, IPU_OP_STEP, fill_slot, IPU_NO_SLOT, 0);

@@ -114,8 +114,8 @@ tpkg_kernel tpkg_copy(uint32_t src, uint32_t dst, uint32_t bytes)
 tpkg_kernel tpkg_gemm_f16(uint32_t a, uint32_t b, uint32_t c, uint32_t m, uint32_t n, uint32_t k,
                           uint32_t out_type, uint32_t flags)
 {
-    uint32_t args[] = {a, b, c, m, n, k, out_type, flags};
-    return kernel(IPU_K_GEMM_F16, 8, args);
+    uint32_t args[] = {a, b, c, m, n, k, out_type, flags, k, n, n};
+    return kernel(IPU_K_GEMM_F16, 11, args);
 }
 
 uint32_t tpkg_kernel_bytes(const tpkg_kernel *k) { return 4 + 4 * k->argc; }

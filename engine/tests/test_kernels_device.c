@@ -419,14 +419,14 @@ static void gemm_family(int f8, int out_type, uint64_t salt)
         kjob job = {.tile = tseed_below(TILES)};
         uint32_t *d = job.desc;
         if (f8) {
-            uint32_t w[] = {IPU_K_GEMM_F8 | 10u << 16, a_addr, b_addr, c_addr, m, n, k,
+            uint32_t w[] = {IPU_K_GEMM_F8 | 13u << 16, a_addr, b_addr, c_addr, m, n, k,
                             (uint32_t)ta | (uint32_t)tb << 8,
                             (uint32_t)(uint8_t)(int8_t)sa | (uint32_t)(uint8_t)(int8_t)sb << 8,
-                            (uint32_t)out_type, flags};
+                            (uint32_t)out_type, flags, k, n, n};
             memcpy(d, w, sizeof w);
         } else {
-            uint32_t w[] = {IPU_K_GEMM_F16 | 8u << 16, a_addr, b_addr, c_addr, m, n, k,
-                            (uint32_t)out_type, flags};
+            uint32_t w[] = {IPU_K_GEMM_F16 | 11u << 16, a_addr, b_addr, c_addr, m, n, k,
+                            (uint32_t)out_type, flags, k, n, n};
             memcpy(d, w, sizeof w);
         }
         add_in(&job, a_addr, A, a_bytes, tseed_below(2));
@@ -499,9 +499,10 @@ static void test_gemm_cycles_per_tile(void **state)
         gen_codes(type, 0, buf[t][0], (size_t)m * k);
         gen_codes(type, 0, buf[t][1], (size_t)k * n);
         uint32_t b_addr = align_up(R0 + a_bytes, 8), c_addr = 0x70000u;
-        uint32_t w16[] = {IPU_K_GEMM_F16 | 8u << 16, R0, b_addr, c_addr, m, n, k, (uint32_t)out[t], 0};
-        uint32_t w8[] = {IPU_K_GEMM_F8 | 10u << 16, R0, b_addr, c_addr, m, n, k,
-                         IPU_DT_F143 | IPU_DT_F143 << 8, 0xFEFEu, (uint32_t)out[t], 0};
+        uint32_t w16[] = {IPU_K_GEMM_F16 | 11u << 16, R0, b_addr, c_addr, m, n, k, (uint32_t)out[t], 0,
+                          k, n, n};
+        uint32_t w8[] = {IPU_K_GEMM_F8 | 13u << 16, R0, b_addr, c_addr, m, n, k,
+                         IPU_DT_F143 | IPU_DT_F143 << 8, 0xFEFEu, (uint32_t)out[t], 0, k, n, n};
         jobs[t].tile = t;
         if (f8[t])
             memcpy(jobs[t].desc, w8, sizeof w8);

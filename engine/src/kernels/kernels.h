@@ -6,7 +6,8 @@
  * that computes on already-checked host pointers.
  *
  * Descriptor layout in tile SRAM: u16 entry, u16 argument count, then the
- * arguments as u32 words.
+ * arguments as u32 words.  GEMM operands are row-major with row strides lda,
+ * ldb, ldc in elements (at least k, n and n).
  */
 #ifndef IPU_KERNELS_H
 #define IPU_KERNELS_H
@@ -21,10 +22,11 @@ typedef enum ipu_kernel_entry {
     IPU_K_COPY = 2,     /* src, dst, nbytes */
     IPU_K_CAST = 3,     /* src, dst, count, src_type, src_scale, dst_type, dst_scale */
     IPU_K_ADD = 4,      /* a, b, dst, count, type (f32 or f16) */
-    IPU_K_GEMM_F16 = 5, /* a, b, c, m, n, k, out_type (f16|f32), flags */
+    IPU_K_GEMM_F16 = 5, /* a, b, c, m, n, k, out_type (f16|f32), flags, lda, ldb, ldc */
     IPU_K_GEMM_F8 = 6,  /* a, b, c, m, n, k, in_types (a | b << 8), scales (a | b << 8, i8),
-                           out_type (f16|f32), flags */
-    IPU_K_ENTRY_END = 7
+                           out_type (f16|f32), flags, lda, ldb, ldc */
+    IPU_K_GELU = 7,     /* src, dst, count, type (f16|f32): tanh-approximation GELU */
+    IPU_K_ENTRY_END = 8
 } ipu_kernel_entry;
 
 /* GEMM flags. */
@@ -34,7 +36,7 @@ typedef enum ipu_kernel_entry {
 #define IPU_ACCESS_READ 1u
 #define IPU_ACCESS_WRITE 2u
 
-#define IPU_KERNEL_MAX_ARGS 12
+#define IPU_KERNEL_MAX_ARGS 16
 #define IPU_KERNEL_MAX_OPERANDS 4
 
 typedef struct ipu_operand {
