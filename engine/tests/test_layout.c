@@ -46,31 +46,54 @@ static void test_bands_cover_and_align(void **state)
 
 static uint32_t pick(uint32_t lo, uint32_t hi) { return lo + (uint32_t)(tseed_rnd() % (hi - lo + 1)); }
 
-static void random_layout(ipu_layout *l, uint32_t rows, uint32_t cols, uint32_t elem, uint32_t tiles)
+/* A random layout: a regular grid, or (half the time) random uneven bounds
+ * and a random tile assignment. */
+static void random_layout(ipu_layout *l, uint32_t rows, uint32_t cols, uint32_t elem, uint32_t tiles,
+                          uint32_t max_replicas)
 {
-    memset(l, 0, sizeof *l);
-    l->rows = rows, l->cols = cols, l->elem = elem;
-    l->col_align = 4 / elem;
+    uint32_t align = 4 / elem;
     for (;;) {
-        l->row_parts = pick(1, rows < 5 ? rows : 5);
-        uint32_t units = (cols + l->col_align - 1) / l->col_align;
-        l->col_parts = pick(1, units < 5 ? units : 5);
-        l->replicas = pick(1, 3);
-        uint32_t blocks = l->row_parts * l->col_parts;
-        if (blocks * l->replicas > tiles)
+        uint32_t units = (cols + align - 1) / align;
+        uint32_t row_parts = pick(1, rows < 5 ? rows : 5), col_parts = pick(1, units < 5 ? units : 5);
+        uint32_t replicas = pick(1, max_replicas), blocks = row_parts * col_parts;
+        if (blocks * replicas > tiles)
             continue;
-        /* Row-major or column-major tile order, replicas after all blocks. */
-        if (tseed_rnd() & 1)
-            l->row_step = l->col_parts, l->col_step = 1;
-        else
-            l->row_step = 1, l->col_step = l->row_parts;
-        l->replica_step = blocks;
-        l->tile_base = pick(0, tiles - blocks * l->replicas);
         ipu_ctx *ctx = ipu_ctx_create();
+        if (tseed_rnd() & 1) {
+            int by_rows = tseed_rnd() & 1;
+            assert_int_equal(ipu_layout_grid(ctx, l, rows, cols, elem, row_parts, col_parts, align,
+                                             replicas, pick(0, tiles - blocks * replicas),
+                                             by_rows ? col_parts : 1, by_rows ? 1 : row_parts, blocks),
+                             IPU_OK);
+        } else {
+            assert_int_equal(ipu_layout_alloc(ctx, l, rows, cols, elem, row_parts, col_parts, replicas),
+                             IPU_OK);
+            /* Distinct sorted cut points. */
+            for (uint32_t i = 1; i < row_parts; i++)
+                l->row_bounds[i] = l->row_bounds[i - 1] + 1 +
+                                   (uint32_t)(tseed_rnd() % (rows - l->row_bounds[i - 1] - (row_parts - i)));
+            l->row_bounds[row_parts] = rows;
+            for (uint32_t j = 1; j < col_parts; j++) {
+                uint32_t used = l->col_bounds[j - 1] / align, left = units - used - (col_parts - j);
+                l->col_bounds[j] = (used + 1 + (uint32_t)(tseed_rnd() % left)) * align;
+            }
+            l->col_bounds[col_parts] = cols;
+            /* A random permutation prefix of the tiles. */
+            uint32_t *perm = malloc(tiles * sizeof *perm);
+            for (uint32_t t = 0; t < tiles; t++)
+                perm[t] = t;
+            for (uint32_t t = 0; t < blocks * replicas; t++) {
+                uint32_t u = t + (uint32_t)(tseed_rnd() % (tiles - t)), v = perm[t];
+                perm[t] = perm[u], perm[u] = v;
+                l->tiles[t] = perm[t];
+            }
+            free(perm);
+        }
         ipu_status ok = ipu_layout_check(ctx, l, tiles);
         ipu_ctx_free(ctx);
         if (ok == IPU_OK)
             return;
+        ipu_layout_free(l);
     }
 }
 
@@ -173,9 +196,8 @@ static void test_random_redistributions(void **state)
         uint32_t elem = 1u << pick(0, 2), tiles = 64;
         uint32_t rows = pick(1, 40), cols = pick(1, 70);
         ipu_layout s, d;
-        random_layout(&s, rows, cols, elem, tiles);
-        s.replicas = 1;
-        random_layout(&d, rows, cols, elem, tiles);
+        random_layout(&s, rows, cols, elem, tiles, 1);
+        random_layout(&d, rows, cols, elem, tiles, 3);
         ipu_ctx *ctx = ipu_ctx_create();
         ipu_redistribution rd;
         assert_int_equal(ipu_redistribute(ctx, &s, &d, &rd), IPU_OK);
@@ -196,6 +218,8 @@ static void test_random_redistributions(void **state)
         storage_free(&src);
         storage_free(&dst);
         ipu_redistribution_free(&rd);
+        ipu_layout_free(&s);
+        ipu_layout_free(&d);
         ipu_ctx_free(ctx);
     }
 }
@@ -203,23 +227,25 @@ static void test_random_redistributions(void **state)
 static void test_identical_layouts_move_nothing_remote(void **state)
 {
     (void)state;
-    ipu_layout l = {29, 50, 2, 3, 4, 2, 1, 0, 4, 1, 0};
     ipu_ctx *ctx = ipu_ctx_create();
+    ipu_layout l, wide;
+    assert_int_equal(ipu_layout_grid(ctx, &l, 29, 50, 2, 3, 4, 2, 1, 0, 4, 1, 0), IPU_OK);
     assert_int_equal(ipu_layout_check(ctx, &l, 16), IPU_OK);
     ipu_redistribution rd;
     assert_int_equal(ipu_redistribute(ctx, &l, &l, &rd), IPU_OK);
     assert_int_equal(rd.piece_count, 0);
     assert_int_equal(rd.copy_count, 12); /* each block copies itself whole */
     ipu_redistribution_free(&rd);
-    /* Replicating a row-split tensor onto 3 more tiles is one multicast per block. */
-    ipu_layout wide = l;
-    wide.replicas = 2;
-    wide.replica_step = 12;
+    /* A second replica on 12 more tiles: one unicast piece per block. */
+    assert_int_equal(ipu_layout_grid(ctx, &wide, 29, 50, 2, 3, 4, 2, 2, 0, 4, 1, 12), IPU_OK);
+    assert_int_equal(ipu_layout_check(ctx, &wide, 24), IPU_OK);
     assert_int_equal(ipu_redistribute(ctx, &l, &wide, &rd), IPU_OK);
     assert_int_equal(rd.piece_count, 12);
     for (size_t n = 0; n < rd.piece_count; n++)
         assert_int_equal(rd.pieces[n].dst_count, 1);
     ipu_redistribution_free(&rd);
+    ipu_layout_free(&l);
+    ipu_layout_free(&wide);
     ipu_ctx_free(ctx);
 }
 
@@ -227,16 +253,25 @@ static void test_check_rejects_bad_layouts(void **state)
 {
     (void)state;
     ipu_ctx *ctx = ipu_ctx_create();
-    ipu_layout overlap = {8, 8, 4, 2, 2, 1, 1, 0, 1, 1, 0}; /* (0,1) and (1,0) share tile 1 */
-    assert_int_equal(ipu_layout_check(ctx, &overlap, 16), IPU_ERR_INVALID_ARGUMENT);
+    ipu_layout l;
+    /* Blocks (0,1) and (1,0) share tile 1. */
+    assert_int_equal(ipu_layout_grid(ctx, &l, 8, 8, 4, 2, 2, 1, 1, 0, 1, 1, 0), IPU_OK);
+    assert_int_equal(ipu_layout_check(ctx, &l, 16), IPU_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(ipu_ctx_errmsg(ctx), "already used"));
+    ipu_layout_free(&l);
     ipu_ctx_clear_error(ctx);
-    ipu_layout empty = {3, 8, 4, 4, 1, 1, 1, 0, 1, 1, 0}; /* 4 row bands of 3 rows */
-    assert_int_equal(ipu_layout_check(ctx, &empty, 16), IPU_ERR_INVALID_ARGUMENT);
+    /* 4 row bands of 3 rows: one is empty. */
+    assert_int_equal(ipu_layout_grid(ctx, &l, 3, 8, 4, 4, 1, 1, 1, 0, 1, 1, 0), IPU_OK);
+    assert_int_equal(ipu_layout_check(ctx, &l, 16), IPU_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(ipu_ctx_errmsg(ctx), "empty"));
+    ipu_layout_free(&l);
     ipu_ctx_clear_error(ctx);
-    ipu_layout odd = {8, 8, 1, 1, 2, 1, 1, 0, 1, 1, 0}; /* 1-byte columns aligned to 1 */
-    assert_int_equal(ipu_layout_check(ctx, &odd, 16), IPU_ERR_INVALID_ARGUMENT);
+    /* 1-byte columns cut at an odd element: not on a word. */
+    assert_int_equal(ipu_layout_grid(ctx, &l, 8, 8, 1, 1, 2, 1, 1, 0, 1, 1, 0), IPU_OK);
+    l.col_bounds[1] = 3;
+    assert_int_equal(ipu_layout_check(ctx, &l, 16), IPU_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(ipu_ctx_errmsg(ctx), "word"));
+    ipu_layout_free(&l);
     ipu_ctx_free(ctx);
 }
 

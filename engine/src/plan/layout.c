@@ -18,6 +18,62 @@ void ipu_band(uint32_t total, uint32_t parts, uint32_t align, uint32_t index, ui
     *hi = (uint32_t)(b < total ? b : total);
 }
 
+ipu_status ipu_layout_alloc(ipu_ctx *ctx, ipu_layout *l, uint32_t rows, uint32_t cols, uint32_t elem,
+                            uint32_t row_parts, uint32_t col_parts, uint32_t replicas)
+{
+    memset(l, 0, sizeof *l);
+    if (!rows || !cols || !elem || !row_parts || !col_parts || !replicas)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "layout %ux%u with a zero dimension", rows,
+                        cols);
+    *l = (ipu_layout){rows, cols, elem, row_parts, col_parts, replicas, NULL, NULL, NULL};
+    l->row_bounds = calloc((size_t)row_parts + 1, sizeof *l->row_bounds);
+    l->col_bounds = calloc((size_t)col_parts + 1, sizeof *l->col_bounds);
+    l->tiles = calloc((size_t)replicas * row_parts * col_parts, sizeof *l->tiles);
+    if (!l->row_bounds || !l->col_bounds || !l->tiles) {
+        ipu_layout_free(l);
+        return IPU_NO_MEMORY(ctx);
+    }
+    return IPU_OK;
+}
+
+ipu_status ipu_layout_grid(ipu_ctx *ctx, ipu_layout *l, uint32_t rows, uint32_t cols, uint32_t elem,
+                           uint32_t row_parts, uint32_t col_parts, uint32_t col_align,
+                           uint32_t replicas, uint32_t base, uint32_t row_step, uint32_t col_step,
+                           uint32_t replica_step)
+{
+    IPU_TRY(ipu_layout_alloc(ctx, l, rows, cols, elem, row_parts, col_parts, replicas));
+    uint32_t lo;
+    for (uint32_t i = 0; i < row_parts; i++)
+        ipu_band(rows, row_parts, 1, i, &lo, &l->row_bounds[i + 1]);
+    for (uint32_t j = 0; j < col_parts; j++)
+        ipu_band(cols, col_parts, col_align ? col_align : 1, j, &lo, &l->col_bounds[j + 1]);
+    for (uint32_t r = 0; r < replicas; r++)
+        for (uint32_t i = 0; i < row_parts; i++)
+            for (uint32_t j = 0; j < col_parts; j++)
+                l->tiles[((size_t)r * row_parts + i) * col_parts + j] =
+                    base + i * row_step + j * col_step + r * replica_step;
+    return IPU_OK;
+}
+
+ipu_status ipu_layout_copy(ipu_ctx *ctx, ipu_layout *dst, const ipu_layout *src)
+{
+    IPU_TRY(ipu_layout_alloc(ctx, dst, src->rows, src->cols, src->elem, src->row_parts,
+                             src->col_parts, src->replicas));
+    memcpy(dst->row_bounds, src->row_bounds, ((size_t)src->row_parts + 1) * sizeof *dst->row_bounds);
+    memcpy(dst->col_bounds, src->col_bounds, ((size_t)src->col_parts + 1) * sizeof *dst->col_bounds);
+    memcpy(dst->tiles, src->tiles,
+           (size_t)src->replicas * src->row_parts * src->col_parts * sizeof *dst->tiles);
+    return IPU_OK;
+}
+
+void ipu_layout_free(ipu_layout *l)
+{
+    free(l->row_bounds);
+    free(l->col_bounds);
+    free(l->tiles);
+    l->row_bounds = l->col_bounds = l->tiles = NULL;
+}
+
 uint32_t ipu_layout_stride(const ipu_layout *l, uint32_t cols)
 {
     return (cols * l->elem + 7u) & ~7u;
@@ -26,8 +82,8 @@ uint32_t ipu_layout_stride(const ipu_layout *l, uint32_t cols)
 void ipu_layout_block(const ipu_layout *l, uint32_t i, uint32_t j, uint32_t *row_lo,
                       uint32_t *row_hi, uint32_t *col_lo, uint32_t *col_hi)
 {
-    ipu_band(l->rows, l->row_parts, 1, i, row_lo, row_hi);
-    ipu_band(l->cols, l->col_parts, l->col_align, j, col_lo, col_hi);
+    *row_lo = l->row_bounds[i], *row_hi = l->row_bounds[i + 1];
+    *col_lo = l->col_bounds[j], *col_hi = l->col_bounds[j + 1];
 }
 
 uint32_t ipu_layout_block_bytes(const ipu_layout *l, uint32_t i, uint32_t j)
@@ -39,45 +95,43 @@ uint32_t ipu_layout_block_bytes(const ipu_layout *l, uint32_t i, uint32_t j)
 
 uint32_t ipu_layout_tile(const ipu_layout *l, uint32_t i, uint32_t j, uint32_t r)
 {
-    return l->tile_base + i * l->row_step + j * l->col_step + r * l->replica_step;
+    return l->tiles[((size_t)r * l->row_parts + i) * l->col_parts + j];
 }
 
 ipu_status ipu_layout_check(ipu_ctx *ctx, const ipu_layout *l, uint32_t tiles)
 {
-    if (!l->rows || !l->cols || !l->elem || !l->row_parts || !l->col_parts || !l->col_align ||
-        !l->replicas || (l->col_align * l->elem) % 4)
-        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                        "layout %ux%u: zero field, or column alignment %u x %u bytes is not a "
-                        "multiple of 4",
-                        l->rows, l->cols, l->col_align, l->elem);
-    uint64_t blocks = (uint64_t)l->row_parts * l->col_parts * l->replicas;
-    if (blocks > tiles)
-        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "layout %ux%u needs %llu blocks on %u tiles",
-                        l->rows, l->cols, (unsigned long long)blocks, tiles);
+#define BAD(...) IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "layout %ux%u: " __VA_ARGS__)
+    if (!l->row_bounds || !l->col_bounds || !l->tiles)
+        return BAD("no bounds", l->rows, l->cols);
+    if (l->row_bounds[0] || l->row_bounds[l->row_parts] != l->rows || l->col_bounds[0] ||
+        l->col_bounds[l->col_parts] != l->cols)
+        return BAD("bounds do not span the tensor", l->rows, l->cols);
+    for (uint32_t i = 0; i < l->row_parts; i++)
+        if (l->row_bounds[i] >= l->row_bounds[i + 1])
+            return BAD("row band %u is empty", l->rows, l->cols, i);
+    for (uint32_t j = 0; j < l->col_parts; j++) {
+        if (l->col_bounds[j] >= l->col_bounds[j + 1])
+            return BAD("column band %u is empty", l->rows, l->cols, j);
+        if ((l->col_bounds[j] * l->elem) % 4)
+            return BAD("column boundary %u (%u elements of %u bytes) is not on a 32-bit word",
+                       l->rows, l->cols, j, l->col_bounds[j], l->elem);
+    }
     uint8_t *used = calloc(tiles, 1);
     if (!used)
         return IPU_NO_MEMORY(ctx);
+    size_t blocks = (size_t)l->replicas * l->row_parts * l->col_parts;
     ipu_status status = IPU_OK;
-    for (uint32_t r = 0; r < l->replicas && status == IPU_OK; r++)
-        for (uint32_t i = 0; i < l->row_parts && status == IPU_OK; i++)
-            for (uint32_t j = 0; j < l->col_parts && status == IPU_OK; j++) {
-                uint32_t r0, r1, c0, c1;
-                ipu_layout_block(l, i, j, &r0, &r1, &c0, &c1);
-                uint64_t t = (uint64_t)l->tile_base + (uint64_t)i * l->row_step +
-                             (uint64_t)j * l->col_step + (uint64_t)r * l->replica_step;
-                if (r0 == r1 || c0 == c1)
-                    status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                                      "layout %ux%u: block (%u, %u) is empty", l->rows, l->cols, i, j);
-                else if (t >= tiles || used[t])
-                    status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                                      "layout %ux%u: block (%u, %u) replica %u maps to tile %llu, "
-                                      "outside the device or already used",
-                                      l->rows, l->cols, i, j, r, (unsigned long long)t);
-                else
-                    used[t] = 1;
-            }
+    for (size_t b = 0; b < blocks && status == IPU_OK; b++) {
+        uint32_t t = l->tiles[b];
+        if (t >= tiles || used[t])
+            status = BAD("block %zu maps to tile %u, outside the device or already used", l->rows,
+                         l->cols, b, t);
+        else
+            used[t] = 1;
+    }
     free(used);
     return status;
+#undef BAD
 }
 
 void ipu_redistribution_free(ipu_redistribution *r)
@@ -164,13 +218,11 @@ ipu_status ipu_redistribute(ipu_ctx *ctx, const ipu_layout *src, const ipu_layou
             ipu_layout_block(dst, i, j, &dr0, &dr1, &dc0, &dc1);
             /* Only the source bands that can overlap. */
             for (uint32_t p = 0; p < src->row_parts && status == IPU_OK; p++) {
-                uint32_t r0, r1;
-                ipu_band(src->rows, src->row_parts, 1, p, &r0, &r1);
+                uint32_t r0 = src->row_bounds[p], r1 = src->row_bounds[p + 1];
                 if (r1 <= dr0 || r0 >= dr1)
                     continue;
                 for (uint32_t q = 0; q < src->col_parts && status == IPU_OK; q++) {
-                    uint32_t c0, c1;
-                    ipu_band(src->cols, src->col_parts, src->col_align, q, &c0, &c1);
+                    uint32_t c0 = src->col_bounds[q], c1 = src->col_bounds[q + 1];
                     if (c1 <= dc0 || c0 >= dc1)
                         continue;
                     status = overlap_pieces(ctx, src, dst, p, q, i, j, &items, &count, &capacity);

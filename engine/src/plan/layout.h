@@ -1,9 +1,10 @@
 /* layout.h: how a 2-D tensor lies across tiles.  Rows are cut into
- * row_parts bands and columns into col_parts bands (uneven tails allowed;
- * column band boundaries fall on multiples of col_align elements so every
- * piece an exchange moves starts on a 32-bit word).  Block (i, j) of replica
- * r lives on tile tile_base + i*row_step + j*col_step + r*replica_step,
- * stored row-major with each row padded to a multiple of 8 bytes.
+ * row_parts bands and columns into col_parts bands at explicit boundaries
+ * (uneven tails allowed; inner column boundaries fall on 32-bit words so
+ * every piece an exchange moves starts on a word).  Block (i, j) of replica r
+ * lives on tiles[(r * row_parts + i) * col_parts + j], stored row-major with
+ * each row padded to a multiple of 8 bytes (the padding is cleared to zero
+ * when the block's storage is first used, so whole rows can be moved).
  *
  * A redistribution turns one layout's blocks into another's: pieces that
  * stay on a tile become local copies, the others exchange transfers, a piece
@@ -17,14 +18,26 @@
 
 typedef struct ipu_layout {
     uint32_t rows, cols, elem; /* shape and element bytes */
-    uint32_t row_parts, col_parts, col_align;
-    uint32_t replicas;
-    uint32_t tile_base, row_step, col_step, replica_step;
+    uint32_t row_parts, col_parts, replicas;
+    uint32_t *row_bounds; /* row_parts + 1 ascending boundaries, 0 .. rows */
+    uint32_t *col_bounds; /* col_parts + 1 ascending boundaries, 0 .. cols */
+    uint32_t *tiles;      /* replicas * row_parts * col_parts */
 } ipu_layout;
 
 /* Band index of total split into parts, boundaries on multiples of align. */
 void ipu_band(uint32_t total, uint32_t parts, uint32_t align, uint32_t index, uint32_t *lo,
               uint32_t *hi);
+/* A regular grid: even bands (columns aligned to col_align elements), block
+ * (i, j) of replica r on tile base + i*row_step + j*col_step + r*replica_step. */
+ipu_status ipu_layout_grid(ipu_ctx *ctx, ipu_layout *l, uint32_t rows, uint32_t cols, uint32_t elem,
+                           uint32_t row_parts, uint32_t col_parts, uint32_t col_align,
+                           uint32_t replicas, uint32_t base, uint32_t row_step, uint32_t col_step,
+                           uint32_t replica_step);
+/* Allocate the arrays for explicit bounds and tiles (filled by the caller). */
+ipu_status ipu_layout_alloc(ipu_ctx *ctx, ipu_layout *l, uint32_t rows, uint32_t cols, uint32_t elem,
+                            uint32_t row_parts, uint32_t col_parts, uint32_t replicas);
+ipu_status ipu_layout_copy(ipu_ctx *ctx, ipu_layout *dst, const ipu_layout *src);
+void ipu_layout_free(ipu_layout *l);
 /* Row stride in bytes of a block that is `cols` elements wide. */
 uint32_t ipu_layout_stride(const ipu_layout *l, uint32_t cols);
 /* The block (i, j): its rows, columns, storage bytes; and its tile for replica r. */
@@ -32,8 +45,8 @@ void ipu_layout_block(const ipu_layout *l, uint32_t i, uint32_t j, uint32_t *row
                       uint32_t *row_hi, uint32_t *col_lo, uint32_t *col_hi);
 uint32_t ipu_layout_block_bytes(const ipu_layout *l, uint32_t i, uint32_t j);
 uint32_t ipu_layout_tile(const ipu_layout *l, uint32_t i, uint32_t j, uint32_t r);
-/* Check the layout fits `tiles` tiles without two blocks on one tile and
- * every band is non-empty; message names the problem. */
+/* Check bounds, word-aligned inner column boundaries, tiles inside the
+ * device and no two blocks on one tile; the message names the problem. */
 ipu_status ipu_layout_check(ipu_ctx *ctx, const ipu_layout *l, uint32_t tiles);
 
 typedef struct ipu_piece_dst {
