@@ -93,18 +93,6 @@ static ipu_status build_graph(ipu_ctx *ctx, const mlp_options *m, ipu_graph *g)
     return ipu_graph_validate(ctx, g);
 }
 
-void ipu_workload_free(ipu_workload *w)
-{
-    if (!w)
-        return;
-    for (size_t i = 0; w->values && i < w->graph.tensor_count; i++)
-        free(w->values[i]);
-    free(w->values);
-    free(w->options_json);
-    ipu_graph_free(&w->graph);
-    free(w);
-}
-
 ipu_status ipu_mlp_build(ipu_ctx *ctx, const json_t *options, ipu_workload **out)
 {
     mlp_options m = {0};

@@ -17,6 +17,7 @@ struct ipu_workload {
     ipu_graph graph;
     float **values; /* per tensor: rows * cols * sequence floats, NULL unless input/param */
     char *options_json;
+    float **reference; /* per tensor: the last reference run's outputs, NULL unless output */
 };
 typedef struct ipu_workload ipu_workload;
 

@@ -546,8 +546,8 @@ static void test_malformed_descriptor_progression_garbage(void **state)
     fx *f = *state;
     patched p = patched_begin(f);
     /* The head word is a + iteration * b: the fill at iteration 0, at
-     * iteration 1 entry 7 (no such entry) with 0x5A5D arguments. */
-    uint32_t head = p.list + 4, delta = 0x5A5A0006u;
+     * iteration 1 entry IPU_K_ENTRY_END (no such entry) with 0x5A5D arguments. */
+    uint32_t head = p.list + 4, delta = 0x5A5A0000u + (IPU_K_ENTRY_END - IPU_K_FILL);
     assert_int_equal((head_word(&p.fill) + delta) & 0xFFFF, IPU_K_ENTRY_END);
     tpkg_patch patch = {IPU_PATCH_PROGRESSION, head, head_word(&p.fill), delta};
     tpkg_patch_list(p.b, T, p.patch_slot, &patch, 1);

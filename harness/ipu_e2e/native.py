@@ -71,6 +71,14 @@ def _declare(lib):
         "ipu_device_write": (st, [vp, vp, u32, u32, vp, sz]),
         "ipu_stress_build": (st, [vp, cp, ctypes.POINTER(vp)]),
         "ipu_bench_gemm": (st, [vp, cp, out_str]),
+        "ipu_workload_create": (st, [vp, cp, ctypes.POINTER(vp)]),
+        "ipu_workload_free": (None, [vp]),
+        "ipu_workload_info_json": (st, [vp, vp, out_str]),
+        "ipu_workload_values": (st, [vp, vp, cp, ctypes.POINTER(vp), ctypes.POINTER(sz)]),
+        "ipu_workload_device_bytes": (st, [vp, vp, cp, ctypes.POINTER(vp), ctypes.POINTER(sz)]),
+        "ipu_reference_run": (st, [vp, vp, cp, out_str]),
+        "ipu_reference_output": (st, [vp, vp, cp, ctypes.POINTER(vp), ctypes.POINTER(sz)]),
+        "ipu_check_outputs": (st, [vp, vp, vp, cp, sz, sz, ctypes.c_double, out_str]),
     }
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
@@ -248,6 +256,87 @@ class Device:
 
     def __del__(self):
         self.close()
+
+
+class Workload:
+    """A workload graph with its generated values and, once run, its reference
+    outputs.  Arrays cross as bytes: FP32 values in host byte order, device
+    bytes in the tensor's device type."""
+
+    def __init__(self, ctx, options):
+        self.ctx = ctx
+        self.handle = ctypes.c_void_p()
+        ctx.check(lib().ipu_workload_create(ctx.handle, json.dumps(options).encode(),
+                                            ctypes.byref(self.handle)))
+        self._info = None
+
+    def info(self):
+        if self._info is None:
+            out = ctypes.c_void_p()
+            self.ctx.check(lib().ipu_workload_info_json(self.ctx.handle, self.handle, ctypes.byref(out)))
+            self._info = json.loads(self.ctx.take_string(out))
+        return self._info
+
+    def tensor(self, name):
+        """The info entry of a tensor (KeyError if there is none)."""
+        for entry in self.info()["tensors"]:
+            if entry["name"] == name:
+                return entry
+        raise KeyError(name)
+
+    def _floats(self, function, name):
+        data, count = ctypes.c_void_p(), ctypes.c_size_t()
+        self.ctx.check(function(self.ctx.handle, self.handle, name.encode(), ctypes.byref(data),
+                                ctypes.byref(count)))
+        return ctypes.string_at(data.value, 4 * count.value) if count.value else b""
+
+    def values(self, name):
+        """Unquantized FP32 values of an input or parameter (all sequence members)."""
+        return self._floats(lib().ipu_workload_values, name)
+
+    def device_bytes(self, name):
+        """The values quantized to the tensor's device type and scale."""
+        data, size = ctypes.c_void_p(), ctypes.c_size_t()
+        self.ctx.check(lib().ipu_workload_device_bytes(self.ctx.handle, self.handle, name.encode(),
+                                                       ctypes.byref(data), ctypes.byref(size)))
+        try:
+            return ctypes.string_at(data.value, size.value)
+        finally:
+            lib().ipu_free(data)
+
+    def reference_run(self, options=None):
+        """Run the host reference ({"fp32": True}); returns its timing JSON."""
+        out = ctypes.c_void_p()
+        text = json.dumps({"fp32": True} if options is None else options).encode()
+        self.ctx.check(lib().ipu_reference_run(self.ctx.handle, self.handle, text, ctypes.byref(out)))
+        return json.loads(self.ctx.take_string(out))
+
+    def reference_output(self, name):
+        """FP32 reference values of an output tensor (after reference_run)."""
+        return self._floats(lib().ipu_reference_output, name)
+
+    def close(self):
+        if self.handle:
+            lib().ipu_workload_free(self.handle)
+            self.handle = None
+
+    def __del__(self):
+        self.close()
+
+
+def check_outputs(ctx, reference, device, dtype, rows, cols, min_cosine=0.99):
+    """Per-row cosine check of device bytes (dtype "f32", "f16", "f143" or
+    "f152") against FP32 reference bytes; returns the result dict."""
+    reference, device = bytes(reference), bytes(device)
+    if len(reference) != 4 * rows * cols:
+        raise ValueError(f"reference has {len(reference)} bytes, expected {4 * rows * cols}")
+    size = {"f32": 4, "f16": 2, "f143": 1, "f152": 1}.get(dtype)
+    if size is not None and len(device) != size * rows * cols:
+        raise ValueError(f"device data has {len(device)} bytes, expected {size * rows * cols}")
+    out = ctypes.c_void_p()
+    ctx.check(lib().ipu_check_outputs(ctx.handle, reference, device, dtype.encode(), rows, cols,
+                                      float(min_cosine), ctypes.byref(out)))
+    return json.loads(ctx.take_string(out))
 
 
 def bench_gemm(ctx, options):

@@ -115,6 +115,44 @@ ipu_status ipu_stress_build(ipu_ctx *ctx, const char *options_json, ipu_package 
  * sgemm seconds and GFLOP/s. */
 ipu_status ipu_bench_gemm(ipu_ctx *ctx, const char *options_json, char **out_json);
 
+/* ---- workloads, references and checks ---------------------------------- */
+typedef struct ipu_workload ipu_workload;
+
+/* Build a workload graph and generate its input and parameter values.
+ * options_json: {"workload": "mlp", ...the workload's options}; for "mlp":
+ * "batch", "precision" ("fp8"|"fp16"), "blocks", "seed", and the geometry
+ * "tokens", "channels", "hidden" (defaults 729, 1152, 4304). */
+ipu_status ipu_workload_create(ipu_ctx *ctx, const char *options_json, ipu_workload **out);
+void ipu_workload_free(ipu_workload *w);
+/* name, seed, options, tensors (name, rows, cols, dtype, scale, role,
+ * sequence), ops (op, inputs, output by name) and repeat (null when none). */
+ipu_status ipu_workload_info_json(ipu_ctx *ctx, const ipu_workload *w, char **out_json);
+/* Unquantized FP32 values of an input or parameter: rows * cols * sequence
+ * floats (sequence members back to back), owned by the workload. */
+ipu_status ipu_workload_values(ipu_ctx *ctx, const ipu_workload *w, const char *tensor,
+                               const float **out_data, size_t *out_count);
+/* The same values quantized to the tensor's device type and scale, all
+ * members; *out_bytes is released with ipu_free. */
+ipu_status ipu_workload_device_bytes(ipu_ctx *ctx, const ipu_workload *w, const char *tensor,
+                                     void **out_bytes, size_t *out_size);
+/* Run the host reference and keep its outputs in the workload.  options_json:
+ * {"fp32": true} (the FP32 BLAS reference; the device-precision reference is
+ * not available yet).  *out_json: mode, wall_seconds, blas_threads, outputs. */
+ipu_status ipu_reference_run(ipu_ctx *ctx, ipu_workload *w, const char *options_json,
+                             char **out_json);
+/* A reference output (rows * cols floats, owned by the workload); the
+ * reference must have run (IPU_ERR_STATE otherwise). */
+ipu_status ipu_reference_output(ipu_ctx *ctx, const ipu_workload *w, const char *tensor,
+                                const float **out_data, size_t *out_count);
+/* Check rows x cols device values of type dtype_name ("f32", "f16", "f143",
+ * "f152"; FP8 decoded with scale 0) against reference floats: cosine per row
+ * in double, a row with a nonfinite value or zero norm fails.  *out_json:
+ * min_cosine (+ row), mean_cosine, max_abs_error (+ index), failed_rows,
+ * nonfinite_rows, zero_norm_rows, threshold, passed (see reference/check.h). */
+ipu_status ipu_check_outputs(ipu_ctx *ctx, const float *reference, const void *device,
+                             const char *dtype_name, size_t rows, size_t cols, double min_cosine,
+                             char **out_json);
+
 #ifdef __cplusplus
 }
 #endif

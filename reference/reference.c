@@ -1,0 +1,242 @@
+/* reference.c: the FP32 host reference (see reference.h).  Every tensor that
+ * is not an input or parameter gets one host buffer (allocated zeroed on
+ * first use); inputs and parameters are read in place from w->values, a
+ * parameter sequence at member `iteration` inside the Repeat body.  The ops
+ * before the body run once, the body `iterations` times (the carried tensor
+ * loaded from carried_init before the first iteration and from carried_next
+ * after each one), then the ops after it.  Elementwise loops are OpenMP
+ * loops over independent elements; a matmul is an OpenMP loop over fixed
+ * 256 x 256 output tiles, each one cblas_sgemm call with OpenBLAS set to one
+ * thread (as the simulator's tile GEMMs), so every output element comes from
+ * the same call for any thread count and the results are bit-identical
+ * (OpenBLAS's own threading splits the work by thread count, which changes
+ * the last bits).  The loops use ipu_reference_blas_threads() threads.
+ */
+#include "reference/reference.h"
+
+#include <cblas.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "numerics/numerics.h"
+
+/* OpenMP runs an elementwise loop in parallel from this many elements. */
+#define PARALLEL_MIN 32768
+/* Matmul outputs are computed in tiles of at most this many rows and columns. */
+#define GEMM_TILE 256
+
+int ipu_reference_blas_threads(void)
+{
+    int threads = openblas_get_num_threads() > 0 ? openblas_get_num_threads() : 1;
+    const char *blas = getenv("OPENBLAS_NUM_THREADS"), *omp = getenv("OMP_NUM_THREADS");
+    if ((blas && *blas) || (omp && *omp))
+        return threads;
+    return threads > 4 ? 4 : threads;
+}
+
+void ipu_reference_free_outputs(float **outputs, size_t count)
+{
+    for (size_t i = 0; outputs && i < count; i++)
+        free(outputs[i]);
+    free(outputs);
+}
+
+typedef struct eval {
+    ipu_ctx *ctx;
+    const ipu_workload *w;
+    float **buf; /* per tensor: the host buffer of an activation or output */
+    uint64_t done, total;
+    int threads; /* OpenMP threads of the parallel loops */
+} eval;
+
+static uint64_t elements(const ipu_ir_tensor *t) { return (uint64_t)t->rows * t->cols; }
+
+static int is_value(const ipu_ir_tensor *t)
+{
+    return t->role == IPU_ROLE_INPUT || t->role == IPU_ROLE_PARAM;
+}
+
+/* The buffer of an activation or output (allocated zeroed on first use). */
+static ipu_status buffer(eval *e, uint32_t id, float **out)
+{
+    const ipu_ir_tensor *t = &e->w->graph.tensors[id];
+    if (is_value(t))
+        return IPU_FAIL(e->ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "reference: tensor '%s' is an %s and cannot be written", t->name,
+                        t->role == IPU_ROLE_INPUT ? "input" : "parameter");
+    if (!e->buf[id]) {
+        uint64_t n = elements(t);
+        if (n > SIZE_MAX / sizeof(float))
+            return IPU_NO_MEMORY(e->ctx);
+        e->buf[id] = calloc((size_t)n, sizeof(float));
+        if (!e->buf[id])
+            return IPU_NO_MEMORY(e->ctx);
+    }
+    *out = e->buf[id];
+    return IPU_OK;
+}
+
+/* The current value of a tensor; iteration < 0 outside the Repeat body. */
+static ipu_status value(eval *e, uint32_t id, int64_t iteration, const float **out)
+{
+    const ipu_ir_tensor *t = &e->w->graph.tensors[id];
+    if (!is_value(t)) {
+        float *b = NULL;
+        IPU_TRY(buffer(e, id, &b));
+        *out = b;
+        return IPU_OK;
+    }
+    const float *base = e->w->values[id];
+    if (!base)
+        return IPU_FAIL(e->ctx, IPU_ERR_STATE, "reference: tensor '%s' has no values", t->name);
+    uint64_t member = 0;
+    if (t->sequence > 1) {
+        if (iteration < 0)
+            return IPU_FAIL(e->ctx, IPU_ERR_INVALID_ARGUMENT,
+                            "reference: parameter sequence '%s' is read outside the Repeat body",
+                            t->name);
+        member = (uint64_t)iteration;
+    }
+    *out = base + member * elements(t);
+    return IPU_OK;
+}
+
+static ipu_status matmul(eval *e, const ipu_ir_op *op, const float *a, const float *b, float *c)
+{
+    const ipu_ir_tensor *ta = &e->w->graph.tensors[op->in[0]];
+    const ipu_ir_tensor *tb = &e->w->graph.tensors[op->in[1]];
+    if (ta->rows > INT_MAX || ta->cols > INT_MAX || tb->cols > INT_MAX)
+        return IPU_FAIL(e->ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "reference: matmul '%s' is too large for BLAS", ta->name);
+    if (op->out == op->in[0] || op->out == op->in[1])
+        return IPU_FAIL(e->ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "reference: matmul writes its own operand '%s'",
+                        e->w->graph.tensors[op->out].name);
+    int m = (int)ta->rows, k = (int)ta->cols, n = (int)tb->cols;
+    int64_t across = ((int64_t)n + GEMM_TILE - 1) / GEMM_TILE;
+    int64_t tiles = ((int64_t)m + GEMM_TILE - 1) / GEMM_TILE * across;
+    /* Fixed output tiles, each one single-threaded sgemm: every element is
+     * computed by the same call whatever the thread count. */
+#pragma omp parallel for schedule(dynamic, 1) num_threads(e->threads) if (tiles > 1)
+    for (int64_t t = 0; t < tiles; t++) {
+        int i = (int)(t / across) * GEMM_TILE, j = (int)(t % across) * GEMM_TILE;
+        int rows = m - i < GEMM_TILE ? m - i : GEMM_TILE, cols = n - j < GEMM_TILE ? n - j : GEMM_TILE;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, cols, k, 1.0f,
+                    a + (size_t)i * k, k, b + j, n, 0.0f, c + (size_t)i * n + j, n);
+    }
+    return IPU_OK;
+}
+
+static ipu_status run_op(eval *e, const ipu_ir_op *op, int64_t iteration)
+{
+    const ipu_graph *g = &e->w->graph;
+    const float *a = NULL, *b = NULL;
+    float *out = NULL;
+    IPU_TRY(value(e, op->in[0], iteration, &a));
+    if (op->kind == IPU_IR_MATMUL || op->kind == IPU_IR_ADD)
+        IPU_TRY(value(e, op->in[1], iteration, &b));
+    IPU_TRY(buffer(e, op->out, &out));
+    int64_t n = (int64_t)elements(&g->tensors[op->out]);
+    switch (op->kind) {
+    case IPU_IR_MATMUL:
+        IPU_TRY(matmul(e, op, a, b, out));
+        break;
+    case IPU_IR_GELU:
+#pragma omp parallel for schedule(static) num_threads(e->threads) if (n >= PARALLEL_MIN)
+        for (int64_t i = 0; i < n; i++)
+            out[i] = ipu_num_gelu(a[i]);
+        break;
+    case IPU_IR_ADD:
+#pragma omp parallel for schedule(static) num_threads(e->threads) if (n >= PARALLEL_MIN)
+        for (int64_t i = 0; i < n; i++)
+            out[i] = a[i] + b[i];
+        break;
+    case IPU_IR_CAST: /* FP32 mode: casts do not round */
+    case IPU_IR_COPY:
+        if (out != a)
+            memmove(out, a, (size_t)n * sizeof *out);
+        break;
+    default:
+        return IPU_FAIL(e->ctx, IPU_ERR_INVALID_ARGUMENT, "reference: unknown op kind %d",
+                        op->kind);
+    }
+    ipu_progress(e->ctx, "reference", ++e->done, e->total);
+    return IPU_OK;
+}
+
+static ipu_status run_ops(eval *e, size_t first, size_t end, int64_t iteration)
+{
+    for (size_t i = first; i < end; i++)
+        IPU_TRY(run_op(e, &e->w->graph.ops[i], iteration));
+    return IPU_OK;
+}
+
+/* carried <- source (same shape, checked by ipu_graph_validate). */
+static ipu_status load_carried(eval *e, uint32_t source)
+{
+    const ipu_ir_repeat *r = &e->w->graph.repeat;
+    if (source == r->carried)
+        return IPU_OK;
+    float *dst = NULL;
+    const float *src = NULL;
+    IPU_TRY(buffer(e, r->carried, &dst));
+    IPU_TRY(value(e, source, -1, &src));
+    memmove(dst, src, (size_t)elements(&e->w->graph.tensors[r->carried]) * sizeof *dst);
+    return IPU_OK;
+}
+
+static ipu_status evaluate(eval *e)
+{
+    const ipu_graph *g = &e->w->graph;
+    const ipu_ir_repeat *r = &g->repeat;
+    if (!r->iterations) {
+        e->total = g->op_count;
+        return run_ops(e, 0, g->op_count, -1);
+    }
+    e->total = g->op_count - r->op_count + (uint64_t)r->op_count * r->iterations;
+    IPU_TRY(run_ops(e, 0, r->first_op, -1));
+    IPU_TRY(load_carried(e, r->carried_init));
+    for (uint32_t it = 0; it < r->iterations; it++) {
+        IPU_TRY(run_ops(e, r->first_op, (size_t)r->first_op + r->op_count, it));
+        IPU_TRY(load_carried(e, r->carried_next));
+    }
+    return run_ops(e, (size_t)r->first_op + r->op_count, g->op_count, -1);
+}
+
+ipu_status ipu_reference_fp32(ipu_ctx *ctx, const ipu_workload *w, float ***outputs)
+{
+    const ipu_graph *g = &w->graph;
+    if (!w->values)
+        return IPU_FAIL(ctx, IPU_ERR_STATE, "reference: the workload's values are not generated");
+    IPU_TRY(ipu_graph_validate(ctx, g));
+    int previous = openblas_get_num_threads();
+    eval e = {ctx, w, calloc(g->tensor_count ? g->tensor_count : 1, sizeof(float *)), 0, 0,
+              ipu_reference_blas_threads()};
+    if (!e.buf)
+        return IPU_NO_MEMORY(ctx);
+    /* The threads run single-threaded sgemm calls side by side. */
+    if (previous != 1)
+        openblas_set_num_threads(1);
+    ipu_status status = evaluate(&e);
+    if (previous != 1)
+        openblas_set_num_threads(previous);
+    /* Outputs keep their buffers (zeros if no op wrote them); the rest go. */
+    for (size_t i = 0; status == IPU_OK && i < g->tensor_count; i++) {
+        float *unused = NULL;
+        if (g->tensors[i].role == IPU_ROLE_OUTPUT)
+            status = buffer(&e, (uint32_t)i, &unused);
+    }
+    for (size_t i = 0; i < g->tensor_count; i++) {
+        if (status != IPU_OK || g->tensors[i].role != IPU_ROLE_OUTPUT) {
+            free(e.buf[i]);
+            e.buf[i] = NULL;
+        }
+    }
+    if (status != IPU_OK) {
+        free(e.buf);
+        return status;
+    }
+    *outputs = e.buf;
+    return IPU_OK;
+}
