@@ -1,0 +1,105 @@
+/* program.h: the low program, lowering's product.  Steps in execution order
+ * (the init program's first, then the main program's); each step is a
+ * compute phase (kernel calls per tile), an exchange phase (transfers), or a
+ * host phase (stream bytes through the aperture).  Kernels, transfers and
+ * host entries name buffers (a tensor block, a staging area) and offsets
+ * inside them, never addresses: placement gives every buffer its address.
+ * The main program may hold one Repeat over a range of its steps; a kernel
+ * argument may advance by a fixed number of bytes per iteration (parameter
+ * sequences), which packaging turns into a progression patch.
+ */
+#ifndef IPU_LOWER_PROGRAM_H
+#define IPU_LOWER_PROGRAM_H
+
+#include <jansson.h>
+
+#include "core/profile.h"
+#include "exchange/exchange.h"
+#include "kernels/kernels.h"
+
+#define IPU_LOW_LITERAL 0xFFFFFFFFu
+
+typedef struct ipu_low_buffer {
+    uint32_t tile, size, alignment;
+    uint32_t first, last; /* inclusive lifetime in steps */
+    uint8_t aperture;     /* host staging: must lie in the aperture */
+    uint8_t persistent;   /* parameters: the whole program */
+    uint32_t tensor;      /* owning tensor, IPU_LOW_LITERAL for staging */
+    char name[56];
+    uint32_t address;     /* set by placement */
+} ipu_low_buffer;
+
+typedef struct ipu_low_arg {
+    uint32_t buffer; /* IPU_LOW_LITERAL: value is the argument itself */
+    uint32_t value;  /* literal, or offset into the buffer */
+} ipu_low_arg;
+
+typedef struct ipu_low_kernel {
+    uint32_t tile;
+    int entry;
+    uint32_t argc;
+    ipu_low_arg args[IPU_KERNEL_MAX_ARGS];
+    int32_t advance_arg;  /* argument that advances per Repeat iteration, -1 none */
+    uint32_t advance;     /* bytes per iteration */
+} ipu_low_kernel;
+
+typedef struct ipu_low_xdst {
+    uint32_t buffer, offset;
+} ipu_low_xdst;
+
+typedef struct ipu_low_xfer {
+    uint32_t src_buffer, src_offset, bytes;
+    uint32_t first_dst, dst_count;
+} ipu_low_xfer;
+
+typedef struct ipu_low_host {
+    uint32_t buffer, offset, bytes;
+    uint32_t stream;
+    uint64_t stream_offset;
+} ipu_low_host;
+
+enum ipu_low_step_kind { IPU_LOW_COMPUTE = 1, IPU_LOW_EXCHANGE = 2, IPU_LOW_HOST_IN = 3, IPU_LOW_HOST_OUT = 4 };
+
+typedef struct ipu_low_step {
+    int kind;
+    uint8_t init;              /* part of the init program */
+    uint32_t first, count;     /* kernels, transfers or host entries */
+    char label[48];
+    ipu_xphase phase;          /* exchange steps: the scheduled phase */
+} ipu_low_step;
+
+typedef struct ipu_low_stream {
+    char name[64];
+    uint32_t direction; /* format.h ipu_stream_dir */
+    uint64_t size;
+    uint32_t tensor;
+} ipu_low_stream;
+
+typedef struct ipu_low_program {
+    ipu_profile profile;
+    ipu_low_buffer *buffers;
+    size_t buffer_count, buffer_capacity;
+    ipu_low_kernel *kernels;
+    size_t kernel_count, kernel_capacity;
+    ipu_low_xfer *xfers;
+    size_t xfer_count, xfer_capacity;
+    ipu_low_xdst *xdsts;
+    size_t xdst_count, xdst_capacity;
+    ipu_low_host *hosts;
+    size_t host_count, host_capacity;
+    ipu_low_step *steps;
+    size_t step_count, step_capacity;
+    ipu_low_stream *streams;
+    size_t stream_count, stream_capacity;
+    uint32_t repeat_first, repeat_count, repeat_iterations; /* main-program steps */
+} ipu_low_program;
+
+void ipu_low_free(ipu_low_program *prog);
+
+/* The liveness walker (plan estimate and placement share it): per tile, the
+ * largest sum of live buffer bytes over the steps; *peak_tile and
+ * *peak_step say where the largest one is. */
+ipu_status ipu_low_peaks(ipu_ctx *ctx, const ipu_low_program *prog, uint64_t *peak,
+                         uint32_t *peak_tile, uint32_t *peak_step, uint64_t **per_tile);
+
+#endif

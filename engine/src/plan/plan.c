@@ -1,0 +1,209 @@
+/* plan.c: planning a graph (see plan.h).  Ops are planned in order.  A
+ * matmul takes the cheapest grid whose footprint plus the parameters already
+ * resident fits the budget; its A input, when it has no home yet (a graph
+ * input or the Repeat's carried tensor), is homed on replica 0 of the A
+ * layout.  Elementwise ops and copies follow their input's layout.  The
+ * carried tensor's initial value shares its home.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "numerics/numerics.h"
+#include "plan/plan.h"
+
+void ipu_plan_free(ipu_plan *plan)
+{
+    for (size_t i = 0; plan->home && i < plan->graph->tensor_count; i++)
+        ipu_layout_free(&plan->home[i]);
+    for (size_t i = 0; plan->ops && i < plan->graph->op_count; i++) {
+        ipu_layout_free(&plan->ops[i].a);
+        ipu_layout_free(&plan->ops[i].b);
+    }
+    free(plan->home);
+    free(plan->ops);
+    memset(plan, 0, sizeof *plan);
+}
+
+/* A layout like src for a tensor of another element type, one replica. */
+static ipu_status follow(ipu_ctx *ctx, ipu_layout *dst, const ipu_layout *src, uint32_t elem)
+{
+    IPU_TRY(ipu_layout_alloc(ctx, dst, src->rows, src->cols, elem, src->row_parts, src->col_parts, 1));
+    memcpy(dst->row_bounds, src->row_bounds, ((size_t)src->row_parts + 1) * sizeof *dst->row_bounds);
+    memcpy(dst->col_bounds, src->col_bounds, ((size_t)src->col_parts + 1) * sizeof *dst->col_bounds);
+    memcpy(dst->tiles, src->tiles, (size_t)src->row_parts * src->col_parts * sizeof *dst->tiles);
+    return IPU_OK;
+}
+
+static uint64_t largest_block(const ipu_layout *l, uint32_t members)
+{
+    uint64_t best = 0;
+    for (uint32_t i = 0; i < l->row_parts; i++)
+        for (uint32_t j = 0; j < l->col_parts; j++) {
+            uint64_t bytes = (uint64_t)ipu_layout_block_bytes(l, i, j) * members;
+            best = bytes > best ? bytes : best;
+        }
+    return best;
+}
+
+static int better(const ipu_matmul_grid *a, const ipu_matmul_grid *b)
+{
+    if (a->cycles != b->cycles)
+        return a->cycles < b->cycles;
+    if (a->tile_bytes != b->tile_bytes)
+        return a->tile_bytes < b->tile_bytes;
+    uint64_t ta = (uint64_t)a->gm * a->gn * a->gk, tb = (uint64_t)b->gm * b->gn * b->gk;
+    return ta < tb;
+}
+
+static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
+{
+    const ipu_graph *g = plan->graph;
+    const ipu_profile *p = &plan->profile;
+    const ipu_ir_op *op = &g->ops[index];
+    const ipu_ir_tensor *a = &g->tensors[op->in[0]], *b = &g->tensors[op->in[1]],
+                        *c = &g->tensors[op->out];
+    uint32_t m = a->rows, k = a->cols, n = b->cols, members = b->sequence;
+    ipu_op_plan *o = &plan->ops[index];
+    ipu_matmul_grid best = {0}, smallest = {0}, grid;
+    uint32_t fits = 0, valid = 0;
+    for (uint32_t gm = 1; gm <= m && gm <= p->tiles; gm++)
+        for (uint32_t gn = 1; (uint64_t)gm * gn <= p->tiles; gn++)
+            for (uint32_t gk = 1; (uint64_t)gm * gn * gk <= p->tiles; gk++) {
+                if (!ipu_matmul_grid_cost(p, m, n, k, a->dtype, c->dtype, members, gm, gn, gk, &grid)) {
+                    /* Larger gk only makes bands thinner. */
+                    if (gk > 1)
+                        break;
+                    continue;
+                }
+                if (!valid++ || grid.tile_bytes < smallest.tile_bytes)
+                    smallest = grid;
+                if (grid.tile_bytes + plan->param_bytes > plan->budget)
+                    continue;
+                if (!fits++ || better(&grid, &best))
+                    best = grid;
+            }
+    if (!fits)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "plan: no grid for op %zu (matmul %ux%ux%u) fits the memory budget of %u "
+                        "bytes per tile: the smallest footprint is %llu bytes (grid %ux%ux%u) on top "
+                        "of %llu resident parameter bytes",
+                        index, m, k, n, plan->budget, (unsigned long long)smallest.tile_bytes,
+                        smallest.gm, smallest.gn, smallest.gk,
+                        (unsigned long long)plan->param_bytes);
+    o->grid = best;
+    o->cycles = best.cycles;
+    o->tile_bytes = best.tile_bytes;
+    o->candidates = fits;
+    ipu_layout result;
+    IPU_TRY(ipu_matmul_layouts(ctx, m, n, k, a->dtype, c->dtype, &best, &o->a, &o->b, &result));
+    plan->home[op->out] = result;
+    if (!plan->home[op->in[0]].tiles)
+        IPU_TRY(follow(ctx, &plan->home[op->in[0]], &o->a, o->a.elem));
+    if (!plan->home[op->in[1]].tiles)
+        IPU_TRY(ipu_layout_copy(ctx, &plan->home[op->in[1]], &o->b));
+    if (b->role == IPU_ROLE_PARAM)
+        plan->param_bytes += largest_block(&o->b, members);
+    return IPU_OK;
+}
+
+static ipu_status plan_elementwise(ipu_ctx *ctx, ipu_plan *plan, size_t index)
+{
+    const ipu_graph *g = plan->graph;
+    const ipu_ir_op *op = &g->ops[index];
+    const ipu_layout *in = &plan->home[op->in[0]];
+    if (!in->tiles)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "plan: op %zu (%s) reads '%s' before any op gives it a layout", index,
+                        ipu_ir_op_name(op->kind), g->tensors[op->in[0]].name);
+    const ipu_ir_tensor *out = &g->tensors[op->out];
+    if (!plan->home[op->out].tiles)
+        IPU_TRY(follow(ctx, &plan->home[op->out], in, (uint32_t)ipu_dtype_size(out->dtype)));
+    /* One vector pass over the largest block (GELU: its own formula). */
+    ipu_kernel_call call = {0};
+    uint64_t elems = largest_block(&plan->home[op->out], 1) / ipu_dtype_size(out->dtype);
+    call.entry = op->kind == IPU_IR_GELU ? IPU_K_GELU
+                 : op->kind == IPU_IR_ADD ? IPU_K_ADD
+                 : op->kind == IPU_IR_CAST ? IPU_K_CAST
+                                           : IPU_K_COPY;
+    if (call.entry == IPU_K_GELU)
+        call.args[2] = (uint32_t)elems, call.args[3] = (uint32_t)out->dtype;
+    else if (call.entry == IPU_K_ADD)
+        call.args[3] = (uint32_t)elems, call.args[4] = (uint32_t)out->dtype;
+    else if (call.entry == IPU_K_CAST)
+        call.args[2] = (uint32_t)elems, call.args[3] = (uint32_t)g->tensors[op->in[0]].dtype,
+        call.args[5] = (uint32_t)out->dtype;
+    else
+        call.args[2] = (uint32_t)(elems * ipu_dtype_size(out->dtype));
+    plan->ops[index].cycles = ipu_kernel_cycles(&call, &plan->profile);
+    plan->ops[index].tile_bytes = largest_block(in, 1) + largest_block(&plan->home[op->out], 1);
+    return IPU_OK;
+}
+
+ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g, uint32_t budget,
+                          ipu_plan *out)
+{
+    memset(out, 0, sizeof *out);
+    out->profile = *p;
+    out->graph = g;
+    out->budget = budget;
+    out->home = calloc(g->tensor_count, sizeof *out->home);
+    out->ops = calloc(g->op_count ? g->op_count : 1, sizeof *out->ops);
+    if (!out->home || !out->ops) {
+        ipu_plan_free(out);
+        return IPU_NO_MEMORY(ctx);
+    }
+    ipu_status status = IPU_OK;
+    const ipu_ir_repeat *r = &g->repeat;
+    for (size_t i = 0; i < g->op_count && status == IPU_OK; i++) {
+        /* The Repeat's carried tensor is homed by its first reader; before
+         * the body starts, its initial value must already have that home. */
+        if (g->ops[i].kind == IPU_IR_MATMUL)
+            status = plan_matmul(ctx, out, i);
+        else
+            status = plan_elementwise(ctx, out, i);
+        if (status == IPU_OK && r->iterations && i + 1 == r->first_op + r->op_count &&
+            !out->home[r->carried_init].tiles)
+            status = ipu_layout_copy(ctx, &out->home[r->carried_init], &out->home[r->carried]);
+        uint32_t executions = r->iterations && i >= r->first_op && i < r->first_op + r->op_count
+                                  ? r->iterations
+                                  : 1;
+        out->cycles += out->ops[i].cycles * executions;
+    }
+    for (size_t t = 0; status == IPU_OK && t < g->tensor_count; t++)
+        if (!out->home[t].tiles)
+            status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                              "plan: tensor '%s' is never used by an op", g->tensors[t].name);
+    for (size_t t = 0; status == IPU_OK && t < g->tensor_count; t++)
+        status = ipu_layout_check(ctx, &out->home[t], p->tiles);
+    if (status != IPU_OK)
+        ipu_plan_free(out);
+    return status;
+}
+
+json_t *ipu_plan_json(const ipu_plan *plan)
+{
+    const ipu_graph *g = plan->graph;
+    json_t *ops = json_array();
+    for (size_t i = 0; i < g->op_count; i++) {
+        const ipu_ir_op *op = &g->ops[i];
+        const ipu_op_plan *o = &plan->ops[i];
+        json_t *entry = json_pack("{s:I, s:s, s:s, s:I, s:I}", "op", (json_int_t)i, "kind",
+                                  ipu_ir_op_name(op->kind), "output", g->tensors[op->out].name,
+                                  "cycles", (json_int_t)o->cycles, "tile_bytes",
+                                  (json_int_t)o->tile_bytes);
+        if (op->kind == IPU_IR_MATMUL)
+            json_object_set_new(entry, "grid",
+                                json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "rows",
+                                          (json_int_t)o->grid.gm, "cols", (json_int_t)o->grid.gn,
+                                          "reduction", (json_int_t)o->grid.gk, "candidates",
+                                          (json_int_t)o->candidates, "compute",
+                                          (json_int_t)o->grid.compute_cycles, "operands",
+                                          (json_int_t)o->grid.operand_cycles, "reduce",
+                                          (json_int_t)o->grid.reduce_cycles, "tiles",
+                                          (json_int_t)o->grid.gm * o->grid.gn * o->grid.gk));
+        json_array_append_new(ops, entry);
+    }
+    return json_pack("{s:o, s:I, s:I, s:I}", "ops", ops, "cycles", (json_int_t)plan->cycles, "budget",
+                     (json_int_t)plan->budget, "param_bytes", (json_int_t)plan->param_bytes);
+}
