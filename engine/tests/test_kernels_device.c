@@ -1,5 +1,5 @@
 /* test_kernels_device.c: runs every kernel entry (FILL, COPY, CAST, ADD,
- * GEMM_F16, GEMM_F8) on the simulated device through small hand-built
+ * GEMM_F16, GEMM_F8, GELU) on the simulated device through small hand-built
  * 4-tile packages (empty init program; operands uploaded through a host input
  * stream into the aperture and COPY-ed into place, or loaded as package data;
  * results read back through COPY + a host output stream, or with
@@ -7,16 +7,24 @@
  * precision from this file's own decoders of the formats (DEVICE.md):
  * GEMMs over ~50 seeded random odd shapes per family (f16/f32 outputs,
  * accumulate and initialize, F143/F152 with scales -2/-4, WIDE operands in
- * region 1), CAST between every type pair and scale bit-exactly, ADD f16/f32
- * bit-exactly, FILL and COPY byte-exactly with guard bytes around every
- * output.  Tolerances: f32 GEMM output within 1e-5 * (sum |a||b| + |c|) of
- * the exact value; f16 output within one f16 ulp of the exact value plus
- * that.  The cycle report of a lone GEMM step must equal DEVICE.md's formula
- * 50 + ceil(m*n*k / rate) + 4*m (rate 128 FP8, 64 FP16->FP16, 32 FP16->FP32)
- * and the step total compute + sync 150 + exchange; with four GEMMs on four
- * tiles each tile's compute is its formula, the step's the slowest tile's
- * and each tile waits the difference.  The seed comes from
- * IPU_TEST_SEED or the clock and is printed on every failure.
+ * region 1; the fixed shapes with packed rows, the random ones with row
+ * strides lda, ldb, ldc of the minimum plus 0..9 elements, the gap elements
+ * of A and B holding NaN codes a read would spread into the result and those
+ * of C guard bytes that must stay untouched), CAST between every type pair
+ * and scale bit-exactly, ADD f16/f32 bit-exactly, FILL and COPY byte-exactly
+ * with guard bytes around every output, GELU over every FP16 code and an FP32
+ * set with the specials (bit-identical to ipu_num_gelu per element, and
+ * within ulp32 + |x| 2^-23 of the double formula before the final rounding:
+ * see check_gelu), and the malformed_descriptor fault of a GEMM row stride
+ * below its minimum.  Tolerances: f32 GEMM output within
+ * 1e-5 * (sum |a||b| + |c|) of the exact value; f16 output within one f16 ulp
+ * of the exact value plus that.  The cycle report of a lone GEMM step must
+ * equal DEVICE.md's formula 50 + ceil(m*n*k / rate) + 4*m (rate 128 FP8,
+ * 64 FP16->FP16, 32 FP16->FP32), whatever the strides, and the step total
+ * compute + sync 150 + exchange; with four GEMMs on four tiles each tile's
+ * compute is its formula, the step's the slowest tile's and each tile waits
+ * the difference.  GELU costs 10 + 8 * ceil(count * size / 8) per tile.  The
+ * seed comes from IPU_TEST_SEED or the clock and is printed on every failure.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -35,6 +43,7 @@
 #include "numerics/numerics.h"
 #include "package/package.h"
 
+#include "support_packages.h"
 #include "support_seed.h"
 
 #define PROFILE_JSON "{\"name\":\"c600-4\",\"tiles\":4}"
@@ -379,14 +388,41 @@ static void check_guard(const uint8_t *bytes, const char *what, int tcase)
 /* ---- GEMM ---------------------------------------------------------------- */
 static uint32_t dim(void) { return tseed_below(6) ? 1 + tseed_below(60) : 1; }
 
+/* Input staging budget: spans that would not fit the host aperture go in as
+ * package data instead. */
+static int staged_or_direct(uint32_t *staged, uint32_t size)
+{
+    if (!tseed_below(2) && *staged + align_up(size, 8) <= APERTURE_END - APERTURE_BASE) {
+        *staged += align_up(size, 8);
+        return 0;
+    }
+    return 1;
+}
+
+/* Random codes for the rows of a strided operand; every gap element holds
+ * NAN_BYTE bytes (a NaN in FP16, F143 and F152). */
+#define NAN_BYTE 0xFFu
+static void gen_rows(int dtype, int full, uint8_t *dst, uint32_t rows, uint32_t cols, uint32_t ld)
+{
+    size_t sz = type_size(dtype);
+    memset(dst, NAN_BYTE, ((size_t)(rows - 1) * ld + cols) * sz);
+    for (uint32_t r = 0; r < rows; r++)
+        gen_codes(dtype, full, dst + (size_t)r * ld * sz, cols);
+}
+
 static void gemm_family(int f8, int out_type, uint64_t salt)
 {
     static const uint32_t fixed[][3] = {{1, 1, 1}, {1, 7, 13}, {9, 1, 5}, {3, 11, 1}, {1, 1, 59}, {15, 17, 19}};
     uint8_t lo[32], hi[32];
+    int nan_in[2] = {0, 0};
     tseed_reset(salt);
     for (int c = 0; c < GEMM_CASES; c++) {
         uint32_t m = c < 6 ? fixed[c][0] : dim(), n = c < 6 ? fixed[c][1] : dim(),
                  k = c < 6 ? fixed[c][2] : dim();
+        /* Fixed shapes: packed rows; random shapes: each stride the minimum plus 0..9. */
+        uint32_t lda = k, ldb = n, ldc = n;
+        if (c >= 6)
+            lda += tseed_below(10), ldb += tseed_below(10), ldc += tseed_below(10);
         uint32_t flags = (tseed_below(2) ? IPU_GEMM_ACCUMULATE : 0) |
                          (tseed_below(2) ? IPU_GEMM_WIDE : 0);
         int acc = (flags & IPU_GEMM_ACCUMULATE) != 0, wide = (flags & IPU_GEMM_WIDE) != 0;
@@ -398,19 +434,26 @@ static void gemm_family(int f8, int out_type, uint64_t salt)
         }
         int full = f8 && out_type == IPU_DT_F32 && tseed_below(3) == 0;
         uint32_t in_size = f8 ? 1 : 2, out_size = (uint32_t)type_size(out_type);
-        uint32_t a_bytes = m * k * in_size, b_bytes = k * n * in_size, c_bytes = m * n * out_size;
+        /* Operand extents: (rows - 1) * ld + cols elements. */
+        uint32_t a_bytes = ((m - 1) * lda + k) * in_size, b_bytes = ((k - 1) * ldb + n) * in_size;
+        uint32_t c_bytes = ((m - 1) * ldc + n) * out_size;
         uint8_t *A = malloc(a_bytes), *B = malloc(b_bytes), *Cin = malloc(c_bytes), *C = malloc(c_bytes);
         assert_true(A && B && Cin && C);
-        gen_codes(ta, full, A, (size_t)m * k);
-        gen_codes(tb, full, B, (size_t)k * n);
-        for (uint32_t i = 0; acc && i < m * n; i++) {
-            if (out_type == IPU_DT_F16) {
-                gen_codes(IPU_DT_F16, 0, Cin + 2 * i, 1);
-            } else {
-                float v = (float)((int)tseed_below(65536) - 32768) / 8192.0f;
-                memcpy(Cin + 4 * i, &v, 4);
+        gen_rows(ta, full, A, m, k, lda);
+        gen_rows(tb, full, B, k, n, ldb);
+        nan_in[0] |= lda > k && m > 1, nan_in[1] |= ldb > n && k > 1;
+        /* C: guard bytes everywhere, then the accumulated elements. */
+        memset(Cin, GUARD, c_bytes);
+        for (uint32_t i = 0; acc && i < m; i++)
+            for (uint32_t j = 0; j < n; j++) {
+                uint8_t *e = Cin + ((size_t)i * ldc + j) * out_size;
+                if (out_type == IPU_DT_F16) {
+                    gen_codes(IPU_DT_F16, 0, e, 1);
+                } else {
+                    float v = (float)((int)tseed_below(65536) - 32768) / 8192.0f;
+                    memcpy(e, &v, 4);
+                }
             }
-        }
         /* A and B share elements; C sits in another element (separation rule). */
         uint32_t align = wide ? 16 : 8, ab_base = wide || tseed_below(2) ? R1 : R0;
         uint32_t a_addr = ab_base + align * tseed_below(64);
@@ -422,42 +465,50 @@ static void gemm_family(int f8, int out_type, uint64_t salt)
             uint32_t w[] = {IPU_K_GEMM_F8 | 13u << 16, a_addr, b_addr, c_addr, m, n, k,
                             (uint32_t)ta | (uint32_t)tb << 8,
                             (uint32_t)(uint8_t)(int8_t)sa | (uint32_t)(uint8_t)(int8_t)sb << 8,
-                            (uint32_t)out_type, flags, k, n, n};
+                            (uint32_t)out_type, flags, lda, ldb, ldc};
             memcpy(d, w, sizeof w);
         } else {
             uint32_t w[] = {IPU_K_GEMM_F16 | 11u << 16, a_addr, b_addr, c_addr, m, n, k,
-                            (uint32_t)out_type, flags, k, n, n};
+                            (uint32_t)out_type, flags, lda, ldb, ldc};
             memcpy(d, w, sizeof w);
         }
-        add_in(&job, a_addr, A, a_bytes, tseed_below(2));
-        add_in(&job, b_addr, B, b_bytes, tseed_below(2));
-        if (acc)
-            add_in(&job, c_addr, Cin, c_bytes, tseed_below(2));
+        uint32_t staged = 0;
+        add_in(&job, a_addr, A, a_bytes, staged_or_direct(&staged, a_bytes));
+        add_in(&job, b_addr, B, b_bytes, staged_or_direct(&staged, b_bytes));
+        /* C is written first when accumulating, or to put guard bytes in its row gaps. */
+        if (acc || (ldc > n && m > 1))
+            add_in(&job, c_addr, Cin, c_bytes, staged_or_direct(&staged, c_bytes));
         add_out(&job, c_addr, C, c_bytes, tseed_below(2));
         add_guards(&job, c_addr, c_bytes, lo, hi);
         json_t *step;
         json_t *report = run_jobs(&job, 1, &step);
         check_guard(lo, "before", c);
         check_guard(hi, "after", c);
+        for (uint32_t i = 0; i + 1 < m; i++)
+            for (uint32_t b = (i * ldc + n) * out_size; b < (i + 1) * ldc * out_size; b++)
+                if (C[b] != GUARD)
+                    TSEED_FAIL("%s case %d: %ux%ux%u ldc %u: gap byte %u after C row %u was "
+                               "overwritten (0x%02X)",
+                               f8 ? "gemm_f8" : "gemm_f16", c, m, n, k, ldc, b, i, C[b]);
         for (uint32_t i = 0; i < m; i++)
             for (uint32_t j = 0; j < n; j++) {
                 int isn;
-                double s = acc ? decode(out_type, 0, Cin + (i * n + j) * out_size, &isn) : 0;
+                double s = acc ? decode(out_type, 0, Cin + (i * ldc + j) * out_size, &isn) : 0;
                 double mag = fabs(s);
                 for (uint32_t l = 0; l < k; l++) {
-                    double pr = decode(ta, sa, A + (i * k + l) * in_size, &isn) *
-                                decode(tb, sb, B + (l * n + j) * in_size, &isn);
+                    double pr = decode(ta, sa, A + (i * lda + l) * in_size, &isn) *
+                                decode(tb, sb, B + (l * ldb + j) * in_size, &isn);
                     s += pr, mag += fabs(pr);
                 }
-                double got = decode(out_type, 0, C + (i * n + j) * out_size, &isn);
+                double got = decode(out_type, 0, C + (i * ldc + j) * out_size, &isn);
                 double tol = 1e-5 * mag + (out_type == IPU_DT_F16 ? f16_ulp(s) : 0.0);
                 if (!(fabs(got - s) <= tol))
-                    TSEED_FAIL("%s case %d: %ux%ux%u flags %u types %d/%d scales %d/%d out %s: "
-                               "C[%u][%u] = %.9g, exact %.9g, tolerance %.3g",
-                               f8 ? "gemm_f8" : "gemm_f16", c, m, n, k, flags, ta, tb, sa, sb,
-                               ipu_dtype_name(out_type), i, j, got, s, tol);
+                    TSEED_FAIL("%s case %d: %ux%ux%u strides %u/%u/%u flags %u types %d/%d "
+                               "scales %d/%d out %s: C[%u][%u] = %.9g, exact %.9g, tolerance %.3g",
+                               f8 ? "gemm_f8" : "gemm_f16", c, m, n, k, lda, ldb, ldc, flags, ta,
+                               tb, sa, sb, ipu_dtype_name(out_type), i, j, got, s, tol);
             }
-        /* DEVICE.md: 50 + ceil(m*n*k / rate) + 4 per output row. */
+        /* DEVICE.md: 50 + ceil(m*n*k / rate) + 4 per output row, whatever the strides. */
         uint64_t rate = f8 ? 128 : out_type == IPU_DT_F16 ? 64 : 32;
         uint64_t want = 50 + ((uint64_t)m * n * k + rate - 1) / rate + 4ull * m;
         json_int_t compute = field(step, "compute");
@@ -471,6 +522,10 @@ static void gemm_family(int f8, int out_type, uint64_t salt)
         json_decref(report);
         free(A), free(B), free(Cin), free(C);
     }
+    /* The family exercised NaN-filled gaps in both inputs at least once. */
+    if (!nan_in[0] || !nan_in[1])
+        TSEED_FAIL("%s: no case had row gaps in A (%d) and in B (%d)", f8 ? "gemm_f8" : "gemm_f16",
+                   nan_in[0], nan_in[1]);
 }
 
 static void test_gemm_f16_out_f16(void **state) { (void)state; gemm_family(0, IPU_DT_F16, 1); }
@@ -701,6 +756,239 @@ static void add_family(int dtype, uint64_t salt)
 static void test_add_f32(void **state) { (void)state; add_family(IPU_DT_F32, 6); }
 static void test_add_f16(void **state) { (void)state; add_family(IPU_DT_F16, 7); }
 
+/* ---- GELU ---------------------------------------------------------------- */
+/* The tanh approximation in double precision, from its formula (NaN for NaN
+ * and for -inf, where the formula reads -inf * 0). */
+static double gelu_formula(double x)
+{
+    return 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
+}
+
+/* Spacing of FP32 values at |v| (subnormal spacing below 2^-126). */
+static double f32_ulp(double v)
+{
+    int e = 0;
+    if (v != 0)
+        frexp(fabs(v), &e);
+    int ex = v == 0 || e - 1 < -126 ? -126 : e - 1;
+    return ldexp(1.0, ex - 23);
+}
+
+/* F32 GELU sources: zeros, infinities, NaNs (quiet, signalling, negative),
+ * the largest and tiny (normal and subnormal) magnitudes, the region where
+ * GELU bends and its negative tail underflows, then random values: any bits,
+ * the interval [-12, 12], any exponent. */
+static void gen_gelu_f32(uint8_t *dst, uint32_t count, int specials)
+{
+    static const uint32_t special_bits[] = {0x00000000u, 0x80000000u, 0x7F800000u, 0xFF800000u,
+                                            0x7FC00000u, 0xFFC00000u, 0x7FA00000u, 0xFFC00001u,
+                                            0x7F7FFFFFu, 0xFF7FFFFFu, 0x00800000u, 0x80800000u,
+                                            0x00000001u, 0x80000001u, 0x00012345u, 0x80012345u};
+    static const float special[] = {1e38f, -1e38f, 1e20f, -1e20f, 1e5f, -1e5f, 65504.0f,
+                                    -65504.0f, 100.0f, -100.0f, 20.0f, -20.0f, 10.0f, -10.0f,
+                                    9.0f, -9.0f, 7.2f, -7.2f, 5.0f, -5.0f, 3.0f, -3.0f, 2.0f,
+                                    -2.0f, 1.0f, -1.0f, 0.5f, -0.5f, 0.7260117f, -0.7260117f,
+                                    1e-3f, -1e-3f, 1e-7f, -1e-7f, 1e-20f, -1e-20f, 1e-30f, -1e-30f};
+    enum { NB = sizeof special_bits / sizeof special_bits[0], NS = sizeof special / sizeof special[0] };
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t u;
+        float v;
+        if (specials && i < NB) {
+            u = special_bits[i];
+        } else if (specials && i < NB + NS) {
+            memcpy(&u, &special[i - NB], 4);
+        } else {
+            uint32_t pick = tseed_below(3);
+            if (pick == 0) {
+                u = (uint32_t)tseed_rnd();
+            } else {
+                v = pick == 1 ? (float)(((double)tseed_below(1u << 24) / (1u << 24) * 2 - 1) * 12)
+                              : (float)ldexp((double)(tseed_below(1u << 24) | 1u << 23),
+                                             (int)tseed_below(277) - 173);
+                if (pick == 2 && tseed_below(2))
+                    v = -v;
+                memcpy(&u, &v, 4);
+            }
+        }
+        store32(dst + 4 * i, u);
+    }
+}
+
+typedef struct gelu_case {
+    int type;
+    uint32_t count;
+} gelu_case;
+
+/* Every element: (1) the output's bits are ipu_num_gelu applied to the
+ * decoded source and encoded to the type (the library's decode/encode, which
+ * the CAST test holds to the formats bit-exactly); (2) against the double
+ * formula r = fp32(gelu(x)): NaN exactly where the formula gives NaN,
+ * infinities exactly, otherwise the output lies in [type(r - tol),
+ * type(r + tol)], tol = ulp32(r) + |x| * 2^-23, i.e. it is the type's
+ * rounding of an FP32 value within tol of r.  One FP32 ulp alone is not
+ * enough for the FP32 evaluation: its rounded cubic, tanhf and 1 + tanh carry
+ * an absolute error of a few 2^-24 into the factor 0.5 x, which for negative
+ * x (where 1 + tanh cancels) and near 0.7 (2 ulps) exceeds one ulp of the
+ * result; the measured worst case over all FP32 inputs is
+ * ulp32(r) + 1.38 |x| 2^-24.  Exact GELU (erf) differs from this formula by up
+ * to ~4e-4 near x = -3, far outside tol. */
+static void check_gelu(const gelu_case *g, const uint8_t *src, const uint8_t *dst)
+{
+    size_t sz = type_size(g->type);
+    for (uint32_t i = 0; i < g->count; i++) {
+        const uint8_t *s = src + i * sz, *o = dst + i * sz;
+        float xf, gf;
+        uint8_t bits[4];
+        ipu_num_decode(g->type, 0, s, &xf, 1);
+        gf = ipu_num_gelu(xf);
+        ipu_num_encode(g->type, 0, &gf, bits, 1);
+        int xnan, onan;
+        double x = decode(g->type, 0, s, &xnan), got = decode(g->type, 0, o, &onan);
+        if (memcmp(bits, o, sz) != 0)
+            TSEED_FAIL("gelu %s count %u element %u (x = %.9g): output bits differ from "
+                       "ipu_num_gelu (%.9g, want %.9g)",
+                       ipu_dtype_name(g->type), g->count, i, x, got, (double)gf);
+        double exact = gelu_formula(x);
+        int ok;
+        double lo = exact, hi = exact;
+        if (isnan(exact)) {
+            ok = onan;
+        } else if (isinf(exact)) {
+            ok = !onan && got == exact;
+        } else {
+            double r = (double)(float)exact, tol = f32_ulp(r) + fabs(x) * 0x1p-23;
+            lo = round_to(g->type, 0, r - tol), hi = round_to(g->type, 0, r + tol);
+            ok = !onan && lo <= got && got <= hi;
+        }
+        if (!ok)
+            TSEED_FAIL("gelu %s count %u element %u: gelu(%.9g) = %.9g%s, formula %.17g, "
+                       "accepted [%.9g, %.9g]",
+                       ipu_dtype_name(g->type), g->count, i, x, got, onan ? " (NaN)" : "", exact,
+                       lo, hi);
+    }
+}
+
+/* Every FP16 code, an F32 set with the specials, and short runs of both
+ * types (the cycle formula's rounding up), four tiles per run with operands
+ * as package data, so each run is the GELU step alone: each tile's compute is
+ * 10 + 8 * ceil(count * size / 8) and the step's the slowest tile's. */
+static void test_gelu(void **state)
+{
+    (void)state;
+    static const gelu_case cases[] = {{IPU_DT_F16, 65536}, {IPU_DT_F32, 4099}, {IPU_DT_F16, 1},
+                                      {IPU_DT_F32, 1},     {IPU_DT_F16, 3},     {IPU_DT_F16, 5},
+                                      {IPU_DT_F32, 3},     {IPU_DT_F32, 2}};
+    enum { N = sizeof cases / sizeof cases[0] };
+    tseed_reset(11);
+    for (uint32_t first = 0; first < N; first += TILES) {
+        kjob jobs[TILES];
+        uint8_t *src[TILES], *dst[TILES], lo[TILES][32], hi[TILES][32];
+        uint64_t want[TILES], slowest = 0;
+        memset(jobs, 0, sizeof jobs);
+        for (uint32_t t = 0; t < TILES; t++) {
+            const gelu_case *g = &cases[first + t];
+            uint32_t sz = (uint32_t)type_size(g->type), bytes = g->count * sz;
+            uint32_t s_addr = R0 + (bytes <= 0x10000u ? 8 * tseed_below(64) : 0);
+            uint32_t d_addr = R1 + 64 + 8 * tseed_below(64);
+            src[t] = malloc(bytes), dst[t] = malloc(bytes);
+            assert_true(src[t] && dst[t]);
+            if (g->type == IPU_DT_F32) {
+                gen_gelu_f32(src[t], g->count, g->count > 100);
+            } else {
+                for (uint32_t e = 0; e < g->count; e++) { /* all codes, or random ones */
+                    uint32_t h = g->count == 65536 ? e : (uint32_t)tseed_below(65536);
+                    src[t][2 * e] = (uint8_t)h, src[t][2 * e + 1] = (uint8_t)(h >> 8);
+                }
+            }
+            uint32_t w[] = {IPU_K_GELU | 4u << 16, s_addr, d_addr, g->count, (uint32_t)g->type};
+            jobs[t].tile = t;
+            memcpy(jobs[t].desc, w, sizeof w);
+            add_in(&jobs[t], s_addr, src[t], bytes, 1);
+            add_out(&jobs[t], d_addr, dst[t], bytes, 1);
+            add_guards(&jobs[t], d_addr, bytes, lo[t], hi[t]);
+            want[t] = 10 + 8 * (((uint64_t)bytes + 7) / 8);
+            slowest = want[t] > slowest ? want[t] : slowest;
+        }
+        json_t *step;
+        json_t *report = run_jobs(jobs, TILES, &step);
+        assert_int_equal(json_array_size(json_object_get(report, "steps")), 1);
+        assert_int_equal(field(step, "compute"), slowest);
+        assert_int_equal(field(step, "cycles"), slowest + 150);
+        json_t *tiles = json_object_get(report, "tiles");
+        for (uint32_t t = 0; t < TILES; t++) {
+            const gelu_case *g = &cases[first + t];
+            json_int_t c = json_integer_value(json_array_get(json_object_get(tiles, "compute"), t));
+            if ((uint64_t)c != want[t])
+                TSEED_FAIL("gelu %s count %u: tile compute %lld cycles, formula %llu",
+                           ipu_dtype_name(g->type), g->count, (long long)c,
+                           (unsigned long long)want[t]);
+            check_guard(lo[t], "before", (int)(first + t));
+            check_guard(hi[t], "after", (int)(first + t));
+            check_gelu(g, src[t], dst[t]);
+            free(src[t]), free(dst[t]);
+        }
+        json_decref(report);
+    }
+}
+
+/* ---- malformed arguments ----------------------------------------------------- */
+/* A GEMM whose row stride is below its minimum (lda < k, ldb < n, ldc < n) is
+ * a malformed descriptor: the device stops on the first step with the fault
+ * on the whole descriptor, naming the GEMM and the strides. */
+static void test_gemm_stride_malformed(void **state)
+{
+    (void)state;
+    enum { T = 2, M = 3, N = 5, K = 7 };
+    /* Which stride (0 lda, 1 ldb, 2 ldc) and its value. */
+    static const uint32_t bad[][2] = {{0, K - 1}, {0, 0}, {1, N - 1}, {2, N - 1}, {2, 1}};
+    for (int f8 = 0; f8 < 2; f8++)
+        for (size_t c = 0; c < sizeof bad / sizeof bad[0]; c++) {
+            ipu_ctx *ctx = ipu_ctx_create();
+            assert_non_null(ctx);
+            ipu_profile p;
+            tpkg_profile(ctx, TILES, &p);
+            ipu_pkg_builder *b = tpkg_builder(ctx, &p);
+            uint32_t slot = ipu_pkg_new_slot(b), a = tpkg_data0(&p), bb = a + 0x100,
+                     cc = 0x70000u;
+            uint32_t ld[3] = {K, N, N};
+            ld[bad[c][0]] = bad[c][1];
+            tpkg_kernel kern;
+            memset(&kern, 0, sizeof kern);
+            if (f8) {
+                uint32_t args[] = {a, bb, cc, M, N, K, IPU_DT_F143 | IPU_DT_F152 << 8, 0,
+                                   IPU_DT_F32, 0, ld[0], ld[1], ld[2]};
+                kern.entry = IPU_K_GEMM_F8, kern.argc = 13;
+                memcpy(kern.args, args, sizeof args);
+            } else {
+                uint32_t args[] = {a, bb, cc, M, N, K, IPU_DT_F16, 0, ld[0], ld[1], ld[2]};
+                kern.entry = IPU_K_GEMM_F16, kern.argc = 11;
+                memcpy(kern.args, args, sizeof args);
+            }
+            uint32_t list = tpkg_compute_list(b, T, slot, &kern, 1, 1);
+            TPKG_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, slot, IPU_NO_SLOT, 0));
+            ipu_package *pkg = tpkg_build(ctx, b);
+            tpkg_outcome o = tpkg_execute(ctx, pkg);
+            assert_int_equal(o.init, IPU_OK);
+            if (o.run != IPU_ERR_DEVICE_FAULT)
+                TSEED_FAIL("%s with stride %u = %u: run returned %s, want a device fault",
+                           f8 ? "gemm_f8" : "gemm_f16", bad[c][0], bad[c][1],
+                           ipu_status_name(o.run));
+            uint32_t head = list + 4;
+            TPKG_EXPECT_FAULT(o.fault, "malformed_descriptor", T, head, head + 4 + 4 * kern.argc);
+            const char *kernel = tpkg_fault_str(o.fault, "kernel");
+            assert_non_null(kernel);
+            assert_string_equal(kernel, f8 ? "gemm_f8" : "gemm_f16");
+            assert_int_equal(tpkg_fault_int(o.fault, "descriptor"), 0);
+            const char *detail = tpkg_fault_str(o.fault, "detail");
+            assert_non_null(detail);
+            if (!strstr(detail, "stride"))
+                TSEED_FAIL("fault detail '%s' does not name the stride", detail);
+            tpkg_outcome_free(&o);
+            ipu_package_free(pkg);
+            ipu_ctx_free(ctx);
+        }
+}
+
 /* ---- FILL and COPY ------------------------------------------------------- */
 static void test_fill(void **state)
 {
@@ -789,7 +1077,8 @@ int main(void)
         cmocka_unit_test(test_gemm_cycles_per_tile),
         cmocka_unit_test(test_cast_all_pairs),   cmocka_unit_test(test_add_f32),
         cmocka_unit_test(test_add_f16),          cmocka_unit_test(test_fill),
-        cmocka_unit_test(test_copy),
+        cmocka_unit_test(test_copy),             cmocka_unit_test(test_gelu),
+        cmocka_unit_test(test_gemm_stride_malformed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
