@@ -71,6 +71,7 @@ def _declare(lib):
         "ipu_device_write": (st, [vp, vp, u32, u32, vp, sz]),
         "ipu_stress_build": (st, [vp, cp, ctypes.POINTER(vp)]),
         "ipu_bench_gemm": (st, [vp, cp, out_str]),
+        "ipu_compile": (st, [vp, vp, cp, ctypes.POINTER(vp), out_str]),
         "ipu_workload_create": (st, [vp, cp, ctypes.POINTER(vp)]),
         "ipu_workload_free": (None, [vp]),
         "ipu_workload_info_json": (st, [vp, vp, out_str]),
@@ -314,6 +315,15 @@ class Workload:
     def reference_output(self, name):
         """FP32 reference values of an output tensor (after reference_run)."""
         return self._floats(lib().ipu_reference_output, name)
+
+    def compile(self, profile, memory_budget=None):
+        """Plan, lower, schedule, place and package for a device profile;
+        returns (Package, report dict)."""
+        handle, report = ctypes.c_void_p(), ctypes.c_void_p()
+        options = json.dumps({"profile": profile, "memory_budget": memory_budget}).encode()
+        self.ctx.check(lib().ipu_compile(self.ctx.handle, self.handle, options, ctypes.byref(handle),
+                                         ctypes.byref(report)))
+        return Package(self.ctx, handle), json.loads(self.ctx.take_string(report))
 
     def close(self):
         if self.handle:

@@ -153,6 +153,16 @@ ipu_status ipu_check_outputs(ipu_ctx *ctx, const float *reference, const void *d
                              const char *dtype_name, size_t rows, size_t cols, double min_cosine,
                              char **out_json);
 
+/* ---- the compiler ------------------------------------------------------ */
+/* Compile a workload for a device: plan, lower, schedule exchange, place and
+ * package.  options_json: {"profile": {...}, "memory_budget": bytes|null
+ * (null: the profile's default budget)}.  The package records the workload's
+ * device-typed inputs and parameters.  *out_report: the plan (per op: grid,
+ * candidates, cycles, footprint; total cycles), the estimate (liveness peak
+ * per tile), the package support sizes and each stage's wall time. */
+ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_json,
+                       ipu_package **out, char **out_report);
+
 #ifdef __cplusplus
 }
 #endif

@@ -603,7 +603,11 @@ static ipu_status lower_program(lowering *L, uint32_t **operand_a, uint32_t **pa
     }
     for (size_t b = 0; b < prog->buffer_count; b++) {
         uint32_t t = prog->buffers[b].tensor;
-        prog->buffers[b].persistent = t != IPU_LOW_LITERAL && g->tensors[t].role == IPU_ROLE_PARAM;
+        int role = t != IPU_LOW_LITERAL ? g->tensors[t].role : -1;
+        prog->buffers[b].persistent = role == IPU_ROLE_PARAM;
+        /* The carried tensor's storage receives the input. */
+        prog->buffers[b].pinned = role == IPU_ROLE_PARAM || role == IPU_ROLE_INPUT ||
+                                  role == IPU_ROLE_OUTPUT || (r->iterations && t == r->carried);
     }
     /* Streams, parameter upload (init), inputs. */
     uint32_t stream;

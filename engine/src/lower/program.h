@@ -24,6 +24,7 @@ typedef struct ipu_low_buffer {
     uint32_t first, last; /* inclusive lifetime in steps */
     uint8_t aperture;     /* host staging: must lie in the aperture */
     uint8_t persistent;   /* parameters: the whole program */
+    uint8_t pinned;       /* inputs, outputs, parameters: never in the aperture */
     uint32_t tensor;      /* owning tensor, IPU_LOW_LITERAL for staging */
     char name[56];
     uint32_t address;     /* set by placement */

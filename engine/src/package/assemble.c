@@ -1,0 +1,397 @@
+/* assemble.c: low program -> package (see assemble.h).
+ *
+ * Pass 1 schedules every exchange phase and sizes each tile's records (so the
+ * descriptor area is known before any tensor is placed); placement then gives
+ * every buffer an address outside the runtime state, the code and the
+ * descriptor area (host staging inside the aperture; inputs, outputs and
+ * parameters outside it); pass 2 encodes the records with those addresses.
+ * A compute step directly followed by an exchange step becomes one device
+ * step.  Kernel arguments that advance per Repeat iteration become
+ * progression patches of the descriptor words that hold them.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exchange/exchange.h"
+#include "package/assemble.h"
+#include "place/place.h"
+
+typedef struct assembly {
+    ipu_ctx *ctx;
+    ipu_low_program *prog;
+    const ipu_profile *p;
+    uint32_t tiles;
+    uint64_t *desc_bytes;   /* per tile */
+    uint64_t *code_entries; /* per tile: bit per kernel entry */
+    uint32_t **by_tile;     /* per step: kernels or host entries grouped by tile (counting sort) */
+    uint32_t **tile_start;  /* per step: tiles + 1 offsets into by_tile */
+} assembly;
+
+static uint64_t padded4(uint64_t n) { return (n + 3) & ~3ull; }
+
+/* Group a compute or host step's items by tile, keeping their order. */
+static ipu_status group(assembly *A, size_t s)
+{
+    const ipu_low_step *step = &A->prog->steps[s];
+    uint32_t *start = calloc((size_t)A->tiles + 1, sizeof *start);
+    uint32_t *items = calloc(step->count ? step->count : 1, sizeof *items);
+    if (!start || !items) {
+        free(start), free(items);
+        return IPU_NO_MEMORY(A->ctx);
+    }
+    for (uint32_t n = 0; n < step->count; n++) {
+        uint32_t i = step->first + n;
+        uint32_t tile = step->kind == IPU_LOW_COMPUTE ? A->prog->kernels[i].tile
+                                                      : A->prog->buffers[A->prog->hosts[i].buffer].tile;
+        start[tile + 1]++;
+    }
+    for (uint32_t t = 0; t < A->tiles; t++)
+        start[t + 1] += start[t];
+    uint32_t *fill = calloc(A->tiles, sizeof *fill);
+    if (!fill) {
+        free(start), free(items);
+        return IPU_NO_MEMORY(A->ctx);
+    }
+    for (uint32_t n = 0; n < step->count; n++) {
+        uint32_t i = step->first + n;
+        uint32_t tile = step->kind == IPU_LOW_COMPUTE ? A->prog->kernels[i].tile
+                                                      : A->prog->buffers[A->prog->hosts[i].buffer].tile;
+        items[start[tile] + fill[tile]++] = i;
+    }
+    free(fill);
+    A->by_tile[s] = items;
+    A->tile_start[s] = start;
+    return IPU_OK;
+}
+
+/* Pass 1: schedule exchanges, group items, size every tile's descriptors. */
+static ipu_status size_records(assembly *A, uint32_t *patches_per_tile)
+{
+    ipu_low_program *prog = A->prog;
+    for (size_t s = 0; s < prog->step_count; s++) {
+        ipu_low_step *step = &prog->steps[s];
+        int in_body = !step->init && s >= prog->repeat_first && s < prog->repeat_first + prog->repeat_count;
+        if (step->kind == IPU_LOW_EXCHANGE) {
+            ipu_xphase *ph = &step->phase;
+            ph->count = step->count;
+            ph->xfers = calloc(step->count ? step->count : 1, sizeof *ph->xfers);
+            size_t dsts = 0;
+            for (uint32_t n = 0; n < step->count; n++)
+                dsts += prog->xfers[step->first + n].dst_count;
+            ph->dsts = calloc(dsts ? dsts : 1, sizeof *ph->dsts);
+            if (!ph->xfers || !ph->dsts)
+                return IPU_NO_MEMORY(A->ctx);
+            ph->dst_total = dsts;
+            size_t d = 0;
+            for (uint32_t n = 0; n < step->count; n++) {
+                const ipu_low_xfer *x = &prog->xfers[step->first + n];
+                ph->xfers[n] = (ipu_xfer){prog->buffers[x->src_buffer].tile, 0, x->bytes, (uint32_t)d,
+                                          x->dst_count, 0};
+                A->desc_bytes[ph->xfers[n].src_tile] += IPU_XROW_SIZE;
+                for (uint32_t k = 0; k < x->dst_count; k++, d++) {
+                    uint32_t tile = prog->buffers[prog->xdsts[x->first_dst + k].buffer].tile;
+                    ph->dsts[d] = (ipu_xfer_dst){tile, 0};
+                    A->desc_bytes[tile] += IPU_XROW_SIZE;
+                }
+            }
+            IPU_TRY(ipu_exchange_schedule(A->ctx, A->p, ph));
+            /* A table header on every tile (a bound, for tiles without rows). */
+            for (uint32_t t = 0; t < A->tiles; t++)
+                A->desc_bytes[t] += 4;
+            continue;
+        }
+        IPU_TRY(group(A, s));
+        for (uint32_t t = 0; t < A->tiles; t++) {
+            uint32_t lo = A->tile_start[s][t], hi = A->tile_start[s][t + 1];
+            if (lo == hi)
+                continue;
+            uint64_t bytes = 4;
+            for (uint32_t i = lo; i < hi; i++) {
+                uint32_t item = A->by_tile[s][i];
+                if (step->kind == IPU_LOW_COMPUTE) {
+                    const ipu_low_kernel *k = &prog->kernels[item];
+                    bytes += 4 + 4 * (uint64_t)k->argc;
+                    A->code_entries[t] |= 1ull << k->entry;
+                    if (in_body && k->advance_arg >= 0)
+                        patches_per_tile[t]++;
+                } else {
+                    bytes += IPU_HOST_ENTRY_SIZE;
+                }
+            }
+            A->desc_bytes[t] += padded4(bytes);
+        }
+    }
+    return IPU_OK;
+}
+
+static uint32_t code_bytes(uint64_t entries)
+{
+    uint32_t bytes = 0;
+    for (int e = 1; e < IPU_K_ENTRY_END; e++)
+        if (entries & (1ull << e))
+            bytes += (ipu_kernel_code_size(e) + 7u) & ~7u;
+    return bytes;
+}
+
+static ipu_status place_buffers(assembly *A, uint32_t code_end, uint32_t desc_base, uint32_t desc_limit)
+{
+    ipu_low_program *prog = A->prog;
+    const ipu_profile *p = A->p;
+    size_t n = prog->buffer_count;
+    ipu_place_request *req = calloc(n ? n : 1, sizeof *req);
+    ipu_place_conflict *conf = NULL;
+    size_t conf_count = 0, conf_capacity = 0;
+    ipu_place_range *reserved = calloc(A->tiles, sizeof *reserved);
+    ipu_status status = req && reserved ? IPU_OK : IPU_NO_MEMORY(A->ctx);
+    for (size_t b = 0; b < n && status == IPU_OK; b++) {
+        const ipu_low_buffer *buf = &prog->buffers[b];
+        int staging = buf->aperture;
+        /* Inputs, outputs and parameters never borrow the aperture. */
+        req[b] = (ipu_place_request){buf->tile, buf->size, buf->alignment, buf->first, buf->last,
+                                     staging ? p->aperture_base : (buf->pinned ? p->aperture_end : code_end),
+                                     staging ? p->aperture_end : ipu_profile_access_end(p), buf->name, 0};
+    }
+    for (uint32_t t = 0; t < A->tiles && status == IPU_OK; t++)
+        reserved[t] = (ipu_place_range){t, desc_base, desc_limit};
+    /* A GEMM's output must not share an element with either input. */
+    for (size_t k = 0; k < prog->kernel_count && status == IPU_OK; k++) {
+        const ipu_low_kernel *kn = &prog->kernels[k];
+        if (kn->entry != IPU_K_GEMM_F16 && kn->entry != IPU_K_GEMM_F8)
+            continue;
+        for (int side = 0; side < 2 && status == IPU_OK; side++) {
+            status = IPU_GROW(A->ctx, conf, conf_count, conf_capacity);
+            if (status == IPU_OK)
+                conf[conf_count++] = (ipu_place_conflict){kn->args[side].buffer, kn->args[2].buffer};
+        }
+    }
+    if (status == IPU_OK)
+        status = ipu_place(A->ctx, p, req, n, conf, conf_count, reserved, A->tiles);
+    for (size_t b = 0; b < n && status == IPU_OK; b++)
+        prog->buffers[b].address = req[b].address;
+    free(req);
+    free(conf);
+    free(reserved);
+    return status;
+}
+
+static uint32_t resolve(const ipu_low_program *prog, const ipu_low_arg *a)
+{
+    return a->buffer == IPU_LOW_LITERAL ? a->value : prog->buffers[a->buffer].address + a->value;
+}
+
+/* Pass 2: encode every step's records and the control programs. */
+static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, uint8_t **patches,
+                         uint32_t *patch_count)
+{
+    ipu_low_program *prog = A->prog;
+    ipu_buf rec = {0};
+    ipu_status status = IPU_OK;
+    size_t repeat_op = 0;
+    uint32_t patch_slot = IPU_NO_SLOT;
+    int any_patch = 0;
+    for (uint32_t t = 0; t < A->tiles; t++)
+        any_patch |= patch_count[t] != 0;
+    if (any_patch)
+        patch_slot = ipu_pkg_new_slot(b);
+    for (size_t s = 0; s < prog->step_count && status == IPU_OK; s++) {
+        ipu_low_step *step = &prog->steps[s];
+        int init = step->init;
+        int in_body = !init && s >= prog->repeat_first && s < prog->repeat_first + prog->repeat_count;
+        if (!init && prog->repeat_count && s == prog->repeat_first) {
+            repeat_op = ipu_pkg_program_length(b, 0);
+            status = ipu_pkg_emit(b, 0, IPU_OP_REPEAT, prog->repeat_iterations, 1, patch_slot);
+        }
+        uint32_t slot = ipu_pkg_new_slot(b);
+        if (step->kind == IPU_LOW_EXCHANGE) {
+            ipu_xphase *ph = &step->phase;
+            size_t d = 0;
+            for (uint32_t n = 0; n < ph->count; n++) {
+                const ipu_low_xfer *x = &prog->xfers[step->first + n];
+                ph->xfers[n].src_address = prog->buffers[x->src_buffer].address + x->src_offset;
+                for (uint32_t k = 0; k < x->dst_count; k++, d++) {
+                    const ipu_low_xdst *q = &prog->xdsts[x->first_dst + k];
+                    ph->dsts[d].address = prog->buffers[q->buffer].address + q->offset;
+                }
+            }
+            for (uint32_t t = 0; t < A->tiles && status == IPU_OK; t++) {
+                uint32_t rows = ipu_exchange_tile_rows(ph, t);
+                if (!rows)
+                    continue;
+                rec.size = 0;
+                status = ipu_buf_append_zeros(A->ctx, &rec, 4 + (size_t)rows * IPU_XROW_SIZE);
+                if (status == IPU_OK)
+                    status = ipu_exchange_encode(A->ctx, A->p, ph, t, rec.data);
+                if (status == IPU_OK)
+                    status = ipu_pkg_put_slot(b, t, slot, rec.data, rec.size, NULL);
+            }
+            /* Merge with the compute step just before it when that one is open. */
+            size_t len = ipu_pkg_program_length(b, init);
+            const ipu_low_step *prev = s ? &prog->steps[s - 1] : NULL;
+            int prev_in_body = prev && !prev->init && s - 1 >= prog->repeat_first &&
+                               s - 1 < prog->repeat_first + prog->repeat_count;
+            if (status == IPU_OK && prev && prev->kind == IPU_LOW_COMPUTE && prev->init == init &&
+                prev_in_body == in_body && !(in_body && s == prog->repeat_first) && len) {
+                ipu_pkg_set_op_b(b, init, len - 1, slot);
+            } else if (status == IPU_OK) {
+                status = ipu_pkg_emit(b, init, IPU_OP_STEP, IPU_NO_SLOT, slot, 0);
+            }
+        } else {
+            uint32_t *start = A->tile_start[s], *items = A->by_tile[s];
+            for (uint32_t t = 0; t < A->tiles && status == IPU_OK; t++) {
+                if (start[t] == start[t + 1])
+                    continue;
+                rec.size = 0;
+                status = ipu_buf_append_u32(A->ctx, &rec, start[t + 1] - start[t]);
+                /* Word offsets of advancing arguments, patched after the put. */
+                uint32_t marks[64][2], mark_count = 0;
+                for (uint32_t i = start[t]; i < start[t + 1] && status == IPU_OK; i++) {
+                    if (step->kind == IPU_LOW_COMPUTE) {
+                        const ipu_low_kernel *k = &prog->kernels[items[i]];
+                        status = ipu_buf_append_u32(A->ctx, &rec, (uint32_t)k->entry | k->argc << 16);
+                        for (uint32_t a = 0; a < k->argc && status == IPU_OK; a++) {
+                            if (in_body && k->advance_arg == (int32_t)a) {
+                                if (mark_count == 64) {
+                                    status = IPU_FAIL(A->ctx, IPU_ERR_INTERNAL,
+                                                      "more than 64 advancing arguments in one "
+                                                      "compute list of tile %u",
+                                                      t);
+                                    break;
+                                }
+                                marks[mark_count][0] = (uint32_t)rec.size;
+                                marks[mark_count++][1] = k->advance;
+                            }
+                            status = ipu_buf_append_u32(A->ctx, &rec, resolve(prog, &k->args[a]));
+                        }
+                    } else {
+                        const ipu_low_host *h = &prog->hosts[items[i]];
+                        status = ipu_buf_append_u32(A->ctx, &rec, stream_ids[h->stream]);
+                        if (status == IPU_OK)
+                            status = ipu_buf_append_u32(A->ctx, &rec, (uint32_t)h->stream_offset);
+                        if (status == IPU_OK)
+                            status = ipu_buf_append_u32(A->ctx, &rec,
+                                                        prog->buffers[h->buffer].address + h->offset);
+                        if (status == IPU_OK)
+                            status = ipu_buf_append_u32(A->ctx, &rec, h->bytes);
+                    }
+                }
+                uint32_t where = 0;
+                if (status == IPU_OK)
+                    status = ipu_pkg_put_slot(b, t, slot, rec.data, rec.size, &where);
+                for (uint32_t m = 0; m < mark_count && status == IPU_OK; m++) {
+                    uint8_t *e = patches[t] + 4 + (size_t)ipu_load_u32(patches[t]) * IPU_PATCH_SIZE;
+                    ipu_store_u32(e, IPU_PATCH_PROGRESSION);
+                    ipu_store_u32(e + 4, where + marks[m][0]);
+                    ipu_store_u32(e + 8, ipu_load_u32(rec.data + marks[m][0]));
+                    ipu_store_u32(e + 12, marks[m][1]);
+                    ipu_store_u32(patches[t], ipu_load_u32(patches[t]) + 1);
+                }
+            }
+            if (status == IPU_OK && step->kind == IPU_LOW_COMPUTE)
+                status = ipu_pkg_emit(b, init, IPU_OP_STEP, slot, IPU_NO_SLOT, 0);
+            else if (status == IPU_OK)
+                status = ipu_pkg_emit(b, init,
+                                      step->kind == IPU_LOW_HOST_IN ? IPU_OP_HOST_IN : IPU_OP_HOST_OUT,
+                                      slot, 0, 0);
+        }
+        if (status == IPU_OK && !init && prog->repeat_count && s + 1 == prog->repeat_first + prog->repeat_count)
+            ipu_pkg_set_op_b(b, 0, repeat_op, (uint32_t)(ipu_pkg_program_length(b, 0) - repeat_op - 1));
+    }
+    for (uint32_t t = 0; t < A->tiles && status == IPU_OK && any_patch; t++)
+        if (patch_count[t])
+            status = ipu_pkg_put_slot(b, t, patch_slot, patches[t],
+                                      4 + (size_t)patch_count[t] * IPU_PATCH_SIZE, NULL);
+    ipu_buf_free(&rec);
+    return status;
+}
+
+ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
+                        const ipu_assembly_record *records, size_t record_count, ipu_package **out,
+                        json_t **report)
+{
+    const ipu_profile *p = &prog->profile;
+    assembly A = {ctx, prog, p, p->tiles, NULL, NULL, NULL, NULL};
+    size_t steps = prog->step_count ? prog->step_count : 1;
+    A.desc_bytes = calloc(A.tiles, sizeof *A.desc_bytes);
+    A.code_entries = calloc(A.tiles, sizeof *A.code_entries);
+    A.by_tile = calloc(steps, sizeof *A.by_tile);
+    A.tile_start = calloc(steps, sizeof *A.tile_start);
+    uint32_t *patch_count = calloc(A.tiles, sizeof *patch_count);
+    uint8_t **patches = calloc(A.tiles, sizeof *patches);
+    uint32_t *stream_ids = calloc(prog->stream_count ? prog->stream_count : 1, sizeof *stream_ids);
+    ipu_pkg_builder *b = NULL;
+    ipu_status status = A.desc_bytes && A.code_entries && A.by_tile && A.tile_start && patch_count &&
+                                patches && stream_ids
+                            ? IPU_OK
+                            : IPU_NO_MEMORY(ctx);
+    if (status == IPU_OK)
+        status = size_records(&A, patch_count);
+    /* Support first: code after the runtime state, descriptors after the aperture. */
+    uint32_t code_base = (p->sram_base + p->runtime_state_bytes + 63u) & ~63u, code_max = 0;
+    uint64_t desc_max = 0;
+    uint32_t slots = (uint32_t)prog->step_count + 1;
+    for (uint32_t t = 0; t < A.tiles && status == IPU_OK; t++) {
+        uint32_t code = code_bytes(A.code_entries[t]);
+        code_max = code > code_max ? code : code_max;
+        uint64_t desc = A.desc_bytes[t] + 4 + (uint64_t)patch_count[t] * IPU_PATCH_SIZE + 4ull * slots;
+        desc_max = desc > desc_max ? desc : desc_max;
+        patches[t] = calloc(1, 4 + (size_t)patch_count[t] * IPU_PATCH_SIZE);
+        if (!patches[t])
+            status = IPU_NO_MEMORY(ctx);
+    }
+    uint32_t code_end = code_base + code_max, desc_base = p->aperture_end;
+    uint64_t desc_limit = (desc_base + desc_max + 15) & ~15ull;
+    if (status == IPU_OK && (code_end > p->aperture_base || desc_limit > ipu_profile_access_end(p)))
+        status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                          "package support does not fit: %u bytes of kernel code (room for %u) and "
+                          "%llu bytes of descriptors per tile",
+                          code_max, p->aperture_base - code_base, (unsigned long long)desc_max);
+    if (status == IPU_OK)
+        status = place_buffers(&A, code_end, desc_base, (uint32_t)desc_limit);
+    if (status == IPU_OK)
+        status = ipu_pkg_builder_create(ctx, p, code_base, desc_base, (uint32_t)desc_limit, &b);
+    for (uint32_t t = 0; t < A.tiles && status == IPU_OK; t++)
+        for (int e = 1; e < IPU_K_ENTRY_END && status == IPU_OK; e++)
+            if (A.code_entries[t] & (1ull << e))
+                status = ipu_pkg_add_code(b, t, e);
+    for (size_t i = 0; i < prog->stream_count && status == IPU_OK; i++)
+        status = ipu_pkg_add_stream(b, prog->streams[i].name, prog->streams[i].direction,
+                                    prog->streams[i].size, &stream_ids[i]);
+    for (size_t r = 0; r < record_count && status == IPU_OK; r++) {
+        size_t i = 0;
+        while (i < prog->stream_count && strcmp(prog->streams[i].name, records[r].stream))
+            i++;
+        status = i == prog->stream_count
+                     ? IPU_FAIL(ctx, IPU_ERR_INTERNAL, "record for unknown stream '%s'", records[r].stream)
+                     : ipu_pkg_add_record(b, records[r].kind, stream_ids[i], 0, records[r].data,
+                                          records[r].size);
+    }
+    for (size_t i = 0; i < prog->buffer_count && status == IPU_OK; i++) {
+        const ipu_low_buffer *buf = &prog->buffers[i];
+        status = ipu_pkg_add_alloc(b, buf->tile, buf->address, buf->size, buf->name);
+    }
+    if (status == IPU_OK)
+        status = encode(&A, b, stream_ids, patches, patch_count);
+    uint64_t horizon = 0;
+    for (size_t s = 0; s < prog->step_count; s++)
+        horizon += prog->steps[s].phase.horizon;
+    if (status == IPU_OK) {
+        ipu_pkg_set_meta(b, meta);
+        meta = NULL;
+        status = ipu_pkg_build(b, out);
+        b = NULL;
+    }
+    if (status == IPU_OK && report)
+        *report = json_pack("{s:I, s:I, s:I, s:I, s:I}", "code_bytes", (json_int_t)code_max,
+                            "descriptor_bytes", (json_int_t)desc_max, "tensor_base",
+                            (json_int_t)desc_limit, "exchange_horizon_cycles", (json_int_t)horizon,
+                            "slots", (json_int_t)slots);
+    json_decref(meta);
+    ipu_pkg_builder_free(b);
+    for (size_t s = 0; A.by_tile && s < steps; s++)
+        free(A.by_tile[s]), free(A.tile_start[s]);
+    for (uint32_t t = 0; patches && t < A.tiles; t++)
+        free(patches[t]);
+    free(A.desc_bytes), free(A.code_entries), free(A.by_tile), free(A.tile_start);
+    free(patch_count), free(patches), free(stream_ids);
+    return status;
+}
