@@ -56,6 +56,41 @@ static int better(const ipu_matmul_grid *a, const ipu_matmul_grid *b)
     return ta < tb;
 }
 
+/* The smallest per-tile footprint any grid of matmul op index can have. */
+static uint64_t smallest_footprint(const ipu_plan *plan, size_t index)
+{
+    const ipu_graph *g = plan->graph;
+    const ipu_profile *p = &plan->profile;
+    const ipu_ir_op *op = &g->ops[index];
+    const ipu_ir_tensor *a = &g->tensors[op->in[0]], *b = &g->tensors[op->in[1]],
+                        *c = &g->tensors[op->out];
+    uint64_t smallest = UINT64_MAX;
+    ipu_matmul_grid grid;
+    for (uint32_t gm = 1; gm <= a->rows && gm <= p->tiles; gm++)
+        for (uint32_t gn = 1; (uint64_t)gm * gn <= p->tiles; gn++)
+            for (uint32_t gk = 1; (uint64_t)gm * gn * gk <= p->tiles; gk++) {
+                if (!ipu_matmul_grid_cost(p, a->rows, b->cols, a->cols, a->dtype, c->dtype, b->sequence,
+                                          gm, gn, gk, &grid)) {
+                    if (gk > 1)
+                        break;
+                    continue;
+                }
+                smallest = grid.tile_bytes < smallest ? grid.tile_bytes : smallest;
+            }
+    return smallest;
+}
+
+/* What the matmuls after op index will need at least: their smallest footprints. */
+static uint64_t later_needs(const ipu_plan *plan, size_t index)
+{
+    const ipu_graph *g = plan->graph;
+    uint64_t bytes = 0;
+    for (size_t i = index + 1; i < g->op_count; i++)
+        if (g->ops[i].kind == IPU_IR_MATMUL)
+            bytes += smallest_footprint(plan, i);
+    return bytes;
+}
+
 static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
 {
     const ipu_graph *g = plan->graph;
@@ -67,6 +102,7 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
     ipu_op_plan *o = &plan->ops[index];
     ipu_matmul_grid best = {0}, smallest = {0}, grid;
     uint32_t fits = 0, valid = 0;
+    uint64_t reserved = plan->param_bytes + later_needs(plan, index);
     for (uint32_t gm = 1; gm <= m && gm <= p->tiles; gm++)
         for (uint32_t gn = 1; (uint64_t)gm * gn <= p->tiles; gn++)
             for (uint32_t gk = 1; (uint64_t)gm * gn * gk <= p->tiles; gk++) {
@@ -78,7 +114,7 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
                 }
                 if (!valid++ || grid.tile_bytes < smallest.tile_bytes)
                     smallest = grid;
-                if (grid.tile_bytes + plan->param_bytes > plan->budget)
+                if (grid.tile_bytes + reserved > plan->budget)
                     continue;
                 if (!fits++ || better(&grid, &best))
                     best = grid;
@@ -87,10 +123,9 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                         "plan: no grid for op %zu (matmul %ux%ux%u) fits the memory budget of %u "
                         "bytes per tile: the smallest footprint is %llu bytes (grid %ux%ux%u) on top "
-                        "of %llu resident parameter bytes",
+                        "of %llu bytes resident or needed by later matmuls",
                         index, m, k, n, plan->budget, (unsigned long long)smallest.tile_bytes,
-                        smallest.gm, smallest.gn, smallest.gk,
-                        (unsigned long long)plan->param_bytes);
+                        smallest.gm, smallest.gn, smallest.gk, (unsigned long long)reserved);
     o->grid = best;
     o->cycles = best.cycles;
     o->tile_bytes = best.tile_bytes;
