@@ -96,9 +96,12 @@ ipu_status ipu_matmul_layouts(ipu_ctx *ctx, uint32_t m, uint32_t n, uint32_t k, 
     /* A block (i, l), replica j, on tile (i * gn + j) * gk + l. */
     ipu_status status = ipu_layout_grid(ctx, a, m, k, in, gm, gk, IPU_PLAN_COL_ALIGN, gn, 0, gn * gk, 1,
                                         gk);
-    /* B block (l, j), replica i, on the same tile. */
+    /* B block (l, j), replica i, on the same tile; its row bands are A's
+     * column bands (both cut K on word boundaries). */
     if (status == IPU_OK)
         status = ipu_layout_grid(ctx, b, k, n, in, gk, gn, IPU_PLAN_COL_ALIGN, gm, 0, 1, gk, gn * gk);
+    if (status == IPU_OK)
+        memcpy(b->row_bounds, a->col_bounds, ((size_t)gk + 1) * sizeof *b->row_bounds);
     if (status == IPU_OK && gk == 1)
         status = ipu_layout_grid(ctx, c, m, n, out, gm, gn, IPU_PLAN_COL_ALIGN, 1, 0, gn, 1, 0);
     if (status == IPU_OK && gk > 1) {

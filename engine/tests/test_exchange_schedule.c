@@ -1,0 +1,585 @@
+/* test_exchange_schedule.c: the exchange scheduler and table encoder
+ * (exchange/exchange.h) against checks written here.  Random phases on 16
+ * and 64 tiles (unicast, multicast, loopback, tied lengths) are scheduled and
+ * then (a) an occupancy checker marks every send and receive cycle of every
+ * port and fails on a port used twice in one cycle, and recomputes the
+ * horizon; (b) a brute-force reference scheduler (cycle bitmaps, longest
+ * first, ties by index, earliest free start) must give exactly the same
+ * cycles; (c) every tile's encoded table must hold exactly the rows the phase
+ * implies (sends then receives, each by cycle, receive = send + L, words =
+ * bytes / 4); (d) the tables run on the simulated device in a package whose
+ * data segments hold random source bytes: every destination must equal its
+ * source and the step's exchange cost must be horizon + 100.  A 1472-tile
+ * phase (every tile multicasting 1 KiB to 8 others) gets (a), (c) and (d).
+ * Hand-made phases pin tight schedules (a permutation takes words + L) and
+ * gap filling; every invalid input must give IPU_ERR_INVALID_ARGUMENT naming
+ * the transfer and value, leaving cycles untouched.  Seed: IPU_TEST_SEED or
+ * the clock, printed on failure.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exchange/exchange.h"
+#include "ipu/ipu.h"
+#include "package/package.h"
+
+#include "support_packages.h"
+#include "support_seed.h"
+
+#define OVERHEAD 100u
+
+/* A phase with its arrays and every transfer's source bytes. */
+typedef struct tphase {
+    ipu_xphase ph;
+    uint8_t *data;    /* source bytes of all transfers, back to back */
+    size_t *data_at;  /* per transfer: offset into data */
+} tphase;
+
+static void tphase_free(tphase *t)
+{
+    free(t->ph.xfers);
+    free(t->ph.dsts);
+    free(t->data);
+    free(t->data_at);
+    memset(t, 0, sizeof *t);
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    assert_non_null(p);
+    return p;
+}
+
+/* Random transfers: unicast, unicast to itself, multicast with and without
+ * the sender; half of the lengths come from {8, 16} words so ties occur.
+ * Destination ranges are laid out in reverse transfer order. */
+static void gen_phase(tphase *t, uint32_t tiles, size_t count, uint32_t max_dsts,
+                      uint32_t max_words)
+{
+    memset(t, 0, sizeof *t);
+    ipu_xfer *x = xcalloc(count, sizeof *x);
+    uint32_t *list = xcalloc(count * max_dsts, sizeof *list), *perm = xcalloc(tiles, 4);
+    size_t total = 0;
+    for (size_t i = 0; i < count; i++) {
+        uint32_t src = tseed_below(tiles), kind = tseed_below(100), n;
+        uint32_t words = tseed_below(2) ? 8u << tseed_below(2) : 1 + tseed_below(max_words);
+        /* kind: < 40 unicast, 40..54 to itself, 55..84 multicast, 85.. multicast
+         * including the sender. */
+        n = kind < 55 ? 1 : 2 + tseed_below(max_dsts - 1);
+        /* n distinct tiles other than src: a partial shuffle with src last. */
+        for (uint32_t k = 0; k < tiles; k++)
+            perm[k] = k;
+        perm[src] = tiles - 1;
+        perm[tiles - 1] = src;
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t j = k + tseed_below(tiles - 1 - k), v = perm[j];
+            perm[j] = perm[k];
+            perm[k] = v;
+            list[i * max_dsts + k] = v;
+        }
+        if ((kind >= 40 && kind < 55) || kind >= 85) /* loopback */
+            list[i * max_dsts + tseed_below(n)] = src;
+        x[i] = (ipu_xfer){src, 0, 4 * words, 0, n, 0xDEADBEEFu};
+        total += n;
+    }
+    ipu_xfer_dst *d = xcalloc(total, sizeof *d);
+    size_t at = total;
+    for (size_t i = 0; i < count; i++) {
+        at -= x[i].dst_count;
+        x[i].first_dst = (uint32_t)at;
+        for (uint32_t k = 0; k < x[i].dst_count; k++)
+            d[at + k].tile = list[i * max_dsts + k];
+    }
+    free(list);
+    free(perm);
+    t->ph = (ipu_xphase){x, count, d, total, 0};
+}
+
+/* Source windows in region 0, destination windows in region 1, per tile
+ * back to back; random source bytes. */
+static void assign_addresses(tphase *t, const ipu_profile *p)
+{
+    uint32_t *src_next = xcalloc(p->tiles, 4), *dst_next = xcalloc(p->tiles, 4);
+    for (uint32_t k = 0; k < p->tiles; k++) {
+        src_next[k] = tpkg_data0(p);
+        dst_next[k] = p->region1_base;
+    }
+    size_t bytes = 0;
+    t->data_at = xcalloc(t->ph.count, sizeof *t->data_at);
+    for (size_t i = 0; i < t->ph.count; i++) {
+        ipu_xfer *x = &t->ph.xfers[i];
+        x->src_address = src_next[x->src_tile];
+        src_next[x->src_tile] += x->bytes;
+        assert_true(src_next[x->src_tile] <= p->region1_base);
+        for (uint32_t k = 0; k < x->dst_count; k++) {
+            ipu_xfer_dst *d = &t->ph.dsts[x->first_dst + k];
+            d->address = dst_next[d->tile];
+            dst_next[d->tile] += x->bytes;
+            assert_true(dst_next[d->tile] <= ipu_profile_access_end(p));
+        }
+        t->data_at[i] = bytes;
+        bytes += x->bytes;
+    }
+    t->data = xcalloc(bytes, 1);
+    for (size_t i = 0; i < bytes; i++)
+        t->data[i] = (uint8_t)tseed_rnd();
+    free(src_next);
+    free(dst_next);
+}
+
+/* (a) No port used twice in a cycle (actual receive times), and the horizon. */
+static void check_ports(const ipu_profile *p, const ipu_xphase *ph)
+{
+    uint64_t horizon = 0, L = p->exchange_latency;
+    for (size_t i = 0; i < ph->count; i++) {
+        uint64_t end = (uint64_t)ph->xfers[i].cycle + L + ph->xfers[i].bytes / 4;
+        horizon = end > horizon ? end : horizon;
+    }
+    if (ph->horizon != horizon)
+        TSEED_FAIL("horizon %llu, the transfers end at %llu", (unsigned long long)ph->horizon,
+                   (unsigned long long)horizon);
+    uint8_t *used = xcalloc(2 * (size_t)p->tiles * horizon, 1); /* [port][cycle] */
+    for (size_t i = 0; i < ph->count; i++) {
+        const ipu_xfer *x = &ph->xfers[i];
+        for (uint32_t k = 0; k <= x->dst_count; k++) {
+            int send = k == x->dst_count;
+            uint32_t tile = send ? x->src_tile : ph->dsts[x->first_dst + k].tile;
+            uint64_t first = x->cycle + (send ? 0 : L);
+            uint8_t *row = used + ((size_t)tile * 2 + !send) * horizon;
+            for (uint64_t c = first; c < first + x->bytes / 4; c++)
+                if (row[c]++)
+                    TSEED_FAIL("tile %u's %s port is used twice at cycle %llu (transfer %zu)",
+                               tile, send ? "send" : "receive", (unsigned long long)c, i);
+        }
+    }
+    free(used);
+}
+
+/* (b) Brute force: bitmaps of actual port cycles, longest first (a stable
+ * insertion sort keeps index order among ties), earliest free start. */
+static void check_reference(const ipu_profile *p, const ipu_xphase *ph)
+{
+    size_t n = ph->count, *order = xcalloc(n, sizeof *order);
+    uint64_t total = 0, L = p->exchange_latency;
+    for (size_t i = 0; i < n; i++) {
+        size_t j = i;
+        for (; j > 0 && ph->xfers[order[j - 1]].bytes < ph->xfers[i].bytes; j--)
+            order[j] = order[j - 1];
+        order[j] = i;
+        total += ph->xfers[i].bytes / 4;
+    }
+    /* Earlier windows are at least as long, so gaps too short to use are
+     * shorter than the windows around them: no start passes 2 * total. */
+    size_t span = (size_t)(2 * total + L + 1);
+    uint8_t *busy = xcalloc(2 * (size_t)p->tiles * span, 1);
+    for (size_t o = 0; o < n; o++) {
+        const ipu_xfer *x = &ph->xfers[order[o]];
+        uint64_t w = x->bytes / 4, c = 0;
+        for (uint32_t k = 0; k <= x->dst_count; k++) { /* restart at k = 0 on a clash */
+            int send = k == x->dst_count;
+            uint32_t tile = send ? x->src_tile : ph->dsts[x->first_dst + k].tile;
+            const uint8_t *row = busy + ((size_t)tile * 2 + !send) * span + (send ? 0 : L);
+            assert_true(c + w + L < span);
+            for (uint64_t j = 0; j < w; j++)
+                if (row[c + j]) {
+                    c += j + 1;
+                    k = (uint32_t)-1;
+                    break;
+                }
+        }
+        for (uint32_t k = 0; k <= x->dst_count; k++) {
+            int send = k == x->dst_count;
+            uint32_t tile = send ? x->src_tile : ph->dsts[x->first_dst + k].tile;
+            memset(busy + ((size_t)tile * 2 + !send) * span + (send ? 0 : L) + c, 1, w);
+        }
+        if (x->cycle != c)
+            TSEED_FAIL("transfer %zu (%u bytes, %u destinations): cycle %u, earliest fit is %llu",
+                       order[o], x->bytes, x->dst_count, x->cycle, (unsigned long long)c);
+    }
+    free(busy);
+    free(order);
+}
+
+typedef struct trow {
+    uint32_t w0, cycle, words, address;
+} trow;
+
+static int trow_order(const void *a, const void *b)
+{
+    const trow *x = a, *y = b;
+    if ((x->w0 & 0xFF) != (y->w0 & 0xFF))
+        return (x->w0 & 0xFF) < (y->w0 & 0xFF) ? -1 : 1;
+    return (x->cycle > y->cycle) - (x->cycle < y->cycle);
+}
+
+/* (c) Each tile's table: the rows the phase implies, in order. */
+static void check_tables(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *ph)
+{
+    size_t most = ph->count + ph->dst_total; /* rows on any one tile, at most */
+    trow *want = xcalloc(most, sizeof *want);
+    uint8_t *out = xcalloc(4 + 16 * most, 1);
+    for (uint32_t tile = 0; tile < p->tiles; tile++) {
+        size_t n = 0;
+        for (size_t i = 0; i < ph->count; i++) {
+            const ipu_xfer *x = &ph->xfers[i];
+            for (uint32_t k = 0; k <= x->dst_count; k++) {
+                int send = k == x->dst_count;
+                const ipu_xfer_dst *d = send ? NULL : &ph->dsts[x->first_dst + k];
+                if ((send ? x->src_tile : d->tile) != tile)
+                    continue;
+                want[n++] = send ? (trow){IPU_XROW_SEND, x->cycle, x->bytes / 4, x->src_address}
+                                 : (trow){IPU_XROW_RECV | x->src_tile << 16,
+                                          x->cycle + p->exchange_latency, x->bytes / 4,
+                                          d->address};
+            }
+        }
+        qsort(want, n, sizeof *want, trow_order);
+        uint32_t rows = ipu_exchange_tile_rows(ph, tile);
+        if (rows != n)
+            TSEED_FAIL("tile %u: ipu_exchange_tile_rows says %u rows, the phase implies %zu", tile,
+                       rows, n);
+        memset(out, 0xAB, 4 + 16 * n);
+        TSEED_OK(ctx, ipu_exchange_encode(ctx, p, ph, tile, out));
+        assert_int_equal(ipu_load_u32(out), n);
+        for (size_t r = 0; r < n; r++) {
+            const uint8_t *e = out + 4 + 16 * r;
+            trow got = {ipu_load_u32(e), ipu_load_u32(e + 4), ipu_load_u32(e + 8),
+                        ipu_load_u32(e + 12)};
+            if (memcmp(&got, &want[r], sizeof got) != 0)
+                TSEED_FAIL("tile %u row %zu: got w0 0x%X cycle %u words %u address 0x%X, want w0 "
+                           "0x%X cycle %u words %u address 0x%X",
+                           tile, r, got.w0, got.cycle, got.words, got.address, want[r].w0,
+                           want[r].cycle, want[r].words, want[r].address);
+        }
+    }
+    free(want);
+    free(out);
+}
+
+static json_int_t report_int(json_t *object, const char *name)
+{
+    json_t *v = json_object_get(object, name);
+    if (!json_is_integer(v))
+        TSEED_FAIL("cycle report has no integer '%s'", name);
+    return json_integer_value(v);
+}
+
+/* (d) Run the encoded tables on the device; every destination must equal its
+ * source and the step must cost horizon + 100. */
+static void check_device(ipu_ctx *ctx, const ipu_profile *p, const tphase *t)
+{
+    const ipu_xphase *ph = &t->ph;
+    ipu_pkg_builder *b = tpkg_builder(ctx, p);
+    uint32_t slot = ipu_pkg_new_slot(b);
+    for (size_t i = 0; i < ph->count; i++) {
+        const ipu_xfer *x = &ph->xfers[i];
+        TSEED_OK(ctx, ipu_pkg_add_data(b, x->src_tile, x->src_address, t->data + t->data_at[i],
+                                       x->bytes));
+    }
+    uint8_t *table = NULL;
+    for (uint32_t tile = 0; tile < p->tiles; tile++) {
+        uint32_t rows = ipu_exchange_tile_rows(ph, tile), at;
+        if (!rows)
+            continue;
+        table = realloc(table, 4 + 16 * (size_t)rows);
+        assert_non_null(table);
+        TSEED_OK(ctx, ipu_exchange_encode(ctx, p, ph, tile, table));
+        TSEED_OK(ctx, ipu_pkg_put_slot(b, tile, slot, table, 4 + 16 * (size_t)rows, &at));
+    }
+    free(table);
+    TSEED_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, IPU_NO_SLOT, slot, 0));
+    ipu_package *pkg = tpkg_build(ctx, b);
+    ipu_device *dev = tpkg_device(ctx, pkg);
+    TSEED_OK(ctx, ipu_device_initialize(ctx, dev, pkg));
+    char *text = NULL;
+    if (ipu_device_run(ctx, dev, &text) != IPU_OK) {
+        json_t *fault = tpkg_fault(ctx, dev);
+        char *dump = json_dumps(fault, JSON_COMPACT);
+        TSEED_FAIL("the device faulted: %s", dump ? dump : "?");
+    }
+    json_t *report = json_loads(text, 0, NULL);
+    assert_non_null(report);
+    json_t *steps = json_object_get(report, "steps");
+    assert_int_equal(json_array_size(steps), 1);
+    json_int_t exchange = report_int(json_array_get(steps, 0), "exchange");
+    if ((uint64_t)exchange != ph->horizon + OVERHEAD)
+        TSEED_FAIL("the device's exchange cost is %lld, want horizon %llu + %u",
+                   (long long)exchange, (unsigned long long)ph->horizon, OVERHEAD);
+    json_decref(report);
+    ipu_free(text);
+    uint8_t *got = NULL;
+    for (size_t i = 0; i < ph->count; i++) {
+        const ipu_xfer *x = &ph->xfers[i];
+        got = realloc(got, x->bytes);
+        assert_non_null(got);
+        for (uint32_t k = 0; k < x->dst_count; k++) {
+            const ipu_xfer_dst *d = &ph->dsts[x->first_dst + k];
+            TSEED_OK(ctx, ipu_device_read(ctx, dev, d->tile, d->address, got, x->bytes));
+            const uint8_t *want = t->data + t->data_at[i];
+            for (uint32_t j = 0; j < x->bytes; j++)
+                if (got[j] != want[j])
+                    TSEED_FAIL("transfer %zu (tile %u -> tile %u at 0x%X): byte %u is 0x%02X, "
+                               "its source is 0x%02X",
+                               i, x->src_tile, d->tile, d->address, j, got[j], want[j]);
+        }
+    }
+    free(got);
+    ipu_device_free(dev);
+    ipu_package_free(pkg);
+}
+
+/* Schedule twice (determinism), then checks (a) to (d). */
+static void random_phases(uint32_t tiles, int rounds, size_t count, uint32_t max_dsts,
+                          uint32_t max_words)
+{
+    ipu_ctx *ctx = ipu_ctx_create();
+    assert_non_null(ctx);
+    ipu_profile p;
+    tpkg_profile(ctx, tiles, &p);
+    for (int r = 0; r < rounds; r++) {
+        tseed_reset((uint64_t)tiles * 1000 + (uint64_t)r);
+        tphase t;
+        gen_phase(&t, tiles, count, max_dsts, max_words);
+        assign_addresses(&t, &p);
+        ipu_xfer *copy = xcalloc(count, sizeof *copy);
+        memcpy(copy, t.ph.xfers, count * sizeof *copy);
+        ipu_xphase again = t.ph;
+        again.xfers = copy;
+        TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &t.ph));
+        TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &again));
+        if (again.horizon != t.ph.horizon || memcmp(copy, t.ph.xfers, count * sizeof *copy))
+            TSEED_FAIL("%u tiles, round %d: a second schedule differs", tiles, r);
+        free(copy);
+        check_ports(&p, &t.ph);
+        check_reference(&p, &t.ph);
+        check_tables(ctx, &p, &t.ph);
+        check_device(ctx, &p, &t);
+        tphase_free(&t);
+    }
+    ipu_ctx_free(ctx);
+}
+
+static void test_random_16(void **state)
+{
+    (void)state;
+    random_phases(16, 6, 120, 6, 48);
+}
+
+static void test_random_64(void **state)
+{
+    (void)state;
+    random_phases(64, 4, 400, 12, 64);
+}
+
+/* Every tile multicasts 1 KiB to 8 other tiles. */
+static void test_full_machine(void **state)
+{
+    (void)state;
+    ipu_ctx *ctx = ipu_ctx_create();
+    assert_non_null(ctx);
+    ipu_profile p;
+    tpkg_profile(ctx, 1472, &p);
+    tseed_reset(1472);
+    tphase t;
+    memset(&t, 0, sizeof t);
+    t.ph.count = p.tiles;
+    t.ph.dst_total = 8 * (size_t)p.tiles;
+    t.ph.xfers = xcalloc(t.ph.count, sizeof *t.ph.xfers);
+    t.ph.dsts = xcalloc(t.ph.dst_total, sizeof *t.ph.dsts);
+    uint32_t *load = xcalloc(p.tiles, 4), most = 0;
+    for (uint32_t s = 0; s < p.tiles; s++) {
+        t.ph.xfers[s] = (ipu_xfer){s, 0, 1024, 8 * s, 8, 0};
+        for (uint32_t k = 0; k < 8; k++) {
+            uint32_t d;
+            int fresh;
+            do { /* distinct, not s */
+                d = tseed_below(p.tiles);
+                fresh = d != s;
+                for (uint32_t j = 0; j < k; j++)
+                    fresh = fresh && t.ph.dsts[8 * s + j].tile != d;
+            } while (!fresh);
+            t.ph.dsts[8 * s + k].tile = d;
+            most = ++load[d] > most ? load[d] : most;
+        }
+    }
+    free(load);
+    assign_addresses(&t, &p);
+    TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &t.ph));
+    check_ports(&p, &t.ph);
+    /* The busiest receive port bounds it below; greedy stays close. */
+    uint64_t bound = 256ull * most + p.exchange_latency;
+    if (t.ph.horizon < bound || t.ph.horizon > 2 * bound)
+        TSEED_FAIL("horizon %llu, the busiest receive port needs %llu",
+                   (unsigned long long)t.ph.horizon, (unsigned long long)bound);
+    check_tables(ctx, &p, &t.ph);
+    check_device(ctx, &p, &t);
+    tphase_free(&t);
+    ipu_ctx_free(ctx);
+}
+
+/* Hand-made phases with known schedules. */
+static void test_tight(void **state)
+{
+    (void)state;
+    ipu_ctx *ctx = ipu_ctx_create();
+    assert_non_null(ctx);
+    ipu_profile p;
+    tpkg_profile(ctx, 16, &p);
+    const uint32_t L = p.exchange_latency;
+    ipu_xfer x[16];
+    ipu_xfer_dst d[32];
+    ipu_xphase ph = {x, 16, d, 16, 0};
+    /* A permutation of equal unicasts (tiles 3, 7, 11 and 15 to themselves):
+     * all at cycle 0. */
+    for (uint32_t s = 0; s < 16; s++) {
+        x[s] = (ipu_xfer){s, 0, 4 * 37, s, 1, 99};
+        d[s].tile = (s * 5 + 4) % 16;
+    }
+    TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph));
+    assert_int_equal(ph.horizon, 37 + L);
+    for (uint32_t s = 0; s < 16; s++)
+        assert_int_equal(x[s].cycle, 0);
+    /* All to one tile: the receive port serializes them, by index. */
+    for (uint32_t s = 0; s < 16; s++)
+        d[s].tile = 7;
+    TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph));
+    assert_int_equal(ph.horizon, 16 * 37 + L);
+    for (uint32_t s = 0; s < 16; s++)
+        assert_int_equal(x[s].cycle, 37 * s);
+    /* Earliest fit with gaps, longest first: A 0->1 (10 words), B 0->2 (8),
+     * C 3->2 (6), D 3->1 (4), E 4->{2, 4} (2, with loopback), given in
+     * shuffled order. */
+    const uint32_t src[5] = {3, 4, 0, 3, 0}, words[5] = {4, 2, 8, 6, 10};
+    const uint32_t dst[6] = {1, 2, 4, 2, 2, 1}, first[5] = {0, 1, 3, 4, 5}, n[5] = {1, 2, 1, 1, 1};
+    const uint32_t cycle[5] = {10, 6, 10, 0, 0};
+    for (uint32_t i = 0; i < 5; i++)
+        x[i] = (ipu_xfer){src[i], 0, 4 * words[i], first[i], n[i], 0};
+    for (uint32_t i = 0; i < 6; i++)
+        d[i].tile = dst[i];
+    ph = (ipu_xphase){x, 5, d, 6, 12345};
+    TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph));
+    for (uint32_t i = 0; i < 5; i++)
+        assert_int_equal(x[i].cycle, cycle[i]);
+    assert_int_equal(ph.horizon, 18 + L);
+    /* Empty. */
+    ph = (ipu_xphase){NULL, 0, NULL, 0, 777};
+    TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph));
+    assert_int_equal(ph.horizon, 0);
+    ipu_ctx_free(ctx);
+}
+
+/* One invalid phase: the status, a message naming what, cycles untouched. */
+static void expect_invalid(ipu_ctx *ctx, const ipu_profile *p, ipu_xphase *ph, const char *what,
+                           const char *value)
+{
+    ipu_ctx_clear_error(ctx);
+    for (size_t i = 0; i < ph->count; i++)
+        ph->xfers[i].cycle = 4242;
+    ipu_status status = ipu_exchange_schedule(ctx, p, ph);
+    if (status != IPU_ERR_INVALID_ARGUMENT)
+        fail_msg("%s: status %s, want invalid_argument", what, ipu_status_name(status));
+    const char *msg = ipu_ctx_errmsg(ctx);
+    if (!strstr(msg, what) || !strstr(msg, value))
+        fail_msg("message '%s' should name '%s' and '%s'", msg, what, value);
+    for (size_t i = 0; i < ph->count; i++)
+        assert_int_equal(ph->xfers[i].cycle, 4242);
+}
+
+/* Three valid transfers: 0 -> {1}, 1 -> {2, 3}, 2 -> {4, 5}. */
+static void reset(ipu_xfer x[3], ipu_xfer_dst d[5])
+{
+    x[0] = (ipu_xfer){0, 0, 16, 0, 1, 0};
+    x[1] = (ipu_xfer){1, 0, 8, 1, 2, 0};
+    x[2] = (ipu_xfer){2, 0, 4, 3, 2, 0};
+    for (uint32_t i = 0; i < 5; i++)
+        d[i].tile = i + 1;
+}
+
+static void test_invalid(void **state)
+{
+    (void)state;
+    ipu_ctx *ctx = ipu_ctx_create();
+    assert_non_null(ctx);
+    ipu_profile p;
+    tpkg_profile(ctx, 16, &p);
+    ipu_xfer x[3];
+    ipu_xfer_dst d[5] = {{1, 0}, {2, 0}, {3, 0}, {4, 0}, {5, 0}};
+    ipu_xphase ph = {x, 3, d, 5, 0};
+    reset(x, d);
+    TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph));
+    reset(x, d);
+    x[1].src_tile = 16;
+    expect_invalid(ctx, &p, &ph, "transfer 1", "16");
+    reset(x, d);
+    x[2].src_tile = 0xFFFFFFFFu;
+    expect_invalid(ctx, &p, &ph, "transfer 2", "4294967295");
+    reset(x, d);
+    x[1].bytes = 0;
+    expect_invalid(ctx, &p, &ph, "transfer 1", "0 bytes");
+    reset(x, d);
+    x[2].bytes = 6;
+    expect_invalid(ctx, &p, &ph, "transfer 2", "6 bytes");
+    reset(x, d);
+    x[0].dst_count = 0;
+    expect_invalid(ctx, &p, &ph, "transfer 0", "count 0");
+    reset(x, d);
+    x[2].dst_count = 3; /* [3, 6) past 5 */
+    expect_invalid(ctx, &p, &ph, "transfer 2", "6");
+    reset(x, d);
+    x[1].first_dst = 0xFFFFFFFFu; /* wraps in 32 bits */
+    expect_invalid(ctx, &p, &ph, "transfer 1", "4294967295");
+    reset(x, d);
+    d[4].tile = 16;
+    expect_invalid(ctx, &p, &ph, "transfer 2", "tile 16");
+    reset(x, d);
+    d[2].tile = 2; /* transfer 1 lists tile 2 twice */
+    expect_invalid(ctx, &p, &ph, "transfer 1", "tile 2");
+    ipu_ctx_clear_error(ctx);
+    assert_int_equal(ipu_exchange_schedule(ctx, &p, NULL), IPU_ERR_INVALID_ARGUMENT);
+    ipu_xphase missing = {NULL, 2, d, 5, 0};
+    ipu_ctx_clear_error(ctx);
+    assert_int_equal(ipu_exchange_schedule(ctx, &p, &missing), IPU_ERR_INVALID_ARGUMENT);
+    /* Encoding: addresses must be 4-byte aligned, the tile in range. */
+    reset(x, d);
+    ipu_ctx_clear_error(ctx);
+    TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph));
+    for (int i = 0; i < 5; i++)
+        d[i].address = 0x80000u + 64u * (uint32_t)i;
+    uint8_t out[4 + 16 * 4];
+    x[1].src_address = 0x60002u;
+    ipu_ctx_clear_error(ctx);
+    assert_int_equal(ipu_exchange_encode(ctx, &p, &ph, 1, out), IPU_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(ipu_ctx_errmsg(ctx), "0x60002"));
+    x[1].src_address = 0x60000u;
+    ipu_ctx_clear_error(ctx);
+    TSEED_OK(ctx, ipu_exchange_encode(ctx, &p, &ph, 1, out));
+    d[3].address = 0x80001u; /* tile 4, from transfer 2 */
+    ipu_ctx_clear_error(ctx);
+    assert_int_equal(ipu_exchange_encode(ctx, &p, &ph, 4, out), IPU_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(ipu_ctx_errmsg(ctx), "0x80001"));
+    ipu_ctx_clear_error(ctx);
+    assert_int_equal(ipu_exchange_encode(ctx, &p, &ph, 16, out), IPU_ERR_INVALID_ARGUMENT);
+    ipu_ctx_free(ctx);
+}
+
+int main(void)
+{
+    tseed_init("test_exchange_schedule");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tight),
+        cmocka_unit_test(test_invalid),
+        cmocka_unit_test(test_random_16),
+        cmocka_unit_test(test_random_64),
+        cmocka_unit_test(test_full_machine),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
