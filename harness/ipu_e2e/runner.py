@@ -6,6 +6,7 @@ Faults are captured with the device's structured description.
 import time
 from array import array
 
+from . import artifacts, report as html_report
 from .native import DEVICE_FAULT, Device, IpuError
 
 
@@ -57,3 +58,18 @@ def compare_exact(name, actual, expected, word_bytes=4):
         check["first_mismatch"] = {"word": i, "byte_offset": 4 * i, "expected": f"0x{want[i]:08X}",
                                    "actual": f"0x{got[i]:08X}" if i < len(got) else None}
     return check
+
+
+def run_checked(ctx, package, progress, profile_directory, result):
+    """Run the package, write the cycle profile (before any check, so a
+    failed comparison still leaves something to inspect) and return
+    (run result, outputs); on a device fault, record it in result and return None."""
+    try:
+        run_result, outputs, result["wall_seconds"]["device"] = run(ctx, package, progress)
+    except DeviceFault as fault:
+        result.update(status="FAULT", fault=fault.fault, message=str(fault))
+        return None
+    if profile_directory:
+        artifacts.write_json(profile_directory / "run-profile.json", run_result)
+        html_report.write_run_profile_html(profile_directory / "run-profile.html", run_result)
+    return run_result, outputs

@@ -1,0 +1,168 @@
+"""The SigLIP MLP workload from the harness side: its flags, compiling it
+(or replaying a saved package, rebuilding the same workload from the options
+recorded with it), running it on the device, the FP32 reference check per
+output row, the compute roofline ratio, tensor dumps and the report.
+"""
+import argparse
+import json
+import time
+from pathlib import Path
+
+from . import npy, runner
+from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError, positive_int
+from .native import Workload, check_outputs
+
+MIN_COSINE = 0.99
+AMP_RATES = {("f143", "f16"): "amp_macs_fp8", ("f143", "f32"): "amp_macs_fp8",
+             ("f152", "f16"): "amp_macs_fp8", ("f152", "f32"): "amp_macs_fp8",
+             ("f16", "f16"): "amp_macs_fp16_fp16", ("f16", "f32"): "amp_macs_fp16_fp32"}
+
+
+def budget(text):
+    if text == "default":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of bytes or 'default', got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number of bytes, got {value}")
+    return value
+
+
+def add_arguments(p):
+    group = p.add_argument_group("mlp workload")
+    group.add_argument("--batch", type=int, choices=(1, 2, 4), default=1, help="images (729 tokens each)")
+    group.add_argument("--precision", choices=("fp8", "fp16"), default="fp8",
+                       help="fp8: F143 inputs and weights (scale -2), FP16 results; fp16: all FP16")
+    group.add_argument("--blocks", type=positive_int, default=1, metavar="N",
+                       help="MLP blocks chained through one Repeat (default: 1)")
+    group.add_argument("--memory-budget", type=budget, default=None, metavar="BYTES|default",
+                       help="planner memory budget per tile (default: the profile's)")
+    group.add_argument("--seed", type=int, default=0, metavar="S", help="seed of inputs and weights")
+    group.add_argument("--reference-run", action="store_true", help="check against the host reference")
+    group.add_argument("--reference-fp32", action="store_true",
+                       help="the reference computes in FP32 from the unquantized values")
+    group.add_argument("--dump-tensors", metavar="DIR", type=Path,
+                       help="write inputs, parameters, outputs (and the reference) as .npy files")
+    for name, default in (("tokens", 729), ("channels", 1152), ("hidden", 4304)):
+        group.add_argument(f"--{name}", type=positive_int, default=default, metavar="N",
+                           help=f"geometry for small tests (default: {default})")
+
+
+def options(args):
+    return {"workload": "mlp", "batch": args.batch, "precision": args.precision, "blocks": args.blocks,
+            "seed": args.seed, "tokens": args.tokens, "channels": args.channels, "hidden": args.hidden}
+
+
+def macs(info):
+    """(MACs, AMP rate field) summed over matmul executions."""
+    tensors = {t["name"]: t for t in info["tensors"]}
+    repeat = info.get("repeat") or {}
+    total, rate = 0, None
+    for index, op in enumerate(info["ops"]):
+        if op["op"] != "matmul":
+            continue
+        a, b, c = tensors[op["inputs"][0]], tensors[op["inputs"][1]], tensors[op["output"]]
+        in_body = repeat and repeat["first_op"] <= index < repeat["first_op"] + repeat["op_count"]
+        total += a["rows"] * a["cols"] * b["cols"] * (repeat["iterations"] if in_body else 1)
+        rate = AMP_RATES[(a["dtype"], c["dtype"])]
+    return total, rate
+
+
+def dump(directory, workload, outputs):
+    info = workload.info()
+    for t in info["tensors"]:
+        shape = (t["sequence"], t["rows"], t["cols"]) if t["sequence"] > 1 else (t["rows"], t["cols"])
+        if t["role"] in ("input", "parameter"):
+            npy.write_npy(directory / f"{t['name']}.npy", workload.device_bytes(t["name"]), t["dtype"], shape)
+        elif t["role"] == "output":
+            npy.write_npy(directory / f"{t['name']}.npy", outputs[t["name"]], t["dtype"], shape)
+
+
+def execute(ctx, args, profile, package, progress, started):
+    wall = {}
+    if package is None:
+        if args.reference_run and not args.reference_fp32:
+            raise UsageError("--reference-run needs --reference-fp32: the device-precision reference "
+                             "is not available yet")
+        progress.update("generating inputs and weights")
+        workload = Workload(ctx, options(args))
+        wall["workload"] = time.perf_counter() - started
+        progress.update("compiling")
+        package, compiled = workload.compile(profile, args.memory_budget)
+        wall.update({f"compile_{k}": v for k, v in compiled["wall_seconds"].items()})
+    else:
+        meta = package.info()["meta"]
+        recorded = json.loads(meta["options"])
+        progress.update("rebuilding the recorded workload")
+        workload = Workload(ctx, dict(recorded, workload="mlp"))
+        compiled = None
+        args.reference_run = args.reference_fp32 = True
+    info = package.info()
+    if args.save_package:
+        progress.update(f"saving {args.save_package}")
+        package.save(args.save_package)
+    winfo = workload.info()
+    result = {"workload": "mlp", "device": info["profile"]["name"], "tiles": info["tiles"],
+              "options": winfo["options"], "wall_seconds": wall,
+              "package": {k: info[k] for k in ("code_bytes", "descriptor_bytes", "data_bytes", "segments")}}
+    if compiled:
+        result.update(estimate={"cycles": compiled["plan"]["cycles"], **compiled["estimate"]},
+                      plan=compiled["plan"], support=compiled["package"])
+    outcome = runner.run_checked(ctx, package, progress, args.profile_directory, result)
+    if outcome is None:
+        return EXIT_FAULT, result
+    run_result, outputs = outcome
+    total_macs, rate = macs(winfo)
+    ideal = total_macs / (info["tiles"] * info["profile"][rate])
+    result.update(cycles=run_result["cycles"], ms=run_result["ms"], totals=run_result["totals"],
+                  macs=total_macs, roofline_ratio=run_result["cycles"] / ideal)
+    if args.dump_tensors:
+        dump(args.dump_tensors, workload, outputs)
+    if not args.reference_run:
+        result["status"] = "RAN"
+        return EXIT_OK, result
+    progress.update("FP32 reference")
+    begun = time.perf_counter()
+    reference = workload.reference_run({"fp32": True})
+    wall["reference"] = time.perf_counter() - begun
+    result["reference"] = reference
+    checks = []
+    for t in winfo["tensors"]:
+        if t["role"] != "output":
+            continue
+        ref = workload.reference_output(t["name"])
+        check = check_outputs(ctx, ref, outputs[t["name"]], t["dtype"], t["rows"], t["cols"], MIN_COSINE)
+        check["tensor"] = t["name"]
+        checks.append(check)
+        if args.dump_tensors:
+            npy.write_npy(args.dump_tensors / f"{t['name']}.reference.npy", ref, "f32", (t["rows"], t["cols"]))
+    result["checks"] = checks
+    passed = all(c["passed"] for c in checks)
+    result["status"] = "PASS" if passed else "FAIL"
+    return (EXIT_OK if passed else EXIT_CHECK_FAILED), result
+
+
+def report(result, out):
+    o = result["options"]
+    print(f"mlp on {result['device']} ({result['tiles']} tiles): batch {o.get('batch', 1)}, "
+          f"{o.get('precision', 'fp8')}, {o.get('blocks', 1)} block(s), {o.get('tokens', 729)} tokens x "
+          f"{o.get('channels', 1152)} -> {o.get('hidden', 4304)}", file=out)
+    if "estimate" in result:
+        e = result["estimate"]
+        print(f"  estimate: {e['cycles']} cycles, peak {e['peak_bytes']} bytes on tile {e['peak_tile']} "
+              f"(budget {e['budget']})", file=out)
+        for op in result["plan"]["ops"]:
+            grid = op.get("grid")
+            where = f" grid {grid['rows']}x{grid['cols']}x{grid['reduction']} ({grid['candidates']} fit)" if grid else ""
+            print(f"    op {op['op']} {op['kind']:<7} {op['output']:<12} {op['cycles']:>9} cycles "
+                  f"{op['tile_bytes']:>8} bytes{where}", file=out)
+    print(f"  simulated {result['cycles']} cycles ({result['ms']:.4f} ms), compute roofline ratio "
+          f"{result['roofline_ratio']:.2f}", file=out)
+    print("  wall: " + ", ".join(f"{k} {v:.2f} s" for k, v in result["wall_seconds"].items()), file=out)
+    for c in result.get("checks", []):
+        print(f"  {c['tensor']}: min cosine {c['min_cosine']:.6f} (row {c['min_cosine_row']}), max abs "
+              f"error {c['max_abs_error']:.6g}, {c['failed_rows']} failed rows", file=out)
+    print(result["status"], file=out)
