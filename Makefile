@@ -48,7 +48,7 @@ build: deps $(BUILD_DIR)/Makefile
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 run: build
-	harness/bin/ipu-e2e-test --workload exchange-stress --exchange-pattern all
+	harness/bin/ipu-e2e-test --workload mlp --reference-run --reference-fp32
 
 test-c: build
 	cd $(BUILD_DIR) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS)

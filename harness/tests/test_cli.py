@@ -32,15 +32,20 @@ def test_help_lists_the_options(cli, repo):
     result = cli("--help")
     assert result.returncode == 0
     for flag in ("--workload", "--exchange-pattern", "--sources", "--iterations", "--tiles", "--device",
-                 "--output", "--profile-directory", "--save-package", "--package", "--quiet"):
+                 "--output", "--profile-directory", "--save-package", "--package", "--quiet", "--batch",
+                 "--precision", "--blocks", "--memory-budget", "--reference-run", "--reference-fp32",
+                 "--seed", "--dump-tensors"):
         assert flag in result.stdout
 
 
 @pytest.mark.parametrize("args, words", [
     (["--exchange-pattern", "sideways"], "--exchange-pattern"),
+    (["--workload", "mlp", "--batch", "3"], "--batch"),
+    (["--workload", "mlp", "--memory-budget", "lots"], "--memory-budget"),
+    (["--workload", "mlp", "--tiles", "4", "--reference-run"], "--reference-fp32"),
     (["--iterations", "0"], "--iterations"),
     (["--iterations", "65"], "--iterations"),
-    (["--tiles", "3"], "tiles"),
+    (["--workload", "exchange-stress", "--tiles", "3"], "tiles"),
     (["--tiles", "x"], "--tiles"),
     (["--device", "no-such-profile"], "no-such-profile"),
     (["--package", "/nonexistent/file.pkg"], "/nonexistent/file.pkg"),
@@ -66,7 +71,7 @@ def test_bad_profile_files_are_named(cli, tmp_path):
 @pytest.mark.parametrize("pattern", ["unicast", "multicast", "paired", "loopback"])
 @pytest.mark.parametrize("tiles", [4, 16])
 def test_each_pattern_passes_with_both_sources(cli, pattern, tiles):
-    result = cli("--quiet", "--tiles", tiles, "--exchange-pattern", pattern, "--iterations", 4)
+    result = cli("--quiet", "--workload", "exchange-stress", "--tiles", tiles, "--exchange-pattern", pattern, "--iterations", 4)
     assert result.returncode == 0, result.stdout + result.stderr
     for sources in ("standard", "interleaved"):
         line = next(l for l in result.stdout.splitlines() if f" {pattern}-{sources} " in l)
@@ -75,14 +80,14 @@ def test_each_pattern_passes_with_both_sources(cli, pattern, tiles):
 
 
 def test_base_pattern_and_reset_probe(cli):
-    result = cli("--quiet", "--tiles", 4, "--exchange-pattern", "base", "--sources", "interleaved")
+    result = cli("--quiet", "--workload", "exchange-stress", "--tiles", 4, "--exchange-pattern", "base", "--sources", "interleaved")
     assert result.returncode == 0, result.stdout
     names = [l.split()[1] for l in result.stdout.splitlines() if l.startswith("  PASS")]
     assert names == [f"base-{p}-interleaved" for p in ("unicast", "multicast", "paired", "loopback")] + ["base-reset"]
 
 
 def test_full_size_all_patterns(cli, tmp_path):
-    result = cli("--quiet", "--exchange-pattern", "all", "--output", tmp_path)
+    result = cli("--quiet", "--workload", "exchange-stress", "--exchange-pattern", "all", "--output", tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     data = json.loads((tmp_path / "result.json").read_text())
     assert data["tiles"] == 1472 and data["status"] == "PASS"
@@ -94,7 +99,7 @@ def test_full_size_all_patterns(cli, tmp_path):
 
 
 def test_result_and_profile_artifacts(cli, tmp_path):
-    result = cli("--quiet", "--tiles", 16, "--output", tmp_path, "--profile-directory", tmp_path / "prof")
+    result = cli("--quiet", "--workload", "exchange-stress", "--tiles", 16, "--output", tmp_path, "--profile-directory", tmp_path / "prof")
     assert result.returncode == 0
     data = json.loads((tmp_path / "result.json").read_text())
     profile = json.loads((tmp_path / "prof" / "run-profile.json").read_text())
@@ -111,16 +116,16 @@ def test_result_and_profile_artifacts(cli, tmp_path):
 
 
 def test_quiet_silences_progress(cli):
-    quiet = cli("--quiet", "--tiles", 4, "--exchange-pattern", "unicast")
-    loud = cli("--tiles", 4, "--exchange-pattern", "unicast")
+    quiet = cli("--quiet", "--workload", "exchange-stress", "--tiles", 4, "--exchange-pattern", "unicast")
+    loud = cli("--workload", "exchange-stress", "--tiles", 4, "--exchange-pattern", "unicast")
     assert quiet.stderr == ""
     assert "running on the device" in loud.stderr
     assert quiet.returncode == loud.returncode == 0
 
 
 def test_thread_count_does_not_change_results(cli, tmp_path):
-    one = cli("--quiet", "--tiles", 16, "--threads", 1, "--output", tmp_path / "one")
-    two = cli("--quiet", "--tiles", 16, "--threads", 2, "--output", tmp_path / "two")
+    one = cli("--quiet", "--workload", "exchange-stress", "--tiles", 16, "--threads", 1, "--output", tmp_path / "one")
+    two = cli("--quiet", "--workload", "exchange-stress", "--tiles", 16, "--threads", 2, "--output", tmp_path / "two")
     assert one.returncode == two.returncode == 0
     a = json.loads((tmp_path / "one" / "result.json").read_text())
     b = json.loads((tmp_path / "two" / "result.json").read_text())
@@ -139,7 +144,7 @@ def test_recorded_expectations_match_an_independent_model():
 
 def test_save_and_replay(cli, tmp_path):
     saved = tmp_path / "stress.pkg"
-    first = cli("--quiet", "--tiles", 4, "--save-package", saved)
+    first = cli("--quiet", "--workload", "exchange-stress", "--tiles", 4, "--save-package", saved)
     assert first.returncode == 0 and saved.exists()
     again = cli("--quiet", "--package", saved)
     assert again.returncode == 0, again.stderr
@@ -151,7 +156,7 @@ def test_save_and_replay(cli, tmp_path):
 
 def test_corrupted_expectation_fails_the_check(cli, tmp_path):
     saved = tmp_path / "stress.pkg"
-    assert cli("--quiet", "--tiles", 4, "--exchange-pattern", "unicast", "--sources", "standard",
+    assert cli("--quiet", "--workload", "exchange-stress", "--tiles", 4, "--exchange-pattern", "unicast", "--sources", "standard",
                "--iterations", 1, "--save-package", saved).returncode == 0
     ctx = native.Context()
     package = native.Package.load_file(ctx, saved)
@@ -168,7 +173,7 @@ def test_corrupted_expectation_fails_the_check(cli, tmp_path):
 
 def test_corrupted_descriptor_faults_with_exit_3(cli, tmp_path):
     saved = tmp_path / "stress.pkg"
-    assert cli("--quiet", "--tiles", 4, "--exchange-pattern", "unicast", "--sources", "standard",
+    assert cli("--quiet", "--workload", "exchange-stress", "--tiles", 4, "--exchange-pattern", "unicast", "--sources", "standard",
                "--iterations", 1, "--save-package", saved).returncode == 0
     data = bytearray(saved.read_bytes())
     # The copy descriptor (entry 2, 3 arguments) stages 64 received bytes; make it read 4096.

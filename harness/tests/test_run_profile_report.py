@@ -45,7 +45,7 @@ WAIT = 20  # seconds: generous, the page must simply answer
 def real_profile(tmp_path_factory):
     """The run profile of the exchange-stress workload on 16 tiles, from the CLI."""
     out = tmp_path_factory.mktemp("run-profile")
-    done = subprocess.run(["/usr/bin/python3", str(REPO / "harness" / "bin" / "ipu-e2e-test"), "--tiles", "16",
+    done = subprocess.run(["/usr/bin/python3", str(REPO / "harness" / "bin" / "ipu-e2e-test"), "--workload", "exchange-stress", "--tiles", "16",
                            "--quiet", "--profile-directory", str(out)],
                           cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"ipu-e2e-test failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"

@@ -46,6 +46,65 @@ static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, ipu_prof
     return status;
 }
 
+/* Device-typed inputs and parameters, recorded so the package can run again. */
+static ipu_status make_records(ipu_ctx *ctx, const ipu_workload *w, ipu_assembly_record *records,
+                               void **bytes, size_t *count)
+{
+    const ipu_graph *g = &w->graph;
+    *count = 0;
+    for (size_t t = 0; t < g->tensor_count; t++) {
+        const ipu_ir_tensor *x = &g->tensors[t];
+        if ((x->role != IPU_ROLE_INPUT && x->role != IPU_ROLE_PARAM) || !w->values || !w->values[t])
+            continue;
+        uint64_t n = (uint64_t)x->rows * x->cols * x->sequence;
+        bytes[t] = malloc(n * ipu_dtype_size(x->dtype));
+        if (!bytes[t])
+            return IPU_NO_MEMORY(ctx);
+        ipu_num_encode(x->dtype, x->scale, w->values[t], bytes[t], n);
+        records[(*count)++] =
+            (ipu_assembly_record){x->name, IPU_RECORD_INPUT, bytes[t], n * ipu_dtype_size(x->dtype)};
+    }
+    return IPU_OK;
+}
+
+typedef struct attempt {
+    ipu_plan plan;
+    ipu_low_program prog;
+    uint64_t peak;
+    uint32_t peak_tile, peak_step;
+    double plan_seconds, lower_seconds, package_seconds;
+    json_t *assembly;
+} attempt;
+
+static void attempt_free(attempt *a)
+{
+    ipu_low_free(&a->prog);
+    if (a->plan.graph)
+        ipu_plan_free(&a->plan);
+    json_decref(a->assembly);
+    memset(a, 0, sizeof *a);
+}
+
+/* Plan at plan_budget and lower; stop before packaging when the liveness
+ * peak exceeds the real budget. */
+static ipu_status plan_and_lower(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g,
+                                 uint32_t plan_budget, attempt *a)
+{
+    double t0 = seconds();
+    ipu_progress(ctx, "plan", 0, 0);
+    IPU_TRY(ipu_plan_graph(ctx, p, g, plan_budget, &a->plan));
+    double t1 = seconds();
+    ipu_progress(ctx, "lower", 0, 0);
+    IPU_TRY(ipu_lower(ctx, &a->plan, &a->prog));
+    a->plan_seconds += t1 - t0;
+    a->lower_seconds += seconds() - t1;
+    return ipu_low_peaks(ctx, &a->prog, &a->peak, &a->peak_tile, &a->peak_step, NULL);
+}
+
+/* Planning searches under the budget: when the liveness walker's peak (or
+ * placement) says a plan does not fit, plan again with a tighter budget. */
+#define ATTEMPTS 8
+
 ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_json,
                        ipu_package **out, char **report_json)
 {
@@ -55,55 +114,67 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     uint32_t budget = 0;
     IPU_TRY(parse_options(ctx, options_json, &p, &budget));
     const ipu_graph *g = &w->graph;
-    ipu_plan plan;
-    ipu_low_program prog;
-    memset(&prog, 0, sizeof prog);
-    double t0 = seconds();
-    ipu_progress(ctx, "plan", 0, 0);
-    IPU_TRY(ipu_plan_graph(ctx, &p, g, budget, &plan));
-    double t1 = seconds();
-    ipu_progress(ctx, "lower", 0, 0);
-    ipu_status status = ipu_lower(ctx, &plan, &prog);
-    double t2 = seconds();
-    uint64_t peak = 0;
-    uint32_t peak_tile = 0, peak_step = 0;
-    if (status == IPU_OK)
-        status = ipu_low_peaks(ctx, &prog, &peak, &peak_tile, &peak_step, NULL);
-    /* Record the device-typed inputs and parameters. */
     ipu_assembly_record *records = calloc(g->tensor_count ? g->tensor_count : 1, sizeof *records);
     void **bytes = calloc(g->tensor_count ? g->tensor_count : 1, sizeof *bytes);
     size_t record_count = 0;
-    if (status == IPU_OK && (!records || !bytes))
-        status = IPU_NO_MEMORY(ctx);
-    for (size_t t = 0; status == IPU_OK && t < g->tensor_count; t++) {
-        const ipu_ir_tensor *x = &g->tensors[t];
-        if ((x->role != IPU_ROLE_INPUT && x->role != IPU_ROLE_PARAM) || !w->values || !w->values[t])
-            continue;
-        uint64_t count = (uint64_t)x->rows * x->cols * x->sequence;
-        bytes[t] = malloc(count * ipu_dtype_size(x->dtype));
-        if (!bytes[t]) {
-            status = IPU_NO_MEMORY(ctx);
+    ipu_status status = records && bytes ? IPU_OK : IPU_NO_MEMORY(ctx);
+    if (status == IPU_OK)
+        status = make_records(ctx, w, records, bytes, &record_count);
+    attempt a;
+    memset(&a, 0, sizeof a);
+    uint32_t plan_budget = budget, attempts = 0;
+    json_t *tries = json_array();
+    while (status == IPU_OK) {
+        attempts++;
+        double plan_s = a.plan_seconds, lower_s = a.lower_seconds, package_s = a.package_seconds;
+        attempt_free(&a);
+        a.plan_seconds = plan_s, a.lower_seconds = lower_s, a.package_seconds = package_s;
+        status = plan_and_lower(ctx, &p, g, plan_budget, &a);
+        int retry = 0;
+        if (status == IPU_OK && a.peak > budget) {
+            json_array_append_new(tries, json_pack("{s:I, s:I, s:s}", "plan_budget", (json_int_t)plan_budget,
+                                                   "peak_bytes", (json_int_t)a.peak, "outcome",
+                                                   "estimate over budget"));
+            retry = 1;
+        } else if (status == IPU_OK) {
+            double t = seconds();
+            ipu_progress(ctx, "package", 0, 0);
+            json_t *meta = json_pack("{s:s, s:s, s:s}", "workload", w->name, "check", "reference",
+                                     "options", w->options_json);
+            status = ipu_assemble(ctx, &a.prog, meta, records, record_count, out, &a.assembly);
+            a.package_seconds += seconds() - t;
+            if (status == IPU_ERR_INVALID_ARGUMENT && attempts < ATTEMPTS) {
+                json_array_append_new(tries, json_pack("{s:I, s:I, s:s}", "plan_budget",
+                                                       (json_int_t)plan_budget, "peak_bytes",
+                                                       (json_int_t)a.peak, "outcome", ipu_ctx_errmsg(ctx)));
+                ipu_ctx_clear_error(ctx);
+                status = IPU_OK;
+                retry = 1;
+            }
+        }
+        if (status != IPU_OK || !retry)
+            break;
+        if (attempts == ATTEMPTS) {
+            status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                              "no plan fits the memory budget of %u bytes per tile after %u attempts: "
+                              "the last estimate needs %llu bytes on tile %u",
+                              budget, attempts, (unsigned long long)a.peak, a.peak_tile);
             break;
         }
-        ipu_num_encode(x->dtype, x->scale, w->values[t], bytes[t], count);
-        records[record_count++] = (ipu_assembly_record){x->name, IPU_RECORD_INPUT, bytes[t],
-                                                        count * ipu_dtype_size(x->dtype)};
+        /* Tighten by the excess and a margin for fragmentation. */
+        uint64_t excess = a.peak > budget ? a.peak - budget : 0;
+        uint64_t cut = excess + plan_budget / 16;
+        plan_budget = cut < plan_budget ? (uint32_t)(plan_budget - cut) : 0;
     }
-    ipu_progress(ctx, "package", 0, 0);
-    json_t *assembly = NULL;
-    if (status == IPU_OK) {
-        json_t *meta = json_pack("{s:s, s:s, s:s}", "workload", w->name, "check", "reference",
-                                 "options", w->options_json);
-        status = ipu_assemble(ctx, &prog, meta, records, record_count, out, &assembly);
-    }
-    double t3 = seconds();
     if (status == IPU_OK && report_json) {
-        json_t *report = json_pack("{s:o, s:o, s:{s:I, s:I, s:I, s:I}, s:{s:f, s:f, s:f}}", "plan",
-                                   ipu_plan_json(&plan), "package", assembly, "estimate", "peak_bytes",
-                                   (json_int_t)peak, "peak_tile", (json_int_t)peak_tile, "peak_step",
-                                   (json_int_t)peak_step, "budget", (json_int_t)budget, "wall_seconds",
-                                   "plan", t1 - t0, "lower", t2 - t1, "package", t3 - t2);
-        assembly = NULL;
+        json_t *report = json_pack(
+            "{s:o, s:O, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:{s:f, s:f, s:f}}", "plan",
+            ipu_plan_json(&a.plan), "package", a.assembly, "estimate", "peak_bytes", (json_int_t)a.peak,
+            "peak_tile", (json_int_t)a.peak_tile, "peak_step", (json_int_t)a.peak_step, "budget",
+            (json_int_t)budget, "plan_budget", (json_int_t)plan_budget, "attempts", tries,
+            "wall_seconds", "plan", a.plan_seconds, "lower", a.lower_seconds, "package",
+            a.package_seconds);
+        tries = NULL;
         *report_json = report ? json_dumps(report, JSON_COMPACT) : NULL;
         json_decref(report);
         if (!*report_json) {
@@ -112,12 +183,11 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
             status = IPU_NO_MEMORY(ctx);
         }
     }
-    json_decref(assembly);
+    json_decref(tries);
+    attempt_free(&a);
     for (size_t t = 0; bytes && t < g->tensor_count; t++)
         free(bytes[t]);
     free(bytes);
     free(records);
-    ipu_low_free(&prog);
-    ipu_plan_free(&plan);
     return status;
 }
