@@ -22,6 +22,8 @@ void ipu_plan_free(ipu_plan *plan)
     }
     free(plan->home);
     free(plan->ops);
+    free(plan->smallest_param);
+    free(plan->smallest_total);
     memset(plan, 0, sizeof *plan);
 }
 
@@ -56,16 +58,17 @@ static int better(const ipu_matmul_grid *a, const ipu_matmul_grid *b)
     return ta < tb;
 }
 
-/* The smallest per-tile footprint any grid of matmul op index can have. */
-static uint64_t smallest_footprint(const ipu_plan *plan, size_t index)
+/* The smallest parameter block and the smallest whole footprint any grid of
+ * matmul op index can have (per tile). */
+static void smallest_grid(const ipu_plan *plan, size_t index, uint64_t *param, uint64_t *total)
 {
     const ipu_graph *g = plan->graph;
     const ipu_profile *p = &plan->profile;
     const ipu_ir_op *op = &g->ops[index];
     const ipu_ir_tensor *a = &g->tensors[op->in[0]], *b = &g->tensors[op->in[1]],
                         *c = &g->tensors[op->out];
-    uint64_t smallest = UINT64_MAX;
     ipu_matmul_grid grid;
+    *param = *total = UINT64_MAX;
     for (uint32_t gm = 1; gm <= a->rows && gm <= p->tiles; gm++)
         for (uint32_t gn = 1; (uint64_t)gm * gn <= p->tiles; gn++)
             for (uint32_t gk = 1; (uint64_t)gm * gn * gk <= p->tiles; gk++) {
@@ -75,20 +78,27 @@ static uint64_t smallest_footprint(const ipu_plan *plan, size_t index)
                         break;
                     continue;
                 }
-                smallest = grid.tile_bytes < smallest ? grid.tile_bytes : smallest;
+                *param = grid.b_bytes < *param ? grid.b_bytes : *param;
+                *total = grid.tile_bytes < *total ? grid.tile_bytes : *total;
             }
-    return smallest;
+    if (b->role != IPU_ROLE_PARAM)
+        *param = 0;
 }
 
-/* What the matmuls after op index will need at least: their smallest footprints. */
-static uint64_t later_needs(const ipu_plan *plan, size_t index)
+/* What the matmuls after op index need at least: the parameters they keep
+ * resident, and, while the largest of them runs, its whole footprint. */
+static uint64_t later_needs(const ipu_plan *plan, size_t index, uint64_t *largest_total)
 {
-    const ipu_graph *g = plan->graph;
-    uint64_t bytes = 0;
-    for (size_t i = index + 1; i < g->op_count; i++)
-        if (g->ops[i].kind == IPU_IR_MATMUL)
-            bytes += smallest_footprint(plan, i);
-    return bytes;
+    uint64_t params = 0;
+    *largest_total = 0;
+    for (size_t i = index + 1; i < plan->graph->op_count; i++) {
+        if (plan->graph->ops[i].kind != IPU_IR_MATMUL)
+            continue;
+        params += plan->smallest_param[i];
+        if (plan->smallest_total[i] > *largest_total)
+            *largest_total = plan->smallest_total[i];
+    }
+    return params;
 }
 
 static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
@@ -102,7 +112,8 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
     ipu_op_plan *o = &plan->ops[index];
     ipu_matmul_grid best = {0}, smallest = {0}, grid;
     uint32_t fits = 0, valid = 0;
-    uint64_t reserved = plan->param_bytes + later_needs(plan, index);
+    uint64_t later_total, later_params = later_needs(plan, index, &later_total);
+    uint64_t reserved = plan->param_bytes + later_params;
     for (uint32_t gm = 1; gm <= m && gm <= p->tiles; gm++)
         for (uint32_t gn = 1; (uint64_t)gm * gn <= p->tiles; gn++)
             for (uint32_t gk = 1; (uint64_t)gm * gn * gk <= p->tiles; gk++) {
@@ -114,7 +125,9 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
                 }
                 if (!valid++ || grid.tile_bytes < smallest.tile_bytes)
                     smallest = grid;
-                if (grid.tile_bytes + reserved > plan->budget)
+                /* Fits now, and leaves the later matmuls room to run. */
+                if (grid.tile_bytes + reserved > plan->budget ||
+                    grid.b_bytes + reserved + later_total > plan->budget)
                     continue;
                 if (!fits++ || better(&grid, &best))
                     best = grid;
@@ -184,10 +197,15 @@ ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g
     out->budget = budget;
     out->home = calloc(g->tensor_count, sizeof *out->home);
     out->ops = calloc(g->op_count ? g->op_count : 1, sizeof *out->ops);
-    if (!out->home || !out->ops) {
+    out->smallest_param = calloc(g->op_count ? g->op_count : 1, sizeof *out->smallest_param);
+    out->smallest_total = calloc(g->op_count ? g->op_count : 1, sizeof *out->smallest_total);
+    if (!out->home || !out->ops || !out->smallest_param || !out->smallest_total) {
         ipu_plan_free(out);
         return IPU_NO_MEMORY(ctx);
     }
+    for (size_t i = 0; i < g->op_count; i++)
+        if (g->ops[i].kind == IPU_IR_MATMUL)
+            smallest_grid(out, i, &out->smallest_param[i], &out->smallest_total[i]);
     ipu_status status = IPU_OK;
     const ipu_ir_repeat *r = &g->repeat;
     for (size_t i = 0; i < g->op_count && status == IPU_OK; i++) {

@@ -23,6 +23,7 @@ typedef struct ipu_matmul_grid {
     uint32_t gm, gn, gk;
     uint64_t compute_cycles, operand_cycles, reduce_cycles, cycles;
     uint64_t tile_bytes; /* op-local footprint on the fullest tile */
+    uint64_t b_bytes;    /* of which B's block (every member of a sequence) */
 } ipu_matmul_grid;
 
 typedef struct ipu_op_plan {
@@ -41,6 +42,7 @@ typedef struct ipu_plan {
     ipu_op_plan *ops; /* per op */
     uint64_t cycles;  /* estimate for the whole program, Repeat iterations included */
     uint64_t param_bytes; /* resident parameter bytes on the fullest tile */
+    uint64_t *smallest_param, *smallest_total; /* per matmul op: lower bounds */
 } ipu_plan;
 
 /* Cost and footprint of one grid; 0 when the grid does not suit the shape. */
