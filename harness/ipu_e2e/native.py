@@ -316,11 +316,14 @@ class Workload:
         """FP32 reference values of an output tensor (after reference_run)."""
         return self._floats(lib().ipu_reference_output, name)
 
-    def compile(self, profile, memory_budget=None):
+    def compile(self, profile, memory_budget=None, inject=None):
         """Plan, lower, schedule, place and package for a device profile;
-        returns (Package, report dict)."""
+        returns (Package, report dict).  inject: a test's fault in one stage."""
         handle, report = ctypes.c_void_p(), ctypes.c_void_p()
-        options = json.dumps({"profile": profile, "memory_budget": memory_budget}).encode()
+        options = {"profile": profile, "memory_budget": memory_budget}
+        if inject:
+            options["inject"] = inject
+        options = json.dumps(options).encode()
         self.ctx.check(lib().ipu_compile(self.ctx.handle, self.handle, options, ctypes.byref(handle),
                                          ctypes.byref(report)))
         return Package(self.ctx, handle), json.loads(self.ctx.take_string(report))

@@ -156,7 +156,9 @@ ipu_status ipu_check_outputs(ipu_ctx *ctx, const float *reference, const void *d
 /* ---- the compiler ------------------------------------------------------ */
 /* Compile a workload for a device: plan, lower, schedule exchange, place and
  * package.  options_json: {"profile": {...}, "memory_budget": bytes|null
- * (null: the profile's default budget)}.  The package records the workload's
+ * (null: the profile's default budget), "inject": for tests only, one fault
+ * injected into one stage's product: "drop-transfer", "overlap-allocation",
+ * "skip-padding-clear" or "overwrite-parameter"}.  The package records the workload's
  * device-typed inputs and parameters.  *out_report: the plan (per op: grid,
  * candidates, cycles, footprint; total cycles), the estimate (liveness peak
  * per tile), the package support sizes and each stage's wall time. */

@@ -22,8 +22,11 @@ static double seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static const char *INJECT_NAMES[] = {"none", "drop-transfer", "overlap-allocation",
+                                      "skip-padding-clear", "overwrite-parameter"};
+
 static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, ipu_profile *p,
-                                uint32_t *budget)
+                                uint32_t *budget, int *inject)
 {
     json_error_t error;
     json_t *o = json_loads(options_json, 0, &error);
@@ -41,6 +44,19 @@ static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, ipu_prof
         else
             status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                               "--memory-budget: expected a positive number of bytes or 'default'");
+    }
+    const char *name = json_string_value(json_object_get(o, "inject"));
+    *inject = IPU_INJECT_NONE;
+    for (int i = 0; name && status == IPU_OK; i++) {
+        if (i == (int)(sizeof INJECT_NAMES / sizeof *INJECT_NAMES)) {
+            status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "compile option 'inject': unknown '%s'",
+                              name);
+            break;
+        }
+        if (strcmp(name, INJECT_NAMES[i]) == 0) {
+            *inject = i;
+            break;
+        }
     }
     json_decref(o);
     return status;
@@ -88,14 +104,14 @@ static void attempt_free(attempt *a)
 /* Plan at plan_budget and lower; stop before packaging when the liveness
  * peak exceeds the real budget. */
 static ipu_status plan_and_lower(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g,
-                                 uint32_t plan_budget, attempt *a)
+                                 uint32_t plan_budget, int inject, attempt *a)
 {
     double t0 = seconds();
     ipu_progress(ctx, "plan", 0, 0);
     IPU_TRY(ipu_plan_graph(ctx, p, g, plan_budget, &a->plan));
     double t1 = seconds();
     ipu_progress(ctx, "lower", 0, 0);
-    IPU_TRY(ipu_lower(ctx, &a->plan, &a->prog));
+    IPU_TRY(ipu_lower(ctx, &a->plan, inject, &a->prog));
     a->plan_seconds += t1 - t0;
     a->lower_seconds += seconds() - t1;
     return ipu_low_peaks(ctx, &a->prog, &a->peak, &a->peak_tile, &a->peak_step, NULL);
@@ -112,7 +128,8 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_compile: NULL argument");
     ipu_profile p;
     uint32_t budget = 0;
-    IPU_TRY(parse_options(ctx, options_json, &p, &budget));
+    int inject = IPU_INJECT_NONE;
+    IPU_TRY(parse_options(ctx, options_json, &p, &budget, &inject));
     const ipu_graph *g = &w->graph;
     ipu_assembly_record *records = calloc(g->tensor_count ? g->tensor_count : 1, sizeof *records);
     void **bytes = calloc(g->tensor_count ? g->tensor_count : 1, sizeof *bytes);
@@ -129,7 +146,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         double plan_s = a.plan_seconds, lower_s = a.lower_seconds, package_s = a.package_seconds;
         attempt_free(&a);
         a.plan_seconds = plan_s, a.lower_seconds = lower_s, a.package_seconds = package_s;
-        status = plan_and_lower(ctx, &p, g, plan_budget, &a);
+        status = plan_and_lower(ctx, &p, g, plan_budget, inject, &a);
         int retry = 0;
         if (status == IPU_OK && a.peak > budget) {
             json_array_append_new(tries, json_pack("{s:I, s:I, s:s}", "plan_budget", (json_int_t)plan_budget,
@@ -143,6 +160,14 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
                                      "options", w->options_json);
             status = ipu_assemble(ctx, &a.prog, meta, records, record_count, out, &a.assembly);
             a.package_seconds += seconds() - t;
+            if (status == IPU_OK && a.prog.inject != IPU_INJECT_NONE) {
+                ipu_package_free(*out);
+                *out = NULL;
+                status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                                  "compile option 'inject': this program has no place for '%s'",
+                                  INJECT_NAMES[inject]);
+                break;
+            }
             if (status == IPU_ERR_INVALID_ARGUMENT && attempts < ATTEMPTS) {
                 json_array_append_new(tries, json_pack("{s:I, s:I, s:s}", "plan_budget",
                                                        (json_int_t)plan_budget, "peak_bytes",

@@ -113,6 +113,10 @@ static ipu_status clear(lowering *L, uint32_t buffer)
     if (!L->padded[buffer] || L->cleared[buffer])
         return IPU_OK;
     L->cleared[buffer] = 1;
+    if (L->prog->inject == IPU_INJECT_SKIP_PADDING_CLEAR) {
+        L->prog->inject = IPU_INJECT_NONE; /* only the first one */
+        return IPU_OK;
+    }
     const ipu_low_buffer *b = &L->prog->buffers[buffer];
     ipu_low_arg args[] = {BUF(buffer, 0), LIT(b->size), LIT(0)};
     return emit_kernel(L, b->tile, IPU_K_FILL, 3, args, -1, 0);
@@ -642,6 +646,19 @@ static ipu_status lower_program(lowering *L, uint32_t **operand_a, uint32_t **pa
         prog->repeat_iterations = r->iterations;
         IPU_TRY(lower_ops(L, body_end, g->op_count, operand_a, partials));
     }
+    if (prog->inject == IPU_INJECT_OVERWRITE_PARAMETER) {
+        /* Zero the first parameter block after its last use: this invocation
+         * is unharmed, the next one computes with zeros. */
+        for (size_t b = 0; b < prog->buffer_count; b++) {
+            if (!prog->buffers[b].persistent)
+                continue;
+            IPU_TRY(begin_step(L, IPU_LOW_COMPUTE, "injected overwrite"));
+            ipu_low_arg args[] = {BUF((uint32_t)b, 0), LIT(prog->buffers[b].size), LIT(0)};
+            IPU_TRY(emit_kernel(L, prog->buffers[b].tile, IPU_K_FILL, 3, args, -1, 0));
+            prog->inject = IPU_INJECT_NONE;
+            break;
+        }
+    }
     for (size_t t = 0; t < g->tensor_count; t++) {
         const ipu_ir_tensor *x = &g->tensors[t];
         if (x->role != IPU_ROLE_OUTPUT)
@@ -666,10 +683,11 @@ static ipu_status lower_program(lowering *L, uint32_t **operand_a, uint32_t **pa
     return IPU_OK;
 }
 
-ipu_status ipu_lower(ipu_ctx *ctx, const ipu_plan *plan, ipu_low_program *out)
+ipu_status ipu_lower(ipu_ctx *ctx, const ipu_plan *plan, int inject, ipu_low_program *out)
 {
     memset(out, 0, sizeof *out);
     out->profile = plan->profile;
+    out->inject = inject;
     const ipu_graph *g = plan->graph;
     lowering L = {ctx, plan, g, out, NULL, NULL, NULL, 0, 0, 0};
     L.blocks = calloc(g->tensor_count, sizeof *L.blocks);

@@ -10,6 +10,6 @@
 #include "lower/program.h"
 #include "plan/plan.h"
 
-ipu_status ipu_lower(ipu_ctx *ctx, const ipu_plan *plan, ipu_low_program *out);
+ipu_status ipu_lower(ipu_ctx *ctx, const ipu_plan *plan, int inject, ipu_low_program *out);
 
 #endif

@@ -19,6 +19,16 @@
 
 #define IPU_LOW_LITERAL 0xFFFFFFFFu
 
+/* Faults the tests inject into one stage's product, to prove the device or
+ * the check catches them (never used otherwise). */
+typedef enum ipu_inject {
+    IPU_INJECT_NONE = 0,
+    IPU_INJECT_DROP_TRANSFER = 1,       /* exchange: the last transfer of a phase is lost */
+    IPU_INJECT_OVERLAP_ALLOCATION = 2,  /* placement: a buffer moved onto a live one */
+    IPU_INJECT_SKIP_PADDING_CLEAR = 3,  /* lowering: the first padding clear is left out */
+    IPU_INJECT_OVERWRITE_PARAMETER = 4  /* lowering: a parameter is zeroed after its last use */
+} ipu_inject;
+
 typedef struct ipu_low_buffer {
     uint32_t tile, size, alignment;
     uint32_t first, last; /* inclusive lifetime in steps */
@@ -93,6 +103,7 @@ typedef struct ipu_low_program {
     ipu_low_stream *streams;
     size_t stream_count, stream_capacity;
     uint32_t repeat_first, repeat_count, repeat_iterations; /* main-program steps */
+    int inject; /* ipu_inject */
 } ipu_low_program;
 
 void ipu_low_free(ipu_low_program *prog);

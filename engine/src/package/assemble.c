@@ -94,6 +94,11 @@ static ipu_status size_records(assembly *A, uint32_t *patches_per_tile)
                     A->desc_bytes[tile] += IPU_XROW_SIZE;
                 }
             }
+            if (prog->inject == IPU_INJECT_DROP_TRANSFER && !step->init && ph->count) {
+                prog->inject = IPU_INJECT_NONE; /* the first main-program phase loses one */
+                ph->count--;
+                step->count--;
+            }
             IPU_TRY(ipu_exchange_schedule(A->ctx, A->p, ph));
             /* A table header on every tile (a bound, for tiles without rows). */
             for (uint32_t t = 0; t < A->tiles; t++)
@@ -133,6 +138,25 @@ static uint32_t code_bytes(uint64_t entries)
     return bytes;
 }
 
+/* Move the first activation buffer onto a parameter of its tile (a tensor
+ * live for the whole program) at least as large. */
+static void inject_overlap(ipu_low_program *prog)
+{
+    for (size_t a = 0; a < prog->buffer_count; a++) {
+        ipu_low_buffer *x = &prog->buffers[a];
+        if (x->persistent || x->aperture || x->pinned)
+            continue;
+        for (size_t b = 0; b < prog->buffer_count; b++) {
+            const ipu_low_buffer *y = &prog->buffers[b];
+            if (y->persistent && y->tile == x->tile && y->size >= x->size) {
+                x->address = y->address;
+                prog->inject = IPU_INJECT_NONE;
+                return;
+            }
+        }
+    }
+}
+
 static ipu_status place_buffers(assembly *A, uint32_t code_end, uint32_t desc_base, uint32_t desc_limit)
 {
     ipu_low_program *prog = A->prog;
@@ -168,6 +192,8 @@ static ipu_status place_buffers(assembly *A, uint32_t code_end, uint32_t desc_ba
         status = ipu_place(A->ctx, p, req, n, conf, conf_count, reserved, A->tiles);
     for (size_t b = 0; b < n && status == IPU_OK; b++)
         prog->buffers[b].address = req[b].address;
+    if (status == IPU_OK && prog->inject == IPU_INJECT_OVERLAP_ALLOCATION)
+        inject_overlap(prog);
     free(req);
     free(conf);
     free(reserved);
