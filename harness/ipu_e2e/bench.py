@@ -4,15 +4,19 @@ baseline measured in the same run (never asserted in tests).
   device   exchange-stress: simulated exchange words per second of wall time
            and the whole `--exchange-pattern all` run's wall time; tile GEMMs
            through the device versus one direct sgemm of the same total work.
+  compile  the full-size MLP: wall time of generation, planning, lowering,
+           packaging, the device run and the reference; peak RSS after each
+           (the process high-water mark); simulated cycles.
 """
 import argparse
+import resource
 import sys
 import time
 from pathlib import Path
 
 from . import artifacts, profiles, runner, stress
 from .command import EXIT_OK, guarded, positive_int
-from .native import Context, Package, bench_gemm
+from .native import Context, Package, Workload, bench_gemm
 from .progress import Progress
 
 def parser():
@@ -30,7 +34,56 @@ def parser():
                         help="timed repetitions; the best is reported (default: 3)")
     device.add_argument("--output", type=Path, metavar="DIR", help="write bench-device.json to DIR")
     device.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    compile_ = sub.add_parser("compile", help="build and run the full-size MLP, stage by stage")
+    compile_.add_argument("--device", default="c600", metavar="PROFILE", help="device profile (default: c600)")
+    compile_.add_argument("--tiles", type=positive_int, metavar="N", help="override the profile's tile count")
+    compile_.add_argument("--batch", type=int, choices=(1, 2, 4), default=1, help="images (default: 1)")
+    compile_.add_argument("--precision", choices=("fp8", "fp16"), default="fp8", help="(default: fp8)")
+    compile_.add_argument("--output", type=Path, metavar="DIR", help="write bench-compile.json to DIR")
+    compile_.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     return p
+
+
+def peak_rss_mib():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def bench_compile(args, progress):
+    ctx = Context(progress=lambda stage, done, total: progress.update(f"compile: {stage}"))
+    profile = profiles.load(ctx, args.device, args.tiles or 0)
+    stages = {}
+    started = time.perf_counter()
+    progress.update("generating inputs and weights")
+    workload = Workload(ctx, {"workload": "mlp", "batch": args.batch, "precision": args.precision})
+    stages["generate"] = {"seconds": time.perf_counter() - started, "peak_rss_mib": peak_rss_mib()}
+    package, report = workload.compile(profile)
+    for stage, seconds in report["wall_seconds"].items():
+        stages[stage] = {"seconds": seconds}
+    stages["package"]["peak_rss_mib"] = peak_rss_mib()
+    build = sum(report["wall_seconds"].values())
+    run_result, _, device_seconds = runner.run(ctx, package, progress)
+    stages["device"] = {"seconds": device_seconds, "peak_rss_mib": peak_rss_mib()}
+    progress.update("FP32 reference")
+    begun = time.perf_counter()
+    workload.reference_run({"fp32": True})
+    stages["reference"] = {"seconds": time.perf_counter() - begun, "peak_rss_mib": peak_rss_mib()}
+    return {"bench": "compile", "device": profile["name"], "tiles": profile["tiles"], "batch": args.batch,
+            "precision": args.precision, "stages": stages, "build_seconds": build,
+            "estimate_cycles": report["plan"]["cycles"], "simulated_cycles": run_result["cycles"],
+            "simulated_ms": run_result["ms"], "peak_rss_mib": peak_rss_mib()}
+
+
+def report_compile(result, out):
+    print(f"compile bench: mlp batch {result['batch']} {result['precision']} on {result['device']} "
+          f"({result['tiles']} tiles)", file=out)
+    for stage, s in result["stages"].items():
+        rss = f", peak RSS {s['peak_rss_mib']:.0f} MiB" if "peak_rss_mib" in s else ""
+        print(f"  {stage:<10} {s['seconds']:7.2f} s{rss}", file=out)
+    print(f"  build (plan to package) {result['build_seconds']:.2f} s (target < 10 s); peak RSS "
+          f"{result['peak_rss_mib']:.0f} MiB (target < 2048); device run {result['stages']['device']['seconds']:.2f} s "
+          f"(target < 10 s)", file=out)
+    print(f"  simulated {result['simulated_cycles']} cycles ({result['simulated_ms']:.4f} ms); planner "
+          f"estimate {result['estimate_cycles']} cycles", file=out)
 
 
 def gemm_shape(text):
@@ -84,12 +137,13 @@ def report(result, out):
 def main(argv=None):
     args = parser().parse_args(argv)
     progress = Progress(quiet=args.quiet)
-    failed, result = guarded("ipu-e2e-bench", progress, lambda: bench_device(args, progress))
+    work, show = (bench_device, report) if args.bench == "device" else (bench_compile, report_compile)
+    failed, result = guarded("ipu-e2e-bench", progress, lambda: work(args, progress))
     if failed is not None:
         return failed
-    report(result, sys.stdout)
+    show(result, sys.stdout)
     if args.output:
-        artifacts.write_json(args.output / "bench-device.json", result)
+        artifacts.write_json(args.output / f"bench-{args.bench}.json", result)
     return EXIT_OK
 
 
