@@ -26,11 +26,11 @@ def parser():
                    help="device profile: a name in fixtures/profiles (%s) or a JSON file (default: c600)"
                         % ", ".join(profiles.available()))
     p.add_argument("--tiles", type=positive_int, metavar="N", help="override the profile's tile count")
-    p.add_argument("--exchange-pattern", choices=stress.PATTERNS, default="all",
+    p.add_argument("--exchange-pattern", choices=stress.PATTERNS, default=None,
                    help="exchange-stress pattern (default: all)")
-    p.add_argument("--sources", choices=stress.SOURCES, default="both",
+    p.add_argument("--sources", choices=stress.SOURCES, default=None,
                    help="exchange-stress source memory: region 0, region 1 or both (default: both)")
-    p.add_argument("--iterations", type=positive_int, default=3, metavar="N",
+    p.add_argument("--iterations", type=positive_int, default=None, metavar="N",
                    help="Repeat iterations per exchange-stress case (default: 3)")
     mlp.add_arguments(p)
     p.add_argument("--output", metavar="DIR", type=Path, help="write result.json to DIR")
@@ -72,6 +72,7 @@ def execute(args, progress):
         profile = profiles.load(ctx, args.device, args.tiles or 0)
         progress.update(f"building {args.workload} for {profile['tiles']} tiles")
         package = None
+    module.check_flags(args, PARSER_DEFAULTS)
     code, result = module.execute(ctx, args, profile if not args.package else None, package, progress,
                                   started)
     return code, result, module
@@ -86,6 +87,10 @@ def report(result, module, out):
             print(f"  owning allocation: {f['allocation']}", file=out)
         return
     module.report(result, out)
+
+
+# Every flag's value when the user did not give it (None for workload flags).
+PARSER_DEFAULTS = vars(parser().parse_args([]))
 
 
 def main(argv=None):

@@ -13,6 +13,9 @@ from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError, positiv
 from .native import Workload, check_outputs
 
 MIN_COSINE = 0.99
+# This workload's flags (their defaults are the parser's).
+FLAGS = ("batch", "precision", "blocks", "memory_budget", "seed", "reference_run", "reference_fp32",
+         "dump_tensors", "tokens", "channels", "hidden")
 AMP_RATES = {("f143", "f16"): "amp_macs_fp8", ("f143", "f32"): "amp_macs_fp8",
              ("f152", "f16"): "amp_macs_fp8", ("f152", "f32"): "amp_macs_fp8",
              ("f16", "f16"): "amp_macs_fp16_fp16", ("f16", "f32"): "amp_macs_fp16_fp32"}
@@ -49,6 +52,13 @@ def add_arguments(p):
     for name, default in (("tokens", 729), ("channels", 1152), ("hidden", 4304)):
         group.add_argument(f"--{name}", type=positive_int, default=default, metavar="N",
                            help=f"geometry for small tests (default: {default})")
+
+
+def check_flags(args, defaults):
+    """Refuse the exchange-stress flags."""
+    for name in ("exchange_pattern", "sources", "iterations"):
+        if getattr(args, name) is not None:
+            raise UsageError(f"--{name.replace('_', '-')} applies to --workload exchange-stress")
 
 
 def options(args):

@@ -7,12 +7,13 @@ import time
 from array import array
 
 from . import runner
-from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK
+from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError
 from .native import Package
 from .runner import compare_exact
 
 PATTERNS = ("unicast", "multicast", "paired", "loopback", "base", "all")
 SOURCES = ("standard", "interleaved", "both")
+FLAGS = {"exchange_pattern": "all", "sources": "both", "iterations": 3}
 
 
 def options(profile, pattern, sources, iterations):
@@ -51,6 +52,17 @@ def expected_stream(case, tiles):
                 sender = (tile - offset) % tiles
                 out.extend(payload(case["case_index"], sender, iteration, k) for k in range(words))
     return out.tobytes()
+
+
+def check_flags(args, defaults):
+    """Refuse the other workload's flags; fill this one's defaults."""
+    from . import mlp
+    given = [name for name in mlp.FLAGS if getattr(args, name) != defaults[name]]
+    if given:
+        raise UsageError(f"--{given[0].replace('_', '-')} applies to --workload mlp")
+    for name, value in FLAGS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
 
 
 def execute(ctx, args, profile, package, progress, started):
