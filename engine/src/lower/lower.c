@@ -362,6 +362,16 @@ static uint32_t elements_per_row(const ipu_layout *l, uint32_t j)
     return ipu_layout_stride(l, l->col_bounds[j + 1] - l->col_bounds[j]) / l->elem;
 }
 
+/* Sub-band l of row band i of a reduced result: its first row relative to
+ * the band, its rows and its row stride in bytes. */
+static void sub_band(const ipu_layout *c, uint32_t i, uint32_t j, uint32_t l, uint32_t gk, uint32_t *row0,
+                     uint32_t *rows, uint32_t *stride)
+{
+    *row0 = c->row_bounds[i * gk + l] - c->row_bounds[i * gk];
+    *rows = c->row_bounds[i * gk + l + 1] - c->row_bounds[i * gk + l];
+    *stride = ipu_layout_stride(c, c->col_bounds[j + 1] - c->col_bounds[j]);
+}
+
 static ipu_status lower_matmul(lowering *L, size_t index, uint32_t **operand_a, uint32_t *partials)
 {
     const ipu_graph *g = L->g;
@@ -440,8 +450,8 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t **operand_a, 
     for (uint32_t i = 0; i < gm && status == IPU_OK; i++)
         for (uint32_t j = 0; j < gn && status == IPU_OK; j++)
             for (uint32_t l = 0; l < gk && status == IPU_OK; l++) {
-                uint32_t band = home_c->row_bounds[i * gk + l + 1] - home_c->row_bounds[i * gk + l];
-                uint32_t stride = ipu_layout_block_bytes(home_c, i * gk + l, j) / band;
+                uint32_t row0, band, stride;
+                sub_band(home_c, i, j, l, gk, &row0, &band, &stride);
                 for (uint32_t q = 0; q < gk && status == IPU_OK; q++) {
                     if (q == l)
                         continue;
@@ -458,9 +468,8 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t **operand_a, 
     for (uint32_t i = 0; i < gm && status == IPU_OK; i++)
         for (uint32_t j = 0; j < gn && status == IPU_OK; j++)
             for (uint32_t l = 0; l < gk && status == IPU_OK; l++) {
-                uint32_t row0 = home_c->row_bounds[i * gk + l] - home_c->row_bounds[i * gk];
-                uint32_t band = home_c->row_bounds[i * gk + l + 1] - home_c->row_bounds[i * gk + l];
-                uint32_t stride = ipu_layout_block_bytes(home_c, i * gk + l, j) / band;
+                uint32_t row0, band, stride;
+                sub_band(home_c, i, j, l, gk, &row0, &band, &stride);
                 for (uint32_t q = 0; q < gk && status == IPU_OK; q++) {
                     if (q == l)
                         continue;
@@ -483,9 +492,9 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t **operand_a, 
     for (uint32_t i = 0; i < gm && status == IPU_OK; i++)
         for (uint32_t j = 0; j < gn && status == IPU_OK; j++)
             for (uint32_t l = 0; l < gk && status == IPU_OK; l++) {
-                uint32_t row0 = home_c->row_bounds[i * gk + l] - home_c->row_bounds[i * gk];
-                uint32_t band = home_c->row_bounds[i * gk + l + 1] - home_c->row_bounds[i * gk + l];
-                uint32_t bytes = ipu_layout_block_bytes(home_c, i * gk + l, j), stride = bytes / band;
+                uint32_t row0, band, stride;
+                sub_band(home_c, i, j, l, gk, &row0, &band, &stride);
+                uint32_t bytes = band * stride;
                 uint32_t result = home_ids(L, op->out)[(size_t)(i * gk + l) * gn + j];
                 uint32_t own = partials[((size_t)i * gn + j) * gk + l];
                 uint32_t tile = L->prog->buffers[result].tile;

@@ -29,6 +29,13 @@ typedef struct assembly {
 
 static uint64_t padded4(uint64_t n) { return (n + 3) & ~3ull; }
 
+/* The tile of item i of a compute step (a kernel) or host step (an entry). */
+static uint32_t item_tile(const assembly *A, const ipu_low_step *step, uint32_t i)
+{
+    return step->kind == IPU_LOW_COMPUTE ? A->prog->kernels[i].tile
+                                         : A->prog->buffers[A->prog->hosts[i].buffer].tile;
+}
+
 /* Group a compute or host step's items by tile, keeping their order. */
 static ipu_status group(assembly *A, size_t s)
 {
@@ -39,12 +46,8 @@ static ipu_status group(assembly *A, size_t s)
         free(start), free(items);
         return IPU_NO_MEMORY(A->ctx);
     }
-    for (uint32_t n = 0; n < step->count; n++) {
-        uint32_t i = step->first + n;
-        uint32_t tile = step->kind == IPU_LOW_COMPUTE ? A->prog->kernels[i].tile
-                                                      : A->prog->buffers[A->prog->hosts[i].buffer].tile;
-        start[tile + 1]++;
-    }
+    for (uint32_t n = 0; n < step->count; n++)
+        start[item_tile(A, step, step->first + n) + 1]++;
     for (uint32_t t = 0; t < A->tiles; t++)
         start[t + 1] += start[t];
     uint32_t *fill = calloc(A->tiles, sizeof *fill);
@@ -53,10 +56,8 @@ static ipu_status group(assembly *A, size_t s)
         return IPU_NO_MEMORY(A->ctx);
     }
     for (uint32_t n = 0; n < step->count; n++) {
-        uint32_t i = step->first + n;
-        uint32_t tile = step->kind == IPU_LOW_COMPUTE ? A->prog->kernels[i].tile
-                                                      : A->prog->buffers[A->prog->hosts[i].buffer].tile;
-        items[start[tile] + fill[tile]++] = i;
+        uint32_t tile = item_tile(A, step, step->first + n);
+        items[start[tile] + fill[tile]++] = step->first + n;
     }
     free(fill);
     A->by_tile[s] = items;
