@@ -222,10 +222,12 @@ static void test_protected_write_runtime_state(void **state)
 static void test_protected_write_kernel_code(void **state)
 {
     fx *f = *state;
-    /* Tile T's code: fill first, then copy (the order the list calls them). */
+    /* Tile T's code: fill's supervisor part, the memory body fill and copy
+     * share, then copy's supervisor part (the order the list calls them). */
     uint32_t fill_code = tpkg_code_base(&f->p);
-    uint32_t copy_code = fill_code + ((ipu_kernel_code_size(IPU_K_FILL) + 7) & ~7u);
-    uint32_t copy_end = copy_code + ipu_kernel_code_size(IPU_K_COPY);
+    uint32_t body = fill_code + ((ipu_kernel_supervisor_size(IPU_K_FILL) + 7) & ~7u);
+    uint32_t copy_code = body + ((ipu_kernel_body_size(IPU_BODY_MEMORY) + 7) & ~7u);
+    uint32_t copy_end = copy_code + ipu_kernel_supervisor_size(IPU_K_COPY);
     assert_true(copy_end + 32 <= f->p.aperture_base);
     ipu_pkg_builder *b = tpkg_builder(f->ctx, &f->p);
     uint32_t slot = ipu_pkg_new_slot(b);

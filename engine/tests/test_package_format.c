@@ -98,8 +98,10 @@ static ipu_package *build_package(ipu_ctx *ctx, built *info, const char *tag)
         TPKG_OK(ctx, ipu_pkg_add_code(b, t, IPU_K_COPY));
         TPKG_OK(ctx, ipu_pkg_add_code(b, t, IPU_K_ADD));
         TPKG_OK(ctx, ipu_pkg_add_code(b, t, IPU_K_COPY)); /* already there: no second segment */
+        /* Copy and add each bring their supervisor part and their own worker
+         * body (memory, vector): four code segments, and the descriptor area. */
         info->code_bytes += ipu_kernel_code_size(IPU_K_COPY) + ipu_kernel_code_size(IPU_K_ADD);
-        info->segments += 3; /* two code segments and the descriptor area */
+        info->segments += 5;
         put(ctx, b, info, t, s_pin, (uint32_t[]){1, w_id, t * bytes, APERTURE, bytes}, 5);
         put(ctx, b, info, t, s_pcopy, (uint32_t[]){1, copy, APERTURE, W_AT, bytes}, 5);
         put(ctx, b, info, t, s_xin, (uint32_t[]){1, x_id, t * bytes, APERTURE, bytes}, 5);

@@ -30,7 +30,7 @@ EXPECTED = {
     "malformed-truncated-header.pkg": ["truncated", "header"],
     "malformed-padded.pkg": ["padded"],
     "malformed-bad-magic.pkg": ["magic"],
-    "malformed-bad-version.pkg": ["version 2"],
+    "malformed-bad-version.pkg": ["version 99"],
     "malformed-bad-checksum.pkg": ["checksum"],
     "malformed-header-reserved.pkg": ["reserved"],
     "malformed-section-outside-file.pkg": ["'data'", "outside the file"],

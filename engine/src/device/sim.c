@@ -49,7 +49,7 @@ static ipu_status load_package(sim *s, ipu_ctx *ctx, const ipu_package *pkg)
         sim_tile *tile = &s->tiles[t];
         tile->mem = s->sram + (size_t)t * s->sram_bytes;
         tile->written = s->shadow + (size_t)t * s->shadow_words;
-        tile->code_entries = 0;
+        tile->code_entries = tile->code_bodies = 0;
         tile->outgoing_base = 0;
         tile->faulted = 0;
     }
@@ -59,8 +59,11 @@ static ipu_status load_package(sim *s, ipu_ctx *ctx, const ipu_package *pkg)
         uint8_t *dst = tile->mem + (seg->address - s->p.sram_base);
         if (seg->kind == IPU_SEG_CODE) {
             /* Kernel code bytes are not modelled: a fixed pattern per entry. */
-            memset(dst, 0xC0 | (int)seg->entry, seg->size);
-            tile->code_entries |= 1ull << seg->entry;
+            memset(dst, 0xC0 | (int)(seg->entry & 0x3F), seg->size);
+            if (seg->entry & IPU_CODE_BODY)
+                tile->code_bodies |= 1ull << (seg->entry & ~IPU_CODE_BODY);
+            else
+                tile->code_entries |= 1ull << seg->entry;
         } else {
             memcpy(dst, ipu_pkg_segment_bytes(pkg, seg), seg->size);
         }

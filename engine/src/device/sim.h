@@ -20,7 +20,8 @@ typedef struct sim_xfer {
 typedef struct sim_tile {
     uint8_t *mem;       /* SRAM bytes, index = address - sram_base */
     uint64_t *written;  /* one bit per byte: written since load */
-    uint64_t code_entries;
+    uint64_t code_entries; /* supervisor parts present, bit per entry */
+    uint64_t code_bodies;  /* worker bodies present, bit per body */
     uint32_t outgoing_base;
     uint64_t step_cycles;   /* compute cycles in the current step */
     uint64_t compute_total; /* over the run */

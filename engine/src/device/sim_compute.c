@@ -78,10 +78,13 @@ static int run_tile(sim *s, uint32_t tile, uint32_t list, float **scratch, size_
             goto fault;
         for (uint32_t i = 0; i < call.arg_count; i++)
             call.args[i] = ipu_load_u32(sim_ptr(s, tile, at + 4 + 4 * i));
-        if (!(t->code_entries & (1ull << call.entry))) {
+        int body = ipu_kernel_body_of(call.entry);
+        if (!(t->code_entries & (1ull << call.entry)) ||
+            (body != IPU_BODY_NONE && !(t->code_bodies & (1ull << body)))) {
             sim_fault(s, tile, IPU_FAULT_MISSING_KERNEL, at, at + 4 + 4 * call.arg_count,
-                      "descriptor %u calls %s, whose code is not loaded on tile %u", d,
-                      ipu_kernel_name(call.entry), tile);
+                      "descriptor %u calls %s, whose %s is not loaded on tile %u", d,
+                      ipu_kernel_name(call.entry),
+                      (t->code_entries & (1ull << call.entry)) ? "worker body" : "code", tile);
             goto fault;
         }
         if (check_call(s, tile, at, &call))

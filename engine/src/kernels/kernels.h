@@ -26,8 +26,30 @@ typedef enum ipu_kernel_entry {
     IPU_K_GEMM_F8 = 6,  /* a, b, c, m, n, k, in_types (a | b << 8), scales (a | b << 8, i8),
                            out_type (f16|f32), flags, lda, ldb, ldc */
     IPU_K_GELU = 7,     /* src, dst, count, type (f16|f32): tanh-approximation GELU */
-    IPU_K_ENTRY_END = 8
+    /* Reserved for the families being built (see their files). */
+    IPU_K_LAYERNORM = 8,
+    IPU_K_SOFTMAX = 9,
+    IPU_K_ATTN_SCORES = 10,
+    IPU_K_ATTN_BLOCK = 11,
+    IPU_K_ATTN_FINISH = 12,
+    IPU_K_TO_PANELS = 13,
+    IPU_K_FROM_PANELS = 14,
+    IPU_K_GEMM_PANELS_F16 = 15,
+    IPU_K_GEMM_PANELS_F8 = 16,
+    IPU_K_ENTRY_END = 17
 } ipu_kernel_entry;
+
+/* Worker bodies, shared by the entry points built on them (append-only). */
+typedef enum ipu_kernel_body {
+    IPU_BODY_NONE = 0,
+    IPU_BODY_MEMORY = 1,  /* fill, copy */
+    IPU_BODY_VECTOR = 2,  /* cast, add, gelu */
+    IPU_BODY_AMP = 3,     /* the GEMMs */
+    IPU_BODY_REDUCE = 4,  /* normalization */
+    IPU_BODY_ATTENTION = 5,
+    IPU_BODY_PANELS = 6,
+    IPU_BODY_END = 7
+} ipu_kernel_body;
 
 /* GEMM flags. */
 #define IPU_GEMM_ACCUMULATE 1u /* C += A x B (C read first), else C = A x B */
@@ -63,8 +85,16 @@ typedef struct ipu_kernel_call {
 const char *ipu_kernel_name(int entry);
 /* Number of u32 arguments, 0 when the entry is unknown. */
 uint32_t ipu_kernel_arg_count(int entry);
-/* Code bytes the entry occupies in region 0 (the inventory). */
+/* Code bytes the entry occupies in region 0 (the inventory): its supervisor
+ * part plus its worker body (ipu_kernel_body_size) when nothing else on the
+ * tile already brought that body. */
 uint32_t ipu_kernel_code_size(int entry);
+uint32_t ipu_kernel_supervisor_size(int entry);
+int ipu_kernel_body_of(int entry);
+uint32_t ipu_kernel_body_size(int body);
+/* The cycle formula in words and the arguments of its sample value (for the
+ * generated kernel table); NULL when the entry is unknown. */
+const char *ipu_kernel_formula(int entry, const uint32_t **sample);
 
 /* Decode a call's operands from its arguments.  Returns 0 on success or a
  * static message describing why the arguments are malformed. */

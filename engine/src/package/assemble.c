@@ -130,12 +130,21 @@ static ipu_status size_records(assembly *A, uint32_t *patches_per_tile)
     return IPU_OK;
 }
 
+/* Supervisor parts of the entries and each shared worker body once. */
 static uint32_t code_bytes(uint64_t entries)
 {
     uint32_t bytes = 0;
-    for (int e = 1; e < IPU_K_ENTRY_END; e++)
-        if (entries & (1ull << e))
-            bytes += (ipu_kernel_code_size(e) + 7u) & ~7u;
+    uint64_t bodies = 0;
+    for (int e = 1; e < IPU_K_ENTRY_END; e++) {
+        if (!(entries & (1ull << e)))
+            continue;
+        bytes += (ipu_kernel_supervisor_size(e) + 7u) & ~7u;
+        int body = ipu_kernel_body_of(e);
+        if (body != IPU_BODY_NONE && !(bodies & (1ull << body))) {
+            bodies |= 1ull << body;
+            bytes += (ipu_kernel_body_size(body) + 7u) & ~7u;
+        }
+    }
     return bytes;
 }
 
@@ -204,6 +213,37 @@ static ipu_status place_buffers(assembly *A, uint32_t code_end, uint32_t desc_ba
 static uint32_t resolve(const ipu_low_program *prog, const ipu_low_arg *a)
 {
     return a->buffer == IPU_LOW_LITERAL ? a->value : prog->buffers[a->buffer].address + a->value;
+}
+
+/* Which entry points the program calls, how often, on how many tiles, and
+ * (GEMMs) in which modes: the kernel inventory the package records. */
+static json_t *kernel_inventory(const ipu_low_program *prog)
+{
+    json_t *out = json_object();
+    uint64_t calls[IPU_K_ENTRY_END] = {0};
+    int modes[IPU_K_ENTRY_END] = {0}; /* bit 0 initialize, bit 1 accumulate */
+    for (size_t k = 0; k < prog->kernel_count; k++) {
+        const ipu_low_kernel *kn = &prog->kernels[k];
+        calls[kn->entry]++;
+        if (kn->entry == IPU_K_GEMM_F16 || kn->entry == IPU_K_GEMM_F8) {
+            uint32_t flags = kn->args[kn->entry == IPU_K_GEMM_F16 ? 7 : 9].value;
+            modes[kn->entry] |= (flags & IPU_GEMM_ACCUMULATE) ? 2 : 1;
+        }
+    }
+    for (int e = 1; e < IPU_K_ENTRY_END; e++) {
+        if (!calls[e])
+            continue;
+        json_t *m = json_array();
+        if (modes[e] & 1)
+            json_array_append_new(m, json_string("initialize"));
+        if (modes[e] & 2)
+            json_array_append_new(m, json_string("accumulate"));
+        json_object_set_new(out, ipu_kernel_name(e),
+                            json_pack("{s:I, s:I, s:o}", "calls", (json_int_t)calls[e],
+                                      "supervisor_bytes", (json_int_t)ipu_kernel_supervisor_size(e),
+                                      "modes", m));
+    }
+    return out;
 }
 
 /* Pass 2: encode every step's records and the control programs. */
@@ -401,6 +441,9 @@ ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
     uint64_t horizon = 0;
     for (size_t s = 0; s < prog->step_count; s++)
         horizon += prog->steps[s].phase.horizon;
+    json_t *inventory = status == IPU_OK ? kernel_inventory(prog) : NULL;
+    if (status == IPU_OK && meta)
+        json_object_set(meta, "kernels", inventory);
     if (status == IPU_OK) {
         ipu_pkg_set_meta(b, meta);
         meta = NULL;
@@ -408,10 +451,11 @@ ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
         b = NULL;
     }
     if (status == IPU_OK && report)
-        *report = json_pack("{s:I, s:I, s:I, s:I, s:I}", "code_bytes", (json_int_t)code_max,
+        *report = json_pack("{s:I, s:I, s:I, s:I, s:I, s:O}", "code_bytes", (json_int_t)code_max,
                             "descriptor_bytes", (json_int_t)desc_max, "tensor_base",
                             (json_int_t)desc_limit, "exchange_horizon_cycles", (json_int_t)horizon,
-                            "slots", (json_int_t)slots);
+                            "slots", (json_int_t)slots, "kernels", inventory);
+    json_decref(inventory);
     json_decref(meta);
     ipu_pkg_builder_free(b);
     for (size_t s = 0; A.by_tile && s < steps; s++)

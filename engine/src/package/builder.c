@@ -16,6 +16,7 @@ typedef struct tile_build {
     ipu_buf desc;
     uint32_t code_cursor;
     uint64_t code_entries; /* bit per entry already placed */
+    uint64_t code_bodies;  /* bit per worker body already placed */
 } tile_build;
 
 struct ipu_pkg_builder {
@@ -141,10 +142,18 @@ static ipu_status add_segment(ipu_pkg_builder *b, uint32_t tile, uint32_t kind, 
     return IPU_OK;
 }
 
+static ipu_status add_code_segment(ipu_pkg_builder *b, uint32_t tile, uint32_t size, uint32_t entry)
+{
+    tile_build *t = &b->tiles[tile];
+    uint32_t address = t->code_cursor;
+    t->code_cursor += (size + 7) & ~7u;
+    return add_segment(b, tile, IPU_SEG_CODE, address, NULL, size, entry);
+}
+
 ipu_status ipu_pkg_add_code(ipu_pkg_builder *b, uint32_t tile, int entry)
 {
     IPU_TRY(check_tile(b, tile));
-    uint32_t size = ipu_kernel_code_size(entry);
+    uint32_t size = ipu_kernel_supervisor_size(entry);
     if (!size)
         return IPU_FAIL(b->ctx, IPU_ERR_INVALID_ARGUMENT, "package builder: unknown kernel entry %d",
                         entry);
@@ -152,9 +161,13 @@ ipu_status ipu_pkg_add_code(ipu_pkg_builder *b, uint32_t tile, int entry)
     if (t->code_entries & (1ull << entry))
         return IPU_OK;
     t->code_entries |= 1ull << entry;
-    uint32_t address = t->code_cursor;
-    t->code_cursor += (size + 7) & ~7u;
-    return add_segment(b, tile, IPU_SEG_CODE, address, NULL, size, (uint32_t)entry);
+    IPU_TRY(add_code_segment(b, tile, size, (uint32_t)entry));
+    /* The worker body once per tile, whichever entries share it. */
+    int body = ipu_kernel_body_of(entry);
+    if (body == IPU_BODY_NONE || (t->code_bodies & (1ull << body)))
+        return IPU_OK;
+    t->code_bodies |= 1ull << body;
+    return add_code_segment(b, tile, ipu_kernel_body_size(body), IPU_CODE_BODY | (uint32_t)body);
 }
 
 ipu_status ipu_pkg_add_data(ipu_pkg_builder *b, uint32_t tile, uint32_t address, const void *bytes,

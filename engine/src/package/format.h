@@ -25,7 +25,7 @@
 #define IPU_PACKAGE_FORMAT_H
 
 #define IPU_PKG_MAGIC "IPUPKG\r\n"
-#define IPU_PKG_VERSION 1u
+#define IPU_PKG_VERSION 2u
 #define IPU_PKG_HEADER_SIZE 64u
 #define IPU_PKG_SECTION_ENTRY_SIZE 24u
 
@@ -52,10 +52,14 @@ enum ipu_pkg_section {
 
 /* Segment kinds: code and descriptors are protected once loaded. */
 enum ipu_seg_kind {
-    IPU_SEG_CODE = 1,       /* kernel code for one entry (region 0; no bytes stored) */
+    IPU_SEG_CODE = 1,       /* kernel code (region 0; no bytes stored): an entry's supervisor
+                               part (entry = the entry id) or a worker body shared by
+                               entries (entry = IPU_CODE_BODY | body id) */
     IPU_SEG_DESCRIPTOR = 2, /* slot tables, compute lists, exchange/host/patch records */
     IPU_SEG_DATA = 3        /* initial tensor contents (writable) */
 };
+
+#define IPU_CODE_BODY 0x10000u
 
 /* Control ops: u32 op, a, b, c. */
 enum ipu_op {

@@ -112,13 +112,15 @@ static ipu_status check_segments(ipu_ctx *ctx, ipu_package *pkg)
                 return BAD("code segment %zu on tile %u at 0x%X is outside region 0 (code may "
                            "execute only below 0x%X)",
                            i, s->tile, s->address, p->region1_base);
-            if (!ipu_kernel_code_size((int)s->entry))
-                return BAD("code segment %zu on tile %u names unknown kernel entry %u", i, s->tile,
-                           s->entry);
-            if (s->size != ipu_kernel_code_size((int)s->entry))
-                return BAD("code segment %zu on tile %u: entry %s needs %u bytes, segment has %u", i,
-                           s->tile, ipu_kernel_name((int)s->entry),
-                           ipu_kernel_code_size((int)s->entry), s->size);
+            int body = s->entry & IPU_CODE_BODY;
+            uint32_t id = s->entry & ~IPU_CODE_BODY;
+            uint32_t need = body ? ipu_kernel_body_size((int)id) : ipu_kernel_supervisor_size((int)id);
+            if (!need || (s->entry >> 17))
+                return BAD("code segment %zu on tile %u names unknown kernel %s %u", i, s->tile,
+                           body ? "body" : "entry", id);
+            if (s->size != need)
+                return BAD("code segment %zu on tile %u: %s %u needs %u bytes, segment has %u", i,
+                           s->tile, body ? "body" : "entry", id, need, s->size);
         } else if (s->data_offset > pkg->data_size || s->size > pkg->data_size - s->data_offset) {
             return BAD("%s segment %zu on tile %u: its bytes [%llu, +%u) lie outside the data "
                        "section (%zu bytes)",
