@@ -7,6 +7,9 @@ baseline measured in the same run (never asserted in tests).
   compile  the full-size MLP: wall time of generation, planning, lowering,
            packaging, the device run and the reference; peak RSS after each
            (the process high-water mark); simulated cycles.
+  kernels  every kernel entry point: its cycle formula, the cycles of a sample
+           call (the device's count beside the formula's) and the simulator's
+           throughput running it on every tile; --markdown prints the table.
 """
 import argparse
 import resource
@@ -14,9 +17,9 @@ import sys
 import time
 from pathlib import Path
 
-from . import artifacts, profiles, runner, stress
-from .command import EXIT_OK, guarded, positive_int
-from .native import Context, Package, Workload, bench_gemm
+from . import profiles, runner, stress
+from .command import EXIT_OK, guarded, output_folders, positive_int, write_result
+from .native import Context, Package, Workload, bench_gemm, bench_kernels
 from .progress import Progress
 
 def parser():
@@ -34,6 +37,14 @@ def parser():
                         help="timed repetitions; the best is reported (default: 3)")
     device.add_argument("--output", type=Path, metavar="DIR", help="write bench-device.json to DIR")
     device.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    kernels = sub.add_parser("kernels", help="per-kernel cycle formulas, sample cycles, simulator throughput")
+    kernels.add_argument("--device", default="c600", metavar="PROFILE", help="device profile (default: c600)")
+    kernels.add_argument("--tiles", type=positive_int, metavar="N", help="override the profile's tile count")
+    kernels.add_argument("--repeats", type=positive_int, default=3, metavar="R",
+                         help="timed repetitions; the best is reported (default: 3)")
+    kernels.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    kernels.add_argument("--output", type=Path, metavar="DIR", help="write bench-kernels.json to DIR")
+    kernels.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     compile_ = sub.add_parser("compile", help="build and run the full-size MLP, stage by stage")
     compile_.add_argument("--device", default="c600", metavar="PROFILE", help="device profile (default: c600)")
     compile_.add_argument("--tiles", type=positive_int, metavar="N", help="override the profile's tile count")
@@ -42,6 +53,32 @@ def parser():
     compile_.add_argument("--output", type=Path, metavar="DIR", help="write bench-compile.json to DIR")
     compile_.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     return p
+
+
+def run_kernels(args, progress):
+    ctx = Context()
+    profile = profiles.load(ctx, args.device, args.tiles or 0)
+    progress.update(f"running every kernel's sample on {profile['tiles']} tiles")
+    result = bench_kernels(ctx, {"profile": profile, "repeats": args.repeats})
+    result.update(bench="kernels", device=profile["name"], markdown=args.markdown)
+    return result
+
+
+def report_kernels(result, out):
+    rows = result["kernels"]
+    if result["markdown"]:
+        print("| kernel | cycle formula | sample arguments | sample cycles | simulated cycles/s |", file=out)
+        print("|---|---|---|---:|---:|", file=out)
+        for k in rows:
+            args = ", ".join(str(a) for a in k["sample_args"])
+            print(f"| {k['kernel']} | {k['formula']} | {args} | {k['sample_cycles']} | "
+                  f"{k['simulated_cycles_per_second']:.3g} |", file=out)
+        return
+    print(f"kernel bench on {result['device']} ({result['tiles']} tiles, best of {result['repeats']})", file=out)
+    for k in rows:
+        agree = "" if k["device_cycles"] == k["sample_cycles"] else f" (device {k['device_cycles']})"
+        print(f"  {k['kernel']:<16} {k['sample_cycles']:>9} cycles{agree}  {k['seconds_per_call'] * 1e6:9.2f} us "
+              f"per call  {k['simulated_cycles_per_second'] / 1e9:8.2f} G simulated cycles/s", file=out)
 
 
 def peak_rss_mib():
@@ -137,13 +174,15 @@ def report(result, out):
 def main(argv=None):
     args = parser().parse_args(argv)
     progress = Progress(quiet=args.quiet)
-    work, show = (bench_device, report) if args.bench == "device" else (bench_compile, report_compile)
-    failed, result = guarded("ipu-e2e-bench", progress, lambda: work(args, progress))
+    work, show = {"device": (bench_device, report), "compile": (bench_compile, report_compile),
+                  "kernels": (run_kernels, report_kernels)}[args.bench]
+    failed, result = guarded("ipu-e2e-bench", progress,
+                             lambda: (output_folders(args.output), work(args, progress))[1])
     if failed is not None:
         return failed
     show(result, sys.stdout)
     if args.output:
-        artifacts.write_json(args.output / f"bench-{args.bench}.json", result)
+        return write_result("ipu-e2e-bench", args.output / f"bench-{args.bench}.json", result) or EXIT_OK
     return EXIT_OK
 
 

@@ -7,8 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import artifacts, mlp, profiles, stress
-from .command import UsageError, guarded, positive_int
+from . import mlp, profiles, stress
+from .command import UsageError, guarded, output_folders, positive_int, write_result
 from .native import Context, Package
 from .progress import Progress
 
@@ -96,13 +96,15 @@ PARSER_DEFAULTS = vars(parser().parse_args([]))
 def main(argv=None):
     args = parser().parse_args(argv)
     progress = Progress(quiet=args.quiet)
-    failed, outcome = guarded("ipu-e2e-test", progress, lambda: execute(args, progress))
+    failed, outcome = guarded("ipu-e2e-test", progress, lambda: (
+        output_folders(args.output, args.profile_directory, getattr(args, "dump_tensors", None)),
+        execute(args, progress))[1])
     if failed is not None:
         return failed
     code, result, module = outcome
     report(result, module, sys.stdout)
     if args.output:
-        artifacts.write_json(args.output / "result.json", result)
+        return write_result("ipu-e2e-test", args.output / "result.json", result) or code
     return code
 
 

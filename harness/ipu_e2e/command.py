@@ -26,6 +26,28 @@ def positive_int(text):
     return value
 
 
+def output_folders(*paths):
+    """Create the output folders before any work, so a bad path fails at once."""
+    for path in paths:
+        if path is None:
+            continue
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise UsageError(f"cannot create the output folder {path}: {error.strerror}") from None
+
+
+def write_result(prog, path, value):
+    """Write a JSON artifact; exit code 2 with a message when it cannot be written."""
+    from . import artifacts
+    try:
+        artifacts.write_json(path, value)
+    except OSError as error:
+        print(f"{prog}: error: cannot write {path}: {error.strerror}", file=sys.stderr)
+        return EXIT_USAGE
+    return None
+
+
 def guarded(prog, progress, work):
     """Run work(); returns (exit code or None, its result).  Errors become one
     line on stderr and exit code 2 (input) or 3 (device or internal)."""

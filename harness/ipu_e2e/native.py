@@ -71,6 +71,7 @@ def _declare(lib):
         "ipu_device_write": (st, [vp, vp, u32, u32, vp, sz]),
         "ipu_stress_build": (st, [vp, cp, ctypes.POINTER(vp)]),
         "ipu_bench_gemm": (st, [vp, cp, out_str]),
+        "ipu_bench_kernels": (st, [vp, cp, out_str]),
         "ipu_compile": (st, [vp, vp, cp, ctypes.POINTER(vp), out_str]),
         "ipu_workload_create": (st, [vp, cp, ctypes.POINTER(vp)]),
         "ipu_workload_free": (None, [vp]),
@@ -349,6 +350,12 @@ def check_outputs(ctx, reference, device, dtype, rows, cols, min_cosine=0.99):
     out = ctypes.c_void_p()
     ctx.check(lib().ipu_check_outputs(ctx.handle, reference, device, dtype.encode(), rows, cols,
                                       float(min_cosine), ctypes.byref(out)))
+    return json.loads(ctx.take_string(out))
+
+
+def bench_kernels(ctx, options):
+    out = ctypes.c_void_p()
+    ctx.check(lib().ipu_bench_kernels(ctx.handle, json.dumps(options).encode(), ctypes.byref(out)))
     return json.loads(ctx.take_string(out))
 
 

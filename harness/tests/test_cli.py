@@ -117,6 +117,14 @@ def test_result_and_profile_artifacts(cli, tmp_path):
     assert not [p for p in tmp_path.rglob("*") if ".tmp" in p.name or p.name.startswith(".")]
 
 
+def test_unwritable_output_is_an_input_error(cli, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    result = cli("--quiet", "--workload", "exchange-stress", "--tiles", 4, "--output", blocker / "out")
+    assert result.returncode == 2 and str(blocker / "out") in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_quiet_silences_progress(cli):
     quiet = cli("--quiet", "--workload", "exchange-stress", "--tiles", 4, "--exchange-pattern", "unicast")
     loud = cli("--workload", "exchange-stress", "--tiles", 4, "--exchange-pattern", "unicast")
@@ -203,3 +211,23 @@ def test_bench_help_and_bad_shape(repo):
     bad = subprocess.run([str(bench), "device", "--tiles", "4", "--gemm", "4x4", "--quiet"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "--gemm" in bad.stderr
+
+
+def test_bench_kernels_device_charges_each_formula(repo):
+    import subprocess
+    bench = repo / "harness" / "bin" / "ipu-e2e-bench"
+    done = subprocess.run([str(bench), "kernels", "--tiles", "4", "--repeats", "1", "--quiet", "--output",
+                           "/dev/null/x"], capture_output=True, text=True)
+    assert done.returncode == 2  # an output folder that cannot exist is an input error
+    done = subprocess.run([str(bench), "kernels", "--tiles", "4", "--repeats", "1", "--quiet", "--markdown"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    lines = [l for l in done.stdout.splitlines() if l.startswith("| ") and not l.startswith("| kernel")]
+    assert {"fill", "copy", "cast", "add", "gemm_f16", "gemm_f8", "gelu"} <= {l.split("|")[1].strip() for l in lines}
+    import json
+    from ipu_e2e import native
+    ctx = native.Context()
+    result = native.bench_kernels(ctx, {"profile": ctx.resolve_profile(json.dumps({"tiles": 4})), "repeats": 1})
+    for k in result["kernels"]:
+        # The cycles the device charged for the sample equal the formula's (one call per tile).
+        assert k["device_cycles"] == k["sample_cycles"], k["kernel"]

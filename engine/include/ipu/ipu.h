@@ -114,6 +114,11 @@ ipu_status ipu_stress_build(ipu_ctx *ctx, const char *options_json, ipu_package 
  * "precision":"fp16|fp8","repeats":R}; result JSON has device and direct
  * sgemm seconds and GFLOP/s. */
 ipu_status ipu_bench_gemm(ipu_ctx *ctx, const char *options_json, char **out_json);
+/* Run every kernel entry's sample call on every tile: options {"profile":..,
+ * "repeats": R}; result JSON per kernel: formula, sample arguments and
+ * cycles, the device's compute cycles, wall seconds per call and simulated
+ * cycles per wall second. */
+ipu_status ipu_bench_kernels(ipu_ctx *ctx, const char *options_json, char **out_json);
 
 /* ---- workloads, references and checks ---------------------------------- */
 typedef struct ipu_workload ipu_workload;
