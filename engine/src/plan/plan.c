@@ -223,6 +223,17 @@ ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g
                                   : 1;
         out->cycles += out->ops[i].cycles * executions;
     }
+    /* Host input and output move through the aperture at the device's host
+     * bandwidth, whatever the plan (uploading parameters is initialization). */
+    for (size_t t = 0; status == IPU_OK && t < g->tensor_count; t++) {
+        const ipu_ir_tensor *x = &g->tensors[t];
+        if (x->role != IPU_ROLE_INPUT && x->role != IPU_ROLE_OUTPUT)
+            continue;
+        double per_cycle = p->host_bytes_per_second / p->clock_hz;
+        out->host_cycles += (uint64_t)((double)ipu_ir_tensor_bytes(x) / per_cycle + 0.999999) +
+                            p->sync_cycles;
+    }
+    out->cycles += out->host_cycles;
     for (size_t t = 0; status == IPU_OK && t < g->tensor_count; t++)
         if (!out->home[t].tiles)
             status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
@@ -257,6 +268,7 @@ json_t *ipu_plan_json(const ipu_plan *plan)
                                           (json_int_t)o->grid.gm * o->grid.gn * o->grid.gk));
         json_array_append_new(ops, entry);
     }
-    return json_pack("{s:o, s:I, s:I, s:I}", "ops", ops, "cycles", (json_int_t)plan->cycles, "budget",
-                     (json_int_t)plan->budget, "param_bytes", (json_int_t)plan->param_bytes);
+    return json_pack("{s:o, s:I, s:I, s:I, s:I}", "ops", ops, "cycles", (json_int_t)plan->cycles,
+                     "host_cycles", (json_int_t)plan->host_cycles, "budget", (json_int_t)plan->budget,
+                     "param_bytes", (json_int_t)plan->param_bytes);
 }

@@ -41,6 +41,7 @@ typedef struct ipu_plan {
     ipu_layout *home; /* per tensor */
     ipu_op_plan *ops; /* per op */
     uint64_t cycles;  /* estimate for the whole program, Repeat iterations included */
+    uint64_t host_cycles; /* of which host input and output */
     uint64_t param_bytes; /* resident parameter bytes on the fullest tile */
     uint64_t *smallest_param, *smallest_total; /* per matmul op: lower bounds */
 } ipu_plan;
