@@ -449,9 +449,52 @@ static void test_builder_misuse(void **state)
     ipu_ctx_free(ctx);
 }
 
+/* Entry points that share a worker body bring it to a tile once: fill and
+ * copy share the memory body, gemm_f16 and gemm_f8 the AMP body. */
+static void test_code_shares_worker_bodies(void **state)
+{
+    (void)state;
+    ipu_ctx *ctx = ipu_ctx_create();
+    ipu_profile p;
+    tpkg_profile(ctx, 4, &p);
+    ipu_pkg_builder *b = tpkg_builder(ctx, &p);
+    int entries[] = {IPU_K_FILL, IPU_K_COPY, IPU_K_GEMM_F16, IPU_K_GEMM_F8, IPU_K_FILL};
+    for (size_t i = 0; i < sizeof entries / sizeof *entries; i++)
+        TPKG_OK(ctx, ipu_pkg_add_code(b, 1, entries[i]));
+    TPKG_OK(ctx, ipu_pkg_add_code(b, 2, IPU_K_COPY));
+    ipu_package *pkg = NULL;
+    TPKG_OK(ctx, ipu_pkg_build(b, &pkg));
+    uint64_t code[4] = {0};
+    uint32_t bodies[4] = {0}, supervisors[4] = {0};
+    for (size_t i = 0; i < pkg->segment_count; i++) {
+        const ipu_pkg_segment *s = &pkg->segments[i];
+        if (s->kind != IPU_SEG_CODE)
+            continue;
+        code[s->tile] += s->size;
+        if (s->entry & IPU_CODE_BODY)
+            bodies[s->tile]++;
+        else
+            supervisors[s->tile]++;
+    }
+    /* Sizes from the inventory's parts, added up here. */
+    uint64_t tile1 = ipu_kernel_supervisor_size(IPU_K_FILL) + ipu_kernel_supervisor_size(IPU_K_COPY) +
+                     ipu_kernel_supervisor_size(IPU_K_GEMM_F16) + ipu_kernel_supervisor_size(IPU_K_GEMM_F8) +
+                     ipu_kernel_body_size(IPU_BODY_MEMORY) + ipu_kernel_body_size(IPU_BODY_AMP);
+    assert_int_equal(supervisors[1], 4);
+    assert_int_equal(bodies[1], 2);
+    assert_int_equal(code[1], tile1);
+    assert_int_equal(code[2], ipu_kernel_code_size(IPU_K_COPY));
+    assert_true(code[1] < ipu_kernel_code_size(IPU_K_FILL) + ipu_kernel_code_size(IPU_K_COPY) +
+                              ipu_kernel_code_size(IPU_K_GEMM_F16) + ipu_kernel_code_size(IPU_K_GEMM_F8));
+    assert_int_equal(code[0] + code[3], 0);
+    ipu_package_free(pkg);
+    ipu_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_code_shares_worker_bodies),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_truncated_and_corrupt),
         cmocka_unit_test(test_save_file_atomic),
