@@ -12,6 +12,7 @@
 #include "numerics/numerics.h"
 #include "package/assemble.h"
 #include "plan/plan.h"
+#include "report/placement.h"
 #include "workloads/workload.h"
 #include "ipu/ipu.h"
 
@@ -26,7 +27,7 @@ static const char *INJECT_NAMES[] = {"none", "drop-transfer", "overlap-allocatio
                                       "skip-padding-clear", "overwrite-parameter"};
 
 static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, ipu_profile *p,
-                                uint32_t *budget, int *inject)
+                                uint32_t *budget, int *inject, char **report_path)
 {
     json_error_t error;
     json_t *o = json_loads(options_json, 0, &error);
@@ -45,6 +46,10 @@ static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, ipu_prof
             status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                               "--memory-budget: expected a positive number of bytes or 'default'");
     }
+    const char *path = json_string_value(json_object_get(o, "placement_report"));
+    *report_path = path ? strdup(path) : NULL;
+    if (path && !*report_path)
+        status = IPU_NO_MEMORY(ctx);
     const char *name = json_string_value(json_object_get(o, "inject"));
     *inject = IPU_INJECT_NONE;
     for (int i = 0; name && status == IPU_OK; i++) {
@@ -59,6 +64,10 @@ static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, ipu_prof
         }
     }
     json_decref(o);
+    if (status != IPU_OK) {
+        free(*report_path);
+        *report_path = NULL;
+    }
     return status;
 }
 
@@ -129,12 +138,16 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     ipu_profile p;
     uint32_t budget = 0;
     int inject = IPU_INJECT_NONE;
-    IPU_TRY(parse_options(ctx, options_json, &p, &budget, &inject));
+    char *report_path = NULL;
+    IPU_TRY(parse_options(ctx, options_json, &p, &budget, &inject, &report_path));
+    ipu_support_map support = {0, 0, calloc(p.tiles, sizeof(uint32_t)), calloc(p.tiles, sizeof(uint32_t))};
     const ipu_graph *g = &w->graph;
     ipu_assembly_record *records = calloc(g->tensor_count ? g->tensor_count : 1, sizeof *records);
     void **bytes = calloc(g->tensor_count ? g->tensor_count : 1, sizeof *bytes);
     size_t record_count = 0;
-    ipu_status status = records && bytes ? IPU_OK : IPU_NO_MEMORY(ctx);
+    ipu_status status = records && bytes && support.code_end && support.descriptor_end
+                            ? IPU_OK
+                            : IPU_NO_MEMORY(ctx);
     if (status == IPU_OK)
         status = make_records(ctx, w, records, bytes, &record_count);
     attempt a;
@@ -158,7 +171,8 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
             ipu_progress(ctx, "package", 0, 0);
             json_t *meta = json_pack("{s:s, s:s, s:s}", "workload", w->name, "check", "reference",
                                      "options", w->options_json);
-            status = ipu_assemble(ctx, &a.prog, meta, records, record_count, out, &a.assembly);
+            status = ipu_assemble(ctx, &a.prog, meta, records, record_count, out, &a.assembly,
+                                  report_path ? &support : NULL);
             a.package_seconds += seconds() - t;
             if (status == IPU_OK && a.prog.inject != IPU_INJECT_NONE) {
                 ipu_package_free(*out);
@@ -191,6 +205,18 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         uint64_t cut = excess + plan_budget / 16;
         plan_budget = cut < plan_budget ? (uint32_t)(plan_budget - cut) : 0;
     }
+    /* The placement report, written atomically where the caller asked. */
+    if (status == IPU_OK && report_path) {
+        json_t *placement = ipu_placement_report(&a.prog, g, &support);
+        char *text = placement ? json_dumps(placement, JSON_COMPACT) : NULL;
+        json_decref(placement);
+        status = text ? ipu_write_file_atomic(ctx, report_path, text, strlen(text)) : IPU_NO_MEMORY(ctx);
+        free(text);
+        if (status != IPU_OK) {
+            ipu_package_free(*out);
+            *out = NULL;
+        }
+    }
     if (status == IPU_OK && report_json) {
         json_t *report = json_pack(
             "{s:o, s:O, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:{s:f, s:f, s:f}}", "plan",
@@ -210,6 +236,9 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     }
     json_decref(tries);
     attempt_free(&a);
+    free(report_path);
+    free(support.code_end);
+    free(support.descriptor_end);
     for (size_t t = 0; bytes && t < g->tensor_count; t++)
         free(bytes[t]);
     free(bytes);

@@ -77,6 +77,8 @@ static ipu_status new_buffer(lowering *L, uint32_t tile, uint32_t size, uint32_t
     b->alignment = 8;
     b->first = b->last = IPU_LOW_LITERAL;
     b->tensor = tensor;
+    b->alias = IPU_LOW_LITERAL;
+    b->members = 1;
     b->aperture = (uint8_t)aperture;
     snprintf(b->name, sizeof b->name, "%.55s", name);
     L->cleared[p->buffer_count] = 0;
@@ -150,6 +152,8 @@ static ipu_status layout_buffers(lowering *L, const ipu_layout *l, uint32_t tens
                 ipu_status status = new_buffer(L, ipu_layout_tile(l, i, j, r),
                                                ipu_layout_block_bytes(l, i, j) * members, tensor,
                                                is_padded(l, j), 0, label, &ids[b]);
+                if (status == IPU_OK)
+                    L->prog->buffers[ids[b]].members = members;
                 if (status != IPU_OK) {
                     free(ids);
                     return status;
@@ -613,6 +617,8 @@ static ipu_status lower_program(lowering *L, uint32_t **operand_a, uint32_t **pa
         if (!L->blocks[r->carried_init])
             return IPU_NO_MEMORY(L->ctx);
         memcpy(L->blocks[r->carried_init], L->blocks[r->carried], n * sizeof(uint32_t));
+        for (size_t b = 0; b < n; b++)
+            prog->buffers[L->blocks[r->carried][b]].alias = r->carried_init;
     }
     for (size_t b = 0; b < prog->buffer_count; b++) {
         uint32_t t = prog->buffers[b].tensor;

@@ -36,6 +36,8 @@ typedef struct ipu_low_buffer {
     uint8_t persistent;   /* parameters: the whole program */
     uint8_t pinned;       /* inputs, outputs, parameters: never in the aperture */
     uint32_t tensor;      /* owning tensor, IPU_LOW_LITERAL for staging */
+    uint32_t alias;       /* another tensor stored here (the carried value's initial one) */
+    uint32_t members;     /* parameter sequences: members stored back to back (1 otherwise) */
     char name[56];
     uint32_t address;     /* set by placement */
 } ipu_low_buffer;

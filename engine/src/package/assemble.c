@@ -373,7 +373,7 @@ static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, 
 
 ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
                         const ipu_assembly_record *records, size_t record_count, ipu_package **out,
-                        json_t **report)
+                        json_t **report, ipu_support_map *support)
 {
     const ipu_profile *p = &prog->profile;
     assembly A = {ctx, prog, p, p->tiles, NULL, NULL, NULL, NULL};
@@ -407,6 +407,16 @@ ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
     }
     uint32_t code_end = code_base + code_max, desc_base = p->aperture_end;
     uint64_t desc_limit = (desc_base + desc_max + 15) & ~15ull;
+    if (support && status == IPU_OK) {
+        support->code_base = code_base;
+        support->descriptor_base = desc_base;
+        for (uint32_t t = 0; t < A.tiles; t++) {
+            support->code_end[t] = code_base + code_bytes(A.code_entries[t]);
+            support->descriptor_end[t] = desc_base + (uint32_t)(A.desc_bytes[t] + 4 +
+                                                               (uint64_t)patch_count[t] * IPU_PATCH_SIZE +
+                                                               4ull * slots);
+        }
+    }
     if (status == IPU_OK && (code_end > p->aperture_base || desc_limit > ipu_profile_access_end(p)))
         status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                           "package support does not fit: %u bytes of kernel code (room for %u) and "

@@ -9,6 +9,7 @@
 
 #include "lower/program.h"
 #include "package/package.h"
+#include "report/placement.h"
 
 typedef struct ipu_assembly_record {
     const char *stream;
@@ -18,9 +19,10 @@ typedef struct ipu_assembly_record {
 } ipu_assembly_record;
 
 /* meta is taken (decref'd by the call); *report receives support sizes,
- * exchange horizons and the placed peak. */
+ * exchange horizons and the kernel inventory; support (optional, arrays of
+ * tiles entries) receives each tile's reserved code and descriptor ranges. */
 ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
                         const ipu_assembly_record *records, size_t record_count, ipu_package **out,
-                        json_t **report);
+                        json_t **report, ipu_support_map *support);
 
 #endif
