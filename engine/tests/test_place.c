@@ -70,7 +70,7 @@ static void add_req(pcase *c, uint32_t tile, uint32_t size, uint32_t align, uint
         snprintf(c->names[c->n], sizeof c->names[0], "%s", name);
     else
         snprintf(c->names[c->n], sizeof c->names[0], "t%u.r%zu", tile, c->n);
-    c->req[c->n] = (ipu_place_request){tile, size, align, first, last, lo, hi, NULL, 0xFFFFFFFFu};
+    c->req[c->n] = (ipu_place_request){tile, size, align, first, last, lo, hi, NULL, 0xFFFFFFFFu, 0};
     c->n++;
 }
 
@@ -349,6 +349,34 @@ static void test_reuse(void **state)
     case_free(&c);
 }
 
+/* A declared access tail belongs to its request: nothing live at the same
+ * time may start inside it, while the request's size is reported as given. */
+static void test_access_tail(void **state)
+{
+    (void)state;
+    ipu_profile p;
+    profile4(&p);
+    pcase c = {0};
+    uint32_t room = (uint32_t)(acc_hi(&p) - acc_lo(&p));
+    /* Two requests that fit exactly when the tail is ignored, not with it. */
+    add_req(&c, 1, room / 2, 8, 0, 5, 0, 0xFFFFFFFFu, "with-tail");
+    add_req(&c, 1, room / 2, 8, 0, 5, 0, 0xFFFFFFFFu, "neighbour");
+    c.req[0].access_tail = 64;
+    ipu_ctx *ctx = ipu_ctx_create();
+    assert_int_equal(run(ctx, &p, &c), IPU_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(ipu_ctx_errmsg(ctx), "placement failed on tile 1"));
+    ipu_ctx_clear_error(ctx);
+    /* With room for the tail, the neighbour stays clear of it. */
+    c.req[1].size = room / 2 - 64;
+    TSEED_OK(ctx, run(ctx, &p, &c));
+    assert_int_equal(c.req[0].size, room / 2);
+    const ipu_place_request *a = &c.req[0], *b = &c.req[1];
+    uint64_t a_end = (uint64_t)a->address + a->size + a->access_tail;
+    assert_true(b->address >= a_end || (uint64_t)b->address + b->size <= a->address);
+    ipu_ctx_free(ctx);
+    case_free(&c);
+}
+
 /* Best fit: the smallest hole that fits at the alignment, lowest on ties. */
 static void test_best_fit(void **state)
 {
@@ -587,6 +615,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_light),    cmocka_unit_test(test_random_heavy),
         cmocka_unit_test(test_reuse),           cmocka_unit_test(test_best_fit),
+        cmocka_unit_test(test_access_tail),
         cmocka_unit_test(test_size_order_retry),
         cmocka_unit_test(test_failure_message), cmocka_unit_test(test_validation),
         cmocka_unit_test(test_determinism),     cmocka_unit_test(test_full_device),

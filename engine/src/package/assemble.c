@@ -183,7 +183,8 @@ static ipu_status place_buffers(assembly *A, uint32_t code_end, uint32_t desc_ba
         /* Inputs, outputs and parameters never borrow the aperture. */
         req[b] = (ipu_place_request){buf->tile, buf->size, buf->alignment, buf->first, buf->last,
                                      staging ? p->aperture_base : (buf->pinned ? p->aperture_end : code_end),
-                                     staging ? p->aperture_end : ipu_profile_access_end(p), buf->name, 0};
+                                     staging ? p->aperture_end : ipu_profile_access_end(p), buf->name, 0,
+                                     0};
     }
     for (uint32_t t = 0; t < A->tiles && status == IPU_OK; t++)
         reserved[t] = (ipu_place_range){t, desc_base, desc_limit};

@@ -315,6 +315,8 @@ static ipu_status validate(ipu_ctx *ctx, const ipu_profile *p, const ipu_place_r
             what = "tile out of range";
         else if (r->size == 0)
             what = "size is 0";
+        else if (r->access_tail > UINT32_MAX - r->size)
+            what = "size plus access tail overflows";
         else if (r->alignment == 0 || (r->alignment & (r->alignment - 1)) != 0)
             what = "alignment is not a power of two";
         else if (r->first > r->last)
@@ -383,6 +385,9 @@ ipu_status ipu_place(ipu_ctx *ctx, const ipu_profile *p, ipu_place_request *requ
                      reserved_count));
     if (count == 0)
         return IPU_OK;
+    /* An access tail is placed as part of its request. */
+    for (size_t i = 0; i < count; i++)
+        requests[i].size += requests[i].access_tail;
 
     size_t tiles = p->tiles;
     size_t *tstart = calloc(tiles + 1, sizeof *tstart);
@@ -486,6 +491,8 @@ ipu_status ipu_place(ipu_ctx *ctx, const ipu_profile *p, ipu_place_request *requ
     }
 
 done:
+    for (size_t i = 0; i < count; i++)
+        requests[i].size -= requests[i].access_tail;
     free(tstart);
     free(rstart);
     free(ids);

@@ -3,7 +3,9 @@
  * step indices and an allowed address range; requests whose lifetimes
  * overlap never overlap in bytes, and declared conflict pairs (operands a
  * kernel must keep in different memory elements) never share an element
- * while both are live.  Reserved ranges (package support) are never used.
+ * while both are live.  A declared access tail (bytes a kernel may read past
+ * the payload) belongs to its request.  Reserved ranges (package support)
+ * are never used.
  */
 #ifndef IPU_PLACE_H
 #define IPU_PLACE_H
@@ -19,6 +21,7 @@ typedef struct ipu_place_request {
     uint32_t lo, hi;    /* allowed [lo, hi): e.g. the region for wide loads */
     const char *name;   /* for messages */
     uint32_t address;   /* the result */
+    uint32_t access_tail; /* bytes a kernel may read past size: reserved with it */
 } ipu_place_request;
 
 typedef struct ipu_place_conflict {
