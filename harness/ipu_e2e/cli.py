@@ -97,7 +97,7 @@ def main(argv=None):
     args = parser().parse_args(argv)
     progress = Progress(quiet=args.quiet)
     failed, outcome = guarded("ipu-e2e-test", progress, lambda: (
-        output_folders(args.output, args.profile_directory, getattr(args, "dump_tensors", None)),
+        output_folders(args.output, args.profile_directory, args.dump_tensors, args.memory_profile_directory),
         execute(args, progress))[1])
     if failed is not None:
         return failed

@@ -5,17 +5,18 @@ output row, the compute roofline ratio, tensor dumps and the report.
 """
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 
-from . import npy, runner
+from . import npy, placement_report, runner
 from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError, positive_int
 from .native import Workload, check_outputs
 
 MIN_COSINE = 0.99
 # This workload's flags (their defaults are the parser's).
 FLAGS = ("batch", "precision", "blocks", "memory_budget", "seed", "reference_run", "reference_fp32",
-         "dump_tensors", "tokens", "channels", "hidden")
+         "dump_tensors", "memory_profile_directory", "tokens", "channels", "hidden")
 AMP_RATES = {("f143", "f16"): "amp_macs_fp8", ("f143", "f32"): "amp_macs_fp8",
              ("f152", "f16"): "amp_macs_fp8", ("f152", "f32"): "amp_macs_fp8",
              ("f16", "f16"): "amp_macs_fp16_fp16", ("f16", "f32"): "amp_macs_fp16_fp32"}
@@ -49,6 +50,9 @@ def add_arguments(p):
                        help="the reference computes in FP32 from the unquantized values")
     group.add_argument("--dump-tensors", metavar="DIR", type=Path,
                        help="write inputs, parameters, outputs (and the reference) as .npy files")
+    group.add_argument("--memory-profile-directory", metavar="DIR", type=Path,
+                       help="write the final package's placement report: placement-<pid>.json and a "
+                            "standalone placement-<pid>.html viewer")
     for name, default in (("tokens", 729), ("channels", 1152), ("hidden", 4304)):
         group.add_argument(f"--{name}", type=positive_int, default=default, metavar="N",
                            help=f"geometry for small tests (default: {default})")
@@ -101,8 +105,14 @@ def execute(ctx, args, profile, package, progress, started):
         workload = Workload(ctx, options(args))
         wall["workload"] = time.perf_counter() - started
         progress.update("compiling")
-        package, compiled = workload.compile(profile, args.memory_budget)
+        placement = None
+        if args.memory_profile_directory:
+            placement = args.memory_profile_directory / f"placement-{os.getpid()}.json"
+        package, compiled = workload.compile(profile, args.memory_budget, placement_report=placement)
         wall.update({f"compile_{k}": v for k, v in compiled["wall_seconds"].items()})
+        if placement:
+            progress.update("writing the placement viewer")
+            placement_report.write_placement_html(placement, placement.with_suffix(".html"))
     else:
         meta = package.info()["meta"]
         recorded = json.loads(meta["options"])

@@ -34,6 +34,9 @@ typedef struct ipu_kernel_family {
 
 extern const ipu_kernel_family ipu_kernels_basic;
 extern const ipu_kernel_family ipu_kernels_gemm;
+extern const ipu_kernel_family ipu_kernels_attention;
+extern const ipu_kernel_family ipu_kernels_norm;
+extern const ipu_kernel_family ipu_kernels_panels;
 
 /* Helpers for describe functions. */
 void ipu_kernel_operand(ipu_kernel_call *call, const char *name, uint32_t address, uint64_t size,

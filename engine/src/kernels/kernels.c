@@ -11,6 +11,9 @@
 static const ipu_kernel_family *const FAMILIES[] = {
     &ipu_kernels_basic,
     &ipu_kernels_gemm,
+    &ipu_kernels_attention,
+    &ipu_kernels_norm,
+    &ipu_kernels_panels,
 };
 
 /* Worker body code bytes (shared by the entries that use the body). */

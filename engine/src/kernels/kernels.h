@@ -26,16 +26,16 @@ typedef enum ipu_kernel_entry {
     IPU_K_GEMM_F8 = 6,  /* a, b, c, m, n, k, in_types (a | b << 8), scales (a | b << 8, i8),
                            out_type (f16|f32), flags, lda, ldb, ldc */
     IPU_K_GELU = 7,     /* src, dst, count, type (f16|f32): tanh-approximation GELU */
-    /* Reserved for the families being built (see their files). */
-    IPU_K_LAYERNORM = 8,
+    IPU_K_LAYERNORM = 8, /* src, dst, gamma, beta, rows, cols, src_stride, dst_stride, type,
+                            param_type, epsilon (FP32 bits) */
     IPU_K_SOFTMAX = 9,
     IPU_K_ATTN_SCORES = 10,
     IPU_K_ATTN_BLOCK = 11,
     IPU_K_ATTN_FINISH = 12,
-    IPU_K_TO_PANELS = 13,
-    IPU_K_FROM_PANELS = 14,
-    IPU_K_GEMM_PANELS_F16 = 15,
-    IPU_K_GEMM_PANELS_F8 = 16,
+    IPU_K_TO_PANELS = 13,       /* src, dst, rows, k, dtype, ld, flags: row-major -> panels */
+    IPU_K_FROM_PANELS = 14,     /* src, dst, rows, k, dtype, ld, flags: panels -> row-major */
+    IPU_K_GEMM_PANELS_F16 = 15, /* a, b, c, m, n, k, out_type, flags, ldc (panel operands) */
+    IPU_K_GEMM_PANELS_F8 = 16,  /* a, b, c, m, n, k, in_types, scales, out_type, flags, ldc */
     IPU_K_ENTRY_END = 17
 } ipu_kernel_entry;
 
@@ -54,6 +54,16 @@ typedef enum ipu_kernel_body {
 /* GEMM flags. */
 #define IPU_GEMM_ACCUMULATE 1u /* C += A x B (C read first), else C = A x B */
 #define IPU_GEMM_WIDE 2u       /* 128-bit operand loads: A and B in region 1, 16 B aligned */
+#define IPU_GEMM_PACKED 4u     /* panel GEMMs: C written in panel layout (the next GEMM's A) */
+#define IPU_GEMM_RETAINED 8u   /* panel GEMMs: B's panels still resident from the previous call */
+/* Panel rearrangement flag: the strided side is stored K-major (a row-major B). */
+#define IPU_PANELS_KMAJOR 1u
+
+/* Bytes of an operand of rows x k elements of elem_size bytes in AMP panel
+ * layout: K-panels of one 64-bit load per row (8 FP8, 4 FP16, 2 FP32
+ * values), zero-padded in K, plus the access tail the loads may read
+ * (kernels_panels.c documents the layout). */
+uint64_t ipu_panel_bytes(uint64_t rows, uint64_t k, uint64_t elem_size);
 
 #define IPU_ACCESS_READ 1u
 #define IPU_ACCESS_WRITE 2u

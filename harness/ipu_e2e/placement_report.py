@@ -1,0 +1,74 @@
+"""The standalone placement viewer: write_placement_html(json_path, html_path)
+turns the compiler's placement report (placement-<pid>.json, version 1,
+written by engine/src/report/placement.c) into one self-contained page.  The
+page's template, script and style sheet live in reports/placement/; they are
+inlined together with the report, so the file opens offline from anywhere.
+The report is checked (it parses, is version 1, its allocation columns agree
+in length) and embedded as the JSON text it is, with every '<' written as
+\\u003c so nothing inside it can end the script element.  The page is written
+atomically (artifacts.write_bytes); nothing is written when the report is
+refused.
+"""
+import json
+import re
+from pathlib import Path
+
+from . import artifacts
+
+PLACEMENT = Path(__file__).resolve().parents[2] / "reports" / "placement"
+PLACEHOLDER = re.compile(r"/\*@@(CSS|DATA|JS)@@\*/")
+COLUMNS = ("tile", "address", "size", "first", "last", "name", "kind", "alias", "members")
+SECTIONS = ("tiles", "device", "steps", "support", "allocations", "names", "footprint", "gaps", "listing", "repeat")
+
+
+def _refuse_constant(name):
+    raise ValueError(f"placement report: {name} is not a JSON number")
+
+
+def check_report(report):
+    """Raises ValueError unless report (a parsed dict) is a version 1 placement report."""
+    if not isinstance(report, dict):
+        raise ValueError(f"placement report: expected a JSON object, got {type(report).__name__}")
+    if report.get("version") != 1 or report.get("kind") != "placement":
+        raise ValueError(f"placement report: expected kind 'placement' version 1, got "
+                         f"{report.get('kind')!r} version {report.get('version')!r}")
+    missing = [key for key in SECTIONS if key not in report]
+    if missing:
+        raise ValueError(f"placement report: missing {', '.join(missing)}")
+    allocations = report["allocations"]
+    lengths = {c: len(allocations.get(c) or []) for c in COLUMNS}
+    if len(set(lengths.values())) != 1:
+        raise ValueError(f"placement report: allocation columns differ in length: {lengths}")
+    listing = report["listing"]
+    if len({len(listing.get(c) or []) for c in ("step", "tile", "text", "buffers")}) != 1:
+        raise ValueError("placement report: listing columns differ in length")
+
+
+def _asset(name, *forbidden):
+    text = (PLACEMENT / name).read_text(encoding="utf-8")
+    for bad in forbidden:
+        if bad in text.lower():
+            raise ValueError(f"{PLACEMENT / name} contains '{bad}', which would break its inline element")
+    return text
+
+
+def render_placement_html(json_text):
+    """The page for one placement report (its JSON text), as a str."""
+    report = json.loads(json_text, parse_constant=_refuse_constant)
+    check_report(report)
+    # Outside strings, JSON has no '<': replacing it everywhere only touches string contents,
+    # where \u003c parses back to '<'.
+    data = json_text.strip().replace("<", "\\u003c")
+    template = (PLACEMENT / "template.html").read_text(encoding="utf-8")
+    parts = {"CSS": _asset("viewer.css", "</style"), "JS": _asset("viewer.js", "</script", "<!--"), "DATA": data}
+    found = PLACEHOLDER.findall(template)
+    if sorted(found) != sorted(parts):
+        raise ValueError(f"{PLACEMENT / 'template.html'}: expected each placeholder once, found {found}")
+    # One pass, so text inside the inlined parts is never taken for a placeholder.
+    return PLACEHOLDER.sub(lambda match: parts[match.group(1)], template)
+
+
+def write_placement_html(json_path, html_path):
+    """Writes the standalone viewer for the placement report at json_path to html_path (atomically)."""
+    text = Path(json_path).read_text(encoding="utf-8")
+    artifacts.write_bytes(html_path, render_placement_html(text).encode("utf-8"))
