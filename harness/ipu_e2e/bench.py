@@ -10,6 +10,8 @@ baseline measured in the same run (never asserted in tests).
   kernels  every kernel entry point: its cycle formula, the cycles of a sample
            call (the device's count beside the formula's) and the simulator's
            throughput running it on every tile; --markdown prints the table.
+  viewer   the placement viewer on a generated report of 600k+ allocations in
+           headless Chromium: time to first paint and hover response.
 """
 import argparse
 import resource
@@ -45,6 +47,9 @@ def parser():
     kernels.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     kernels.add_argument("--output", type=Path, metavar="DIR", help="write bench-kernels.json to DIR")
     kernels.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    viewer = sub.add_parser("viewer", help="placement viewer: first paint and hover with 600k allocations")
+    viewer.add_argument("--output", type=Path, metavar="DIR", help="write bench-viewer.json to DIR")
+    viewer.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     compile_ = sub.add_parser("compile", help="build and run the full-size MLP, stage by stage")
     compile_.add_argument("--device", default="c600", metavar="PROFILE", help="device profile (default: c600)")
     compile_.add_argument("--tiles", type=positive_int, metavar="N", help="override the profile's tile count")
@@ -79,6 +84,24 @@ def report_kernels(result, out):
         agree = "" if k["device_cycles"] == k["sample_cycles"] else f" (device {k['device_cycles']})"
         print(f"  {k['kernel']:<16} {k['sample_cycles']:>9} cycles{agree}  {k['seconds_per_call'] * 1e6:9.2f} us "
               f"per call  {k['simulated_cycles_per_second'] / 1e9:8.2f} G simulated cycles/s", file=out)
+
+
+def run_viewer(args, progress):
+    from . import viewer_bench
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        raise ValueError("the viewer benchmark needs python3-selenium, chromium and chromium-driver") from None
+    progress.update("generating a report of 600k allocations")
+    return dict(viewer_bench.measure(progress=progress), bench="viewer")
+
+
+def report_viewer(result, out):
+    paint, t = result["first_paint_ms"], result["targets"]
+    print(f"placement viewer with {result['allocations']} allocations: first paint {paint[0]:.0f} ms cold, "
+          f"{paint[1]:.0f} ms warm (target < {t['first_paint_ms']} ms); hover median "
+          f"{result['hover_ms_median']:.1f} ms, max {result['hover_ms_max']:.1f} ms over {result['hovers']} "
+          f"(target < {t['hover_ms']} ms)", file=out)
 
 
 def peak_rss_mib():
@@ -175,7 +198,7 @@ def main(argv=None):
     args = parser().parse_args(argv)
     progress = Progress(quiet=args.quiet)
     work, show = {"device": (bench_device, report), "compile": (bench_compile, report_compile),
-                  "kernels": (run_kernels, report_kernels)}[args.bench]
+                  "kernels": (run_kernels, report_kernels), "viewer": (run_viewer, report_viewer)}[args.bench]
     failed, result = guarded("ipu-e2e-bench", progress,
                              lambda: (output_folders(args.output), work(args, progress))[1])
     if failed is not None:

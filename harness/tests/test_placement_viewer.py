@@ -21,9 +21,7 @@ green).  Set IPU_E2E_SCREENSHOT_DIR to keep screenshots.
 """
 import json
 import os
-import random
 import re
-import statistics
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -31,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from ipu_e2e import native, placement_report, profiles
+from ipu_e2e.viewer_bench import synthetic_report
 
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.actions.action_builder import ActionBuilder  # noqa: E402
@@ -654,82 +653,7 @@ def test_names_cannot_end_the_script(driver, full_report, tmp_path):
 
 # ---------------------------------------------------------------- a large report
 
-def synthetic_report(tiles=1472, per_tile=410, steps=60, seed=20240611):
-    """A large, consistent report: per tile six parameters (one a 4-member sequence), host staging
-    in the aperture and activations in address slots, each slot reused by allocations with disjoint
-    lifetimes (so reuse rows form); footprint and gaps are computed from the allocations."""
-    rng = random.Random(seed)
-    device = {"sram_base": 311296, "access_end": 949168, "element_bytes": 16384, "region1_base": 524288,
-              "aperture_base": 327680, "aperture_end": 360448, "runtime_state_end": 313056, "tiles": tiles}
-    code_end = [319840 + 16 * rng.randrange(16) for _ in range(tiles)]
-    descriptor_end = [362000 + 16 * rng.randrange(128) for _ in range(tiles)]
-    cols = {k: [] for k in ("tile", "address", "size", "first", "last", "name", "kind", "alias", "members")}
-    listing = {"step": [], "tile": [], "text": [], "buffers": []}
-    names, index = [], {}
-
-    def add(tile, address, size, first, last, name, kind, alias=-1, members=1):
-        for key, value in (("tile", tile), ("address", address), ("size", size), ("first", first), ("last", last),
-                           ("kind", kind), ("alias", alias), ("members", members)):
-            cols[key].append(value)
-        if name not in index:
-            index[name] = len(names)
-            names.append(name)
-        cols["name"].append(index[name])
-        return len(cols["tile"]) - 1
-
-    estimate = [[0] * steps for _ in range(tiles)]
-    low = [[None] * steps for _ in range(tiles)]
-    high = [[0] * steps for _ in range(tiles)]
-    for t in range(tiles):
-        live = []
-        address = (max(descriptor_end) + 63) // 64 * 64
-        for p in range(6):
-            size = 8192 * (1 + p % 3) * (4 if p == 0 else 1)
-            live.append(add(t, address, size, 0, steps - 1, f"w{p}[{t % 8},{p}]", 0, members=4 if p == 0 else 1))
-            address += size
-        for slot in range(4):
-            for j in range(10):
-                add(t, 327680 + slot * 8192 + 64 * (j % 3), 8192 - 64 * (j % 3 + 1), j * 6, j * 6 + rng.randrange(1, 5),
-                    f"staging{slot}.{j}", 2)
-        slot_bytes = (949168 - address) // 37 // 64 * 64
-        by_step, slot = defaultdict(list), 0
-        while len(cols["tile"]) - (t * per_tile) < per_tile:
-            for j in range(10):
-                if len(cols["tile"]) - t * per_tile >= per_tile:
-                    break
-                size = rng.randrange(1, slot_bytes // 64) * 64
-                kind = 3 if slot == 0 and j in (0, 9) else 1
-                at = address + slot * slot_bytes + 64 * rng.randrange(0, (slot_bytes - size) // 64 + 1)
-                i = add(t, at, size, j * 6, min(steps - 1, j * 6 + rng.randrange(6)), f"act{slot}_{j}[{t % 16}]", kind,
-                        alias=index.get("x", -1) if kind == 3 and j == 0 else -1)
-                live.append(i)
-                by_step[j * 6].append(i)
-            slot += 1
-        for i in live:
-            for s in range(cols["first"][i], cols["last"][i] + 1):
-                estimate[t][s] += cols["size"][i]
-                low[t][s] = cols["address"][i] if low[t][s] is None else min(low[t][s], cols["address"][i])
-                high[t][s] = max(high[t][s], cols["address"][i] + cols["size"][i])
-        for s in sorted(by_step):
-            for part in (by_step[s][:2], by_step[s][2:4]):
-                listing["step"].append(s)
-                listing["tile"].append(t)
-                listing["text"].append("gemm " + " ".join(f"@{i}+0" for i in part))
-                listing["buffers"].append(part)
-    placed = [[high[t][s] - low[t][s] if low[t][s] is not None else 0 for s in range(steps)] for t in range(tiles)]
-    every = sorted(((placed[t][s] - estimate[t][s], t, s) for t in range(tiles) for s in range(steps)), reverse=True)
-    gaps = [{"tile": t, "step": s, "estimate": estimate[t][s], "placed": placed[t][s], "gap": g} for g, t, s in every[:20]]
-    return {"version": 1, "kind": "placement", "tiles": tiles, "device": device,
-            "steps": {"label": [f"op{s // 3} step {s}" for s in range(steps)],
-                      "kind": [("compute", "exchange", "host input")[s % 3] for s in range(steps)],
-                      "init": [s < 3 for s in range(steps)]},
-            "support": {"code_base": 313088, "code_end": code_end, "descriptor_base": 360448,
-                        "descriptor_end": descriptor_end, "runtime_state_bytes": 1760},
-            "allocations": dict(cols, kinds=KINDS), "footprint": {"estimate": estimate, "placed": placed},
-            "gaps": gaps, "listing": listing, "repeat": {"first": 30, "count": 24, "iterations": 4}, "names": names}
-
-
-def test_benchmark_600k_allocations(driver, tmp_path):
+def test_600k_allocations_render_and_answer_hover(driver, tmp_path):
     report = synthetic_report()
     count = len(report["allocations"]["tile"])
     assert count >= 600_000
@@ -758,11 +682,7 @@ def test_benchmark_600k_allocations(driver, tmp_path):
             hover_ms.append(page.js("return v.stats().hoverMs"))
     tooltip = page.el("#tooltip")
     assert page.field(tooltip, "name") == report["names"][report["allocations"]["name"][ident]]
-    print(f"\nplacement viewer, {count} allocations: first paint {first_paint[0]:.0f} ms (cold), "
-          f"{first_paint[1]:.0f} ms (warm); JSON.parse {paints[1]['parseMs']:.0f} ms, index {paints[1]['indexMs']:.0f} ms; "
-          f"hover median {statistics.median(hover_ms):.1f} ms, max {max(hover_ms):.1f} ms over {len(hover_ms)} "
-          f"(targets 2000 ms and 50 ms)")
-    assert min(first_paint) < 10_000
-    assert statistics.median(hover_ms) < 500
+    # Speed is measured by `ipu-e2e-bench viewer`; here the large page must simply work.
+    assert all(ms > 0 for ms in first_paint) and len(hover_ms) == 36
     screenshot(driver, "placement_large.png")
     assert not page.console_errors()
