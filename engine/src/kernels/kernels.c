@@ -38,6 +38,22 @@ uint32_t ipu_kernel_arg_count(int entry) { return def(entry) ? def(entry)->args 
 uint32_t ipu_kernel_supervisor_size(int entry) { return def(entry) ? def(entry)->supervisor_bytes : 0; }
 int ipu_kernel_body_of(int entry) { return def(entry) ? def(entry)->body : IPU_BODY_NONE; }
 
+int ipu_kernel_mode_arg(int entry)
+{
+    switch (entry) {
+    case IPU_K_GEMM_F16:
+    case IPU_K_GEMM_PANELS_F16:
+        return 7;
+    case IPU_K_GEMM_F8:
+    case IPU_K_GEMM_PANELS_F8:
+        return 9;
+    case IPU_K_ATTN_BLOCK:
+        return 13;
+    default:
+        return -1;
+    }
+}
+
 uint32_t ipu_kernel_body_size(int body)
 {
     return body > IPU_BODY_NONE && body < IPU_BODY_END ? BODY_BYTES[body] : 0;

@@ -28,10 +28,12 @@ typedef enum ipu_kernel_entry {
     IPU_K_GELU = 7,     /* src, dst, count, type (f16|f32): tanh-approximation GELU */
     IPU_K_LAYERNORM = 8, /* src, dst, gamma, beta, rows, cols, src_stride, dst_stride, type,
                             param_type, epsilon (FP32 bits) */
-    IPU_K_SOFTMAX = 9,
-    IPU_K_ATTN_SCORES = 10,
-    IPU_K_ATTN_BLOCK = 11,
-    IPU_K_ATTN_FINISH = 12,
+    IPU_K_SOFTMAX = 9,      /* src, dst, rows, cols, valid, src_type, dst_type, ld_src, ld_dst,
+                               scale (FP32 bits) */
+    IPU_K_ATTN_SCORES = 10, /* q, k, s, rows, keys, head_dim, ld_q, ld_k, ld_s, scale */
+    IPU_K_ATTN_BLOCK = 11,  /* q, k, v, state, rows, keys, valid, head_dim, ld_q, ld_k, ld_v,
+                               ld_state, scale, flags: one FlashAttention key block */
+    IPU_K_ATTN_FINISH = 12, /* state, out, rows, head_dim, ld_state, ld_out, out_type */
     IPU_K_TO_PANELS = 13,       /* src, dst, rows, k, dtype, ld, flags: row-major -> panels */
     IPU_K_FROM_PANELS = 14,     /* src, dst, rows, k, dtype, ld, flags: panels -> row-major */
     IPU_K_GEMM_PANELS_F16 = 15, /* a, b, c, m, n, k, out_type, flags, ldc (panel operands) */
@@ -95,6 +97,9 @@ typedef struct ipu_kernel_call {
 const char *ipu_kernel_name(int entry);
 /* Number of u32 arguments, 0 when the entry is unknown. */
 uint32_t ipu_kernel_arg_count(int entry);
+/* The argument that holds an entry's mode flags (IPU_GEMM_ACCUMULATE:
+ * accumulate, else initialize), -1 for entries without modes. */
+int ipu_kernel_mode_arg(int entry);
 /* Code bytes the entry occupies in region 0 (the inventory): its supervisor
  * part plus its worker body (ipu_kernel_body_size) when nothing else on the
  * tile already brought that body. */

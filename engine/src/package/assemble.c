@@ -226,10 +226,9 @@ static json_t *kernel_inventory(const ipu_low_program *prog)
     for (size_t k = 0; k < prog->kernel_count; k++) {
         const ipu_low_kernel *kn = &prog->kernels[k];
         calls[kn->entry]++;
-        if (kn->entry == IPU_K_GEMM_F16 || kn->entry == IPU_K_GEMM_F8) {
-            uint32_t flags = kn->args[kn->entry == IPU_K_GEMM_F16 ? 7 : 9].value;
-            modes[kn->entry] |= (flags & IPU_GEMM_ACCUMULATE) ? 2 : 1;
-        }
+        int mode_arg = ipu_kernel_mode_arg(kn->entry);
+        if (mode_arg >= 0)
+            modes[kn->entry] |= (kn->args[mode_arg].value & IPU_GEMM_ACCUMULATE) ? 2 : 1;
     }
     for (int e = 1; e < IPU_K_ENTRY_END; e++) {
         if (!calls[e])
