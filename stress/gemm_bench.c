@@ -6,19 +6,11 @@
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "device/device.h"
 #include "kernels/kernels.h"
 #include "numerics/numerics.h"
 #include "package/package.h"
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "stress/bench_support.h"
 
 static ipu_status put_list(ipu_pkg_builder *b, uint32_t tile, uint32_t slot, const uint32_t *calls,
                            uint32_t count, uint32_t words)
@@ -85,10 +77,10 @@ static double direct_sgemm_seconds(uint64_t rows, uint32_t n, uint32_t k, int re
             b[i] = 1.0f;
         memset(c, 0, rows * n * sizeof *c);
         for (int r = 0; r < repeats; r++) {
-            double start = now_seconds();
+            double start = ipu_bench_now();
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)n, (int)k, 1.0f, a,
                         (int)k, b, (int)n, 0.0f, c, (int)n);
-            double took = now_seconds() - start;
+            double took = ipu_bench_now() - start;
             if (best < 0 || took < best)
                 best = took;
         }
@@ -120,34 +112,14 @@ ipu_status ipu_bench_gemm(ipu_ctx *ctx, const char *options_json, char **out_jso
         status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                           "bench options: expected m, n, k >= 1, repeats 1..1000, precision fp16|fp8");
     ipu_package *pkg = NULL;
-    ipu_device *dev = NULL;
-    char *profile_text = NULL;
+    json_t *report = NULL;
+    double device_best = -1;
     if (status == IPU_OK)
         status = build(ctx, &p, (uint32_t)m, (uint32_t)n, (uint32_t)k, fp8, &pkg);
-    if (status == IPU_OK) {
-        json_t *pj = ipu_profile_to_json(&p);
-        profile_text = pj ? json_dumps(pj, JSON_COMPACT) : NULL;
-        json_decref(pj);
-        status = profile_text ? ipu_device_create(ctx, profile_text, &dev) : IPU_NO_MEMORY(ctx);
-    }
     if (status == IPU_OK)
-        status = ipu_device_initialize(ctx, dev, pkg);
-    double device_best = -1;
-    uint64_t cycles = 0;
-    for (json_int_t r = 0; status == IPU_OK && r < repeats; r++) {
-        char *result = NULL;
-        double start = now_seconds();
-        status = ipu_device_run(ctx, dev, &result);
-        double took = now_seconds() - start;
-        if (status == IPU_OK) {
-            json_t *rj = json_loads(result, 0, NULL);
-            cycles = (uint64_t)json_integer_value(json_object_get(rj, "cycles"));
-            json_decref(rj);
-        }
-        free(result);
-        if (device_best < 0 || took < device_best)
-            device_best = took;
-    }
+        status = ipu_bench_timed_runs(ctx, pkg, (int)repeats, &device_best, &report);
+    uint64_t cycles = (uint64_t)json_integer_value(json_object_get(report, "cycles"));
+    json_decref(report);
     if (status == IPU_OK) {
         double flops = 2.0 * (double)m * (double)n * (double)k * p.tiles;
         double direct = direct_sgemm_seconds((uint64_t)m * p.tiles, (uint32_t)n, (uint32_t)k, (int)repeats);
@@ -162,8 +134,6 @@ ipu_status ipu_bench_gemm(ipu_ctx *ctx, const char *options_json, char **out_jso
         if (!*out_json)
             status = IPU_NO_MEMORY(ctx);
     }
-    free(profile_text);
-    ipu_device_free(dev);
     ipu_package_free(pkg);
     json_decref(o);
     return status;

@@ -6,18 +6,10 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "device/device.h"
 #include "kernels/kernels.h"
 #include "package/package.h"
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "stress/bench_support.h"
 
 /* One tile-wide package: init fills every operand the sample reads, main
  * calls the sample once per tile. */
@@ -67,8 +59,8 @@ static ipu_status build(ipu_ctx *ctx, const ipu_profile *p, const ipu_kernel_cal
     return ipu_pkg_build(b, out);
 }
 
-static ipu_status bench_entry(ipu_ctx *ctx, const ipu_profile *p, const char *profile_text, int entry,
-                              int repeats, json_t *rows)
+static ipu_status bench_entry(ipu_ctx *ctx, const ipu_profile *p, int entry, int repeats,
+                              json_t *rows)
 {
     const uint32_t *sample;
     const char *formula = ipu_kernel_formula(entry, &sample);
@@ -90,28 +82,14 @@ static ipu_status bench_entry(ipu_ctx *ctx, const ipu_profile *p, const char *pr
                             (json_int_t)ipu_kernel_supervisor_size(entry), "body",
                             (json_int_t)ipu_kernel_body_of(entry));
     ipu_package *pkg = NULL;
-    ipu_device *dev = NULL;
+    json_t *report = NULL;
+    double best = -1;
     ipu_status status = build(ctx, p, &call, &pkg);
     if (status == IPU_OK)
-        status = ipu_device_create(ctx, profile_text, &dev);
-    if (status == IPU_OK)
-        status = ipu_device_initialize(ctx, dev, pkg);
-    double best = -1;
-    uint64_t device_cycles = 0;
-    for (int r = 0; r < repeats && status == IPU_OK; r++) {
-        char *result = NULL;
-        double start = now_seconds();
-        status = ipu_device_run(ctx, dev, &result);
-        double took = now_seconds() - start;
-        if (status == IPU_OK) {
-            json_t *rj = json_loads(result, 0, NULL);
-            device_cycles = (uint64_t)json_integer_value(json_object_get(json_object_get(rj, "totals"), "compute"));
-            json_decref(rj);
-        }
-        free(result);
-        if (best < 0 || took < best)
-            best = took;
-    }
+        status = ipu_bench_timed_runs(ctx, pkg, repeats, &best, &report);
+    uint64_t device_cycles =
+        (uint64_t)json_integer_value(json_object_get(json_object_get(report, "totals"), "compute"));
+    json_decref(report);
     if (status == IPU_OK) {
         json_object_set_new(row, "device_cycles", json_integer((json_int_t)device_cycles));
         json_object_set_new(row, "seconds_per_call", json_real(best / p->tiles));
@@ -120,7 +98,6 @@ static ipu_status bench_entry(ipu_ctx *ctx, const ipu_profile *p, const char *pr
     } else {
         json_decref(row);
     }
-    ipu_device_free(dev);
     ipu_package_free(pkg);
     return status;
 }
@@ -138,15 +115,10 @@ ipu_status ipu_bench_kernels(ipu_ctx *ctx, const char *options_json, char **out_
     json_int_t repeats = json_integer_value(json_object_get(o, "repeats"));
     if (status == IPU_OK && (repeats < 1 || repeats > 1000))
         status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "bench options: repeats must be 1..1000");
-    json_t *pj = status == IPU_OK ? ipu_profile_to_json(&p) : NULL;
-    char *profile_text = pj ? json_dumps(pj, JSON_COMPACT) : NULL;
-    json_decref(pj);
-    if (status == IPU_OK && !profile_text)
-        status = IPU_NO_MEMORY(ctx);
     json_t *rows = json_array();
     for (int e = 1; e < IPU_K_ENTRY_END && status == IPU_OK; e++)
         if (ipu_kernel_name(e))
-            status = bench_entry(ctx, &p, profile_text, e, (int)repeats, rows);
+            status = bench_entry(ctx, &p, e, (int)repeats, rows);
     if (status == IPU_OK) {
         json_t *r = json_pack("{s:I, s:I, s:o}", "tiles", (json_int_t)p.tiles, "repeats", repeats,
                               "kernels", rows);
@@ -157,7 +129,6 @@ ipu_status ipu_bench_kernels(ipu_ctx *ctx, const char *options_json, char **out_
             status = IPU_NO_MEMORY(ctx);
     }
     json_decref(rows);
-    free(profile_text);
     json_decref(o);
     return status;
 }
