@@ -7,7 +7,6 @@ pointer event to the redraw) over allocations of a few tiles.  Needs Debian's
 python3-selenium, chromium and chromium-driver.
 """
 import json
-import os
 import random
 import statistics
 import tempfile
@@ -15,9 +14,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from . import placement_report
+from .browser import chromium
 
 KINDS = ["parameter", "activation", "host staging", "input/output"]
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
 
 def synthetic_report(tiles=1472, per_tile=410, steps=60, seed=20240611):
@@ -96,20 +95,6 @@ def synthetic_report(tiles=1472, per_tile=410, steps=60, seed=20240611):
 
 
 
-def browser(profile_dir):
-    """Headless Chromium through Selenium (ImportError when Selenium is missing)."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                     "--disable-component-update", "--disable-sync", "--no-first-run",
-                     f"--user-data-dir={profile_dir}", "--window-size=1400,1000"):
-        options.add_argument(argument)
-    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-    return webdriver.Chrome(service=Service(CHROMEDRIVER, env=env), options=options)
-
-
 def measure(tiles=1472, per_tile=410, hovers_per_tile=12, progress=None):
     """Generate the report, open it twice and hover; returns the figures."""
     from selenium.webdriver.common.action_chains import ActionChains
@@ -121,7 +106,7 @@ def measure(tiles=1472, per_tile=410, hovers_per_tile=12, progress=None):
         source = folder / "large.json"
         source.write_text(json.dumps(report, separators=(",", ":")))
         placement_report.write_placement_html(source, folder / "large.html")
-        driver = browser(folder / "profile")
+        driver = chromium(folder / "profile")
         try:
             paints = []
             for load in ("cold", "warm"):

@@ -29,20 +29,17 @@ from pathlib import Path
 import pytest
 
 from ipu_e2e import native, placement_report, profiles
+from ipu_e2e.browser import chromium
 from ipu_e2e.viewer_bench import synthetic_report
 
-webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.actions.action_builder import ActionBuilder  # noqa: E402
 from selenium.webdriver.common.actions.mouse_button import MouseButton  # noqa: E402
 from selenium.webdriver.common.actions.wheel_input import ScrollOrigin  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 WAIT = 30  # seconds: generous, the page must simply answer
 KINDS = ["parameter", "activation", "host staging", "input/output"]
 
@@ -67,16 +64,7 @@ def full_report(tmp_path_factory):
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory):
     """Headless Chromium with a fresh profile directory; console messages are kept."""
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                     "--disable-component-update", "--disable-sync", "--no-first-run",
-                     f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}", "--window-size=1400,1000"):
-        options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    # The browser is not instrumented: keep a sanitizer build's preload away from it.
-    browser_env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-    chrome = webdriver.Chrome(service=Service(CHROMEDRIVER, env=browser_env), options=options)
+    chrome = chromium(tmp_path_factory.mktemp("chromium-profile"))
     try:
         yield chrome
     finally:

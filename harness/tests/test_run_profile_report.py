@@ -24,17 +24,14 @@ if str(REPO / "harness") not in sys.path:
     sys.path.insert(0, str(REPO / "harness"))
 
 from ipu_e2e import report  # noqa: E402
+from ipu_e2e.browser import chromium
 
-webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.actions.wheel_input import ScrollOrigin  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 CLASSES = ["compute", "sync", "exchange", "host", "control"]
 WAIT = 20  # seconds: generous, the page must simply answer
 
@@ -91,16 +88,7 @@ def synthetic_profile(steps=50_000, tiles=1472, seed=20240611):
 @pytest.fixture
 def browser(tmp_path):
     """Headless Chromium with a fresh profile directory; console messages are kept."""
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                     "--disable-component-update", "--disable-sync", "--no-first-run",
-                     f"--user-data-dir={tmp_path / 'chromium-profile'}", "--window-size=1400,1000"):
-        options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    # The browser is not instrumented: keep a sanitizer build's preload away from it.
-    browser_env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER, env=browser_env), options=options)
+    driver = chromium(tmp_path / "chromium-profile")
     try:
         yield driver
     finally:
