@@ -4,6 +4,7 @@
  * peak and the recorded inputs and parameters that let the package run
  * again on the same data.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -152,7 +153,8 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         status = make_records(ctx, w, records, bytes, &record_count);
     attempt a;
     memset(&a, 0, sizeof a);
-    uint32_t plan_budget = budget, attempts = 0;
+    uint32_t plan_budget = budget, attempts = 0, first_peak_tile = 0;
+    uint64_t first_peak = 0;
     json_t *tries = json_array();
     while (status == IPU_OK) {
         attempts++;
@@ -160,6 +162,18 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         attempt_free(&a);
         a.plan_seconds = plan_s, a.lower_seconds = lower_s, a.package_seconds = package_s;
         status = plan_and_lower(ctx, &p, g, plan_budget, inject, &a);
+        if (status == IPU_ERR_INVALID_ARGUMENT && attempts > 1) {
+            /* A tighter re-plan found nothing: say so in terms of the user's budget. */
+            char why[1024];
+            snprintf(why, sizeof why, "%s", ipu_ctx_errmsg(ctx));
+            ipu_ctx_clear_error(ctx);
+            status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                              "no plan fits the memory budget of %u bytes per tile: the first plan's "
+                              "estimate needed %llu bytes on tile %u; planning again at %u bytes: %s",
+                              budget, (unsigned long long)first_peak, first_peak_tile, plan_budget, why);
+        }
+        if (attempts == 1)
+            first_peak = a.peak, first_peak_tile = a.peak_tile;
         int retry = 0;
         if (status == IPU_OK && a.peak > budget) {
             json_array_append_new(tries, json_pack("{s:I, s:I, s:s}", "plan_budget", (json_int_t)plan_budget,
@@ -200,9 +214,10 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
                               budget, attempts, (unsigned long long)a.peak, a.peak_tile);
             break;
         }
-        /* Tighten by the excess and a margin for fragmentation. */
+        /* Tighten by half the excess and a margin for fragmentation: the
+         * plans' own footprints are only part of the peak. */
         uint64_t excess = a.peak > budget ? a.peak - budget : 0;
-        uint64_t cut = excess + plan_budget / 16;
+        uint64_t cut = excess / 2 + plan_budget / 32;
         plan_budget = cut < plan_budget ? (uint32_t)(plan_budget - cut) : 0;
     }
     /* The placement report, written atomically where the caller asked. */
