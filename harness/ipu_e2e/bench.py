@@ -199,8 +199,12 @@ def main(argv=None):
     progress = Progress(quiet=args.quiet)
     work, show = {"device": (bench_device, report), "compile": (bench_compile, report_compile),
                   "kernels": (run_kernels, report_kernels), "viewer": (run_viewer, report_viewer)}[args.bench]
-    failed, result = guarded("ipu-e2e-bench", progress,
-                             lambda: (output_folders(args.output), work(args, progress))[1])
+
+    def run():
+        output_folders(args.output)
+        return work(args, progress)
+
+    failed, result = guarded("ipu-e2e-bench", progress, run)
     if failed is not None:
         return failed
     show(result, sys.stdout)

@@ -13,7 +13,6 @@ from .native import Context, Package
 from .progress import Progress
 
 
-
 def parser():
     p = argparse.ArgumentParser(
         prog="ipu-e2e-test",
@@ -65,16 +64,15 @@ def execute(args, progress):
     ctx = Context(threads=args.threads or 0,
                   progress=lambda stage, done, total: progress.update(stage, done or None, total or None))
     started = time.perf_counter()
+    profile = package = None
     if args.package:
         package, module = load_package(ctx, args, progress)
     else:
         module = WORKLOAD_MODULES[args.workload]
         profile = profiles.load(ctx, args.device, args.tiles or 0)
         progress.update(f"building {args.workload} for {profile['tiles']} tiles")
-        package = None
     module.check_flags(args, PARSER_DEFAULTS)
-    code, result = module.execute(ctx, args, profile if not args.package else None, package, progress,
-                                  started)
+    code, result = module.execute(ctx, args, profile, package, progress, started)
     return code, result, module
 
 
@@ -96,9 +94,12 @@ PARSER_DEFAULTS = vars(parser().parse_args([]))
 def main(argv=None):
     args = parser().parse_args(argv)
     progress = Progress(quiet=args.quiet)
-    failed, outcome = guarded("ipu-e2e-test", progress, lambda: (
-        output_folders(args.output, args.profile_directory, args.dump_tensors, args.memory_profile_directory),
-        execute(args, progress))[1])
+
+    def work():
+        output_folders(args.output, args.profile_directory, args.dump_tensors, args.memory_profile_directory)
+        return execute(args, progress)
+
+    failed, outcome = guarded("ipu-e2e-test", progress, work)
     if failed is not None:
         return failed
     code, result, module = outcome
