@@ -10,7 +10,8 @@
  * thread (as the simulator's tile GEMMs), so every output element comes from
  * the same call for any thread count and the results are bit-identical
  * (OpenBLAS's own threading splits the work by thread count, which changes
- * the last bits).  The loops use ipu_reference_blas_threads() threads.
+ * the last bits).  LayerNorm, attention and MAP pooling are reference_vit.c's.
+ * The loops use ipu_reference_blas_threads() threads.
  */
 #include "reference/reference.h"
 
@@ -131,13 +132,21 @@ static ipu_status matmul(eval *e, const ipu_ir_op *op, const float *a, const flo
 static ipu_status run_op(eval *e, const ipu_ir_op *op, int64_t iteration)
 {
     const ipu_graph *g = &e->w->graph;
-    const float *a = NULL, *b = NULL;
+    const float *a = NULL, *b = NULL, *c = NULL;
     float *out = NULL;
+    int inputs = ipu_ir_op_arity(op->kind);
     IPU_TRY(value(e, op->in[0], iteration, &a));
-    if (op->kind == IPU_IR_MATMUL || op->kind == IPU_IR_ADD)
+    if (inputs >= 2)
         IPU_TRY(value(e, op->in[1], iteration, &b));
+    if (inputs >= 3)
+        IPU_TRY(value(e, op->in[2], iteration, &c));
     IPU_TRY(buffer(e, op->out, &out));
     int64_t n = (int64_t)elements(&g->tensors[op->out]);
+    const ipu_ir_tensor *ta = &g->tensors[op->in[0]];
+    if (op->kind >= IPU_IR_LAYERNORM && (out == a || out == b || out == c))
+        return IPU_FAIL(e->ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "reference: %s writes its own operand '%s'", ipu_ir_op_name(op->kind),
+                        g->tensors[op->out].name);
     switch (op->kind) {
     case IPU_IR_MATMUL:
         IPU_TRY(matmul(e, op, a, b, out));
@@ -151,6 +160,18 @@ static ipu_status run_op(eval *e, const ipu_ir_op *op, int64_t iteration)
 #pragma omp parallel for schedule(static) num_threads(e->threads) if (n >= PARALLEL_MIN)
         for (int64_t i = 0; i < n; i++)
             out[i] = a[i] + b[i];
+        break;
+    case IPU_IR_LAYERNORM:
+        IPU_TRY(ipu_reference_layernorm(e->ctx, a, b, c, op->epsilon, ta->rows, ta->cols,
+                                        e->threads, out));
+        break;
+    case IPU_IR_ATTENTION:
+        IPU_TRY(ipu_reference_attention(e->ctx, a, ta->rows, op->seq, op->heads, op->head_dim,
+                                        e->threads, out));
+        break;
+    case IPU_IR_MAP_POOL:
+        IPU_TRY(ipu_reference_map_pool(e->ctx, a, b, g->tensors[op->in[1]].rows, op->seq, op->heads,
+                                       op->head_dim, e->threads, out));
         break;
     case IPU_IR_CAST: /* FP32 mode: casts do not round */
     case IPU_IR_COPY:

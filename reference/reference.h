@@ -1,11 +1,12 @@
 /* reference.h: the host reference of a workload.  The FP32 mode evaluates
  * the workload's graph in FP32 from the unquantized values (w->values):
  * matmuls with cblas_sgemm, GELU with ipu_num_gelu (the device's own
- * definition), adds and copies as written, and casts as the identity (no
- * rounding to the target type).  The Repeat body runs `iterations` times,
- * iteration i reading member i of every parameter sequence; the carried
- * tensor starts as carried_init's value and takes carried_next's value after
- * every iteration.  The work runs on OpenBLAS's thread count capped at 4
+ * definition), adds and copies as written, casts as the identity (no
+ * rounding to the target type), and LayerNorm, attention and MAP pooling as
+ * reference_vit.c defines them (attention with sgemm per image and head).
+ * The Repeat body runs `iterations` times, iteration i reading member i of
+ * every parameter sequence; the carried tensor starts as carried_init's
+ * value and takes carried_next's value after every iteration.  The work runs on OpenBLAS's thread count capped at 4
  * unless OPENBLAS_NUM_THREADS or OMP_NUM_THREADS is set (then OpenBLAS's own
  * count stands): that many OpenMP threads each run single-threaded sgemm on
  * fixed output tiles, so the outputs are bit-identical for any thread count;
@@ -27,5 +28,18 @@ ipu_status ipu_reference_fp32(ipu_ctx *ctx, const ipu_workload *w, float ***outp
 
 /* Free an outputs array of count entries (NULL is a no-op). */
 void ipu_reference_free_outputs(float **outputs, size_t count);
+
+/* The transformer ops in FP32 on host arrays (reference_vit.c; shapes as ir.h
+ * defines them, already validated), in OpenMP loops of `threads` threads
+ * with OpenBLAS single-threaded; out must not alias an input. */
+ipu_status ipu_reference_layernorm(ipu_ctx *ctx, const float *x, const float *gamma,
+                                   const float *beta, float epsilon, uint32_t rows, uint32_t cols,
+                                   int threads, float *out);
+ipu_status ipu_reference_attention(ipu_ctx *ctx, const float *qkv, uint32_t rows, uint32_t seq,
+                                   uint32_t heads, uint32_t head_dim, int threads, float *out);
+/* rows: the rows of kv (out has rows / seq). */
+ipu_status ipu_reference_map_pool(ipu_ctx *ctx, const float *q, const float *kv, uint32_t rows,
+                                  uint32_t seq, uint32_t heads, uint32_t head_dim, int threads,
+                                  float *out);
 
 #endif

@@ -1,9 +1,11 @@
 /* api.c: the public workload, reference and check calls (ipu.h, section
  * "workloads, references and checks").  A workload is created from JSON
- * options naming the builder ({"workload": "mlp", ...}) and has its values
- * generated at once; tensors are addressed by name; device bytes are the
- * values quantized with ipu_num_encode (in parallel over fixed chunks, so the
- * bytes do not depend on the thread count); the reference's outputs stay in
+ * options naming the builder ({"workload": "mlp" | "vit" | "vit-small", ...})
+ * and has its values generated at once (by the builder's own generator when
+ * it sets one); info lists tensors, ops with their fields and the Repeat;
+ * tensors are addressed by name; device bytes are the values quantized with
+ * ipu_num_encode (in parallel over fixed chunks, so the bytes do not depend
+ * on the thread count); the reference's outputs stay in
  * the workload until the next run or ipu_workload_free; check results and
  * descriptions cross the ABI as JSON strings released with ipu_free.
  */
@@ -104,22 +106,26 @@ ipu_status ipu_workload_create(ipu_ctx *ctx, const char *options_json, ipu_workl
     ipu_workload *w = NULL;
     if (!name) {
         status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                          "workload options: \"workload\" must name a workload (mlp)");
-    } else if (strcmp(name, "mlp") == 0) {
+                          "workload options: \"workload\" must name a workload "
+                          "(mlp, vit or vit-small)");
+    } else if (strcmp(name, "mlp") == 0 || strcmp(name, "vit") == 0 ||
+               strcmp(name, "vit-small") == 0) {
         json_t *builder = json_copy(o);
         if (!builder || json_object_del(builder, "workload")) {
             status = IPU_NO_MEMORY(ctx);
         } else {
-            status = ipu_mlp_build(ctx, builder, &w);
+            status = strcmp(name, "mlp") == 0 ? ipu_mlp_build(ctx, builder, &w)
+                                              : ipu_vit_build(ctx, name, builder, &w);
         }
         json_decref(builder);
     } else {
         status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                          "--workload: unknown workload '%s' (expected mlp)", name);
+                          "--workload: unknown workload '%s' (expected mlp, vit or vit-small)",
+                          name);
     }
     json_decref(o);
     if (status == IPU_OK)
-        status = ipu_workload_generate(ctx, w);
+        status = w->generate ? w->generate(ctx, w) : ipu_workload_generate(ctx, w);
     if (status != IPU_OK) {
         ipu_workload_free(w);
         return status;
@@ -136,6 +142,33 @@ static json_t *tensor_json(const ipu_ir_tensor *t)
                      t->scale, "role", role_name(t->role), "sequence", (json_int_t)t->sequence);
 }
 
+/* {"op", "inputs": [names], "output"} and the op's fields: "epsilon" for a
+ * LayerNorm; "heads", "head_dim" and "seq" (rows per image) for attention and
+ * MAP pooling.  NULL when out of memory. */
+static json_t *op_json(const ipu_graph *g, const ipu_ir_op *op)
+{
+    json_t *inputs = json_array();
+    for (int k = 0; inputs && k < ipu_ir_op_arity(op->kind); k++)
+        if (json_array_append_new(inputs, json_string(g->tensors[op->in[k]].name))) {
+            json_decref(inputs);
+            inputs = NULL;
+        }
+    json_t *o = json_pack("{s:s, s:o, s:s}", "op", ipu_ir_op_name(op->kind), "inputs", inputs,
+                          "output", g->tensors[op->out].name);
+    int bad = !o;
+    if (!bad && op->kind == IPU_IR_LAYERNORM)
+        bad = json_object_set_new(o, "epsilon", json_real(op->epsilon));
+    if (!bad && (op->kind == IPU_IR_ATTENTION || op->kind == IPU_IR_MAP_POOL))
+        bad = json_object_set_new(o, "heads", json_integer(op->heads)) ||
+              json_object_set_new(o, "head_dim", json_integer(op->head_dim)) ||
+              json_object_set_new(o, "seq", json_integer(op->seq));
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 static json_t *info_json(const ipu_workload *w)
 {
     const ipu_graph *g = &w->graph;
@@ -145,14 +178,7 @@ static json_t *info_json(const ipu_workload *w)
     for (size_t i = 0; !bad && i < g->tensor_count; i++)
         bad = json_array_append_new(tensors, tensor_json(&g->tensors[i]));
     for (size_t i = 0; !bad && i < g->op_count; i++) {
-        const ipu_ir_op *op = &g->ops[i];
-        int two = op->kind == IPU_IR_MATMUL || op->kind == IPU_IR_ADD;
-        json_t *inputs = two ? json_pack("[s, s]", g->tensors[op->in[0]].name,
-                                         g->tensors[op->in[1]].name)
-                             : json_pack("[s]", g->tensors[op->in[0]].name);
-        bad = json_array_append_new(ops, json_pack("{s:s, s:o, s:s}", "op",
-                                                   ipu_ir_op_name(op->kind), "inputs", inputs,
-                                                   "output", g->tensors[op->out].name));
+        bad = json_array_append_new(ops, op_json(g, &g->ops[i]));
     }
     const ipu_ir_repeat *r = &g->repeat;
     if (!bad && r->iterations) {

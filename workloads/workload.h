@@ -18,6 +18,8 @@ struct ipu_workload {
     float **values; /* per tensor: rows * cols * sequence floats, NULL unless input/param */
     char *options_json;
     float **reference; /* per tensor: the last reference run's outputs, NULL unless output */
+    /* The builder's own value generator (NULL: ipu_workload_generate). */
+    ipu_status (*generate)(ipu_ctx *ctx, struct ipu_workload *w);
 };
 typedef struct ipu_workload ipu_workload;
 
@@ -30,7 +32,15 @@ void ipu_random_normal(uint64_t seed, uint64_t stream, uint64_t offset, float *o
  * exist for small test geometries). */
 ipu_status ipu_mlp_build(ipu_ctx *ctx, const json_t *options, ipu_workload **out);
 
-/* Generate every input and parameter value (in parallel). */
+/* The SigLIP ViT (vit.c): {"batch": B, "layers": 27, "seed": S, "tokens":
+ * 729, "channels": 1152, "hidden": 4304, "heads": 16, "head_dim": 72} with
+ * channels = heads * head_dim; name is "vit" or "vit-small" (3 layers by
+ * default).  Sets w->generate. */
+ipu_status ipu_vit_build(ipu_ctx *ctx, const char *name, const json_t *options,
+                         ipu_workload **out);
+
+/* Generate every input and parameter value (in parallel): standard normal
+ * inputs, weights with standard deviation 1/sqrt(rows) (the MLP's rule). */
 ipu_status ipu_workload_generate(ipu_ctx *ctx, ipu_workload *w);
 
 #endif

@@ -1,4 +1,5 @@
 /* ir.c: building and validating workload graphs (see ir.h). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,12 +35,42 @@ ipu_status ipu_graph_tensor(ipu_ctx *ctx, ipu_graph *g, const char *name, uint32
     return IPU_OK;
 }
 
+ipu_status ipu_graph_add_op(ipu_ctx *ctx, ipu_graph *g, const ipu_ir_op *op)
+{
+    IPU_TRY(IPU_GROW(ctx, g->ops, g->op_count, g->op_capacity));
+    g->ops[g->op_count++] = *op;
+    return IPU_OK;
+}
+
 ipu_status ipu_graph_op(ipu_ctx *ctx, ipu_graph *g, int kind, uint32_t in0, uint32_t in1,
                         uint32_t out)
 {
-    IPU_TRY(IPU_GROW(ctx, g->ops, g->op_count, g->op_capacity));
-    g->ops[g->op_count++] = (ipu_ir_op){kind, {in0, in1}, out};
-    return IPU_OK;
+    ipu_ir_op op = {.kind = kind, .in = {in0, in1, 0}, .out = out};
+    return ipu_graph_add_op(ctx, g, &op);
+}
+
+ipu_status ipu_graph_layernorm(ipu_ctx *ctx, ipu_graph *g, uint32_t x, uint32_t gamma,
+                               uint32_t beta, float epsilon, uint32_t out)
+{
+    ipu_ir_op op = {.kind = IPU_IR_LAYERNORM, .in = {x, gamma, beta}, .out = out,
+                    .epsilon = epsilon};
+    return ipu_graph_add_op(ctx, g, &op);
+}
+
+ipu_status ipu_graph_attention(ipu_ctx *ctx, ipu_graph *g, uint32_t qkv, uint32_t seq,
+                               uint32_t heads, uint32_t head_dim, uint32_t out)
+{
+    ipu_ir_op op = {.kind = IPU_IR_ATTENTION, .in = {qkv, 0, 0}, .out = out, .heads = heads,
+                    .head_dim = head_dim, .seq = seq};
+    return ipu_graph_add_op(ctx, g, &op);
+}
+
+ipu_status ipu_graph_map_pool(ipu_ctx *ctx, ipu_graph *g, uint32_t q, uint32_t kv, uint32_t seq,
+                              uint32_t heads, uint32_t head_dim, uint32_t out)
+{
+    ipu_ir_op op = {.kind = IPU_IR_MAP_POOL, .in = {q, kv, 0}, .out = out, .heads = heads,
+                    .head_dim = head_dim, .seq = seq};
+    return ipu_graph_add_op(ctx, g, &op);
 }
 
 uint64_t ipu_ir_tensor_bytes(const ipu_ir_tensor *t)
@@ -49,11 +80,37 @@ uint64_t ipu_ir_tensor_bytes(const ipu_ir_tensor *t)
 
 const char *ipu_ir_op_name(int kind)
 {
-    static const char *names[] = {"matmul", "gelu", "add", "cast", "copy"};
-    return kind >= 0 && kind <= IPU_IR_COPY ? names[kind] : "unknown";
+    static const char *names[IPU_IR_KIND_COUNT] = {"matmul", "gelu",      "add",       "cast",
+                                                   "copy",   "layernorm", "attention", "map_pool"};
+    return kind >= 0 && kind < IPU_IR_KIND_COUNT ? names[kind] : "unknown";
 }
 
-static int arity(int kind) { return kind == IPU_IR_MATMUL || kind == IPU_IR_ADD ? 2 : 1; }
+int ipu_ir_op_arity(int kind)
+{
+    static const int inputs[IPU_IR_KIND_COUNT] = {2, 1, 2, 1, 1, 3, 1, 2};
+    return kind >= 0 && kind < IPU_IR_KIND_COUNT ? inputs[kind] : 0;
+}
+
+static int f16_or_f32(int dtype) { return dtype == IPU_DT_F16 || dtype == IPU_DT_F32; }
+
+/* The shapes of a LayerNorm, attention or MAP pooling op (in[] in range). */
+static int transformer_shapes_ok(const ipu_graph *g, const ipu_ir_op *op)
+{
+    const ipu_ir_tensor *a = &g->tensors[op->in[0]], *o = &g->tensors[op->out];
+    if (op->kind == IPU_IR_LAYERNORM) {
+        const ipu_ir_tensor *gamma = &g->tensors[op->in[1]], *beta = &g->tensors[op->in[2]];
+        return o->rows == a->rows && o->cols == a->cols && gamma->rows == 1 &&
+               gamma->cols == a->cols && beta->rows == 1 && beta->cols == a->cols;
+    }
+    uint64_t c = (uint64_t)op->heads * op->head_dim;
+    if (!op->seq || !c || c > UINT32_MAX / 3)
+        return 0;
+    if (op->kind == IPU_IR_ATTENTION)
+        return a->rows % op->seq == 0 && a->cols == 3 * c && o->rows == a->rows && o->cols == c;
+    const ipu_ir_tensor *kv = &g->tensors[op->in[1]];
+    return a->rows == 1 && a->cols == c && kv->rows % op->seq == 0 && kv->cols == 2 * c &&
+           o->rows == kv->rows / op->seq && o->cols == c;
+}
 
 ipu_status ipu_graph_validate(ipu_ctx *ctx, const ipu_graph *g)
 {
@@ -67,9 +124,10 @@ ipu_status ipu_graph_validate(ipu_ctx *ctx, const ipu_graph *g)
     }
     for (size_t i = 0; i < g->op_count; i++) {
         const ipu_ir_op *op = &g->ops[i];
-        if (op->kind < 0 || op->kind > IPU_IR_COPY)
+        if (op->kind < 0 || op->kind >= IPU_IR_KIND_COUNT)
             return BAD("op %zu has unknown kind %d", i, op->kind);
-        for (int k = 0; k < arity(op->kind); k++)
+        int inputs = ipu_ir_op_arity(op->kind);
+        for (int k = 0; k < inputs; k++)
             if (op->in[k] >= g->tensor_count)
                 return BAD("op %zu (%s) reads tensor %u of %zu", i, ipu_ir_op_name(op->kind),
                            op->in[k], g->tensor_count);
@@ -77,7 +135,8 @@ ipu_status ipu_graph_validate(ipu_ctx *ctx, const ipu_graph *g)
             return BAD("op %zu (%s) writes tensor %u of %zu", i, ipu_ir_op_name(op->kind), op->out,
                        g->tensor_count);
         const ipu_ir_tensor *a = &g->tensors[op->in[0]], *o = &g->tensors[op->out];
-        const ipu_ir_tensor *b = arity(op->kind) == 2 ? &g->tensors[op->in[1]] : NULL;
+        const ipu_ir_tensor *b = inputs >= 2 ? &g->tensors[op->in[1]] : NULL;
+        const ipu_ir_tensor *c = inputs >= 3 ? &g->tensors[op->in[2]] : NULL;
         if (o->role == IPU_ROLE_INPUT || o->role == IPU_ROLE_PARAM)
             return BAD("op %zu (%s) writes %s '%s', which is read-only", i,
                        ipu_ir_op_name(op->kind), o->role == IPU_ROLE_INPUT ? "input" : "parameter",
@@ -85,13 +144,18 @@ ipu_status ipu_graph_validate(ipu_ctx *ctx, const ipu_graph *g)
         int shape_ok;
         if (op->kind == IPU_IR_MATMUL)
             shape_ok = a->cols == b->rows && o->rows == a->rows && o->cols == b->cols;
+        else if (op->kind >= IPU_IR_LAYERNORM)
+            shape_ok = transformer_shapes_ok(g, op);
         else
             shape_ok = o->rows == a->rows && o->cols == a->cols &&
                        (!b || (b->rows == a->rows && b->cols == a->cols));
         if (!shape_ok)
-            return BAD("op %zu (%s): shapes %ux%u%s -> %ux%u do not agree", i,
-                       ipu_ir_op_name(op->kind), a->rows, a->cols, b ? " and another" : "", o->rows,
-                       o->cols);
+            return BAD("op %zu (%s): shapes %ux%u%s -> %ux%u do not agree%s", i,
+                       ipu_ir_op_name(op->kind), a->rows, a->cols, b ? " and others" : "", o->rows,
+                       o->cols,
+                       op->kind == IPU_IR_ATTENTION || op->kind == IPU_IR_MAP_POOL
+                           ? " (with heads x head_dim and seq rows per image)"
+                           : "");
         if (op->kind == IPU_IR_MATMUL) {
             int f8 = a->dtype == IPU_DT_F143 || a->dtype == IPU_DT_F152;
             int b8 = b->dtype == IPU_DT_F143 || b->dtype == IPU_DT_F152;
@@ -101,12 +165,17 @@ ipu_status ipu_graph_validate(ipu_ctx *ctx, const ipu_graph *g)
                            "(both FP8 or both FP16 in; FP16 or FP32 out)",
                            i, ipu_dtype_name(a->dtype), ipu_dtype_name(b->dtype),
                            ipu_dtype_name(o->dtype));
-        } else if (op->kind != IPU_IR_CAST && (o->dtype != a->dtype || (b && b->dtype != a->dtype))) {
+        } else if (op->kind != IPU_IR_CAST &&
+                   (o->dtype != a->dtype || (b && b->dtype != a->dtype) ||
+                    (c && c->dtype != a->dtype))) {
             return BAD("op %zu (%s) mixes element types", i, ipu_ir_op_name(op->kind));
         }
-        if ((op->kind == IPU_IR_GELU || op->kind == IPU_IR_ADD) && a->dtype != IPU_DT_F16 &&
-            a->dtype != IPU_DT_F32)
+        if ((op->kind == IPU_IR_GELU || op->kind == IPU_IR_ADD || op->kind >= IPU_IR_LAYERNORM) &&
+            !f16_or_f32(a->dtype))
             return BAD("op %zu (%s) needs FP16 or FP32 operands", i, ipu_ir_op_name(op->kind));
+        if (op->kind == IPU_IR_LAYERNORM && !(op->epsilon > 0.0f && isfinite(op->epsilon)))
+            return BAD("op %zu (layernorm) has epsilon %g (expected a positive finite value)", i,
+                       (double)op->epsilon);
     }
     const ipu_ir_repeat *r = &g->repeat;
     if (r->iterations) {

@@ -1,6 +1,10 @@
 /* ir.h: the workload graph.  Tensors are 2-D (rows x cols, row-major on the
  * host) with an element type, an FP8 scale and a role; ops are matmul, GELU
- * (tanh approximation, ipu_num_gelu), add, cast and copy.  A graph may hold one Repeat
+ * (tanh approximation, ipu_num_gelu), add, cast, copy, and the transformer
+ * ops LayerNorm, attention and MAP pooling (defined at ipu_op_kind: every
+ * `seq` consecutive rows are one image, so a batch is B * seq rows and
+ * attention never crosses images).  An op reads up to three inputs (in[0],
+ * in[1], in[2]; ipu_ir_op_arity says how many).  A graph may hold one Repeat
  * region: its body ops run `iterations` times; parameters used in the body
  * are sequences with one member per iteration; a carried tensor is read by
  * the body and rewritten at the end of every iteration (its initial value is
@@ -25,8 +29,26 @@ typedef enum ipu_op_kind {
     IPU_IR_GELU = 1,   /* out = gelu(in0) */
     IPU_IR_ADD = 2,    /* out = in0 + in1 */
     IPU_IR_CAST = 3,   /* out = in0 converted to out's type and scale */
-    IPU_IR_COPY = 4    /* out = in0 */
+    IPU_IR_COPY = 4,   /* out = in0 */
+    /* out [R x C] = LayerNorm of each row of in0 [R x C] with gamma in1 [1 x C]
+     * and beta in2 [1 x C]: (x - mean) / sqrt(var + epsilon) * gamma + beta,
+     * biased variance. */
+    IPU_IR_LAYERNORM = 5,
+    /* Self-attention of fused projections: in0 [R x 3C] holds [q | k | v]
+     * (C = heads * head_dim; head h's q at columns h*d .. h*d+d-1, its k at
+     * C + h*d, its v at 2C + h*d); out [R x C], head h at columns h*d.. of
+     * softmax(q k^T / sqrt(d)) v over the `seq` rows of the same image (R is a
+     * multiple of seq; no mask). */
+    IPU_IR_ATTENTION = 6,
+    /* Multihead attention pooling (the core of SigLIP's MAP head): one query
+     * in0 [1 x C], shared by every image, attends per head over the seq rows
+     * of each image of in1 [R x 2C] = [k | v] (head layout as ATTENTION);
+     * out [R / seq x C], one row per image.  The projections, out projection,
+     * LayerNorm and MLP of the head are ordinary ops around it. */
+    IPU_IR_MAP_POOL = 7
 } ipu_op_kind;
+
+#define IPU_IR_KIND_COUNT 8
 
 #define IPU_IR_NAME 64
 
@@ -41,8 +63,11 @@ typedef struct ipu_ir_tensor {
 
 typedef struct ipu_ir_op {
     int kind;
-    uint32_t in[2];
+    uint32_t in[3]; /* ipu_ir_op_arity(kind) inputs; unused ones are 0 */
     uint32_t out;
+    float epsilon;            /* LAYERNORM */
+    uint32_t heads, head_dim; /* ATTENTION, MAP_POOL */
+    uint32_t seq;             /* ATTENTION, MAP_POOL: rows of one image */
 } ipu_ir_op;
 
 typedef struct ipu_ir_repeat {
@@ -65,12 +90,23 @@ void ipu_graph_init(ipu_graph *g);
 void ipu_graph_free(ipu_graph *g);
 ipu_status ipu_graph_tensor(ipu_ctx *ctx, ipu_graph *g, const char *name, uint32_t rows,
                             uint32_t cols, int dtype, int scale, int role, uint32_t *id);
+/* A matmul, GELU, add, cast or copy (in1 is ignored by one-input kinds). */
 ipu_status ipu_graph_op(ipu_ctx *ctx, ipu_graph *g, int kind, uint32_t in0, uint32_t in1,
                         uint32_t out);
+/* Any op, its fields as given (checked by ipu_graph_validate). */
+ipu_status ipu_graph_add_op(ipu_ctx *ctx, ipu_graph *g, const ipu_ir_op *op);
+ipu_status ipu_graph_layernorm(ipu_ctx *ctx, ipu_graph *g, uint32_t x, uint32_t gamma,
+                               uint32_t beta, float epsilon, uint32_t out);
+ipu_status ipu_graph_attention(ipu_ctx *ctx, ipu_graph *g, uint32_t qkv, uint32_t seq,
+                               uint32_t heads, uint32_t head_dim, uint32_t out);
+ipu_status ipu_graph_map_pool(ipu_ctx *ctx, ipu_graph *g, uint32_t q, uint32_t kv, uint32_t seq,
+                              uint32_t heads, uint32_t head_dim, uint32_t out);
 /* Check shapes, types and the Repeat region; messages name the op or tensor. */
 ipu_status ipu_graph_validate(ipu_ctx *ctx, const ipu_graph *g);
 /* Bytes of one member of a tensor on the host (rows * cols * element size). */
 uint64_t ipu_ir_tensor_bytes(const ipu_ir_tensor *t);
 const char *ipu_ir_op_name(int kind);
+/* The number of inputs an op kind reads (0 for an unknown kind). */
+int ipu_ir_op_arity(int kind);
 
 #endif

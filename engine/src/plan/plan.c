@@ -192,6 +192,11 @@ ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g
                           ipu_plan *out)
 {
     memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < g->op_count; i++)
+        if (g->ops[i].kind < IPU_IR_MATMUL || g->ops[i].kind > IPU_IR_COPY)
+            return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                            "plan: op %zu: op kind %s is not supported by the planner yet", i,
+                            ipu_ir_op_name(g->ops[i].kind));
     out->profile = *p;
     out->graph = g;
     out->budget = budget;

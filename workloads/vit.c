@@ -1,0 +1,290 @@
+/* vit.c: the SigLIP (so400m-sized) vision transformer workload.  The input
+ * is the patch embeddings x [B*T x C] in FP16 (the host does the patch
+ * projection; T = 729 tokens, C = 1152 = 16 heads x 72); `layers` (27)
+ * pre-LayerNorm blocks, without biases,
+ *     h  = x + attention(LN1(x) . Wqkv) . Wo
+ *     x' = h + gelu(LN2(h) . W1) . W2          (MLP C -> 4304 -> C)
+ * are one Repeat whose carried tensor is the residual stream and whose
+ * parameters (LN1/LN2 gamma and beta, Wqkv [C x 3C] fused as [q | k | v],
+ * Wo, W1, W2) are sequences of `layers` members.  After it: the final
+ * LayerNorm and SigLIP's MAP head, written as ordinary ops around the
+ * MAP_POOL op (one shared query attending over each image's tokens):
+ * q = probe . Wq, [k | v] = x . Wkv (Wkv [C x 2C] fused), pooled =
+ * MAP_POOL(q, [k | v]), a = pooled . Wo, y = a + gelu(LN(a) . W1) . W2:
+ * the output "embedding" [B x C], one row per image.  LayerNorm epsilon is
+ * 1e-6.  Types: weights and the probe F143 with scale -4; activations FP16;
+ * LayerNorm parameters FP16.  FP8 GEMMs take both operands in FP8, so every
+ * activation feeding a GEMM is cast first to F143 with scale -2 (the MLP
+ * workload's pattern and scale: values up to 112, normal down to 2^-8; at
+ * full size, over the first 3 layers, LayerNorm and GELU outputs reach
+ * about 6 and attention outputs about 1.4 with medians 0.08 to 0.3; under 3%
+ * fall below 2^-8).  Values: inputs and the probe N(0, 1); weights
+ * N(0, 1/sqrt(fan-in)); LayerNorm gammas 1 + N(0, 0.1) and betas N(0, 0.1);
+ * counter-based per tensor as the MLP's, so they do not depend on the thread
+ * count.  "vit-small" is the same network with 3 layers by default.  The
+ * compiler does not plan LayerNorm, attention or MAP pooling yet (the
+ * planner says so).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "numerics/numerics.h"
+#include "workloads/workload.h"
+
+#define LN_EPSILON 1e-6f
+#define WEIGHT_SCALE -4
+#define ACT_SCALE -2
+
+typedef struct vit_options {
+    uint32_t batch, layers, tokens, channels, hidden, heads, head_dim;
+    uint64_t seed;
+} vit_options;
+
+static const char *const KNOWN[] = {"batch",  "layers", "seed",  "tokens",
+                                    "channels", "hidden", "heads", "head_dim"};
+
+static ipu_status read_uint(ipu_ctx *ctx, const json_t *o, const char *key, uint32_t fallback,
+                            uint32_t lo, uint32_t hi, uint32_t *out)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v) {
+        *out = fallback;
+        return IPU_OK;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < (json_int_t)lo ||
+        json_integer_value(v) > (json_int_t)hi)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "vit option '%s': expected an integer in %u..%u", key, lo, hi);
+    *out = (uint32_t)json_integer_value(v);
+    return IPU_OK;
+}
+
+static ipu_status parse(ipu_ctx *ctx, const char *name, const json_t *o, vit_options *m)
+{
+    if (!json_is_object(o))
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "vit options: expected a JSON object");
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)o, key, value)
+    {
+        size_t k = 0;
+        while (k < sizeof KNOWN / sizeof *KNOWN && strcmp(key, KNOWN[k]))
+            k++;
+        if (k == sizeof KNOWN / sizeof *KNOWN)
+            return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                            "%s options: unknown option '%s' (expected batch, layers, seed, "
+                            "tokens, channels, hidden, heads or head_dim)",
+                            name, key);
+    }
+    uint32_t default_layers = strcmp(name, "vit-small") == 0 ? 3 : 27;
+    IPU_TRY(read_uint(ctx, o, "batch", 1, 1, 64, &m->batch));
+    IPU_TRY(read_uint(ctx, o, "layers", default_layers, 1, 64, &m->layers));
+    IPU_TRY(read_uint(ctx, o, "tokens", 729, 1, 100000, &m->tokens));
+    IPU_TRY(read_uint(ctx, o, "hidden", 4304, 1, 65535, &m->hidden));
+    IPU_TRY(read_uint(ctx, o, "heads", 16, 1, 1024, &m->heads));
+    IPU_TRY(read_uint(ctx, o, "head_dim", 72, 1, 1024, &m->head_dim));
+    uint32_t width = m->heads * m->head_dim;
+    IPU_TRY(read_uint(ctx, o, "channels", width, 1, 21845, &m->channels));
+    if (m->channels != width)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "%s options: channels %u must equal heads x head_dim = %u x %u = %u", name,
+                        m->channels, m->heads, m->head_dim, width);
+    if ((uint64_t)m->batch * m->tokens > UINT32_MAX / 4)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "%s options: batch x tokens is too large",
+                        name);
+    json_t *seed = json_object_get(o, "seed");
+    if (seed && (!json_is_integer(seed) || json_integer_value(seed) < 0))
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "--seed: expected a non-negative integer");
+    m->seed = seed ? (uint64_t)json_integer_value(seed) : 0;
+    return IPU_OK;
+}
+
+/* Shorthands for the builder: tensors by role and type. */
+typedef struct builder {
+    ipu_ctx *ctx;
+    ipu_graph *g;
+} builder;
+
+static ipu_status param(builder *b, const char *name, uint32_t rows, uint32_t cols, int dtype,
+                        uint32_t members, uint32_t *id)
+{
+    int scale = dtype == IPU_DT_F143 ? WEIGHT_SCALE : 0;
+    IPU_TRY(ipu_graph_tensor(b->ctx, b->g, name, rows, cols, dtype, scale, IPU_ROLE_PARAM, id));
+    b->g->tensors[*id].sequence = members;
+    return IPU_OK;
+}
+
+static ipu_status act(builder *b, const char *name, uint32_t rows, uint32_t cols, uint32_t *id)
+{
+    return ipu_graph_tensor(b->ctx, b->g, name, rows, cols, IPU_DT_F16, 0, IPU_ROLE_ACTIVATION, id);
+}
+
+/* out = cast(x) to F143 (scale ACT_SCALE): a GEMM's activation operand. */
+static ipu_status to_f8(builder *b, const char *name, uint32_t x, uint32_t *out)
+{
+    const ipu_ir_tensor *t = &b->g->tensors[x];
+    IPU_TRY(ipu_graph_tensor(b->ctx, b->g, name, t->rows, t->cols, IPU_DT_F143, ACT_SCALE,
+                             IPU_ROLE_ACTIVATION, out));
+    return ipu_graph_op(b->ctx, b->g, IPU_IR_CAST, x, 0, *out);
+}
+
+/* out = LN(x; gamma, beta) cast to F8, then . w: the pre-norm GEMM pattern
+ * (tensors <prefix>_ln, <prefix>_ln_f8 and out_name). */
+static ipu_status norm_matmul(builder *b, const char *prefix, uint32_t x, uint32_t gamma,
+                              uint32_t beta, uint32_t w, const char *out_name, uint32_t *ln,
+                              uint32_t *out)
+{
+    char name[IPU_IR_NAME];
+    const ipu_ir_tensor *t = &b->g->tensors[x];
+    uint32_t rows = t->rows, cols = t->cols, out_cols = b->g->tensors[w].cols, ln8;
+    snprintf(name, sizeof name, "%s_ln", prefix);
+    IPU_TRY(act(b, name, rows, cols, ln));
+    IPU_TRY(ipu_graph_layernorm(b->ctx, b->g, x, gamma, beta, LN_EPSILON, *ln));
+    snprintf(name, sizeof name, "%s_ln_f8", prefix);
+    IPU_TRY(to_f8(b, name, *ln, &ln8));
+    IPU_TRY(act(b, out_name, rows, out_cols, out));
+    return ipu_graph_op(b->ctx, b->g, IPU_IR_MATMUL, ln8, w, *out);
+}
+
+/* out = x + gelu(LN(x) . w1) . w2 (out may be an output tensor). */
+static ipu_status mlp_block(builder *b, const char *prefix, uint32_t x, uint32_t gamma,
+                            uint32_t beta, uint32_t w1, uint32_t w2, uint32_t out)
+{
+    char name[IPU_IR_NAME];
+    const ipu_ir_tensor *t = &b->g->tensors[x];
+    uint32_t rows = t->rows, cols = t->cols, ln, hidden, gl, gl8, mlp;
+    snprintf(name, sizeof name, "%s_hidden", prefix);
+    IPU_TRY(norm_matmul(b, prefix, x, gamma, beta, w1, name, &ln, &hidden));
+    snprintf(name, sizeof name, "%s_gelu", prefix);
+    IPU_TRY(act(b, name, rows, b->g->tensors[w1].cols, &gl));
+    IPU_TRY(ipu_graph_op(b->ctx, b->g, IPU_IR_GELU, hidden, 0, gl));
+    snprintf(name, sizeof name, "%s_gelu_f8", prefix);
+    IPU_TRY(to_f8(b, name, gl, &gl8));
+    snprintf(name, sizeof name, "%s_out", prefix);
+    IPU_TRY(act(b, name, rows, cols, &mlp));
+    IPU_TRY(ipu_graph_op(b->ctx, b->g, IPU_IR_MATMUL, gl8, w2, mlp));
+    return ipu_graph_op(b->ctx, b->g, IPU_IR_ADD, x, mlp, out);
+}
+
+static ipu_status build_graph(ipu_ctx *ctx, const vit_options *m, ipu_graph *g)
+{
+    builder bb = {ctx, g}, *b = &bb;
+    uint32_t R = m->batch * m->tokens, C = m->channels, H = m->hidden, L = m->layers;
+    uint32_t x_in, x, ln1_g, ln1_b, wqkv, wo, ln2_g, ln2_b, w1, w2;
+    IPU_TRY(ipu_graph_tensor(ctx, g, "x", R, C, IPU_DT_F16, 0, IPU_ROLE_INPUT, &x_in));
+    IPU_TRY(param(b, "ln1_gamma", 1, C, IPU_DT_F16, L, &ln1_g));
+    IPU_TRY(param(b, "ln1_beta", 1, C, IPU_DT_F16, L, &ln1_b));
+    IPU_TRY(param(b, "wqkv", C, 3 * C, IPU_DT_F143, L, &wqkv));
+    IPU_TRY(param(b, "wo", C, C, IPU_DT_F143, L, &wo));
+    IPU_TRY(param(b, "ln2_gamma", 1, C, IPU_DT_F16, L, &ln2_g));
+    IPU_TRY(param(b, "ln2_beta", 1, C, IPU_DT_F16, L, &ln2_b));
+    IPU_TRY(param(b, "w1", C, H, IPU_DT_F143, L, &w1));
+    IPU_TRY(param(b, "w2", H, C, IPU_DT_F143, L, &w2));
+    IPU_TRY(act(b, "residual", R, C, &x));
+
+    /* The layer body: h = x + attention(LN1(x) . Wqkv) . Wo; x' = MLP block. */
+    uint32_t first = (uint32_t)g->op_count, ln1, qkv, att, att8, proj, h, x_next;
+    IPU_TRY(norm_matmul(b, "attn", x, ln1_g, ln1_b, wqkv, "attn_qkv", &ln1, &qkv));
+    IPU_TRY(act(b, "attn_heads", R, C, &att));
+    IPU_TRY(ipu_graph_attention(ctx, g, qkv, m->tokens, m->heads, m->head_dim, att));
+    IPU_TRY(to_f8(b, "attn_heads_f8", att, &att8));
+    IPU_TRY(act(b, "attn_out", R, C, &proj));
+    IPU_TRY(ipu_graph_op(ctx, g, IPU_IR_MATMUL, att8, wo, proj));
+    IPU_TRY(act(b, "attn_residual", R, C, &h));
+    IPU_TRY(ipu_graph_op(ctx, g, IPU_IR_ADD, x, proj, h));
+    IPU_TRY(act(b, "block_out", R, C, &x_next));
+    IPU_TRY(mlp_block(b, "mlp", h, ln2_g, ln2_b, w1, w2, x_next));
+    g->repeat = (ipu_ir_repeat){first, (uint32_t)g->op_count - first, L, x, x_next, x_in};
+
+    /* The final LayerNorm and the MAP head (the last block's result). */
+    uint32_t post_g, post_b, probe, wq, wkv, map_wo, map_g, map_b, map_w1, map_w2;
+    IPU_TRY(param(b, "post_gamma", 1, C, IPU_DT_F16, 1, &post_g));
+    IPU_TRY(param(b, "post_beta", 1, C, IPU_DT_F16, 1, &post_b));
+    IPU_TRY(param(b, "map_probe", 1, C, IPU_DT_F143, 1, &probe));
+    IPU_TRY(param(b, "map_wq", C, C, IPU_DT_F143, 1, &wq));
+    IPU_TRY(param(b, "map_wkv", C, 2 * C, IPU_DT_F143, 1, &wkv));
+    IPU_TRY(param(b, "map_wo", C, C, IPU_DT_F143, 1, &map_wo));
+    IPU_TRY(param(b, "map_ln_gamma", 1, C, IPU_DT_F16, 1, &map_g));
+    IPU_TRY(param(b, "map_ln_beta", 1, C, IPU_DT_F16, 1, &map_b));
+    IPU_TRY(param(b, "map_w1", C, H, IPU_DT_F143, 1, &map_w1));
+    IPU_TRY(param(b, "map_w2", H, C, IPU_DT_F143, 1, &map_w2));
+    uint32_t post, kv, q, pooled, pooled8, pooled_out, y;
+    IPU_TRY(norm_matmul(b, "post", x_next, post_g, post_b, wkv, "map_kv", &post, &kv));
+    IPU_TRY(act(b, "map_q", 1, C, &q));
+    IPU_TRY(ipu_graph_op(ctx, g, IPU_IR_MATMUL, probe, wq, q));
+    IPU_TRY(act(b, "map_pooled", m->batch, C, &pooled));
+    IPU_TRY(ipu_graph_map_pool(ctx, g, q, kv, m->tokens, m->heads, m->head_dim, pooled));
+    IPU_TRY(to_f8(b, "map_pooled_f8", pooled, &pooled8));
+    IPU_TRY(act(b, "map_attn", m->batch, C, &pooled_out));
+    IPU_TRY(ipu_graph_op(ctx, g, IPU_IR_MATMUL, pooled8, map_wo, pooled_out));
+    IPU_TRY(ipu_graph_tensor(ctx, g, "embedding", m->batch, C, IPU_DT_F16, 0, IPU_ROLE_OUTPUT, &y));
+    IPU_TRY(mlp_block(b, "map_mlp", pooled_out, map_g, map_b, map_w1, map_w2, y));
+    return ipu_graph_validate(ctx, g);
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* Values per the file comment: stream = tensor index, as the MLP's. */
+static ipu_status vit_generate(ipu_ctx *ctx, ipu_workload *w)
+{
+    ipu_graph *g = &w->graph;
+    w->values = calloc(g->tensor_count, sizeof *w->values);
+    if (!w->values)
+        return IPU_NO_MEMORY(ctx);
+    for (size_t i = 0; i < g->tensor_count; i++) {
+        const ipu_ir_tensor *t = &g->tensors[i];
+        if (t->role != IPU_ROLE_INPUT && t->role != IPU_ROLE_PARAM)
+            continue;
+        uint64_t count = (uint64_t)t->rows * t->cols * t->sequence;
+        float *v = malloc(count * sizeof *v);
+        if (!v)
+            return IPU_NO_MEMORY(ctx);
+        w->values[i] = v;
+        float scale = 1.0f, offset = 0.0f;
+        if (ends_with(t->name, "_gamma"))
+            scale = 0.1f, offset = 1.0f;
+        else if (ends_with(t->name, "_beta"))
+            scale = 0.1f;
+        else if (t->role == IPU_ROLE_PARAM && strcmp(t->name, "map_probe") != 0)
+            scale = (float)(1.0 / sqrt((double)t->rows));
+        const int64_t chunk = 65536, chunks = (int64_t)((count + chunk - 1) / chunk);
+#pragma omp parallel for schedule(static)
+        for (int64_t c = 0; c < chunks; c++) {
+            uint64_t start = (uint64_t)c * chunk;
+            size_t n = count - start < (uint64_t)chunk ? (size_t)(count - start) : (size_t)chunk;
+            ipu_random_normal(w->seed, i, start, v + start, n, scale);
+            for (size_t e = 0; offset != 0.0f && e < n; e++)
+                v[start + e] += offset;
+        }
+    }
+    return IPU_OK;
+}
+
+ipu_status ipu_vit_build(ipu_ctx *ctx, const char *name, const json_t *options, ipu_workload **out)
+{
+    vit_options m = {0};
+    IPU_TRY(parse(ctx, name, options, &m));
+    ipu_workload *w = calloc(1, sizeof *w);
+    if (!w)
+        return IPU_NO_MEMORY(ctx);
+    snprintf(w->name, sizeof w->name, "%s", name);
+    w->seed = m.seed;
+    w->generate = vit_generate;
+    ipu_graph_init(&w->graph);
+    ipu_status status = build_graph(ctx, &m, &w->graph);
+    w->options_json = status == IPU_OK ? json_dumps(options, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    if (status == IPU_OK && !w->options_json)
+        status = IPU_NO_MEMORY(ctx);
+    if (status != IPU_OK) {
+        ipu_workload_free(w);
+        return status;
+    }
+    *out = w;
+    return IPU_OK;
+}
