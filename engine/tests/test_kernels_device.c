@@ -4,7 +4,8 @@
  * stream into the aperture and COPY-ed into place, or loaded as package data;
  * results read back through COPY + a host output stream, or with
  * ipu_device_read) and compares them with references computed here in double
- * precision from this file's own decoders of the formats (DEVICE.md):
+ * precision from the test decoders of the formats (support_kernels.h,
+ * DEVICE.md):
  * GEMMs over ~50 seeded random odd shapes per family (f16/f32 outputs,
  * accumulate and initialize, F143/F152 with scales -2/-4, WIDE operands in
  * region 1; the fixed shapes with packed rows, the random ones with row
@@ -43,6 +44,7 @@
 #include "numerics/numerics.h"
 #include "package/package.h"
 
+#include "support_kernels.h"
 #include "support_packages.h"
 #include "support_seed.h"
 
@@ -59,125 +61,21 @@
 #define R0 0x60000u
 #define R1 0x80000u
 #define GEMM_CASES 50
-#define GUARD 0xA5u
-
-static uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
-
-/* ---- the formats, from their definitions ------------------------------- */
-static uint32_t load32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static void store32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
+#define GUARD TK_GUARD
 
 /* Exact value of one element (FP8 times 2^scale); *is_nan set for NaN codes. */
 static double decode(int dtype, int scale, const uint8_t *p, int *is_nan)
 {
-    double v;
-    int negative;
-    *is_nan = 0;
-    if (dtype == IPU_DT_F32) {
-        uint32_t u = load32(p);
-        float f;
-        memcpy(&f, &u, 4);
-        *is_nan = isnan(f) != 0;
-        return f;
-    }
-    if (dtype == IPU_DT_F16) {
-        unsigned h = p[0] | (unsigned)p[1] << 8, e = (h >> 10) & 31, m = h & 1023;
-        negative = (h & 0x8000) != 0;
-        *is_nan = e == 31 && m;
-        v = e == 31 ? INFINITY : e ? ldexp(1024 + m, (int)e - 25) : ldexp(m, -24);
-    } else if (dtype == IPU_DT_F143) { /* E4M3, bias 7, only S.1111.111 is NaN */
-        unsigned c = p[0], e = (c >> 3) & 15, m = c & 7;
-        negative = (c & 0x80) != 0;
-        *is_nan = (c & 0x7F) == 0x7F;
-        v = ldexp(e ? ldexp(8 + m, (int)e - 10) : ldexp(m, -9), scale);
-    } else { /* F152: E5M2, bias 15, IEEE specials */
-        unsigned c = p[0], e = (c >> 2) & 31, m = c & 3;
-        negative = (c & 0x80) != 0;
-        *is_nan = e == 31 && m;
-        v = e == 31 ? INFINITY : ldexp(e ? ldexp(4 + m, (int)e - 17) : ldexp(m, -16), scale);
-    }
-    if (*is_nan)
-        v = NAN;
-    return copysign(v, negative ? -1.0 : 1.0);
+    double v = tk_decode(dtype, scale, p);
+    *is_nan = isnan(v) != 0;
+    return v;
 }
 
-typedef struct nfmt {
-    int mbits, bias;
-    double max;
-    int saturate; /* FP8: saturate (infinities too); FP16: overflow to infinity */
-} nfmt;
-static const nfmt N_F16 = {10, 15, 65504.0, 0}, N_F143 = {3, 7, 448.0, 1}, N_F152 = {2, 15, 57344.0, 1};
-
-/* Round a non-NaN value to the format's grid (times 2^scale), ties to even. */
-static double round_narrow(double v, const nfmt *f, int scale)
-{
-    if (isinf(v))
-        return f->saturate ? copysign(ldexp(f->max, scale), v) : v;
-    double x = fabs(ldexp(v, -scale)), r = 0;
-    if (x > 0) {
-        int e;
-        frexp(x, &e);
-        int ex = e - 1 < 1 - f->bias ? 1 - f->bias : e - 1;
-        double q = ldexp(1.0, ex - f->mbits);
-        r = nearbyint(x / q) * q;
-        if (r > f->max)
-            r = f->saturate ? f->max : INFINITY;
-    }
-    return copysign(ldexp(r, scale), v);
-}
-
-static double round_to(int dtype, int scale, double v)
-{
-    switch (dtype) {
-    case IPU_DT_F32:
-        return (double)(float)v;
-    case IPU_DT_F16:
-        return round_narrow(v, &N_F16, 0);
-    case IPU_DT_F143:
-        return round_narrow(v, &N_F143, scale);
-    default:
-        return round_narrow(v, &N_F152, scale);
-    }
-}
-
-static double f16_ulp(double s)
-{
-    int e = 0;
-    if (s != 0)
-        frexp(fabs(s), &e);
-    int ex = s == 0 || e - 1 < -14 ? -14 : e - 1;
-    return ldexp(1.0, ex - 10);
-}
-
-static size_t type_size(int dtype) { return dtype == IPU_DT_F32 ? 4 : dtype == IPU_DT_F16 ? 2 : 1; }
-
-/* Random finite codes of moderate range (full: the whole finite range, FP8 only). */
+/* Random finite codes of moderate range, one FP16 in 32 zero (full: the
+ * whole finite range, FP8 only). */
 static void gen_codes(int dtype, int full, uint8_t *dst, size_t count)
 {
-    for (size_t i = 0; i < count; i++) {
-        unsigned sign = tseed_below(2);
-        if (dtype == IPU_DT_F16) {
-            unsigned e = tseed_below(16) ? 1 + tseed_below(16) : 0, m = tseed_below(1024);
-            if (!tseed_below(32))
-                e = m = 0;
-            unsigned h = sign << 15 | e << 10 | m;
-            dst[2 * i] = (uint8_t)h, dst[2 * i + 1] = (uint8_t)(h >> 8);
-        } else if (dtype == IPU_DT_F143) {
-            unsigned e = tseed_below(full ? 16 : 12), m = tseed_below(8);
-            if (e == 15 && m == 7)
-                m = 6;
-            dst[i] = (uint8_t)(sign << 7 | e << 3 | m);
-        } else {
-            dst[i] = (uint8_t)(sign << 7 | tseed_below(full ? 31 : 19) << 2 | tseed_below(4));
-        }
-    }
+    tk_codes(dtype, TK_CODES_ZEROS | (full ? TK_CODES_FULL : 0), dst, count);
 }
 
 /* ---- running hand-built packages --------------------------------------- */
@@ -220,7 +118,7 @@ static void put_u32s(ipu_ctx *ctx, ipu_pkg_builder *b, uint32_t tile, uint32_t s
     uint8_t bytes[4 * 64];
     assert_true(count <= 64);
     for (uint32_t i = 0; i < count; i++)
-        store32(bytes + 4 * i, words[i]);
+        ipu_store_u32(bytes + 4 * i, words[i]);
     TSEED_OK(ctx, ipu_pkg_put_slot(b, tile, slot, bytes, 4 * count, NULL));
 }
 
@@ -229,7 +127,7 @@ static uint32_t staged_bytes(const span *spans, int count)
 {
     uint32_t total = 0;
     for (int i = 0; i < count; i++)
-        total += spans[i].direct ? 0 : align_up(spans[i].size, 8);
+        total += spans[i].direct ? 0 : tk_align_up(spans[i].size, 8);
     return total;
 }
 
@@ -256,7 +154,7 @@ static uint32_t stage(const span *spans, int count, int input, uint32_t stream, 
         uint32_t h[4] = {stream, *offset, ap, s->size}, c[4] = {IPU_K_COPY | 3u << 16, from, to, s->size};
         memcpy(host + 1 + 4 * n, h, sizeof h);
         memcpy(copy + 1 + 4 * n, c, sizeof c);
-        n++, ap += align_up(s->size, 8), *offset += align_up(s->size, 8);
+        n++, ap += tk_align_up(s->size, 8), *offset += tk_align_up(s->size, 8);
     }
     host[0] = copy[0] = n;
     return n;
@@ -347,7 +245,7 @@ static json_t *run_jobs(kjob *jobs, int njobs, json_t **kernel_step)
                          ipu_device_read(ctx, dev, jobs[j].tile, s->address, s->bytes, s->size));
             } else {
                 memcpy(s->bytes, out_data + out_off, s->size);
-                out_off += align_up(s->size, 8);
+                out_off += tk_align_up(s->size, 8);
             }
         }
     json_t *report = json_loads(text, 0, NULL);
@@ -377,12 +275,32 @@ static json_int_t field(json_t *step, const char *name)
     return json_integer_value(v);
 }
 
+/* A run that was the kernel step alone (operands as package data, outputs
+ * read directly): one step, whose compute is the slowest tile's and whose
+ * cycles add the 150-cycle sync; tile t's compute is want[t] and it waits the
+ * difference at the sync. */
+static void check_lone_step(json_t *report, json_t *step, const uint64_t *want, const char *what)
+{
+    uint64_t slowest = 0;
+    for (uint32_t t = 0; t < TILES; t++)
+        slowest = want[t] > slowest ? want[t] : slowest;
+    assert_int_equal(json_array_size(json_object_get(report, "steps")), 1);
+    assert_int_equal(field(step, "compute"), slowest);
+    assert_int_equal(field(step, "cycles"), slowest + 150);
+    json_t *tiles = json_object_get(report, "tiles");
+    for (uint32_t t = 0; t < TILES; t++) {
+        json_int_t c = json_integer_value(json_array_get(json_object_get(tiles, "compute"), t));
+        json_int_t w = json_integer_value(json_array_get(json_object_get(tiles, "wait"), t));
+        if ((uint64_t)c != want[t] || (uint64_t)w != slowest - want[t])
+            TSEED_FAIL("%s, tile %u: compute %lld wait %lld cycles, formula %llu and %llu", what, t,
+                       (long long)c, (long long)w, (unsigned long long)want[t],
+                       (unsigned long long)(slowest - want[t]));
+    }
+}
+
 static void check_guard(const uint8_t *bytes, const char *what, int tcase)
 {
-    for (int i = 0; i < 32; i++)
-        if (bytes[i] != GUARD)
-            TSEED_FAIL("case %d: guard byte %d %s the output was overwritten (0x%02X)", tcase, i,
-                       what, bytes[i]);
+    tk_expect_guard(bytes, 32, "case %d: %s the output", tcase, what);
 }
 
 /* ---- GEMM ---------------------------------------------------------------- */
@@ -392,22 +310,11 @@ static uint32_t dim(void) { return tseed_below(6) ? 1 + tseed_below(60) : 1; }
  * package data instead. */
 static int staged_or_direct(uint32_t *staged, uint32_t size)
 {
-    if (!tseed_below(2) && *staged + align_up(size, 8) <= APERTURE_END - APERTURE_BASE) {
-        *staged += align_up(size, 8);
+    if (!tseed_below(2) && *staged + tk_align_up(size, 8) <= APERTURE_END - APERTURE_BASE) {
+        *staged += tk_align_up(size, 8);
         return 0;
     }
     return 1;
-}
-
-/* Random codes for the rows of a strided operand; every gap element holds
- * NAN_BYTE bytes (a NaN in FP16, F143 and F152). */
-#define NAN_BYTE 0xFFu
-static void gen_rows(int dtype, int full, uint8_t *dst, uint32_t rows, uint32_t cols, uint32_t ld)
-{
-    size_t sz = type_size(dtype);
-    memset(dst, NAN_BYTE, ((size_t)(rows - 1) * ld + cols) * sz);
-    for (uint32_t r = 0; r < rows; r++)
-        gen_codes(dtype, full, dst + (size_t)r * ld * sz, cols);
 }
 
 static void gemm_family(int f8, int out_type, uint64_t salt)
@@ -433,14 +340,15 @@ static void gemm_family(int f8, int out_type, uint64_t salt)
             sa = tseed_below(2) ? -2 : -4, sb = tseed_below(2) ? -2 : -4;
         }
         int full = f8 && out_type == IPU_DT_F32 && tseed_below(3) == 0;
-        uint32_t in_size = f8 ? 1 : 2, out_size = (uint32_t)type_size(out_type);
+        uint32_t in_size = f8 ? 1 : 2, out_size = (uint32_t)tk_size(out_type);
         /* Operand extents: (rows - 1) * ld + cols elements. */
         uint32_t a_bytes = ((m - 1) * lda + k) * in_size, b_bytes = ((k - 1) * ldb + n) * in_size;
         uint32_t c_bytes = ((m - 1) * ldc + n) * out_size;
         uint8_t *A = malloc(a_bytes), *B = malloc(b_bytes), *Cin = malloc(c_bytes), *C = malloc(c_bytes);
         assert_true(A && B && Cin && C);
-        gen_rows(ta, full, A, m, k, lda);
-        gen_rows(tb, full, B, k, n, ldb);
+        int codes = TK_CODES_ZEROS | (full ? TK_CODES_FULL : 0);
+        tk_rows(ta, codes, A, m, k, lda); /* NaN codes in the row gaps */
+        tk_rows(tb, codes, B, k, n, ldb);
         nan_in[0] |= lda > k && m > 1, nan_in[1] |= ldb > n && k > 1;
         /* C: guard bytes everywhere, then the accumulated elements. */
         memset(Cin, GUARD, c_bytes);
@@ -457,7 +365,7 @@ static void gemm_family(int f8, int out_type, uint64_t salt)
         /* A and B share elements; C sits in another element (separation rule). */
         uint32_t align = wide ? 16 : 8, ab_base = wide || tseed_below(2) ? R1 : R0;
         uint32_t a_addr = ab_base + align * tseed_below(64);
-        uint32_t b_addr = align_up(a_addr + a_bytes, align) + align * tseed_below(8);
+        uint32_t b_addr = tk_align_up(a_addr + a_bytes, align) + align * tseed_below(8);
         uint32_t c_addr = (tseed_below(2) ? 0x70000u : 0xA0000u) + 64 + 8 * tseed_below(64);
         kjob job = {.tile = tseed_below(TILES)};
         uint32_t *d = job.desc;
@@ -484,24 +392,13 @@ static void gemm_family(int f8, int out_type, uint64_t salt)
         json_t *report = run_jobs(&job, 1, &step);
         check_guard(lo, "before", c);
         check_guard(hi, "after", c);
-        for (uint32_t i = 0; i + 1 < m; i++)
-            for (uint32_t b = (i * ldc + n) * out_size; b < (i + 1) * ldc * out_size; b++)
-                if (C[b] != GUARD)
-                    TSEED_FAIL("%s case %d: %ux%ux%u ldc %u: gap byte %u after C row %u was "
-                               "overwritten (0x%02X)",
-                               f8 ? "gemm_f8" : "gemm_f16", c, m, n, k, ldc, b, i, C[b]);
+        tk_expect_row_gaps(C, m, n, ldc, out_size, "%s case %d: %ux%ux%u ldc %u: C",
+                           f8 ? "gemm_f8" : "gemm_f16", c, m, n, k, ldc);
+        tk_matrix am = {ta, sa, A, lda}, bm = {tb, sb, B, ldb};
         for (uint32_t i = 0; i < m; i++)
             for (uint32_t j = 0; j < n; j++) {
-                int isn;
-                double s = acc ? decode(out_type, 0, Cin + (i * ldc + j) * out_size, &isn) : 0;
-                double mag = fabs(s);
-                for (uint32_t l = 0; l < k; l++) {
-                    double pr = decode(ta, sa, A + (i * lda + l) * in_size, &isn) *
-                                decode(tb, sb, B + (l * ldb + j) * in_size, &isn);
-                    s += pr, mag += fabs(pr);
-                }
-                double got = decode(out_type, 0, C + (i * ldc + j) * out_size, &isn);
-                double tol = 1e-5 * mag + (out_type == IPU_DT_F16 ? f16_ulp(s) : 0.0);
+                double mag, s = tk_dot(am, bm, i, j, k, acc ? tk_decode_at(out_type, 0, Cin, i * ldc + j) : 0, &mag);
+                double got = tk_decode_at(out_type, 0, C, i * ldc + j), tol = tk_gemm_tol(out_type, s, mag);
                 if (!(fabs(got - s) <= tol))
                     TSEED_FAIL("%s case %d: %ux%ux%u strides %u/%u/%u flags %u types %d/%d "
                                "scales %d/%d out %s: C[%u][%u] = %.9g, exact %.9g, tolerance %.3g",
@@ -509,8 +406,7 @@ static void gemm_family(int f8, int out_type, uint64_t salt)
                                tb, sa, sb, ipu_dtype_name(out_type), i, j, got, s, tol);
             }
         /* DEVICE.md: 50 + ceil(m*n*k / rate) + 4 per output row, whatever the strides. */
-        uint64_t rate = f8 ? 128 : out_type == IPU_DT_F16 ? 64 : 32;
-        uint64_t want = 50 + ((uint64_t)m * n * k + rate - 1) / rate + 4ull * m;
+        uint64_t want = tk_gemm_cycles(f8, m, n, k, out_type);
         json_int_t compute = field(step, "compute");
         if ((uint64_t)compute != want)
             TSEED_FAIL("%s case %d %ux%ux%u: step compute %lld cycles, formula %llu",
@@ -543,17 +439,17 @@ static void test_gemm_cycles_per_tile(void **state)
     static const int f8[TILES] = {0, 0, 1, 1}, out[TILES] = {IPU_DT_F16, IPU_DT_F32, IPU_DT_F16, IPU_DT_F32};
     kjob jobs[TILES];
     uint8_t *buf[TILES][3];
-    uint64_t want[TILES], slowest = 0;
+    uint64_t want[TILES];
     memset(jobs, 0, sizeof jobs);
     tseed_reset(10);
     for (uint32_t t = 0; t < TILES; t++) {
         uint32_t m = shape[t][0], n = shape[t][1], k = shape[t][2], in = f8[t] ? 1 : 2;
-        uint32_t a_bytes = m * k * in, b_bytes = k * n * in, c_bytes = m * n * (uint32_t)type_size(out[t]);
+        uint32_t a_bytes = m * k * in, b_bytes = k * n * in, c_bytes = m * n * (uint32_t)tk_size(out[t]);
         int type = f8[t] ? IPU_DT_F143 : IPU_DT_F16;
         buf[t][0] = malloc(a_bytes), buf[t][1] = malloc(b_bytes), buf[t][2] = malloc(c_bytes);
         gen_codes(type, 0, buf[t][0], (size_t)m * k);
         gen_codes(type, 0, buf[t][1], (size_t)k * n);
-        uint32_t b_addr = align_up(R0 + a_bytes, 8), c_addr = 0x70000u;
+        uint32_t b_addr = tk_align_up(R0 + a_bytes, 8), c_addr = 0x70000u;
         uint32_t w16[] = {IPU_K_GEMM_F16 | 11u << 16, R0, b_addr, c_addr, m, n, k, (uint32_t)out[t], 0,
                           k, n, n};
         uint32_t w8[] = {IPU_K_GEMM_F8 | 13u << 16, R0, b_addr, c_addr, m, n, k,
@@ -566,25 +462,13 @@ static void test_gemm_cycles_per_tile(void **state)
         add_in(&jobs[t], R0, buf[t][0], a_bytes, 1);
         add_in(&jobs[t], b_addr, buf[t][1], b_bytes, 1);
         add_out(&jobs[t], c_addr, buf[t][2], c_bytes, 1);
-        uint64_t rate = f8[t] ? 128 : out[t] == IPU_DT_F16 ? 64 : 32;
-        want[t] = 50 + ((uint64_t)m * n * k + rate - 1) / rate + 4ull * m;
-        slowest = want[t] > slowest ? want[t] : slowest;
+        want[t] = tk_gemm_cycles(f8[t], m, n, k, out[t]);
     }
     json_t *step;
     json_t *report = run_jobs(jobs, TILES, &step);
-    assert_int_equal(json_array_size(json_object_get(report, "steps")), 1);
-    assert_int_equal(field(step, "compute"), slowest);
-    assert_int_equal(field(step, "cycles"), slowest + 150);
-    json_t *tiles = json_object_get(report, "tiles");
-    for (uint32_t t = 0; t < TILES; t++) {
-        json_int_t c = json_integer_value(json_array_get(json_object_get(tiles, "compute"), t));
-        json_int_t w = json_integer_value(json_array_get(json_object_get(tiles, "wait"), t));
-        if ((uint64_t)c != want[t] || (uint64_t)w != slowest - want[t])
-            TSEED_FAIL("tile %u: compute %lld wait %lld, want %llu and %llu", t, (long long)c,
-                       (long long)w, (unsigned long long)want[t],
-                       (unsigned long long)(slowest - want[t]));
+    check_lone_step(report, step, want, "gemm");
+    for (uint32_t t = 0; t < TILES; t++)
         free(buf[t][0]), free(buf[t][1]), free(buf[t][2]);
-    }
     json_decref(report);
 }
 
@@ -631,19 +515,19 @@ static void run_casts(cast_case *cases, int count)
                         (uint32_t)c->ss, (uint32_t)c->dt, (uint32_t)c->ds};
         jobs[i].tile = (uint32_t)i;
         memcpy(jobs[i].desc, w, sizeof w);
-        add_in(&jobs[i], R0, c->src, c->count * (uint32_t)type_size(c->st), 1);
-        add_out(&jobs[i], R1, c->dst, c->count * (uint32_t)type_size(c->dt), 1);
+        add_in(&jobs[i], R0, c->src, c->count * (uint32_t)tk_size(c->st), 1);
+        add_out(&jobs[i], R1, c->dst, c->count * (uint32_t)tk_size(c->dt), 1);
     }
     json_t *step;
     json_decref(run_jobs(jobs, count, &step));
     for (int i = 0; i < count; i++) {
         cast_case *c = &cases[i];
-        size_t ssz = type_size(c->st), dsz = type_size(c->dt);
+        size_t ssz = tk_size(c->st), dsz = tk_size(c->dt);
         for (uint32_t e = 0; e < c->count; e++) {
             int snan, gnan;
             double v = decode(c->st, c->ss, c->src + e * ssz, &snan);
             double got = decode(c->dt, c->ds, c->dst + e * dsz, &gnan);
-            double want = snan ? v : round_to(c->dt, c->ds, v);
+            double want = snan ? v : tk_round(c->dt, c->ds, v);
             int same = snan ? gnan && !signbit(got) == !signbit(v)
                             : !gnan && got == want && !signbit(got) == !signbit(want);
             if (!same)
@@ -671,14 +555,14 @@ static void test_cast_all_pairs(void **state)
                     c->st = st, c->dt = dt;
                     c->ss = (st8 ? f8_scales : zero)[si], c->ds = (dt8 ? f8_scales : zero)[di];
                     c->count = st == IPU_DT_F16 ? 65536 : st == IPU_DT_F32 ? 4096 : 256;
-                    c->src = malloc(c->count * type_size(st));
-                    c->dst = malloc(c->count * type_size(dt));
+                    c->src = malloc(c->count * tk_size(st));
+                    c->dst = malloc(c->count * tk_size(dt));
                     assert_true(c->src && c->dst);
                     if (st == IPU_DT_F32) {
                         gen_f32_sources(c->src, c->count);
                     } else {
                         for (uint32_t e = 0; e < c->count; e++) { /* every code */
-                            c->src[e * type_size(st)] = (uint8_t)e;
+                            c->src[e * tk_size(st)] = (uint8_t)e;
                             if (st == IPU_DT_F16)
                                 c->src[2 * e + 1] = (uint8_t)(e >> 8);
                         }
@@ -712,7 +596,7 @@ static void gen_add_pair(int dtype, uint8_t *a, uint8_t *b)
                   (tseed_rnd() & mmask);
     if (tseed_below(4) == 0) /* exact cancellation or doubling */
         vb = va ^ ((uint64_t)tseed_below(2) << (ebits + mbits));
-    for (size_t i = 0; i < type_size(dtype); i++)
+    for (size_t i = 0; i < tk_size(dtype); i++)
         a[i] = (uint8_t)(va >> (8 * i)), b[i] = (uint8_t)(vb >> (8 * i));
 }
 
@@ -720,7 +604,7 @@ static void add_family(int dtype, uint64_t salt)
 {
     static const uint32_t counts[] = {1, 2, 7, 511, 512, 513, 1500, 3000};
     tseed_reset(salt);
-    size_t sz = type_size(dtype);
+    size_t sz = tk_size(dtype);
     for (size_t c = 0; c < sizeof counts / sizeof counts[0] + 8; c++) {
         uint32_t count = c < 8 ? counts[c] : 1 + tseed_below(3000);
         uint32_t bytes = count * (uint32_t)sz;
@@ -744,7 +628,7 @@ static void add_family(int dtype, uint64_t salt)
             double got = decode(dtype, 0, D + i * sz, &nd);
             double s = x + y; /* exact for f16 operands; f32 rounds once more below */
             int want_nan = na || nb || isnan(s);
-            double want = want_nan ? NAN : round_to(dtype, 0, (double)(float)s);
+            double want = want_nan ? NAN : tk_round(dtype, 0, (double)(float)s);
             if (want_nan ? !nd : nd || got != want || !signbit(got) != !signbit(want))
                 TSEED_FAIL("add %s count %u element %u: %.9g + %.9g gave %.9g, want %.9g",
                            ipu_dtype_name(dtype), count, i, x, y, got, want);
@@ -757,23 +641,6 @@ static void test_add_f32(void **state) { (void)state; add_family(IPU_DT_F32, 6);
 static void test_add_f16(void **state) { (void)state; add_family(IPU_DT_F16, 7); }
 
 /* ---- GELU ---------------------------------------------------------------- */
-/* The tanh approximation in double precision, from its formula (NaN for NaN
- * and for -inf, where the formula reads -inf * 0). */
-static double gelu_formula(double x)
-{
-    return 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
-}
-
-/* Spacing of FP32 values at |v| (subnormal spacing below 2^-126). */
-static double f32_ulp(double v)
-{
-    int e = 0;
-    if (v != 0)
-        frexp(fabs(v), &e);
-    int ex = v == 0 || e - 1 < -126 ? -126 : e - 1;
-    return ldexp(1.0, ex - 23);
-}
-
 /* F32 GELU sources: zeros, infinities, NaNs (quiet, signalling, negative),
  * the largest and tiny (normal and subnormal) magnitudes, the region where
  * GELU bends and its negative tail underflows, then random values: any bits,
@@ -810,7 +677,7 @@ static void gen_gelu_f32(uint8_t *dst, uint32_t count, int specials)
                 memcpy(&u, &v, 4);
             }
         }
-        store32(dst + 4 * i, u);
+        ipu_store_u32(dst + 4 * i, u);
     }
 }
 
@@ -834,7 +701,7 @@ typedef struct gelu_case {
  * to ~4e-4 near x = -3, far outside tol. */
 static void check_gelu(const gelu_case *g, const uint8_t *src, const uint8_t *dst)
 {
-    size_t sz = type_size(g->type);
+    size_t sz = tk_size(g->type);
     for (uint32_t i = 0; i < g->count; i++) {
         const uint8_t *s = src + i * sz, *o = dst + i * sz;
         float xf, gf;
@@ -848,7 +715,7 @@ static void check_gelu(const gelu_case *g, const uint8_t *src, const uint8_t *ds
             TSEED_FAIL("gelu %s count %u element %u (x = %.9g): output bits differ from "
                        "ipu_num_gelu (%.9g, want %.9g)",
                        ipu_dtype_name(g->type), g->count, i, x, got, (double)gf);
-        double exact = gelu_formula(x);
+        double exact = tk_gelu_formula(x);
         int ok;
         double lo = exact, hi = exact;
         if (isnan(exact)) {
@@ -856,8 +723,8 @@ static void check_gelu(const gelu_case *g, const uint8_t *src, const uint8_t *ds
         } else if (isinf(exact)) {
             ok = !onan && got == exact;
         } else {
-            double r = (double)(float)exact, tol = f32_ulp(r) + fabs(x) * 0x1p-23;
-            lo = round_to(g->type, 0, r - tol), hi = round_to(g->type, 0, r + tol);
+            double r = (double)(float)exact, tol = tk_f32_ulp(r) + fabs(x) * 0x1p-23;
+            lo = tk_round(g->type, 0, r - tol), hi = tk_round(g->type, 0, r + tol);
             ok = !onan && lo <= got && got <= hi;
         }
         if (!ok)
@@ -883,11 +750,11 @@ static void test_gelu(void **state)
     for (uint32_t first = 0; first < N; first += TILES) {
         kjob jobs[TILES];
         uint8_t *src[TILES], *dst[TILES], lo[TILES][32], hi[TILES][32];
-        uint64_t want[TILES], slowest = 0;
+        uint64_t want[TILES];
         memset(jobs, 0, sizeof jobs);
         for (uint32_t t = 0; t < TILES; t++) {
             const gelu_case *g = &cases[first + t];
-            uint32_t sz = (uint32_t)type_size(g->type), bytes = g->count * sz;
+            uint32_t sz = (uint32_t)tk_size(g->type), bytes = g->count * sz;
             uint32_t s_addr = R0 + (bytes <= 0x10000u ? 8 * tseed_below(64) : 0);
             uint32_t d_addr = R1 + 64 + 8 * tseed_below(64);
             src[t] = malloc(bytes), dst[t] = malloc(bytes);
@@ -907,24 +774,16 @@ static void test_gelu(void **state)
             add_out(&jobs[t], d_addr, dst[t], bytes, 1);
             add_guards(&jobs[t], d_addr, bytes, lo[t], hi[t]);
             want[t] = 10 + 8 * (((uint64_t)bytes + 7) / 8);
-            slowest = want[t] > slowest ? want[t] : slowest;
         }
         json_t *step;
         json_t *report = run_jobs(jobs, TILES, &step);
-        assert_int_equal(json_array_size(json_object_get(report, "steps")), 1);
-        assert_int_equal(field(step, "compute"), slowest);
-        assert_int_equal(field(step, "cycles"), slowest + 150);
-        json_t *tiles = json_object_get(report, "tiles");
+        char what[64];
+        snprintf(what, sizeof what, "gelu cases %u..%u", first, first + TILES - 1);
+        check_lone_step(report, step, want, what);
         for (uint32_t t = 0; t < TILES; t++) {
-            const gelu_case *g = &cases[first + t];
-            json_int_t c = json_integer_value(json_array_get(json_object_get(tiles, "compute"), t));
-            if ((uint64_t)c != want[t])
-                TSEED_FAIL("gelu %s count %u: tile compute %lld cycles, formula %llu",
-                           ipu_dtype_name(g->type), g->count, (long long)c,
-                           (unsigned long long)want[t]);
             check_guard(lo[t], "before", (int)(first + t));
             check_guard(hi[t], "after", (int)(first + t));
-            check_gelu(g, src[t], dst[t]);
+            check_gelu(&cases[first + t], src[t], dst[t]);
             free(src[t]), free(dst[t]);
         }
         json_decref(report);
@@ -941,51 +800,31 @@ static void test_gemm_stride_malformed(void **state)
     enum { T = 2, M = 3, N = 5, K = 7 };
     /* Which stride (0 lda, 1 ldb, 2 ldc) and its value. */
     static const uint32_t bad[][2] = {{0, K - 1}, {0, 0}, {1, N - 1}, {2, N - 1}, {2, 1}};
+    ipu_profile p;
+    tk_profile(TILES, &p);
+    uint32_t a = tpkg_data0(&p), bb = a + 0x100, cc = 0x70000u;
     for (int f8 = 0; f8 < 2; f8++)
         for (size_t c = 0; c < sizeof bad / sizeof bad[0]; c++) {
-            ipu_ctx *ctx = ipu_ctx_create();
-            assert_non_null(ctx);
-            ipu_profile p;
-            tpkg_profile(ctx, TILES, &p);
-            ipu_pkg_builder *b = tpkg_builder(ctx, &p);
-            uint32_t slot = ipu_pkg_new_slot(b), a = tpkg_data0(&p), bb = a + 0x100,
-                     cc = 0x70000u;
             uint32_t ld[3] = {K, N, N};
             ld[bad[c][0]] = bad[c][1];
-            tpkg_kernel kern;
-            memset(&kern, 0, sizeof kern);
+            tk_job jobs[T + 1]; /* the call on tile T alone */
+            memset(jobs, 0, sizeof jobs);
             if (f8) {
                 uint32_t args[] = {a, bb, cc, M, N, K, IPU_DT_F143 | IPU_DT_F152 << 8, 0,
                                    IPU_DT_F32, 0, ld[0], ld[1], ld[2]};
-                kern.entry = IPU_K_GEMM_F8, kern.argc = 13;
-                memcpy(kern.args, args, sizeof args);
+                tk_kernel(&jobs[T], IPU_K_GEMM_F8, 13, args);
             } else {
                 uint32_t args[] = {a, bb, cc, M, N, K, IPU_DT_F16, 0, ld[0], ld[1], ld[2]};
-                kern.entry = IPU_K_GEMM_F16, kern.argc = 11;
-                memcpy(kern.args, args, sizeof args);
+                tk_kernel(&jobs[T], IPU_K_GEMM_F16, 11, args);
             }
-            uint32_t list = tpkg_compute_list(b, T, slot, &kern, 1, 1);
-            TPKG_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, slot, IPU_NO_SLOT, 0));
-            ipu_package *pkg = tpkg_build(ctx, b);
-            tpkg_outcome o = tpkg_execute(ctx, pkg);
-            assert_int_equal(o.init, IPU_OK);
-            if (o.run != IPU_ERR_DEVICE_FAULT)
+            json_t *fault = NULL;
+            ipu_status st = tk_run_on(TILES, 0, jobs, T + 1, &fault);
+            if (st != IPU_ERR_DEVICE_FAULT)
                 TSEED_FAIL("%s with stride %u = %u: run returned %s, want a device fault",
-                           f8 ? "gemm_f8" : "gemm_f16", bad[c][0], bad[c][1],
-                           ipu_status_name(o.run));
-            uint32_t head = list + 4;
-            TPKG_EXPECT_FAULT(o.fault, "malformed_descriptor", T, head, head + 4 + 4 * kern.argc);
-            const char *kernel = tpkg_fault_str(o.fault, "kernel");
-            assert_non_null(kernel);
-            assert_string_equal(kernel, f8 ? "gemm_f8" : "gemm_f16");
-            assert_int_equal(tpkg_fault_int(o.fault, "descriptor"), 0);
-            const char *detail = tpkg_fault_str(o.fault, "detail");
-            assert_non_null(detail);
-            if (!strstr(detail, "stride"))
-                TSEED_FAIL("fault detail '%s' does not name the stride", detail);
-            tpkg_outcome_free(&o);
-            ipu_package_free(pkg);
-            ipu_ctx_free(ctx);
+                           f8 ? "gemm_f8" : "gemm_f16", bad[c][0], bad[c][1], ipu_status_name(st));
+            TK_EXPECT_MALFORMED(fault, T, &jobs[T], f8 ? "gemm_f8" : "gemm_f16", "stride");
+            assert_int_equal(tpkg_fault_int(fault, "descriptor"), 0);
+            json_decref(fault);
         }
 }
 

@@ -1,5 +1,5 @@
 /* test_kernels_norm.c: the normalization family (LAYERNORM) on the simulated
- * device.  Hand-built 16-tile packages (support_packages.h) run one
+ * device.  Hand-built 16-tile packages (support_kernels.h) run one
  * LayerNorm call per tile in a single step, operands loaded as package data
  * and read back with ipu_device_read.  240 seeded random shapes: rows 1..40,
  * cols 1..300 covering every residue mod 8, row strides of cols plus 0..16,
@@ -43,14 +43,12 @@
 #include "numerics/numerics.h"
 #include "package/package.h"
 
+#include "support_kernels.h"
 #include "support_packages.h"
 #include "support_seed.h"
 
-#define TILES 16u
 #define PACKAGES 15 /* one case per tile: 240 cases */
-#define GUARD 0xA5u
-#define PAD 32u /* guard bytes on each side of every operand */
-#define NAN_BYTE 0xFFu /* 0xFFFF and 0xFFFFFFFF are NaN in f16 and f32 */
+#define PAD TK_PAD /* guard bytes on each side of every operand */
 
 /* ---- running one call per tile --------------------------------------------- */
 typedef struct ln_case {
@@ -85,44 +83,23 @@ static tpkg_kernel ln_kernel(const ln_case *c)
  * fills each case's after window and compute[i] with the tile's cycles. */
 static void run_cases(ln_case *cases, uint32_t n, int threads, uint64_t *compute)
 {
-    ipu_ctx *ctx = ipu_ctx_create();
-    assert_non_null(ctx);
-    ipu_ctx_set_threads(ctx, threads);
-    ipu_profile p;
-    tpkg_profile(ctx, TILES, &p);
-    ipu_pkg_builder *b = tpkg_builder(ctx, &p);
-    uint32_t slot = ipu_pkg_new_slot(b);
+    tk_job jobs[TK_TILES];
+    memset(jobs, 0, sizeof jobs);
     for (uint32_t t = 0; t < n; t++) {
         ln_case *c = &cases[t];
         tpkg_kernel k = ln_kernel(c);
-        tpkg_compute_list(b, t, slot, &k, 1, 1);
-        uint32_t sbytes = extent(c->rows, c->cols, c->sstride, c->type);
+        tk_kernel(&jobs[t], k.entry, k.argc, k.args);
         uint32_t pbytes = c->cols * (uint32_t)tsize(c->ptype);
-        TPKG_OK(ctx, ipu_pkg_add_data(b, t, c->dst - PAD, c->before, c->window));
+        tk_data(&jobs[t], c->dst - PAD, c->before, c->window);
         if (!c->inplace)
-            TPKG_OK(ctx, ipu_pkg_add_data(b, t, c->src, c->src_bytes, sbytes));
-        TPKG_OK(ctx, ipu_pkg_add_data(b, t, c->gamma, c->gamma_bytes, pbytes));
-        TPKG_OK(ctx, ipu_pkg_add_data(b, t, c->beta, c->beta_bytes, pbytes));
+            tk_data(&jobs[t], c->src, c->src_bytes, extent(c->rows, c->cols, c->sstride, c->type));
+        tk_data(&jobs[t], c->gamma, c->gamma_bytes, pbytes);
+        tk_data(&jobs[t], c->beta, c->beta_bytes, pbytes);
+        tk_read(&jobs[t], c->dst - PAD, c->after, c->window);
     }
-    TPKG_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, slot, IPU_NO_SLOT, 0));
-    ipu_package *pkg = tpkg_build(ctx, b);
-    ipu_device *dev = tpkg_device(ctx, pkg);
-    TSEED_OK(ctx, ipu_device_initialize(ctx, dev, pkg));
-    char *text = NULL;
-    TSEED_OK(ctx, ipu_device_run(ctx, dev, &text));
-    json_t *report = json_loads(text, 0, NULL);
-    assert_non_null(report);
-    json_t *tiles = json_object_get(json_object_get(report, "tiles"), "compute");
-    for (uint32_t t = 0; t < n; t++) {
-        compute[t] = (uint64_t)json_integer_value(json_array_get(tiles, t));
-        TSEED_OK(ctx, ipu_device_read(ctx, dev, t, cases[t].dst - PAD, cases[t].after,
-                                      cases[t].window));
-    }
-    json_decref(report);
-    ipu_free(text);
-    ipu_device_free(dev);
-    ipu_package_free(pkg);
-    ipu_ctx_free(ctx);
+    tk_run_on(TK_TILES, threads, jobs, n, NULL);
+    for (uint32_t t = 0; t < n; t++)
+        compute[t] = jobs[t].compute;
 }
 
 /* ---- case generation --------------------------------------------------------- */
@@ -141,20 +118,14 @@ static double get_value(uint32_t type, const uint8_t *src)
     return f;
 }
 
-/* A bump allocator per region and tile, 8-byte aligned with a random gap. */
-typedef struct arena {
-    uint32_t next[2], end[2];
-} arena;
-
-static uint32_t place(arena *a, int *r1, uint32_t bytes)
+/* The arena's bump allocation, 8-byte aligned with a random gap, in region
+ * 1 when region 0 is full. */
+static uint32_t place(tk_arena *a, int *r1, uint32_t bytes)
 {
     uint32_t need = bytes + 2 * PAD + 8 * 16;
     if (!*r1 && a->next[0] + need > a->end[0])
         *r1 = 1;
-    uint32_t address = a->next[*r1] + PAD + 8 * tseed_below(16);
-    a->next[*r1] = (address + bytes + PAD + 7) & ~7u;
-    assert_true(a->next[*r1] <= a->end[*r1]);
-    return address;
+    return tk_place(a, *r1, bytes, 8);
 }
 
 static void make_case(ln_case *c, uint32_t index, const ipu_profile *p)
@@ -179,7 +150,7 @@ static void make_case(ln_case *c, uint32_t index, const ipu_profile *p)
     if (c->inplace)
         c->dstride = c->sstride, c->dst_r1 = c->src_r1;
     memcpy(&c->eps_bits, &eps[tseed_below(4)], 4);
-    arena a = {{tpkg_data0(p), p->region1_base}, {p->region1_base, ipu_profile_access_end(p)}};
+    tk_arena a = tk_arena_of(p);
     size_t sz = tsize(c->type), psz = tsize(c->ptype);
     uint32_t sbytes = extent(c->rows, c->cols, c->sstride, c->type);
     uint32_t dbytes = extent(c->rows, c->cols, c->dstride, c->type);
@@ -192,7 +163,7 @@ static void make_case(ln_case *c, uint32_t index, const ipu_profile *p)
     c->src_bytes = malloc(sbytes);
     c->constant = calloc(c->rows, 1);
     assert_true(c->src_bytes && c->constant);
-    memset(c->src_bytes, NAN_BYTE, sbytes);
+    memset(c->src_bytes, TK_NAN_BYTE, sbytes); /* NaN in f16 and f32 */
     for (uint32_t r = 0; r < c->rows; r++) {
         double offset = tseed_below(3) ? uniform() * (tseed_below(2) ? 100.0 : 2.0) : 0.0;
         double scale = ldexp(1.0, (int)tseed_below(15) - 8);
@@ -212,7 +183,7 @@ static void make_case(ln_case *c, uint32_t index, const ipu_profile *p)
     c->window = dbytes + 2 * PAD;
     c->before = malloc(c->window), c->after = malloc(c->window);
     assert_true(c->before && c->after);
-    memset(c->before, GUARD, c->window);
+    memset(c->before, TK_GUARD, c->window);
     if (c->inplace)
         memcpy(c->before + PAD, c->src_bytes, sbytes);
 }
@@ -224,15 +195,6 @@ static void free_case(ln_case *c)
 }
 
 /* ---- the reference ------------------------------------------------------------- */
-static double f16_ulp(double v)
-{
-    int e = 0;
-    if (v != 0)
-        frexp(fabs(v), &e);
-    int ex = v == 0 || e - 1 < -14 ? -14 : e - 1;
-    return ldexp(1.0, ex - 10);
-}
-
 static uint64_t formula_cycles(const ln_case *c)
 {
     /* 8 bytes per vector cycle: two FP32 lanes. */
@@ -287,7 +249,7 @@ static void check_case(const ln_case *c, uint32_t index, uint64_t compute)
             double got = get_value(c->type, c->after + PAD + ((size_t)r * c->dstride + i) * sz);
             double tol = 0x1p-20 * (fabs(g) * (fabs(z) + fabs(m) * rs) + fabs(y)) + 0x1p-126;
             if (c->type == IPU_DT_F16)
-                tol += f16_ulp(y);
+                tol += tk_f16_ulp(y);
             if (!(fabs(got - y) <= tol))
                 TSEED_FAIL("%s: y[%u][%u] = %.9g, reference %.9g (x %.9g mean %.9g var %.9g "
                            "gamma %.9g beta %.9g), tolerance %.3g",
@@ -308,45 +270,42 @@ static void check_case(const ln_case *c, uint32_t index, uint64_t compute)
 static void test_layernorm_sweep(void **state)
 {
     (void)state;
-    ipu_ctx *ctx = ipu_ctx_create();
-    assert_non_null(ctx);
     ipu_profile p;
-    tpkg_profile(ctx, TILES, &p);
-    ipu_ctx_free(ctx);
+    tk_profile(TK_TILES, &p);
     assert_int_equal(p.vector_bytes_per_cycle, 8); /* the formula below assumes DEVICE.md's rate */
     tseed_reset(1);
     /* Coverage by construction: residue, type, src region, dst region. */
     int seen[8][2][2][2] = {{{{0}}}};
     int constant_rows = 0, inplace = 0;
     for (uint32_t pk = 0; pk < PACKAGES; pk++) {
-        ln_case cases[TILES];
-        uint64_t compute[TILES];
-        for (uint32_t t = 0; t < TILES; t++)
-            make_case(&cases[t], pk * TILES + t, &p);
-        run_cases(cases, TILES, pk % 2 ? 1 : 3, compute);
-        for (uint32_t t = 0; t < TILES; t++) {
+        ln_case cases[TK_TILES];
+        uint64_t compute[TK_TILES];
+        for (uint32_t t = 0; t < TK_TILES; t++)
+            make_case(&cases[t], pk * TK_TILES + t, &p);
+        run_cases(cases, TK_TILES, pk % 2 ? 1 : 3, compute);
+        for (uint32_t t = 0; t < TK_TILES; t++) {
             ln_case *c = &cases[t];
-            check_case(c, pk * TILES + t, compute[t]);
+            check_case(c, pk * TK_TILES + t, compute[t]);
             seen[c->cols % 8][c->type == IPU_DT_F32][c->src_r1][c->dst_r1]++;
             inplace += c->inplace;
             for (uint32_t r = 0; r < c->rows; r++)
                 constant_rows += c->constant[r];
         }
         if (pk == 0) { /* the same package with another thread count: identical bytes */
-            uint8_t *first[TILES];
-            for (uint32_t t = 0; t < TILES; t++) {
+            uint8_t *first[TK_TILES];
+            for (uint32_t t = 0; t < TK_TILES; t++) {
                 first[t] = malloc(cases[t].window);
                 assert_non_null(first[t]);
                 memcpy(first[t], cases[t].after, cases[t].window);
             }
-            run_cases(cases, TILES, 2, compute);
-            for (uint32_t t = 0; t < TILES; t++) {
+            run_cases(cases, TK_TILES, 2, compute);
+            for (uint32_t t = 0; t < TK_TILES; t++) {
                 if (memcmp(first[t], cases[t].after, cases[t].window) != 0)
                     TSEED_FAIL("case %u: output bytes differ between 3 threads and 2", t);
                 free(first[t]);
             }
         }
-        for (uint32_t t = 0; t < TILES; t++)
+        for (uint32_t t = 0; t < TK_TILES; t++)
             free_case(&cases[t]);
     }
     /* Every residue with each type, every type with each src and dst region. */
@@ -390,40 +349,26 @@ static void test_layernorm_malformed(void **state)
         {10, 0x7FC00000u, "epsilon"},     /* NaN */
         {10, 0x7F800000u, "epsilon"},     /* +inf */
     };
+    ipu_profile p;
+    tk_profile(TK_TILES, &p);
+    uint32_t src = tpkg_data0(&p);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        ipu_ctx *ctx = ipu_ctx_create();
-        assert_non_null(ctx);
-        ipu_profile p;
-        tpkg_profile(ctx, TILES, &p);
-        ipu_pkg_builder *b = tpkg_builder(ctx, &p);
-        uint32_t slot = ipu_pkg_new_slot(b), src = tpkg_data0(&p);
         ln_case c = {.rows = 4, .cols = 8, .sstride = 8, .dstride = 8, .type = IPU_DT_F16,
                      .ptype = IPU_DT_F32, .eps_bits = 0x3727C5ACu /* 1e-5f */, .src = src,
                      .dst = 0x90000u, .gamma = src + 0x100, .beta = src + 0x200};
         tpkg_kernel k = ln_kernel(&c);
         k.args[bad[i].arg] = bad[i].value;
-        tpkg_data(b, T, src, 0x300, 7);
-        uint32_t list = tpkg_compute_list(b, T, slot, &k, 1, 1);
-        TPKG_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, slot, IPU_NO_SLOT, 0));
-        ipu_package *pkg = tpkg_build(ctx, b);
-        tpkg_outcome o = tpkg_execute(ctx, pkg);
-        assert_int_equal(o.init, IPU_OK);
-        if (o.run != IPU_ERR_DEVICE_FAULT)
+        tk_job jobs[T + 1]; /* the call on tile T alone */
+        memset(jobs, 0, sizeof jobs);
+        tk_pattern(&jobs[T], src, 0x300, 7);
+        tk_kernel(&jobs[T], k.entry, k.argc, k.args);
+        json_t *fault = NULL;
+        ipu_status st = tk_run(jobs, T + 1, &fault);
+        if (st != IPU_ERR_DEVICE_FAULT)
             TSEED_FAIL("layernorm with argument %u = 0x%X: run returned %s, want a fault",
-                       bad[i].arg, bad[i].value, ipu_status_name(o.run));
-        uint32_t head = list + 4;
-        TPKG_EXPECT_FAULT(o.fault, "malformed_descriptor", T, head, head + 4 + 4 * 11);
-        const char *kernel = tpkg_fault_str(o.fault, "kernel");
-        assert_non_null(kernel);
-        assert_string_equal(kernel, "layernorm");
-        const char *detail = tpkg_fault_str(o.fault, "detail");
-        assert_non_null(detail);
-        if (!strstr(detail, bad[i].detail))
-            TSEED_FAIL("argument %u = 0x%X: fault detail '%s' does not name '%s'", bad[i].arg,
-                       bad[i].value, detail, bad[i].detail);
-        tpkg_outcome_free(&o);
-        ipu_package_free(pkg);
-        ipu_ctx_free(ctx);
+                       bad[i].arg, bad[i].value, ipu_status_name(st));
+        TK_EXPECT_MALFORMED(fault, T, &jobs[T], "layernorm", bad[i].detail);
+        json_decref(fault);
     }
 }
 
@@ -435,13 +380,10 @@ static void test_layernorm_operands(void **state)
 {
     (void)state;
     enum { T = 1, ROWS = 3, COLS = 5, STRIDE = 9 };
+    ipu_profile p;
+    tk_profile(TK_TILES, &p);
+    uint32_t src = tpkg_data0(&p), end = ipu_profile_access_end(&p);
     for (int which = 0; which < 3; which++) {
-        ipu_ctx *ctx = ipu_ctx_create();
-        assert_non_null(ctx);
-        ipu_profile p;
-        tpkg_profile(ctx, TILES, &p);
-        ipu_pkg_builder *b = tpkg_builder(ctx, &p);
-        uint32_t slot = ipu_pkg_new_slot(b), src = tpkg_data0(&p), end = ipu_profile_access_end(&p);
         ln_case c = {.rows = ROWS, .cols = COLS, .sstride = STRIDE, .dstride = STRIDE,
                      .type = IPU_DT_F32, .ptype = IPU_DT_F32, .eps_bits = 0x3727C5ACu, .src = src,
                      .dst = 0x90000u, .gamma = src + 0x100, .beta = src + 0x200};
@@ -455,24 +397,21 @@ static void test_layernorm_operands(void **state)
             kind = "out_of_bounds", c.dst = (end - 4 * (2 * STRIDE + COLS) + 8) & ~7u;
             lo = c.dst, hi = c.dst + 4 * (2 * STRIDE + COLS);
         }
-        tpkg_kernel k = ln_kernel(&c);
+        tk_job jobs[T + 1]; /* the call on tile T alone */
+        memset(jobs, 0, sizeof jobs);
         if (which == 1) {
             for (uint32_t r = 0; r < ROWS; r++) /* the rows, not their gaps */
-                tpkg_data(b, T, src + 4 * STRIDE * r, 4 * COLS, r);
-            tpkg_data(b, T, src + 0x100, 0x200, 5);
+                tk_pattern(&jobs[T], src + 4 * STRIDE * r, 4 * COLS, r);
+            tk_pattern(&jobs[T], src + 0x100, 0x200, 5);
         } else {
-            tpkg_data(b, T, src, 0x300, 3);
+            tk_pattern(&jobs[T], src, 0x300, 3);
         }
-        tpkg_compute_list(b, T, slot, &k, 1, 1);
-        TPKG_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, slot, IPU_NO_SLOT, 0));
-        ipu_package *pkg = tpkg_build(ctx, b);
-        tpkg_outcome o = tpkg_execute(ctx, pkg);
-        assert_int_equal(o.init, IPU_OK);
-        assert_int_equal(o.run, IPU_ERR_DEVICE_FAULT);
-        TPKG_EXPECT_FAULT(o.fault, kind, T, lo, hi);
-        tpkg_outcome_free(&o);
-        ipu_package_free(pkg);
-        ipu_ctx_free(ctx);
+        tpkg_kernel k = ln_kernel(&c);
+        tk_kernel(&jobs[T], k.entry, k.argc, k.args);
+        json_t *fault = NULL;
+        assert_int_equal(tk_run(jobs, T + 1, &fault), IPU_ERR_DEVICE_FAULT);
+        TPKG_EXPECT_FAULT(fault, kind, T, lo, hi);
+        json_decref(fault);
     }
 }
 

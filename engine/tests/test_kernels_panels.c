@@ -14,8 +14,9 @@
  * 256 random shapes per precision covering every residue of k and of n mod P,
  * f16/f32 partials, initialize and accumulate, packed and strided row-major
  * output, retained panels, 64-bit operands in region 0 or 1 and 128-bit (wide)
- * operands in region 1; references in double from this file's own decoders of
- * the formats.  Tolerances: f32 output within 1e-5 (sum |a b| + |c|) of the
+ * operands in region 1; references in double from the test decoders of the
+ * formats (support_kernels.h, which also runs the jobs and checks the
+ * guard bytes).  Tolerances: f32 output within 1e-5 (sum |a b| + |c|) of the
  * exact value (FP32 accumulation over kpad <= 72 terms errs by at most
  * 73 * 2^-24 < 5e-6 of that sum, plus the final rounding); f16 output within
  * one f16 ulp of the exact value plus that.  Every call's cycles (a tile's
@@ -46,6 +47,7 @@
 #include "numerics/numerics.h"
 #include "package/package.h"
 
+#include "support_kernels.h"
 #include "support_packages.h"
 #include "support_seed.h"
 
@@ -54,19 +56,7 @@
 #define GEMM_RETAINED 8u
 #define PANELS_KMAJOR 1u
 
-#define TILES 16u
 #define CASES 256
-#define GUARD 0xA5u
-/* Per tile: inputs in IN0 (region 0, elements 23..27) or IN1 (region 1),
- * outputs in OUT0 (region 0, elements 28..31) or OUT1: inputs and outputs never
- * share a memory element. */
-#define IN0 0x5C000u
-#define OUT0 0x70000u
-#define IN1 0x80000u
-#define OUT1 0xA0000u
-
-static uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
-static size_t type_size(int t) { return t == IPU_DT_F32 ? 4 : t == IPU_DT_F16 ? 2 : 1; }
 
 /* ---- the layout, from its definition ----------------------------------- */
 static uint32_t lay_width(size_t size) { return (uint32_t)(8 / size); }
@@ -74,166 +64,17 @@ static uint32_t lay_panels(uint32_t k, size_t size) { return (k + lay_width(size
 static uint32_t lay_payload(uint32_t rows, uint32_t k, size_t size) { return lay_panels(k, size) * rows * 8; }
 static uint32_t lay_bytes(uint32_t rows, uint32_t k, size_t size)
 {
-    return align_up(lay_payload(rows, k, size), 16) + 16;
+    return tk_align_up(lay_payload(rows, k, size), 16) + 16;
 }
 static size_t lay_at(uint32_t rows, uint32_t r, uint32_t kk, size_t size)
 {
     return ((size_t)(kk / lay_width(size)) * rows + r) * 8 + (kk % lay_width(size)) * size;
 }
 
-/* ---- the formats, from their definitions -------------------------------- */
-static double decode(int t, int scale, const uint8_t *p)
-{
-    double v;
-    int neg;
-    if (t == IPU_DT_F32) {
-        float f;
-        memcpy(&f, p, 4);
-        return f;
-    }
-    if (t == IPU_DT_F16) {
-        unsigned h = p[0] | (unsigned)p[1] << 8, e = (h >> 10) & 31, m = h & 1023;
-        neg = (h & 0x8000) != 0;
-        v = e == 31 ? (m ? NAN : INFINITY) : e ? ldexp(1024 + m, (int)e - 25) : ldexp(m, -24);
-    } else if (t == IPU_DT_F143) { /* E4M3, bias 7, S.1111.111 is NaN */
-        unsigned c = p[0], e = (c >> 3) & 15, m = c & 7;
-        neg = (c & 0x80) != 0;
-        v = (c & 0x7F) == 0x7F ? NAN : ldexp(e ? ldexp(8 + m, (int)e - 10) : ldexp(m, -9), scale);
-    } else { /* E5M2, bias 15 */
-        unsigned c = p[0], e = (c >> 2) & 31, m = c & 3;
-        neg = (c & 0x80) != 0;
-        v = e == 31 ? (m ? NAN : INFINITY) : ldexp(e ? ldexp(4 + m, (int)e - 17) : ldexp(m, -16), scale);
-    }
-    return neg ? -v : v;
-}
-
-static double f16_ulp(double s)
-{
-    int e = 0;
-    if (s != 0)
-        frexp(fabs(s), &e);
-    return ldexp(1.0, (s == 0 || e - 1 < -14 ? -14 : e - 1) - 10);
-}
-
-/* Random finite codes of moderate magnitude (FP16 up to 4). */
-static void gen_codes(int t, uint8_t *dst, size_t count)
-{
-    for (size_t i = 0; i < count; i++) {
-        unsigned sign = tseed_below(2);
-        if (t == IPU_DT_F16) {
-            unsigned e = tseed_below(16) ? 1 + tseed_below(16) : 0, m = tseed_below(1024);
-            unsigned h = sign << 15 | e << 10 | m;
-            dst[2 * i] = (uint8_t)h, dst[2 * i + 1] = (uint8_t)(h >> 8);
-        } else if (t == IPU_DT_F32) {
-            float v = (float)((int)tseed_below(65536) - 32768) / 8192.0f;
-            memcpy(dst + 4 * i, &v, 4);
-        } else if (t == IPU_DT_F143) {
-            dst[i] = (uint8_t)(sign << 7 | tseed_below(12) << 3 | tseed_below(8));
-        } else {
-            dst[i] = (uint8_t)(sign << 7 | tseed_below(19) << 2 | tseed_below(4));
-        }
-    }
-}
-
 static void gen_bytes(uint8_t *dst, size_t count)
 {
     for (size_t i = 0; i < count; i++)
         dst[i] = (uint8_t)tseed_rnd();
-}
-
-/* ---- running jobs: job i on tile i, one step ------------------------------ */
-typedef struct tspan {
-    uint32_t address, size;
-    uint8_t *bytes;
-} tspan;
-
-typedef struct tjob {
-    tpkg_kernel k[4];
-    int nk, ndata, nread;
-    tspan data[8], read[8];
-    uint8_t lo[4][32], hi[4][32]; /* guard bytes read back */
-    int nguard;
-    uint32_t list;     /* the compute list's address (descriptor 0 at list + 4) */
-    uint64_t compute;  /* the tile's compute cycles */
-} tjob;
-
-static void job_kernel(tjob *j, uint32_t entry, uint32_t argc, const uint32_t *args)
-{
-    tpkg_kernel *k = &j->k[j->nk++];
-    memset(k, 0, sizeof *k);
-    k->entry = entry, k->argc = argc;
-    memcpy(k->args, args, argc * 4);
-}
-static void job_data(tjob *j, uint32_t address, uint8_t *bytes, uint32_t size)
-{
-    j->data[j->ndata++] = (tspan){address, size, bytes};
-}
-static void job_read(tjob *j, uint32_t address, uint8_t *bytes, uint32_t size)
-{
-    j->read[j->nread++] = (tspan){address, size, bytes};
-}
-/* 32 guard bytes on each side of [address, +size), read back into lo/hi. */
-static void job_guards(tjob *j, uint32_t address, uint32_t size)
-{
-    static uint8_t pattern[32];
-    memset(pattern, GUARD, sizeof pattern);
-    int g = j->nguard++;
-    job_data(j, address - 32, pattern, 32);
-    job_data(j, address + size, pattern, 32);
-    job_read(j, address - 32, j->lo[g], 32);
-    job_read(j, address + size, j->hi[g], 32);
-}
-static void check_guards(const tjob *j, const char *what, int tcase)
-{
-    for (int g = 0; g < j->nguard; g++)
-        for (int i = 0; i < 32; i++)
-            if (j->lo[g][i] != GUARD || j->hi[g][i] != GUARD)
-                TSEED_FAIL("%s case %d: a guard byte around output %d was overwritten", what, tcase, g);
-}
-
-/* Run jobs[0..n) (job i on tile i); returns the run's status and, on a fault,
- * the parsed fault JSON in *fault (caller frees). */
-static ipu_status run_jobs(tjob *jobs, uint32_t n, json_t **fault)
-{
-    ipu_ctx *ctx = ipu_ctx_create();
-    assert_non_null(ctx);
-    ipu_profile p;
-    tpkg_profile(ctx, TILES, &p);
-    ipu_pkg_builder *b = tpkg_builder(ctx, &p);
-    uint32_t slot = ipu_pkg_new_slot(b);
-    for (uint32_t t = 0; t < n; t++) {
-        for (int d = 0; d < jobs[t].ndata; d++)
-            TPKG_OK(ctx, ipu_pkg_add_data(b, t, jobs[t].data[d].address, jobs[t].data[d].bytes,
-                                          jobs[t].data[d].size));
-        jobs[t].list = tpkg_compute_list(b, t, slot, jobs[t].k, (size_t)jobs[t].nk, 1);
-    }
-    TPKG_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, slot, IPU_NO_SLOT, 0));
-    ipu_package *pkg = tpkg_build(ctx, b);
-    ipu_device *dev = tpkg_device(ctx, pkg);
-    TSEED_OK(ctx, ipu_device_initialize(ctx, dev, pkg));
-    char *text = NULL;
-    ipu_status st = ipu_device_run(ctx, dev, &text);
-    if (fault)
-        *fault = st == IPU_OK ? NULL : tpkg_fault(ctx, dev);
-    if (st == IPU_OK) {
-        json_t *report = json_loads(text, 0, NULL);
-        assert_non_null(report);
-        json_t *compute = json_object_get(json_object_get(report, "tiles"), "compute");
-        for (uint32_t t = 0; t < n; t++) {
-            jobs[t].compute = (uint64_t)json_integer_value(json_array_get(compute, t));
-            for (int r = 0; r < jobs[t].nread; r++)
-                TSEED_OK(ctx, ipu_device_read(ctx, dev, t, jobs[t].read[r].address,
-                                              jobs[t].read[r].bytes, jobs[t].read[r].size));
-        }
-        json_decref(report);
-    } else if (!fault) {
-        TSEED_FAIL("device run failed: %s", ipu_ctx_errmsg(ctx));
-    }
-    ipu_free(text);
-    ipu_device_free(dev);
-    ipu_package_free(pkg);
-    ipu_ctx_free(ctx);
-    return st;
 }
 
 /* ---- cycle formulas, as documented ------------------------------------------ */
@@ -265,12 +106,12 @@ typedef struct rcase {
 /* Byte offset of element (r, kk) on the strided side. */
 static size_t strided_at(const rcase *c, uint32_t r, uint32_t kk)
 {
-    return (c->kmajor ? (size_t)kk * c->ld + r : (size_t)r * c->ld + kk) * type_size(c->dtype);
+    return (c->kmajor ? (size_t)kk * c->ld + r : (size_t)r * c->ld + kk) * tk_size(c->dtype);
 }
 
-static void rearrange_case(rcase *c, tjob *j, int index)
+static void rearrange_case(rcase *c, tk_job *j, int index)
 {
-    size_t size = type_size(c->dtype);
+    size_t size = tk_size(c->dtype);
     uint32_t P = lay_width(size), r = (uint32_t)(index / 8) % P;
     c->k = P * tseed_below(12) + r;
     c->k += c->k == 0 ? P : 0;
@@ -282,37 +123,37 @@ static void rearrange_case(rcase *c, tjob *j, int index)
     c->panel_bytes = lay_bytes(c->rows, c->k, size);
     uint32_t in_bytes = c->to ? c->strided_bytes : lay_payload(c->rows, c->k, size);
     uint32_t out_bytes = c->to ? c->panel_bytes : c->strided_bytes;
-    c->src = (tseed_below(2) ? IN1 : IN0) + 8 * tseed_below(64);
-    c->dst = (tseed_below(2) ? OUT1 : OUT0) + 64 + 8 * tseed_below(64);
+    c->src = (tseed_below(2) ? TK_IN1 : TK_IN0) + 8 * tseed_below(64);
+    c->dst = (tseed_below(2) ? TK_OUT1 : TK_OUT0) + 64 + 8 * tseed_below(64);
     c->in = malloc(in_bytes), c->out = malloc(out_bytes), c->strided_init = NULL;
     assert_true(c->in && c->out);
     gen_bytes(c->in, in_bytes); /* pads and gaps too: they must not reach the output */
     uint32_t args[] = {c->src, c->dst, c->rows, c->k, (uint32_t)c->dtype, c->ld,
                        c->kmajor ? PANELS_KMAJOR : 0};
-    job_kernel(j, c->to ? IPU_K_TO_PANELS : IPU_K_FROM_PANELS, 7, args);
-    job_data(j, c->src, c->in, in_bytes); /* from_panels: the payload only, no tail */
+    tk_kernel(j, c->to ? IPU_K_TO_PANELS : IPU_K_FROM_PANELS, 7, args);
+    tk_data(j, c->src, c->in, in_bytes); /* from_panels: the payload only, no tail */
     /* from_panels: the strided destination starts as guard bytes (gaps must
      * stay); to_panels: the layout starts as 0xEE bytes (pads and tail must
      * become zeros). */
     c->strided_init = malloc(out_bytes);
     assert_non_null(c->strided_init);
-    memset(c->strided_init, c->to ? 0xEE : GUARD, out_bytes);
-    job_data(j, c->dst, c->strided_init, out_bytes);
-    job_read(j, c->dst, c->out, out_bytes);
-    job_guards(j, c->dst, out_bytes);
+    memset(c->strided_init, c->to ? 0xEE : TK_GUARD, out_bytes);
+    tk_data(j, c->dst, c->strided_init, out_bytes);
+    tk_read(j, c->dst, c->out, out_bytes);
+    tk_guards(j, c->dst, out_bytes);
 }
 
-static void rearrange_check(const rcase *c, const tjob *j, int index)
+static void rearrange_check(const rcase *c, const tk_job *j, int index)
 {
-    size_t size = type_size(c->dtype);
+    size_t size = tk_size(c->dtype);
     const char *name = c->to ? "to_panels" : "from_panels";
-    check_guards(j, name, index);
+    tk_check_guards(j, name, index);
     uint8_t *want = malloc(c->to ? c->panel_bytes : c->strided_bytes);
     assert_non_null(want);
     if (c->to)
         memset(want, 0, c->panel_bytes); /* pads and the access tail are zeros */
     else
-        memset(want, GUARD, c->strided_bytes);
+        memset(want, TK_GUARD, c->strided_bytes);
     for (uint32_t r = 0; r < c->rows; r++)
         for (uint32_t kk = 0; kk < c->k; kk++) {
             size_t p = lay_at(c->rows, r, kk, size), s = strided_at(c, r, kk);
@@ -332,30 +173,40 @@ static void rearrange_check(const rcase *c, const tjob *j, int index)
     free(want);
 }
 
+/* The rearrangement sweep: the package's cases and, per dtype and k % P,
+ * the directions drawn (bit 0 from_panels, bit 1 to_panels). */
+typedef struct rsweep {
+    rcase cases[TK_TILES];
+    int seen[4][8];
+} rsweep;
+
+static void rearrange_make(void *sweep, tk_job *job, uint32_t index)
+{
+    rsweep *S = sweep;
+    rcase *c = &S->cases[index % TK_TILES];
+    memset(c, 0, sizeof *c);
+    c->to = index % 2 == 0, c->dtype = (int)(index / 2) % 4;
+    rearrange_case(c, job, (int)index);
+    S->seen[c->dtype][c->k % lay_width(tk_size(c->dtype))] |= 1 << c->to;
+}
+
+static void rearrange_sweep_check(void *sweep, const tk_job *job, uint32_t index)
+{
+    rcase *c = &((rsweep *)sweep)->cases[index % TK_TILES];
+    rearrange_check(c, job, (int)index);
+    free(c->in), free(c->out), free(c->strided_init);
+}
+
 static void test_rearrange(void **state)
 {
     (void)state;
+    rsweep S;
+    memset(&S, 0, sizeof S);
     tseed_reset(1);
-    int seen[4][8] = {{0}};
-    for (int first = 0; first < 2 * CASES; first += (int)TILES) {
-        tjob jobs[TILES];
-        rcase cases[TILES];
-        memset(jobs, 0, sizeof jobs);
-        for (uint32_t t = 0; t < TILES; t++) {
-            int index = first + (int)t;
-            cases[t].to = index % 2 == 0, cases[t].dtype = (index / 2) % 4;
-            rearrange_case(&cases[t], &jobs[t], index);
-            seen[cases[t].dtype][cases[t].k % lay_width(type_size(cases[t].dtype))] |= 1 << cases[t].to;
-        }
-        run_jobs(jobs, TILES, NULL);
-        for (uint32_t t = 0; t < TILES; t++) {
-            rearrange_check(&cases[t], &jobs[t], first + (int)t);
-            free(cases[t].in), free(cases[t].out), free(cases[t].strided_init);
-        }
-    }
+    tk_sweep(2 * CASES, &S, rearrange_make, rearrange_sweep_check);
     for (int d = 0; d < 4; d++)
-        for (uint32_t r = 0; r < lay_width(type_size(d)); r++)
-            if (seen[d][r] != 3)
+        for (uint32_t r = 0; r < lay_width(tk_size(d)); r++)
+            if (S.seen[d][r] != 3)
                 TSEED_FAIL("rearrangements: %s with k %% P = %u not covered both ways", ipu_dtype_name(d), r);
 }
 
@@ -393,11 +244,11 @@ static void gemm_images(gcase *g)
 
 static size_t c_at(const gcase *g, uint32_t i, uint32_t j)
 {
-    size_t os = type_size(g->out_type);
+    size_t os = tk_size(g->out_type);
     return (g->flags & GEMM_PACKED) ? lay_at(g->m, i, j, os) : ((size_t)i * g->ldc + j) * os;
 }
 
-static void gemm_case(gcase *g, tjob *job, int index)
+static void gemm_case(gcase *g, tk_job *job, int index)
 {
     uint32_t P = g->f8 ? 8 : 4, in = g->f8 ? 1 : 2;
     g->k = P * tseed_below(g->f8 ? 9 : 13) + (uint32_t)index % P;
@@ -414,46 +265,46 @@ static void gemm_case(gcase *g, tjob *job, int index)
     }
     g->flags = (tseed_below(2) ? IPU_GEMM_ACCUMULATE : 0) | (tseed_below(2) ? IPU_GEMM_WIDE : 0) |
                (tseed_below(2) ? GEMM_PACKED : 0) | (tseed_below(2) ? GEMM_RETAINED : 0);
-    size_t os = type_size(g->out_type);
+    size_t os = tk_size(g->out_type);
     int packed = (g->flags & GEMM_PACKED) != 0, acc = (g->flags & IPU_GEMM_ACCUMULATE) != 0;
     g->ldc = packed ? 0 : g->n + (tseed_below(2) ? tseed_below(8) : 0);
     g->c_bytes = packed ? lay_bytes(g->m, g->n, os) : (uint32_t)(((g->m - 1) * g->ldc + g->n) * os);
     g->A = malloc((size_t)g->m * g->k * in), g->B = malloc((size_t)g->k * g->n * in);
     g->cin = malloc(g->c_bytes), g->cout = malloc(g->c_bytes);
     assert_true(g->A && g->B && g->cin && g->cout);
-    gen_codes(g->ta, g->A, (size_t)g->m * g->k);
-    gen_codes(g->tb, g->B, (size_t)g->k * g->n);
+    tk_codes(g->ta, 0, g->A, (size_t)g->m * g->k);
+    tk_codes(g->tb, 0, g->B, (size_t)g->k * g->n);
     gemm_images(g);
     /* C before the call: packed and accumulating, codes everywhere (pads and
      * tail included: the call rewrites them as zeros); else guard bytes and,
      * when accumulating, codes in the elements. */
-    memset(g->cin, GUARD, g->c_bytes);
+    memset(g->cin, TK_GUARD, g->c_bytes);
     if (packed && acc)
-        gen_codes(g->out_type, g->cin, g->c_bytes / os);
+        tk_codes(g->out_type, 0, g->cin, g->c_bytes / os);
     for (uint32_t i = 0; acc && !packed && i < g->m; i++)
-        gen_codes(g->out_type, g->cin + c_at(g, i, 0), g->n);
+        tk_codes(g->out_type, 0, g->cin + c_at(g, i, 0), g->n);
     uint32_t align = (g->flags & IPU_GEMM_WIDE) ? 16 : 8;
     uint32_t ab = lay_bytes(g->m, g->k, in), bb = lay_bytes(g->n, g->k, in);
-    g->a = ((g->flags & IPU_GEMM_WIDE) || tseed_below(2) ? IN1 : IN0) + align * tseed_below(64);
-    g->b = align_up(g->a + ab, align) + align * tseed_below(4);
-    g->c = (tseed_below(2) ? OUT1 : OUT0) + 64 + 8 * tseed_below(64);
+    g->a = ((g->flags & IPU_GEMM_WIDE) || tseed_below(2) ? TK_IN1 : TK_IN0) + align * tseed_below(64);
+    g->b = tk_align_up(g->a + ab, align) + align * tseed_below(4);
+    g->c = (tseed_below(2) ? TK_OUT1 : TK_OUT0) + 64 + 8 * tseed_below(64);
     uint32_t args[16];
-    job_kernel(job, g->f8 ? IPU_K_GEMM_PANELS_F8 : IPU_K_GEMM_PANELS_F16, gemm_args(g, args), args);
-    job_data(job, g->a, g->ai, ab);
-    job_data(job, g->b, g->bi, bb);
+    tk_kernel(job, g->f8 ? IPU_K_GEMM_PANELS_F8 : IPU_K_GEMM_PANELS_F16, gemm_args(g, args), args);
+    tk_data(job, g->a, g->ai, ab);
+    tk_data(job, g->b, g->bi, bb);
     if (acc || (!packed && g->m > 1 && g->ldc > g->n) || (packed && tseed_below(2)))
-        job_data(job, g->c, g->cin, g->c_bytes);
-    job_read(job, g->c, g->cout, g->c_bytes);
-    job_guards(job, g->c, g->c_bytes);
+        tk_data(job, g->c, g->cin, g->c_bytes);
+    tk_read(job, g->c, g->cout, g->c_bytes);
+    tk_guards(job, g->c, g->c_bytes);
 }
 
 /* Check a call's output (and, with cycles, the tile's compute against its formula). */
-static void gemm_check(const gcase *g, const tjob *job, int index, int cycles_alone)
+static void gemm_check(const gcase *g, const tk_job *job, int index, int cycles_alone)
 {
     const char *name = g->f8 ? "gemm_panels_f8" : "gemm_panels_f16";
-    size_t in = g->f8 ? 1 : 2, os = type_size(g->out_type);
+    size_t os = tk_size(g->out_type);
     int packed = (g->flags & GEMM_PACKED) != 0, acc = (g->flags & IPU_GEMM_ACCUMULATE) != 0;
-    check_guards(job, name, index);
+    tk_check_guards(job, name, index);
     /* Bytes that are not C elements: packed pads and tail zero; row gaps untouched. */
     uint8_t *is_elem = calloc(1, g->c_bytes);
     assert_non_null(is_elem);
@@ -461,20 +312,17 @@ static void gemm_check(const gcase *g, const tjob *job, int index, int cycles_al
         for (uint32_t j = 0; j < g->n; j++)
             memset(is_elem + c_at(g, i, j), 1, os);
     for (uint32_t b = 0; b < g->c_bytes; b++)
-        if (!is_elem[b] && g->cout[b] != (packed ? 0 : GUARD))
+        if (!is_elem[b] && g->cout[b] != (packed ? 0 : TK_GUARD))
             TSEED_FAIL("%s case %d: %ux%ux%u flags %u: non-element C byte %u is 0x%02X", name, index,
                        g->m, g->n, g->k, g->flags, b, g->cout[b]);
     free(is_elem);
+    tk_matrix a = {g->ta, g->sa, g->A, g->k}, b = {g->tb, g->sb, g->B, g->n};
     for (uint32_t i = 0; i < g->m; i++)
         for (uint32_t j = 0; j < g->n; j++) {
-            double s = acc ? decode(g->out_type, 0, g->cin + c_at(g, i, j)) : 0, mag = fabs(s);
-            for (uint32_t l = 0; l < g->k; l++) {
-                double pr = decode(g->ta, g->sa, g->A + ((size_t)i * g->k + l) * in) *
-                            decode(g->tb, g->sb, g->B + ((size_t)l * g->n + j) * in);
-                s += pr, mag += fabs(pr);
-            }
-            double got = decode(g->out_type, 0, g->cout + c_at(g, i, j));
-            double tol = 1e-5 * mag + (g->out_type == IPU_DT_F16 ? f16_ulp(s) : 0.0);
+            double c = acc ? tk_decode(g->out_type, 0, g->cin + c_at(g, i, j)) : 0, mag;
+            double s = tk_dot(a, b, i, j, g->k, c, &mag);
+            double got = tk_decode(g->out_type, 0, g->cout + c_at(g, i, j));
+            double tol = tk_gemm_tol(g->out_type, s, mag);
             if (!(fabs(got - s) <= tol))
                 TSEED_FAIL("%s case %d: %ux%ux%u flags %u ldc %u types %d/%d scales %d/%d out %s: "
                            "C[%u][%u] = %.9g, exact %.9g, tolerance %.3g",
@@ -492,37 +340,46 @@ static void gemm_free(gcase *g)
     free(g->A), free(g->B), free(g->ai), free(g->bi), free(g->cin), free(g->cout);
 }
 
+/* A panel GEMM family's sweep: the package's cases and what the draw covered. */
+typedef struct gsweep {
+    int f8;
+    gcase cases[TK_TILES];
+    int k_res[8], n_res[8], flag_on[4], flag_off[4], region[2];
+} gsweep;
+
+static void gemm_make(void *sweep, tk_job *job, uint32_t index)
+{
+    gsweep *S = sweep;
+    gcase *g = &S->cases[index % TK_TILES];
+    uint32_t P = S->f8 ? 8 : 4;
+    memset(g, 0, sizeof *g);
+    g->f8 = S->f8;
+    gemm_case(g, job, (int)index);
+    S->k_res[g->k % P]++, S->n_res[g->n % P]++, S->region[g->a >= TK_IN1]++;
+    tk_count_flags(g->flags, 4, S->flag_on, S->flag_off);
+}
+
+static void gemm_sweep_check(void *sweep, const tk_job *job, uint32_t index)
+{
+    gcase *g = &((gsweep *)sweep)->cases[index % TK_TILES];
+    gemm_check(g, job, (int)index, 1);
+    gemm_free(g);
+}
+
 static void gemm_family(int f8, uint64_t salt)
 {
     uint32_t P = f8 ? 8 : 4;
-    int k_res[8] = {0}, n_res[8] = {0}, flag_on[4] = {0}, flag_off[4] = {0}, region[2] = {0, 0};
+    gsweep S;
+    memset(&S, 0, sizeof S);
+    S.f8 = f8;
     tseed_reset(salt);
-    for (int first = 0; first < CASES; first += (int)TILES) {
-        tjob jobs[TILES];
-        gcase cases[TILES];
-        memset(jobs, 0, sizeof jobs);
-        memset(cases, 0, sizeof cases);
-        for (uint32_t t = 0; t < TILES; t++) {
-            gcase *g = &cases[t];
-            g->f8 = f8;
-            gemm_case(g, &jobs[t], first + (int)t);
-            k_res[g->k % P]++, n_res[g->n % P]++, region[g->a >= IN1]++;
-            for (int f = 0; f < 4; f++)
-                (g->flags >> f & 1 ? flag_on : flag_off)[f]++;
-        }
-        run_jobs(jobs, TILES, NULL);
-        for (uint32_t t = 0; t < TILES; t++) {
-            gemm_check(&cases[t], &jobs[t], first + (int)t, 1);
-            gemm_free(&cases[t]);
-        }
-    }
+    tk_sweep(CASES, &S, gemm_make, gemm_sweep_check);
     for (uint32_t r = 0; r < P; r++)
-        if (!k_res[r] || !n_res[r])
-            TSEED_FAIL("panel GEMM: residue %u mod %u of k (%d) or n (%d) never drawn", r, P, k_res[r], n_res[r]);
-    for (int f = 0; f < 4; f++)
-        if (!flag_on[f] || !flag_off[f])
-            TSEED_FAIL("panel GEMM: flag bit %d not drawn both ways", f);
-    if (!region[0] || !region[1])
+        if (!S.k_res[r] || !S.n_res[r])
+            TSEED_FAIL("panel GEMM: residue %u mod %u of k (%d) or n (%d) never drawn", r, P,
+                       S.k_res[r], S.n_res[r]);
+    tk_expect_flags(S.flag_on, S.flag_off, 4, "panel GEMM: ");
+    if (!S.region[0] || !S.region[1])
         TSEED_FAIL("panel GEMM: operands not placed in both regions");
 }
 
@@ -537,7 +394,7 @@ static void test_retained(void **state)
     (void)state;
     tseed_reset(4);
     for (int f8 = 0; f8 < 2; f8++) {
-        tjob jobs[2];
+        tk_job jobs[2];
         gcase g[2][2];
         memset(jobs, 0, sizeof jobs);
         memset(g, 0, sizeof g);
@@ -552,9 +409,9 @@ static void test_retained(void **state)
                 x->c_bytes = lay_bytes(m, n, 4);
                 x->cout = malloc(x->c_bytes);
                 if (t == 0) {
-                    gen_codes(x->ta, x->A, (size_t)m * k);
+                    tk_codes(x->ta, 0, x->A, (size_t)m * k);
                     if (call == 0)
-                        gen_codes(x->tb, x->B, (size_t)k * n);
+                        tk_codes(x->tb, 0, x->B, (size_t)k * n);
                     else
                         memcpy(x->B, g[0][0].B, (size_t)k * n * in);
                 } else {
@@ -562,16 +419,16 @@ static void test_retained(void **state)
                     memcpy(x->B, g[0][call].B, (size_t)k * n * in);
                 }
                 gemm_images(x);
-                x->a = IN1 + 0x4000u * (uint32_t)call, x->b = IN1 + 0x10000u;
-                x->c = OUT0 + 0x4000u * (uint32_t)call;
+                x->a = TK_IN1 + 0x4000u * (uint32_t)call, x->b = TK_IN1 + 0x10000u;
+                x->c = TK_OUT0 + 0x4000u * (uint32_t)call;
                 uint32_t args[16];
-                job_kernel(&jobs[t], f8 ? IPU_K_GEMM_PANELS_F8 : IPU_K_GEMM_PANELS_F16, gemm_args(x, args), args);
-                job_data(&jobs[t], x->a, x->ai, lay_bytes(m, k, in));
+                tk_kernel(&jobs[t], f8 ? IPU_K_GEMM_PANELS_F8 : IPU_K_GEMM_PANELS_F16, gemm_args(x, args), args);
+                tk_data(&jobs[t], x->a, x->ai, lay_bytes(m, k, in));
                 if (call == 0)
-                    job_data(&jobs[t], x->b, x->bi, lay_bytes(n, k, in));
-                job_read(&jobs[t], x->c, x->cout, x->c_bytes);
+                    tk_data(&jobs[t], x->b, x->bi, lay_bytes(n, k, in));
+                tk_read(&jobs[t], x->c, x->cout, x->c_bytes);
             }
-        run_jobs(jobs, 2, NULL);
+        tk_run(jobs, 2, NULL);
         for (int call = 0; call < 2; call++) {
             if (memcmp(g[0][call].cout, g[1][call].cout, g[0][call].c_bytes) != 0)
                 TSEED_FAIL("retained panels changed call %d's output (f8 %d)", call, f8);
@@ -604,24 +461,24 @@ static void test_uninitialized_tail(void **state)
             g.ta = g.tb = f8 ? IPU_DT_F152 : IPU_DT_F16, g.sa = g.sb = f8 ? -4 : 0;
             g.flags = IPU_GEMM_WIDE, g.ldc = g.n;
             g.A = malloc(g.m * g.k * in), g.B = malloc(g.k * g.n * in);
-            gen_codes(g.ta, g.A, (size_t)g.m * g.k);
-            gen_codes(g.tb, g.B, (size_t)g.k * g.n);
+            tk_codes(g.ta, 0, g.A, (size_t)g.m * g.k);
+            tk_codes(g.tb, 0, g.B, (size_t)g.k * g.n);
             gemm_images(&g);
-            g.a = IN1, g.b = IN1 + 0x1000u, g.c = OUT0;
+            g.a = TK_IN1, g.b = TK_IN1 + 0x1000u, g.c = TK_OUT0;
             uint32_t ab = lay_bytes(g.m, g.k, in), bb = lay_bytes(g.n, g.k, in);
             uint32_t ap = lay_payload(g.m, g.k, in), bp = lay_payload(g.n, g.k, in);
             assert_int_equal(ab - ap, 24); /* 5 panel rows: the pair tail plus the pipeline */
             assert_int_equal(bb - bp, 16);
             uint32_t a_written = which == 0 ? ap : which == 1 ? ap + 8 : ab;
             uint32_t b_written = which == 2 ? bp : bb;
-            tjob job;
+            tk_job job;
             memset(&job, 0, sizeof job);
             uint32_t args[16];
-            job_kernel(&job, f8 ? IPU_K_GEMM_PANELS_F8 : IPU_K_GEMM_PANELS_F16, gemm_args(&g, args), args);
-            job_data(&job, g.a, g.ai, a_written);
-            job_data(&job, g.b, g.bi, b_written);
+            tk_kernel(&job, f8 ? IPU_K_GEMM_PANELS_F8 : IPU_K_GEMM_PANELS_F16, gemm_args(&g, args), args);
+            tk_data(&job, g.a, g.ai, a_written);
+            tk_data(&job, g.b, g.bi, b_written);
             json_t *fault = NULL;
-            ipu_status st = run_jobs(&job, 1, &fault);
+            ipu_status st = tk_run(&job, 1, &fault);
             if (st != IPU_ERR_DEVICE_FAULT)
                 TSEED_FAIL("f8 %d case %d: an unwritten access tail did not fault (%s)", f8, which,
                            ipu_status_name(st));
@@ -642,7 +499,7 @@ static void test_pads_multiply(void **state)
     (void)state;
     tseed_reset(6);
     enum { M = 2, N = 3, K = 5, KPAD = 8 };
-    tjob jobs[2];
+    tk_job jobs[2];
     gcase g[2];
     memset(jobs, 0, sizeof jobs);
     memset(g, 0, sizeof g);
@@ -651,8 +508,8 @@ static void test_pads_multiply(void **state)
         x->m = M, x->n = N, x->k = K, x->out_type = IPU_DT_F32, x->ldc = N;
         x->ta = x->tb = IPU_DT_F16;
         x->A = malloc(M * K * 2), x->B = malloc(K * N * 2), x->cout = malloc(M * N * 4);
-        gen_codes(IPU_DT_F16, x->A, M * K);
-        gen_codes(IPU_DT_F16, x->B, K * N);
+        tk_codes(IPU_DT_F16, 0, x->A, M * K);
+        tk_codes(IPU_DT_F16, 0, x->B, K * N);
         gemm_images(x);
         uint16_t apad = t ? 0x7E00 : 0x3C00, bpad = t ? 0 : 0x3C00; /* NaN or 1.0, 0 or 1.0 */
         for (uint32_t kk = K; kk < KPAD; kk++) {
@@ -661,24 +518,22 @@ static void test_pads_multiply(void **state)
             for (uint32_t j = 0; j < N; j++)
                 memcpy(x->bi + lay_at(N, j, kk, 2), &bpad, 2);
         }
-        x->a = IN0, x->b = IN0 + 0x100u, x->c = OUT0;
+        x->a = TK_IN0, x->b = TK_IN0 + 0x100u, x->c = TK_OUT0;
         uint32_t args[16];
-        job_kernel(&jobs[t], IPU_K_GEMM_PANELS_F16, gemm_args(x, args), args);
-        job_data(&jobs[t], x->a, x->ai, lay_bytes(M, K, 2));
-        job_data(&jobs[t], x->b, x->bi, lay_bytes(N, K, 2));
-        job_read(&jobs[t], x->c, x->cout, M * N * 4);
+        tk_kernel(&jobs[t], IPU_K_GEMM_PANELS_F16, gemm_args(x, args), args);
+        tk_data(&jobs[t], x->a, x->ai, lay_bytes(M, K, 2));
+        tk_data(&jobs[t], x->b, x->bi, lay_bytes(N, K, 2));
+        tk_read(&jobs[t], x->c, x->cout, M * N * 4);
     }
-    run_jobs(jobs, 2, NULL);
+    tk_run(jobs, 2, NULL);
+    tk_matrix a = {IPU_DT_F16, 0, g[0].A, K}, b = {IPU_DT_F16, 0, g[0].B, N};
     for (uint32_t i = 0; i < M; i++)
         for (uint32_t j = 0; j < N; j++) {
-            double s = 0;
-            for (uint32_t l = 0; l < K; l++)
-                s += decode(IPU_DT_F16, 0, g[0].A + (i * K + l) * 2) *
-                     decode(IPU_DT_F16, 0, g[0].B + (l * N + j) * 2);
-            double got = decode(IPU_DT_F32, 0, g[0].cout + (i * N + j) * 4);
+            double s = tk_dot(a, b, i, j, K, 0, NULL);
+            double got = tk_decode_at(IPU_DT_F32, 0, g[0].cout, i * N + j);
             if (!(fabs(got - (s + (KPAD - K))) <= 1e-5 * (fabs(s) + 64)))
                 TSEED_FAIL("pads of 1.0: C[%u][%u] = %.9g, want %.9g", i, j, got, s + (KPAD - K));
-            if (!isnan(decode(IPU_DT_F32, 0, g[1].cout + (i * N + j) * 4)))
+            if (!isnan(tk_decode_at(IPU_DT_F32, 0, g[1].cout, i * N + j)))
                 TSEED_FAIL("a NaN pad in A: C[%u][%u] is not NaN", i, j);
         }
     gemm_free(&g[0]), gemm_free(&g[1]);
@@ -700,15 +555,15 @@ static void test_operand_rules(void **state)
         const char *kind;
         int on; /* misaligned: 0 a, 1 b; element_conflict: the shared element's address */
     } cases[] = {
-        {IN0, IN1 + 0x800, OUT0, IPU_GEMM_WIDE, N, "misaligned", 0},
-        {IN1 + 8, IN1 + 0x800, OUT0, IPU_GEMM_WIDE, N, "misaligned", 0},
-        {IN1, IN0 + 0x800, OUT0, IPU_GEMM_WIDE, N, "misaligned", 1},
-        {IN1, IN1 + 0x808, OUT0, IPU_GEMM_WIDE, N, "misaligned", 1},
-        {IN1, IN1 + 0x800, IN1 + 0x1000, 0, N, "element_conflict", 0},
-        {IN0, IN1 + 0x800, IN1 + 0x1000, 0, N, "element_conflict", 0},
-        {IN1, IN1 + 0x800, OUT0, GEMM_PACKED, N, "malformed_descriptor", 0},
-        {IN1, IN1 + 0x800, OUT0, 0, N - 1, "malformed_descriptor", 0},
-        {IN1, IN1 + 0x800, OUT0, 16, N, "malformed_descriptor", 0},
+        {TK_IN0, TK_IN1 + 0x800, TK_OUT0, IPU_GEMM_WIDE, N, "misaligned", 0},
+        {TK_IN1 + 8, TK_IN1 + 0x800, TK_OUT0, IPU_GEMM_WIDE, N, "misaligned", 0},
+        {TK_IN1, TK_IN0 + 0x800, TK_OUT0, IPU_GEMM_WIDE, N, "misaligned", 1},
+        {TK_IN1, TK_IN1 + 0x808, TK_OUT0, IPU_GEMM_WIDE, N, "misaligned", 1},
+        {TK_IN1, TK_IN1 + 0x800, TK_IN1 + 0x1000, 0, N, "element_conflict", 0},
+        {TK_IN0, TK_IN1 + 0x800, TK_IN1 + 0x1000, 0, N, "element_conflict", 0},
+        {TK_IN1, TK_IN1 + 0x800, TK_OUT0, GEMM_PACKED, N, "malformed_descriptor", 0},
+        {TK_IN1, TK_IN1 + 0x800, TK_OUT0, 0, N - 1, "malformed_descriptor", 0},
+        {TK_IN1, TK_IN1 + 0x800, TK_OUT0, 16, N, "malformed_descriptor", 0},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         gcase g;
@@ -717,17 +572,17 @@ static void test_operand_rules(void **state)
         g.flags = cases[c].flags, g.ldc = cases[c].ldc;
         g.a = cases[c].a, g.b = cases[c].b, g.c = cases[c].c;
         g.A = malloc(M * K * 2), g.B = malloc(K * N * 2);
-        gen_codes(IPU_DT_F16, g.A, M * K);
-        gen_codes(IPU_DT_F16, g.B, K * N);
+        tk_codes(IPU_DT_F16, 0, g.A, M * K);
+        tk_codes(IPU_DT_F16, 0, g.B, K * N);
         gemm_images(&g);
         uint32_t ab = lay_bytes(M, K, 2), bb = lay_bytes(N, K, 2), args[16];
-        tjob job;
+        tk_job job;
         memset(&job, 0, sizeof job);
-        job_kernel(&job, IPU_K_GEMM_PANELS_F16, gemm_args(&g, args), args);
-        job_data(&job, g.a, g.ai, ab);
-        job_data(&job, g.b, g.bi, bb);
+        tk_kernel(&job, IPU_K_GEMM_PANELS_F16, gemm_args(&g, args), args);
+        tk_data(&job, g.a, g.ai, ab);
+        tk_data(&job, g.b, g.bi, bb);
         json_t *fault = NULL;
-        assert_int_equal(run_jobs(&job, 1, &fault), IPU_ERR_DEVICE_FAULT);
+        assert_int_equal(tk_run(&job, 1, &fault), IPU_ERR_DEVICE_FAULT);
         uint32_t lo = cases[c].on ? g.b : g.a, hi = cases[c].on ? g.b + bb : g.a + ab;
         if (strcmp(cases[c].kind, "element_conflict") == 0)
             lo = g.c / 0x4000u * 0x4000u, hi = lo + 0x4000u;
@@ -742,17 +597,17 @@ static void test_operand_rules(void **state)
      * one whose row-major stride is below k. */
     for (int bad = 0; bad < 2; bad++) {
         static uint8_t src[4096];
-        tjob job;
+        tk_job job;
         memset(&job, 0, sizeof job);
-        uint32_t args[] = {IN1, bad ? OUT0 : IN1 + 0x1000u, 9, 10, IPU_DT_F16, bad ? 9u : 10u, 0};
-        job_kernel(&job, IPU_K_TO_PANELS, 7, args);
-        job_data(&job, IN1, src, sizeof src);
+        uint32_t args[] = {TK_IN1, bad ? TK_OUT0 : TK_IN1 + 0x1000u, 9, 10, IPU_DT_F16, bad ? 9u : 10u, 0};
+        tk_kernel(&job, IPU_K_TO_PANELS, 7, args);
+        tk_data(&job, TK_IN1, src, sizeof src);
         json_t *fault = NULL;
-        assert_int_equal(run_jobs(&job, 1, &fault), IPU_ERR_DEVICE_FAULT);
+        assert_int_equal(tk_run(&job, 1, &fault), IPU_ERR_DEVICE_FAULT);
         if (bad)
             TPKG_EXPECT_FAULT(fault, "malformed_descriptor", 0, job.list + 4, job.list + 36);
         else
-            TPKG_EXPECT_FAULT(fault, "element_conflict", 0, IN1, IN1 + 0x4000u);
+            TPKG_EXPECT_FAULT(fault, "element_conflict", 0, TK_IN1, TK_IN1 + 0x4000u);
         assert_string_equal(tpkg_fault_str(fault, "kernel"), "to_panels");
         json_decref(fault);
     }
@@ -787,7 +642,7 @@ static void test_acceptance_r128_k64_c64(void **state)
 {
     (void)state;
     enum { M = 128, K = 64, N = 64 };
-    const uint32_t a_rm = IN0, b_rm = IN0 + M * K * 2, ap = IN1, bp = IN1 + 0x8000u, cp = OUT0, c_rm = OUT1;
+    const uint32_t a_rm = TK_IN0, b_rm = TK_IN0 + M * K * 2, ap = TK_IN1, bp = TK_IN1 + 0x8000u, cp = TK_OUT0, c_rm = TK_OUT1;
     tseed_reset(8);
     uint8_t *A = malloc(M * K * 2), *B = malloc(K * N * 2);
     uint32_t cp_bytes = lay_bytes(M, N, 2);
@@ -802,28 +657,27 @@ static void test_acceptance_r128_k64_c64(void **state)
         put_f16_q(A + 2 * l, sign * 1023);
         put_f16_q(B + 2 * l * N, sign * 1023);
     }
-    tjob job;
+    tk_job job;
     memset(&job, 0, sizeof job);
     uint32_t to_a[] = {a_rm, ap, M, K, IPU_DT_F16, K, 0};
     uint32_t to_b[] = {b_rm, bp, N, K, IPU_DT_F16, N, PANELS_KMAJOR};
     uint32_t gemm[] = {ap, bp, cp, M, N, K, IPU_DT_F16, IPU_GEMM_WIDE | GEMM_PACKED, 0};
     uint32_t from[] = {cp, c_rm, M, N, IPU_DT_F16, N, 0};
-    job_kernel(&job, IPU_K_TO_PANELS, 7, to_a);
-    job_kernel(&job, IPU_K_TO_PANELS, 7, to_b);
-    job_kernel(&job, IPU_K_GEMM_PANELS_F16, 9, gemm);
-    job_kernel(&job, IPU_K_FROM_PANELS, 7, from);
-    job_data(&job, a_rm, A, M * K * 2);
-    job_data(&job, b_rm, B, K * N * 2);
-    job_read(&job, cp, C, cp_bytes);
-    job_read(&job, c_rm, Crm, M * N * 2);
-    run_jobs(&job, 1, NULL);
+    tk_kernel(&job, IPU_K_TO_PANELS, 7, to_a);
+    tk_kernel(&job, IPU_K_TO_PANELS, 7, to_b);
+    tk_kernel(&job, IPU_K_GEMM_PANELS_F16, 9, gemm);
+    tk_kernel(&job, IPU_K_FROM_PANELS, 7, from);
+    tk_data(&job, a_rm, A, M * K * 2);
+    tk_data(&job, b_rm, B, K * N * 2);
+    tk_read(&job, cp, C, cp_bytes);
+    tk_read(&job, c_rm, Crm, M * N * 2);
+    tk_run(&job, 1, NULL);
     double max_err = 0, max_out = 0;
+    tk_matrix am = {IPU_DT_F16, 0, A, K}, bm = {IPU_DT_F16, 0, B, N};
     for (uint32_t i = 0; i < M; i++)
         for (uint32_t j = 0; j < N; j++) {
-            double s = 0;
-            for (uint32_t l = 0; l < K; l++)
-                s += decode(IPU_DT_F16, 0, A + (i * K + l) * 2) * decode(IPU_DT_F16, 0, B + (l * N + j) * 2);
-            double got = decode(IPU_DT_F16, 0, Crm + (i * N + j) * 2);
+            double s = tk_dot(am, bm, i, j, K, 0, NULL);
+            double got = tk_decode_at(IPU_DT_F16, 0, Crm, i * N + j);
             if (memcmp(Crm + (i * N + j) * 2, C + lay_at(M, i, j, 2), 2) != 0)
                 TSEED_FAIL("acceptance: packed C[%u][%u] differs from its from_panels copy", i, j);
             double err = fabs(got - s);
