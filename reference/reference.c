@@ -49,6 +49,7 @@ typedef struct eval {
     float **buf; /* per tensor: the host buffer of an activation or output */
     uint64_t done, total;
     int threads; /* OpenMP threads of the parallel loops */
+    float **rounded; /* device precision: inputs and parameters at their device values; else NULL */
 } eval;
 
 static uint64_t elements(const ipu_ir_tensor *t) { return (uint64_t)t->rows * t->cols; }
@@ -88,7 +89,7 @@ static ipu_status value(eval *e, uint32_t id, int64_t iteration, const float **o
         *out = b;
         return IPU_OK;
     }
-    const float *base = e->w->values[id];
+    const float *base = e->rounded ? e->rounded[id] : e->w->values[id];
     if (!base)
         return IPU_FAIL(e->ctx, IPU_ERR_STATE, "reference: tensor '%s' has no values", t->name);
     uint64_t member = 0;
@@ -127,6 +128,18 @@ static ipu_status matmul(eval *e, const ipu_ir_op *op, const float *a, const flo
                     a + (size_t)i * k, k, b + j, n, 0.0f, c + (size_t)i * n + j, n);
     }
     return IPU_OK;
+}
+
+/* Round values to what the tensor's device type and scale hold. */
+static void round_to_type(const ipu_ir_tensor *t, float *values, size_t n)
+{
+    enum { CHUNK = 4096 };
+    uint8_t bytes[CHUNK * 4];
+    for (size_t done = 0; done < n; done += CHUNK) {
+        size_t count = n - done < CHUNK ? n - done : CHUNK;
+        ipu_num_encode(t->dtype, t->scale, values + done, bytes, count);
+        ipu_num_decode(t->dtype, t->scale, bytes, values + done, count);
+    }
 }
 
 static ipu_status run_op(eval *e, const ipu_ir_op *op, int64_t iteration)
@@ -182,6 +195,8 @@ static ipu_status run_op(eval *e, const ipu_ir_op *op, int64_t iteration)
         return IPU_FAIL(e->ctx, IPU_ERR_INVALID_ARGUMENT, "reference: unknown op kind %d",
                         op->kind);
     }
+    if (e->rounded)
+        round_to_type(&g->tensors[op->out], out, (size_t)n);
     ipu_progress(e->ctx, "reference", ++e->done, e->total);
     return IPU_OK;
 }
@@ -225,17 +240,42 @@ static ipu_status evaluate(eval *e)
     return run_ops(e, (size_t)r->first_op + r->op_count, g->op_count, -1);
 }
 
-ipu_status ipu_reference_fp32(ipu_ctx *ctx, const ipu_workload *w, float ***outputs)
+/* Device precision: every input and parameter value rounded to its type. */
+static ipu_status round_values(ipu_ctx *ctx, const ipu_workload *w, float **rounded)
+{
+    const ipu_graph *g = &w->graph;
+    for (size_t i = 0; i < g->tensor_count; i++) {
+        const ipu_ir_tensor *t = &g->tensors[i];
+        if (!is_value(t) || !w->values[i])
+            continue;
+        size_t n = (size_t)(elements(t) * t->sequence);
+        rounded[i] = malloc(n * sizeof(float));
+        if (!rounded[i])
+            return IPU_NO_MEMORY(ctx);
+        memcpy(rounded[i], w->values[i], n * sizeof(float));
+        round_to_type(t, rounded[i], n);
+    }
+    return IPU_OK;
+}
+
+static ipu_status reference(ipu_ctx *ctx, const ipu_workload *w, int device, float ***outputs)
 {
     const ipu_graph *g = &w->graph;
     if (!w->values)
         return IPU_FAIL(ctx, IPU_ERR_STATE, "reference: the workload's values are not generated");
     IPU_TRY(ipu_graph_validate(ctx, g));
     int previous = openblas_get_num_threads();
-    eval e = {ctx, w, calloc(g->tensor_count ? g->tensor_count : 1, sizeof(float *)), 0, 0,
-              ipu_reference_blas_threads()};
-    if (!e.buf)
-        return IPU_NO_MEMORY(ctx);
+    size_t slots = g->tensor_count ? g->tensor_count : 1;
+    eval e = {ctx, w, calloc(slots, sizeof(float *)), 0, 0, ipu_reference_blas_threads(),
+              device ? calloc(slots, sizeof(float *)) : NULL};
+    ipu_status prepared = e.buf && (!device || e.rounded) ? IPU_OK : IPU_NO_MEMORY(ctx);
+    if (prepared == IPU_OK && device)
+        prepared = round_values(ctx, w, e.rounded);
+    if (prepared != IPU_OK) {
+        ipu_reference_free_outputs(e.rounded, g->tensor_count);
+        free(e.buf);
+        return prepared;
+    }
     /* The threads run single-threaded sgemm calls side by side. */
     if (previous != 1)
         openblas_set_num_threads(1);
@@ -254,10 +294,21 @@ ipu_status ipu_reference_fp32(ipu_ctx *ctx, const ipu_workload *w, float ***outp
             e.buf[i] = NULL;
         }
     }
+    ipu_reference_free_outputs(e.rounded, g->tensor_count);
     if (status != IPU_OK) {
         free(e.buf);
         return status;
     }
     *outputs = e.buf;
     return IPU_OK;
+}
+
+ipu_status ipu_reference_fp32(ipu_ctx *ctx, const ipu_workload *w, float ***outputs)
+{
+    return reference(ctx, w, 0, outputs);
+}
+
+ipu_status ipu_reference_device(ipu_ctx *ctx, const ipu_workload *w, float ***outputs)
+{
+    return reference(ctx, w, 1, outputs);
 }

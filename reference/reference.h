@@ -25,6 +25,11 @@ int ipu_reference_blas_threads(void);
  * NULL for the others; release it with ipu_reference_free_outputs.  The
  * values must have been generated (IPU_ERR_STATE otherwise). */
 ipu_status ipu_reference_fp32(ipu_ctx *ctx, const ipu_workload *w, float ***outputs);
+/* The same graph at device precision: inputs and parameters take their
+ * device-typed values, and every op's result is rounded to its tensor's
+ * type and scale (GEMMs accumulate in FP32 and round once), with the shared
+ * numerics library. */
+ipu_status ipu_reference_device(ipu_ctx *ctx, const ipu_workload *w, float ***outputs);
 
 /* Free an outputs array of count entries (NULL is a no-op). */
 void ipu_reference_free_outputs(float **outputs, size_t count);

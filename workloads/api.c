@@ -249,7 +249,8 @@ static double seconds_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static ipu_status reference_mode(ipu_ctx *ctx, const char *options_json)
+/* {"fp32": true}: the FP32 reference; {"fp32": false} or {}: device precision. */
+static ipu_status reference_mode(ipu_ctx *ctx, const char *options_json, int *fp32)
 {
     json_t *o;
     IPU_TRY(parse_options(ctx, options_json, "reference options", &o));
@@ -269,10 +270,8 @@ static ipu_status reference_mode(ipu_ctx *ctx, const char *options_json)
             break;
         }
     }
-    if (status == IPU_OK && !json_is_true(json_object_get(o, "fp32")))
-        status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                          "the device-precision reference is not available yet: use the FP32 "
-                          "reference ({\"fp32\": true}, --reference-fp32)");
+    if (status == IPU_OK)
+        *fp32 = json_is_true(json_object_get(o, "fp32"));
     json_decref(o);
     return status;
 }
@@ -282,11 +281,12 @@ ipu_status ipu_reference_run(ipu_ctx *ctx, ipu_workload *w, const char *options_
 {
     if (!w || !out_json)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_reference_run: missing argument");
-    IPU_TRY(reference_mode(ctx, options_json));
+    int fp32 = 0;
+    IPU_TRY(reference_mode(ctx, options_json, &fp32));
     int threads = ipu_reference_blas_threads();
     double start = seconds_now();
     float **outputs;
-    IPU_TRY(ipu_reference_fp32(ctx, w, &outputs));
+    IPU_TRY(fp32 ? ipu_reference_fp32(ctx, w, &outputs) : ipu_reference_device(ctx, w, &outputs));
     double wall = seconds_now() - start;
     ipu_reference_free_outputs(w->reference, w->graph.tensor_count);
     w->reference = outputs;
@@ -300,7 +300,7 @@ ipu_status ipu_reference_run(ipu_ctx *ctx, ipu_workload *w, const char *options_
         return IPU_NO_MEMORY(ctx);
     }
     return take_json(ctx,
-                     json_pack("{s:s, s:f, s:i, s:o}", "mode", "fp32", "wall_seconds", wall,
+                     json_pack("{s:s, s:f, s:i, s:o}", "mode", fp32 ? "fp32" : "device", "wall_seconds", wall,
                                "blas_threads", threads, "outputs", names),
                      out_json);
 }

@@ -42,7 +42,7 @@ def test_help_lists_the_options(cli, repo):
     (["--exchange-pattern", "sideways"], "--exchange-pattern"),
     (["--workload", "mlp", "--batch", "3"], "--batch"),
     (["--workload", "mlp", "--memory-budget", "lots"], "--memory-budget"),
-    (["--workload", "mlp", "--tiles", "4", "--reference-run"], "--reference-fp32"),
+    (["--workload", "mlp", "--tiles", "4"], "no grid"),
     (["--iterations", "0"], "--iterations"),
     (["--workload", "exchange-stress", "--iterations", "65"], "--iterations"),
     (["--iterations", "5"], "--workload exchange-stress"),

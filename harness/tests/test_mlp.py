@@ -104,6 +104,20 @@ def test_parameter_overwritten_after_last_use_breaks_the_next_invocation():
     assert not check(ctx, workload, {"y": second})["passed"]
 
 
+@pytest.mark.parametrize("precision", ["fp8", "fp16"])
+def test_device_precision_reference_tracks_the_device(precision):
+    case = dict(PADDED, precision=precision, channels=96, hidden=203, blocks=2 if precision == "fp16" else 1)
+    ctx, workload, package, _ = build(case)
+    _, outputs, _ = runner.run(ctx, package)
+    fp32 = check(ctx, workload, outputs)
+    workload.reference_run({"fp32": False})
+    device = check(ctx, workload, outputs)
+    # Rounded like the device, the reference agrees with it more closely than FP32 does.
+    assert device["min_cosine"] >= 0.999 and device["passed"]
+    assert device["mean_cosine"] >= fp32["mean_cosine"]
+    assert device["max_abs_error"] <= fp32["max_abs_error"]
+
+
 def test_cli_runs_a_small_mlp_and_replays_it(cli, tmp_path):
     args = ["--quiet", "--workload", "mlp", "--tiles", 16, "--tokens", 19, "--channels", 44, "--hidden", 70,
             "--precision", "fp16", "--blocks", 2, "--reference-run", "--reference-fp32"]

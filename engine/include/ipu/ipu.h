@@ -141,8 +141,10 @@ ipu_status ipu_workload_values(ipu_ctx *ctx, const ipu_workload *w, const char *
 ipu_status ipu_workload_device_bytes(ipu_ctx *ctx, const ipu_workload *w, const char *tensor,
                                      void **out_bytes, size_t *out_size);
 /* Run the host reference and keep its outputs in the workload.  options_json:
- * {"fp32": true} (the FP32 BLAS reference; the device-precision reference is
- * not available yet).  *out_json: mode, wall_seconds, blas_threads, outputs. */
+ * {"fp32": true}: FP32 from the unquantized values (BLAS); {"fp32": false}:
+ * device precision (inputs, parameters and every op's result rounded to the
+ * tensor's device type with the shared numerics library).  *out_json: mode
+ * ("fp32" or "device"), wall_seconds, blas_threads, outputs. */
 ipu_status ipu_reference_run(ipu_ctx *ctx, ipu_workload *w, const char *options_json,
                              char **out_json);
 /* A reference output (rows * cols floats, owned by the workload); the
