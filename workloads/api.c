@@ -125,7 +125,7 @@ ipu_status ipu_workload_create(ipu_ctx *ctx, const char *options_json, ipu_workl
     }
     json_decref(o);
     if (status == IPU_OK)
-        status = w->generate ? w->generate(ctx, w) : ipu_workload_generate(ctx, w);
+        status = ipu_workload_generate(ctx, w);
     if (status != IPU_OK) {
         ipu_workload_free(w);
         return status;

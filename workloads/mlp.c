@@ -19,31 +19,15 @@ typedef struct mlp_options {
     uint64_t seed;
 } mlp_options;
 
-static ipu_status read_uint(ipu_ctx *ctx, const json_t *o, const char *key, uint32_t fallback,
-                            uint32_t lo, uint32_t hi, const char *flag, uint32_t *out)
-{
-    json_t *v = json_object_get(o, key);
-    if (!v) {
-        *out = fallback;
-        return IPU_OK;
-    }
-    if (!json_is_integer(v) || json_integer_value(v) < (json_int_t)lo ||
-        json_integer_value(v) > (json_int_t)hi)
-        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "%s: expected an integer in %u..%u", flag, lo,
-                        hi);
-    *out = (uint32_t)json_integer_value(v);
-    return IPU_OK;
-}
-
 static ipu_status parse(ipu_ctx *ctx, const json_t *o, mlp_options *m)
 {
     if (!json_is_object(o))
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "mlp options: expected a JSON object");
-    IPU_TRY(read_uint(ctx, o, "batch", 1, 1, 64, "--batch", &m->batch));
-    IPU_TRY(read_uint(ctx, o, "blocks", 1, 1, 64, "--blocks", &m->blocks));
-    IPU_TRY(read_uint(ctx, o, "tokens", 729, 1, 100000, "tokens", &m->tokens));
-    IPU_TRY(read_uint(ctx, o, "channels", 1152, 1, 65535, "channels", &m->channels));
-    IPU_TRY(read_uint(ctx, o, "hidden", 4304, 1, 65535, "hidden", &m->hidden));
+    IPU_TRY(ipu_option_uint(ctx, o, "batch", 1, 1, 64, "--batch", &m->batch));
+    IPU_TRY(ipu_option_uint(ctx, o, "blocks", 1, 1, 64, "--blocks", &m->blocks));
+    IPU_TRY(ipu_option_uint(ctx, o, "tokens", 729, 1, 100000, "tokens", &m->tokens));
+    IPU_TRY(ipu_option_uint(ctx, o, "channels", 1152, 1, 65535, "channels", &m->channels));
+    IPU_TRY(ipu_option_uint(ctx, o, "hidden", 4304, 1, 65535, "hidden", &m->hidden));
     json_t *seed = json_object_get(o, "seed");
     if (seed && (!json_is_integer(seed) || json_integer_value(seed) < 0))
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "--seed: expected a non-negative integer");
@@ -112,33 +96,5 @@ ipu_status ipu_mlp_build(ipu_ctx *ctx, const json_t *options, ipu_workload **out
         return status;
     }
     *out = w;
-    return IPU_OK;
-}
-
-ipu_status ipu_workload_generate(ipu_ctx *ctx, ipu_workload *w)
-{
-    ipu_graph *g = &w->graph;
-    w->values = calloc(g->tensor_count, sizeof *w->values);
-    if (!w->values)
-        return IPU_NO_MEMORY(ctx);
-    for (size_t i = 0; i < g->tensor_count; i++) {
-        const ipu_ir_tensor *t = &g->tensors[i];
-        if (t->role != IPU_ROLE_INPUT && t->role != IPU_ROLE_PARAM)
-            continue;
-        uint64_t count = (uint64_t)t->rows * t->cols * t->sequence;
-        float *v = malloc(count * sizeof *v);
-        if (!v)
-            return IPU_NO_MEMORY(ctx);
-        w->values[i] = v;
-        /* Parameters: standard deviation 1/sqrt(fan-in); inputs: 1. */
-        float scale = t->role == IPU_ROLE_PARAM ? (float)(1.0 / sqrt((double)t->rows)) : 1.0f;
-        const int64_t chunk = 65536, chunks = (int64_t)((count + chunk - 1) / chunk);
-#pragma omp parallel for schedule(static)
-        for (int64_t c = 0; c < chunks; c++) {
-            uint64_t start = (uint64_t)c * chunk;
-            size_t n = count - start < (uint64_t)chunk ? (size_t)(count - start) : (size_t)chunk;
-            ipu_random_normal(w->seed, i, start, v + start, n, scale);
-        }
-    }
     return IPU_OK;
 }

@@ -45,22 +45,6 @@ typedef struct vit_options {
 static const char *const KNOWN[] = {"batch",  "layers", "seed",  "tokens",
                                     "channels", "hidden", "heads", "head_dim"};
 
-static ipu_status read_uint(ipu_ctx *ctx, const json_t *o, const char *key, uint32_t fallback,
-                            uint32_t lo, uint32_t hi, uint32_t *out)
-{
-    json_t *v = json_object_get(o, key);
-    if (!v) {
-        *out = fallback;
-        return IPU_OK;
-    }
-    if (!json_is_integer(v) || json_integer_value(v) < (json_int_t)lo ||
-        json_integer_value(v) > (json_int_t)hi)
-        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                        "vit option '%s': expected an integer in %u..%u", key, lo, hi);
-    *out = (uint32_t)json_integer_value(v);
-    return IPU_OK;
-}
-
 static ipu_status parse(ipu_ctx *ctx, const char *name, const json_t *o, vit_options *m)
 {
     if (!json_is_object(o))
@@ -79,14 +63,17 @@ static ipu_status parse(ipu_ctx *ctx, const char *name, const json_t *o, vit_opt
                             name, key);
     }
     uint32_t default_layers = strcmp(name, "vit-small") == 0 ? 3 : 27;
-    IPU_TRY(read_uint(ctx, o, "batch", 1, 1, 64, &m->batch));
-    IPU_TRY(read_uint(ctx, o, "layers", default_layers, 1, 64, &m->layers));
-    IPU_TRY(read_uint(ctx, o, "tokens", 729, 1, 100000, &m->tokens));
-    IPU_TRY(read_uint(ctx, o, "hidden", 4304, 1, 65535, &m->hidden));
-    IPU_TRY(read_uint(ctx, o, "heads", 16, 1, 1024, &m->heads));
-    IPU_TRY(read_uint(ctx, o, "head_dim", 72, 1, 1024, &m->head_dim));
+    IPU_TRY(ipu_option_uint(ctx, o, "batch", 1, 1, 64, "vit option 'batch'", &m->batch));
+    IPU_TRY(ipu_option_uint(ctx, o, "layers", default_layers, 1, 64, "vit option 'layers'",
+                            &m->layers));
+    IPU_TRY(ipu_option_uint(ctx, o, "tokens", 729, 1, 100000, "vit option 'tokens'", &m->tokens));
+    IPU_TRY(ipu_option_uint(ctx, o, "hidden", 4304, 1, 65535, "vit option 'hidden'", &m->hidden));
+    IPU_TRY(ipu_option_uint(ctx, o, "heads", 16, 1, 1024, "vit option 'heads'", &m->heads));
+    IPU_TRY(ipu_option_uint(ctx, o, "head_dim", 72, 1, 1024, "vit option 'head_dim'",
+                            &m->head_dim));
     uint32_t width = m->heads * m->head_dim;
-    IPU_TRY(read_uint(ctx, o, "channels", width, 1, 21845, &m->channels));
+    IPU_TRY(ipu_option_uint(ctx, o, "channels", width, 1, 21845, "vit option 'channels'",
+                            &m->channels));
     if (m->channels != width)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                         "%s options: channels %u must equal heads x head_dim = %u x %u = %u", name,
@@ -230,40 +217,17 @@ static int ends_with(const char *s, const char *suffix)
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
-/* Values per the file comment: stream = tensor index, as the MLP's. */
-static ipu_status vit_generate(ipu_ctx *ctx, ipu_workload *w)
+/* Values per the file comment: LayerNorm gammas around 1, betas around 0,
+ * the probe standard normal, weights 1/sqrt(fan-in), inputs standard normal. */
+static void vit_values(const ipu_ir_tensor *t, float *scale, float *offset)
 {
-    ipu_graph *g = &w->graph;
-    w->values = calloc(g->tensor_count, sizeof *w->values);
-    if (!w->values)
-        return IPU_NO_MEMORY(ctx);
-    for (size_t i = 0; i < g->tensor_count; i++) {
-        const ipu_ir_tensor *t = &g->tensors[i];
-        if (t->role != IPU_ROLE_INPUT && t->role != IPU_ROLE_PARAM)
-            continue;
-        uint64_t count = (uint64_t)t->rows * t->cols * t->sequence;
-        float *v = malloc(count * sizeof *v);
-        if (!v)
-            return IPU_NO_MEMORY(ctx);
-        w->values[i] = v;
-        float scale = 1.0f, offset = 0.0f;
-        if (ends_with(t->name, "_gamma"))
-            scale = 0.1f, offset = 1.0f;
-        else if (ends_with(t->name, "_beta"))
-            scale = 0.1f;
-        else if (t->role == IPU_ROLE_PARAM && strcmp(t->name, "map_probe") != 0)
-            scale = (float)(1.0 / sqrt((double)t->rows));
-        const int64_t chunk = 65536, chunks = (int64_t)((count + chunk - 1) / chunk);
-#pragma omp parallel for schedule(static)
-        for (int64_t c = 0; c < chunks; c++) {
-            uint64_t start = (uint64_t)c * chunk;
-            size_t n = count - start < (uint64_t)chunk ? (size_t)(count - start) : (size_t)chunk;
-            ipu_random_normal(w->seed, i, start, v + start, n, scale);
-            for (size_t e = 0; offset != 0.0f && e < n; e++)
-                v[start + e] += offset;
-        }
-    }
-    return IPU_OK;
+    ipu_default_values(t, scale, offset);
+    if (ends_with(t->name, "_gamma"))
+        *scale = 0.1f, *offset = 1.0f;
+    else if (ends_with(t->name, "_beta"))
+        *scale = 0.1f;
+    else if (strcmp(t->name, "map_probe") == 0)
+        *scale = 1.0f;
 }
 
 ipu_status ipu_vit_build(ipu_ctx *ctx, const char *name, const json_t *options, ipu_workload **out)
@@ -275,7 +239,7 @@ ipu_status ipu_vit_build(ipu_ctx *ctx, const char *name, const json_t *options, 
         return IPU_NO_MEMORY(ctx);
     snprintf(w->name, sizeof w->name, "%s", name);
     w->seed = m.seed;
-    w->generate = vit_generate;
+    w->value_rule = vit_values;
     ipu_graph_init(&w->graph);
     ipu_status status = build_graph(ctx, &m, &w->graph);
     w->options_json = status == IPU_OK ? json_dumps(options, JSON_COMPACT | JSON_SORT_KEYS) : NULL;

@@ -18,10 +18,19 @@ struct ipu_workload {
     float **values; /* per tensor: rows * cols * sequence floats, NULL unless input/param */
     char *options_json;
     float **reference; /* per tensor: the last reference run's outputs, NULL unless output */
-    /* The builder's own value generator (NULL: ipu_workload_generate). */
-    ipu_status (*generate)(ipu_ctx *ctx, struct ipu_workload *w);
+    /* How the builder's values are distributed (NULL: ipu_default_values). */
+    void (*value_rule)(const ipu_ir_tensor *t, float *scale, float *offset);
 };
 typedef struct ipu_workload ipu_workload;
+
+/* Inputs standard normal; parameters with standard deviation 1/sqrt(rows),
+ * as a trained layer's weights are scaled. */
+void ipu_default_values(const ipu_ir_tensor *t, float *scale, float *offset);
+
+/* An unsigned integer option of a builder: fallback when absent, else an
+ * integer in lo..hi (the message names flag). */
+ipu_status ipu_option_uint(ipu_ctx *ctx, const json_t *o, const char *key, uint32_t fallback,
+                           uint32_t lo, uint32_t hi, const char *flag, uint32_t *out);
 
 /* Standard normal values for (seed, stream), element index offset..offset+n. */
 void ipu_random_normal(uint64_t seed, uint64_t stream, uint64_t offset, float *out, size_t n,
@@ -35,12 +44,12 @@ ipu_status ipu_mlp_build(ipu_ctx *ctx, const json_t *options, ipu_workload **out
 /* The SigLIP ViT (vit.c): {"batch": B, "layers": 27, "seed": S, "tokens":
  * 729, "channels": 1152, "hidden": 4304, "heads": 16, "head_dim": 72} with
  * channels = heads * head_dim; name is "vit" or "vit-small" (3 layers by
- * default).  Sets w->generate. */
+ * default).  Sets w->value_rule. */
 ipu_status ipu_vit_build(ipu_ctx *ctx, const char *name, const json_t *options,
                          ipu_workload **out);
 
-/* Generate every input and parameter value (in parallel): standard normal
- * inputs, weights with standard deviation 1/sqrt(rows) (the MLP's rule). */
+/* Generate every input and parameter value (in parallel): normal values
+ * scaled and offset as w->value_rule says for each tensor. */
 ipu_status ipu_workload_generate(ipu_ctx *ctx, ipu_workload *w);
 
 #endif
