@@ -2,7 +2,8 @@
 turns the compiler's placement report (placement-<pid>.json, version 1,
 written by engine/src/report/placement.c) into one self-contained page.  The
 page's template, script and style sheet live in reports/placement/; they are
-inlined together with the report, so the file opens offline from anywhere.
+inlined, each after the shared reports/common/common.js and common.css,
+together with the report, so the file opens offline from anywhere.
 The report is checked (it parses, is version 1, its allocation columns agree
 in length) and embedded as the JSON text it is, with every '<' written as
 \\u003c so nothing inside it can end the script element.  The page is written
@@ -15,7 +16,9 @@ from pathlib import Path
 
 from . import artifacts
 
-PLACEMENT = Path(__file__).resolve().parents[2] / "reports" / "placement"
+REPORTS = Path(__file__).resolve().parents[2] / "reports"
+PLACEMENT = REPORTS / "placement"
+COMMON = REPORTS / "common"
 PLACEHOLDER = re.compile(r"/\*@@(CSS|DATA|JS)@@\*/")
 COLUMNS = ("tile", "address", "size", "first", "last", "name", "kind", "alias", "members")
 SECTIONS = ("tiles", "device", "steps", "support", "allocations", "names", "footprint", "gaps", "listing", "repeat")
@@ -44,11 +47,13 @@ def check_report(report):
         raise ValueError("placement report: listing columns differ in length")
 
 
-def _asset(name, *forbidden):
-    text = (PLACEMENT / name).read_text(encoding="utf-8")
+def _asset(path, *forbidden):
+    """A file (of reports/placement or reports/common), checked for text that
+    would end (or confuse) the element it is inlined into."""
+    text = path.read_text(encoding="utf-8")
     for bad in forbidden:
         if bad in text.lower():
-            raise ValueError(f"{PLACEMENT / name} contains '{bad}', which would break its inline element")
+            raise ValueError(f"{path} contains '{bad}', which would break its inline element")
     return text
 
 
@@ -60,7 +65,9 @@ def render_placement_html(json_text):
     # where \u003c parses back to '<'.
     data = json_text.strip().replace("<", "\\u003c")
     template = (PLACEMENT / "template.html").read_text(encoding="utf-8")
-    parts = {"CSS": _asset("viewer.css", "</style"), "JS": _asset("viewer.js", "</script", "<!--"), "DATA": data}
+    css = [_asset(folder / name, "</style") for folder, name in ((COMMON, "common.css"), (PLACEMENT, "viewer.css"))]
+    js = [_asset(folder / name, "</script", "<!--") for folder, name in ((COMMON, "common.js"), (PLACEMENT, "viewer.js"))]
+    parts = {"CSS": "\n".join(css), "JS": "\n".join(js), "DATA": data}
     found = PLACEHOLDER.findall(template)
     if sorted(found) != sorted(parts):
         raise ValueError(f"{PLACEMENT / 'template.html'}: expected each placeholder once, found {found}")

@@ -1,9 +1,10 @@
 """Standalone HTML reports: write_run_profile_html(path, profile) turns a run
 profile (the device's cycle report, the dict the CLI writes as
 run-profile.json) into one self-contained page.  The page's template, script
-and style sheet live in reports/run_profile/; they are inlined together with
-the profile as JSON, so the file opens offline from anywhere, and it is
-written atomically (artifacts.write_bytes).
+and style sheet live in reports/run_profile/; they are inlined, each after the
+shared reports/common/common.js and common.css, together with the profile as
+JSON, so the file opens offline from anywhere, and it is written atomically
+(artifacts.write_bytes).
 """
 import json
 import re
@@ -13,6 +14,7 @@ from . import artifacts
 
 REPORTS = Path(__file__).resolve().parents[2] / "reports"
 RUN_PROFILE = REPORTS / "run_profile"
+COMMON = REPORTS / "common"
 
 PLACEHOLDER = re.compile(r"/\*@@(CSS|DATA|JS)@@\*/")
 
@@ -24,13 +26,13 @@ def embedded_json(value):
     return json.dumps(value, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
 
 
-def _asset(name, *forbidden):
-    """A file of reports/run_profile, checked for text that would end (or
-    confuse) the element it is inlined into."""
-    text = (RUN_PROFILE / name).read_text(encoding="utf-8")
+def _asset(path, *forbidden):
+    """A file (of reports/run_profile or reports/common), checked for text that
+    would end (or confuse) the element it is inlined into."""
+    text = path.read_text(encoding="utf-8")
     for bad in forbidden:
         if bad in text.lower():
-            raise ValueError(f"{RUN_PROFILE / name} contains '{bad}', which would break its inline element")
+            raise ValueError(f"{path} contains '{bad}', which would break its inline element")
     return text
 
 
@@ -42,8 +44,9 @@ def render_run_profile_html(profile):
     if missing:
         raise ValueError(f"run profile: missing {', '.join(missing)}")
     template = (RUN_PROFILE / "template.html").read_text(encoding="utf-8")
-    parts = {"CSS": _asset("report.css", "</style"), "JS": _asset("report.js", "</script", "<!--"),
-             "DATA": embedded_json(profile)}
+    css = [_asset(folder / name, "</style") for folder, name in ((COMMON, "common.css"), (RUN_PROFILE, "report.css"))]
+    js = [_asset(folder / name, "</script", "<!--") for folder, name in ((COMMON, "common.js"), (RUN_PROFILE, "report.js"))]
+    parts = {"CSS": "\n".join(css), "JS": "\n".join(js), "DATA": embedded_json(profile)}
     found = PLACEHOLDER.findall(template)
     if sorted(found) != sorted(parts):
         raise ValueError(f"{RUN_PROFILE / 'template.html'}: expected each placeholder once, found {found}")

@@ -13,11 +13,14 @@
    Shift-wheel zoom around the pointer, drag-to-zoom on the map or the ruler,
    right-click to undo a zoom, Escape to cancel a drag or unpin, tile and
    address navigation, row heights, reuse rows, highlight, hover, pin, reset.
-   window.placementViewer exposes positions and state for tests. */
+   window.placementViewer exposes positions and state for tests.  fail,
+   fitCanvas, localPoint and clamp come from reports/common/common.js
+   (window.ipuReport), inlined before this script. */
 (function () {
   "use strict";
 
   const $ = (id) => document.getElementById(id);
+  const { clamp, localPoint } = window.ipuReport;
   const FONT = "11px system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif";
   const LEFT = 76, RIGHT = 12;         /* map and ruler plot margins (CSS px) */
   const LIFE_LEFT = 190, LIFE_RULER = 24;
@@ -42,34 +45,11 @@
     for (const child of children || []) if (child != null) node.append(child);
     return node;
   }
-  const clamp = (v, lo, hi) => Math.min(hi, Math.max(lo, v));
   const hex = (n) => "0x" + Math.round(n).toString(16).toUpperCase();
   const isInt = (v) => typeof v === "number" && Number.isInteger(v);
 
-  function fail(message) {
-    const box = $("error");
-    box.textContent = message;
-    box.hidden = false;
-    console.error("placement viewer: " + message);
-  }
-
-  function fitCanvas(canvas) {
-    const ratio = window.devicePixelRatio || 1;
-    const w = canvas.clientWidth, hh = canvas.clientHeight;
-    const bw = Math.max(1, Math.round(w * ratio)), bh = Math.max(1, Math.round(hh * ratio));
-    if (canvas.width !== bw) canvas.width = bw;
-    if (canvas.height !== bh) canvas.height = bh;
-    const ctx = canvas.getContext("2d");
-    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
-    ctx.clearRect(0, 0, w, hh);
-    ctx.font = FONT;
-    return { ctx, w, h: hh };
-  }
-
-  function localPoint(canvas, event) {
-    const rect = canvas.getBoundingClientRect();
-    return { x: event.clientX - rect.left, y: event.clientY - rect.top };
-  }
+  const fail = (message) => window.ipuReport.fail("placement viewer", message);
+  const fitCanvas = (canvas) => window.ipuReport.fitCanvas(canvas, FONT);
 
   /* A tick step for hex addresses: 1, 2 or 4 times a power of two, at least `min` bytes. */
   function tickStep(min) {

@@ -7,7 +7,9 @@
    hover, click-to-pin (Escape unpins), wheel zoom, drag pan and an overview
    strip, and a per-tile strip of compute and wait cycles with the slowest
    tile.  Numbers from the JSON are printed as they are (String(value)); only
-   shares are derived.  window.runProfile exposes the layout for tests. */
+   shares are derived.  window.runProfile exposes the layout for tests.
+   fail, fitCanvas, localPoint and clamp come from reports/common/common.js
+   (window.ipuReport), inlined before this script. */
 (function () {
   "use strict";
 
@@ -17,6 +19,7 @@
   const MARGIN = { left: 76, right: 12 };
 
   const $ = (id) => document.getElementById(id);
+  const { clamp, localPoint } = window.ipuReport;
 
   /* ---------- small helpers ---------- */
 
@@ -39,7 +42,6 @@
   const isNum = (v) => typeof v === "number" && Number.isFinite(v);
   /* A number as the JSON holds it: integers print as-is, no grouping. */
   const show = (v) => (isNum(v) ? String(v) : "\u2014");
-  const clamp = (v, lo, hi) => Math.min(hi, Math.max(lo, v));
 
   function percent(part, whole) {
     if (!isNum(part) || !isNum(whole) || whole <= 0) return "\u2014";
@@ -56,31 +58,9 @@
     return Math.max(1, nice * power);
   }
 
-  function fail(message) {
-    const box = $("error");
-    box.textContent = message;
-    box.hidden = false;
-    console.error("run-profile report: " + message);
-  }
-
+  const fail = (message) => window.ipuReport.fail("run-profile report", message);
   /* Size a canvas's backing store to its CSS box; returns the 2D context in CSS pixels. */
-  function fitCanvas(canvas) {
-    const ratio = window.devicePixelRatio || 1;
-    const w = canvas.clientWidth, hgt = canvas.clientHeight;
-    const bw = Math.max(1, Math.round(w * ratio)), bh = Math.max(1, Math.round(hgt * ratio));
-    if (canvas.width !== bw) canvas.width = bw;
-    if (canvas.height !== bh) canvas.height = bh;
-    const ctx = canvas.getContext("2d");
-    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
-    ctx.clearRect(0, 0, w, hgt);
-    ctx.font = FONT;
-    return { ctx, w, h: hgt };
-  }
-
-  function localPoint(canvas, event) {
-    const rect = canvas.getBoundingClientRect();
-    return { x: event.clientX - rect.left, y: event.clientY - rect.top };
-  }
+  const fitCanvas = (canvas) => window.ipuReport.fitCanvas(canvas, FONT);
 
   /* ---------- the data ---------- */
 
