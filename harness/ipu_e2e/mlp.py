@@ -18,7 +18,7 @@ from .native import Workload, check_outputs
 MIN_COSINE = {"fp32": 0.99, "device": 0.999}
 # This workload's flags (their defaults are the parser's).
 FLAGS = ("batch", "precision", "blocks", "memory_budget", "seed", "reference_run", "reference_fp32",
-         "dump_tensors", "memory_profile_directory", "tokens", "channels", "hidden")
+         "reference_inferences", "dump_tensors", "memory_profile_directory", "tokens", "channels", "hidden")
 AMP_RATES = {("f143", "f16"): "amp_macs_fp8", ("f143", "f32"): "amp_macs_fp8",
              ("f152", "f16"): "amp_macs_fp8", ("f152", "f32"): "amp_macs_fp8",
              ("f16", "f16"): "amp_macs_fp16_fp16", ("f16", "f32"): "amp_macs_fp16_fp32"}
@@ -51,6 +51,9 @@ def add_arguments(p):
     group.add_argument("--reference-fp32", action="store_true",
                        help="the reference computes in FP32 from the unquantized values (cosine >= 0.99); "
                             "without it, at device precision (cosine >= 0.999)")
+    group.add_argument("--reference-inferences", type=positive_int, default=1, metavar="N",
+                       help="serve N invocations after one initialize and one parameter upload: every "
+                            "output must be bit identical and every parameter byte unchanged (digest)")
     group.add_argument("--dump-tensors", metavar="DIR", type=Path,
                        help="write inputs, parameters, outputs (and the reference) as .npy files")
     group.add_argument("--memory-profile-directory", metavar="DIR", type=Path,
@@ -131,10 +134,13 @@ def execute(ctx, args, profile, package, progress, started):
     if compiled:
         result.update(estimate={"cycles": compiled["plan"]["cycles"], **compiled["estimate"]},
                       plan=compiled["plan"], support=compiled["package"])
-    outcome = runner.run_checked(ctx, package, progress, args.profile_directory, result)
+    outcome = runner.run_checked(ctx, package, progress, args.profile_directory, result,
+                                 args.reference_inferences)
     if outcome is None:
         return EXIT_FAULT, result
     run_result, outputs = outcome
+    resident = result.get("resident")
+    resident_ok = not resident or (resident["identical_outputs"] and resident["parameters_unchanged"])
     total_macs, rate = macs(winfo)
     ideal = total_macs / (info["tiles"] * info["profile"][rate])
     result.update(cycles=run_result["cycles"], ms=run_result["ms"], totals=run_result["totals"],
@@ -142,8 +148,8 @@ def execute(ctx, args, profile, package, progress, started):
     if args.dump_tensors:
         dump(args.dump_tensors, workload, outputs)
     if not args.reference_run:
-        result["status"] = "RAN"
-        return EXIT_OK, result
+        result["status"] = "RAN" if resident_ok else "FAIL"
+        return (EXIT_OK if resident_ok else EXIT_CHECK_FAILED), result
     mode = "fp32" if args.reference_fp32 else "device"
     progress.update(f"{'FP32' if args.reference_fp32 else 'device-precision'} reference")
     begun = time.perf_counter()
@@ -161,7 +167,7 @@ def execute(ctx, args, profile, package, progress, started):
         if args.dump_tensors:
             npy.write_npy(args.dump_tensors / f"{t['name']}.reference.npy", ref, "f32", (t["rows"], t["cols"]))
     result["checks"] = checks
-    passed = all(c["passed"] for c in checks)
+    passed = all(c["passed"] for c in checks) and resident_ok
     result["status"] = "PASS" if passed else "FAIL"
     return (EXIT_OK if passed else EXIT_CHECK_FAILED), result
 
@@ -183,6 +189,12 @@ def report(result, out):
     print(f"  simulated {result['cycles']} cycles ({result['ms']:.4f} ms), compute roofline ratio "
           f"{result['roofline_ratio']:.2f}", file=out)
     print("  wall: " + ", ".join(f"{k} {v:.2f} s" for k, v in result["wall_seconds"].items()), file=out)
+    resident = result.get("resident")
+    if resident:
+        print(f"  {resident['inferences']} inferences after one upload: outputs "
+              f"{'bit identical' if resident['identical_outputs'] else 'DIFFER'}, parameters "
+              f"{'unchanged' if resident['parameters_unchanged'] else 'CHANGED'} (digest "
+              f"{resident['parameter_digest_at_end'][:16]})", file=out)
     for c in result.get("checks", []):
         print(f"  {c['tensor']} against the {result['reference']['mode']} reference: min cosine {c['min_cosine']:.6f} (row {c['min_cosine_row']}), max abs "
               f"error {c['max_abs_error']:.6g}, {c['failed_rows']} failed rows", file=out)

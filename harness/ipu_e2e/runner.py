@@ -3,6 +3,7 @@ expectations recorded in it: recorded inputs are uploaded, the device is
 initialized and run, and every output stream is compared word by word.
 Faults are captured with the device's structured description.
 """
+import hashlib
 import time
 from array import array
 
@@ -16,6 +17,47 @@ class DeviceFault(Exception):
     def __init__(self, message, fault):
         super().__init__(message)
         self.fault = fault
+
+
+def parameter_digest(device, package):
+    """SHA-256 of every parameter byte on the device, where the package says they live."""
+    ranges = package.info()["meta"].get("parameters", {"tile": [], "address": [], "size": []})
+    digest = hashlib.sha256()
+    for tile, address, size in zip(ranges["tile"], ranges["address"], ranges["size"]):
+        digest.update(device.read(tile, address, size))
+    return digest.hexdigest()
+
+
+def run_resident(ctx, package, invocations, progress=None):
+    """Initialize once, upload parameters once, serve several invocations.
+    Returns (last cycle report, outputs of every invocation, the parameter
+    digests after the upload and after the last invocation, seconds per
+    invocation)."""
+    info = package.info()
+    device = Device(ctx, info["profile"])
+    for stream in info["streams"]:
+        if stream["direction"] != "output" and stream["records"].get("input"):
+            device.set_stream(stream["name"], package.record("input", stream["name"]))
+    try:
+        device.initialize(package)
+        uploaded = parameter_digest(device, package)
+        outputs, seconds, result = [], [], None
+        for invocation in range(invocations):
+            if progress:
+                progress.update("running on the device", invocation + 1, invocations)
+            started = time.perf_counter()
+            result = device.run()
+            seconds.append(time.perf_counter() - started)
+            outputs.append({s["name"]: device.stream(s["name"]) for s in info["streams"]
+                            if s["direction"] == "output"})
+        final = parameter_digest(device, package)
+    except IpuError as error:
+        if error.status == DEVICE_FAULT:
+            raise DeviceFault(error.message, device.fault()) from None
+        raise
+    finally:
+        device.close()
+    return result, outputs, (uploaded, final), seconds
 
 
 def run(ctx, package, progress=None, invocations=1):
@@ -60,12 +102,24 @@ def compare_exact(name, actual, expected, word_bytes=4):
     return check
 
 
-def run_checked(ctx, package, progress, profile_directory, result):
+def run_checked(ctx, package, progress, profile_directory, result, invocations=1):
     """Run the package, write the cycle profile (before any check, so a
     failed comparison still leaves something to inspect) and return
-    (run result, outputs); on a device fault, record it in result and return None."""
+    (run result, outputs); on a device fault, record it in result and return None.
+    With several invocations (a resident run) result["resident"] says whether
+    every invocation's outputs were identical and the parameters unchanged."""
     try:
-        run_result, outputs, result["wall_seconds"]["device"] = run(ctx, package, progress)
+        if invocations > 1:
+            run_result, every, (uploaded, final), seconds = run_resident(ctx, package, invocations, progress)
+            outputs = every[-1]
+            result["wall_seconds"]["device"] = sum(seconds)
+            result["resident"] = {
+                "inferences": invocations, "seconds_per_inference": seconds,
+                "identical_outputs": all(o == every[0] for o in every[1:]),
+                "parameter_digest_after_upload": uploaded, "parameter_digest_at_end": final,
+                "parameters_unchanged": uploaded == final}
+        else:
+            run_result, outputs, result["wall_seconds"]["device"] = run(ctx, package, progress)
     except DeviceFault as fault:
         result.update(status="FAULT", fault=fault.fault, message=str(fault))
         return None

@@ -118,6 +118,32 @@ def test_device_precision_reference_tracks_the_device(precision):
     assert device["max_abs_error"] <= fp32["max_abs_error"]
 
 
+def test_resident_run_serves_identical_inferences(cli, tmp_path):
+    result = cli("--quiet", "--workload", "mlp", "--tiles", 16, "--tokens", 21, "--channels", 44, "--hidden", 70,
+                 "--precision", "fp16", "--blocks", 2, "--reference-run", "--reference-inferences", 3,
+                 "--output", tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    resident = json.loads((tmp_path / "result.json").read_text())["resident"]
+    assert resident["inferences"] == 3 and len(resident["seconds_per_inference"]) == 3
+    assert resident["identical_outputs"] and resident["parameters_unchanged"]
+    assert resident["parameter_digest_after_upload"] == resident["parameter_digest_at_end"]
+
+
+def test_parameter_corrupted_after_upload_fails_the_digest_check():
+    ctx, workload, package, _ = build(PADDED, "overwrite-parameter")
+    result = {"wall_seconds": {}}
+    runner.run_checked(ctx, package, None, None, result, invocations=2)
+    resident = result["resident"]
+    assert not resident["parameters_unchanged"]
+    assert resident["parameter_digest_after_upload"] != resident["parameter_digest_at_end"]
+    assert not resident["identical_outputs"]
+    # The same program without the overwrite keeps its parameters.
+    ctx, workload, package, _ = build(PADDED)
+    result = {"wall_seconds": {}}
+    runner.run_checked(ctx, package, None, None, result, invocations=2)
+    assert result["resident"]["parameters_unchanged"] and result["resident"]["identical_outputs"]
+
+
 def test_cli_runs_a_small_mlp_and_replays_it(cli, tmp_path):
     args = ["--quiet", "--workload", "mlp", "--tiles", 16, "--tokens", 19, "--channels", 44, "--hidden", 70,
             "--precision", "fp16", "--blocks", 2, "--reference-run", "--reference-fp32"]

@@ -246,6 +246,22 @@ static json_t *kernel_inventory(const ipu_low_program *prog)
     return out;
 }
 
+/* Where the parameters live (tile, address, size, columnar): a resident run
+ * checks that these bytes never change after the upload. */
+static json_t *parameter_ranges(const ipu_low_program *prog)
+{
+    json_t *tile = json_array(), *address = json_array(), *size = json_array();
+    for (size_t b = 0; b < prog->buffer_count; b++) {
+        const ipu_low_buffer *buf = &prog->buffers[b];
+        if (!buf->persistent)
+            continue;
+        json_array_append_new(tile, json_integer(buf->tile));
+        json_array_append_new(address, json_integer(buf->address));
+        json_array_append_new(size, json_integer(buf->size));
+    }
+    return json_pack("{s:o, s:o, s:o}", "tile", tile, "address", address, "size", size);
+}
+
 /* Pass 2: encode every step's records and the control programs. */
 static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, uint8_t **patches,
                          uint32_t *patch_count)
@@ -452,8 +468,10 @@ ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
     for (size_t s = 0; s < prog->step_count; s++)
         horizon += prog->steps[s].phase.horizon;
     json_t *inventory = status == IPU_OK ? kernel_inventory(prog) : NULL;
-    if (status == IPU_OK && meta)
+    if (status == IPU_OK && meta) {
         json_object_set(meta, "kernels", inventory);
+        json_object_set_new(meta, "parameters", parameter_ranges(prog));
+    }
     if (status == IPU_OK) {
         ipu_pkg_set_meta(b, meta);
         meta = NULL;
