@@ -11,15 +11,12 @@ atomically (artifacts.write_bytes); nothing is written when the report is
 refused.
 """
 import json
-import re
 from pathlib import Path
 
 from . import artifacts
+from .report import REPORTS, inline_page
 
-REPORTS = Path(__file__).resolve().parents[2] / "reports"
 PLACEMENT = REPORTS / "placement"
-COMMON = REPORTS / "common"
-PLACEHOLDER = re.compile(r"/\*@@(CSS|DATA|JS)@@\*/")
 COLUMNS = ("tile", "address", "size", "first", "last", "name", "kind", "alias", "members")
 SECTIONS = ("tiles", "device", "steps", "support", "allocations", "names", "footprint", "gaps", "listing", "repeat")
 
@@ -47,16 +44,6 @@ def check_report(report):
         raise ValueError("placement report: listing columns differ in length")
 
 
-def _asset(path, *forbidden):
-    """A file (of reports/placement or reports/common), checked for text that
-    would end (or confuse) the element it is inlined into."""
-    text = path.read_text(encoding="utf-8")
-    for bad in forbidden:
-        if bad in text.lower():
-            raise ValueError(f"{path} contains '{bad}', which would break its inline element")
-    return text
-
-
 def render_placement_html(json_text):
     """The page for one placement report (its JSON text), as a str."""
     report = json.loads(json_text, parse_constant=_refuse_constant)
@@ -64,15 +51,7 @@ def render_placement_html(json_text):
     # Outside strings, JSON has no '<': replacing it everywhere only touches string contents,
     # where \u003c parses back to '<'.
     data = json_text.strip().replace("<", "\\u003c")
-    template = (PLACEMENT / "template.html").read_text(encoding="utf-8")
-    css = [_asset(folder / name, "</style") for folder, name in ((COMMON, "common.css"), (PLACEMENT, "viewer.css"))]
-    js = [_asset(folder / name, "</script", "<!--") for folder, name in ((COMMON, "common.js"), (PLACEMENT, "viewer.js"))]
-    parts = {"CSS": "\n".join(css), "JS": "\n".join(js), "DATA": data}
-    found = PLACEHOLDER.findall(template)
-    if sorted(found) != sorted(parts):
-        raise ValueError(f"{PLACEMENT / 'template.html'}: expected each placeholder once, found {found}")
-    # One pass, so text inside the inlined parts is never taken for a placeholder.
-    return PLACEHOLDER.sub(lambda match: parts[match.group(1)], template)
+    return inline_page(PLACEMENT, "viewer.css", "viewer.js", data)
 
 
 def write_placement_html(json_path, html_path):

@@ -27,13 +27,28 @@ def embedded_json(value):
 
 
 def _asset(path, *forbidden):
-    """A file (of reports/run_profile or reports/common), checked for text that
-    would end (or confuse) the element it is inlined into."""
+    """A file inlined into a page, checked for text that would end (or
+    confuse) the element it goes into."""
     text = path.read_text(encoding="utf-8")
     for bad in forbidden:
         if bad in text.lower():
             raise ValueError(f"{path} contains '{bad}', which would break its inline element")
     return text
+
+
+def inline_page(folder, css_name, js_name, data):
+    """folder/template.html with common.css then folder/css_name, common.js
+    then folder/js_name, and data (already safe inside a script element)
+    put in its placeholders, each exactly once, in one pass (so text inside
+    the inlined parts is never taken for a placeholder)."""
+    template = (folder / "template.html").read_text(encoding="utf-8")
+    css = [_asset(COMMON / "common.css", "</style"), _asset(folder / css_name, "</style")]
+    js = [_asset(COMMON / "common.js", "</script", "<!--"), _asset(folder / js_name, "</script", "<!--")]
+    parts = {"CSS": "\n".join(css), "JS": "\n".join(js), "DATA": data}
+    found = PLACEHOLDER.findall(template)
+    if sorted(found) != sorted(parts):
+        raise ValueError(f"{folder / 'template.html'}: expected each placeholder once, found {found}")
+    return PLACEHOLDER.sub(lambda match: parts[match.group(1)], template)
 
 
 def render_run_profile_html(profile):
@@ -43,15 +58,7 @@ def render_run_profile_html(profile):
     missing = [key for key in ("cycles", "totals", "steps", "tiles") if key not in profile]
     if missing:
         raise ValueError(f"run profile: missing {', '.join(missing)}")
-    template = (RUN_PROFILE / "template.html").read_text(encoding="utf-8")
-    css = [_asset(folder / name, "</style") for folder, name in ((COMMON, "common.css"), (RUN_PROFILE, "report.css"))]
-    js = [_asset(folder / name, "</script", "<!--") for folder, name in ((COMMON, "common.js"), (RUN_PROFILE, "report.js"))]
-    parts = {"CSS": "\n".join(css), "JS": "\n".join(js), "DATA": embedded_json(profile)}
-    found = PLACEHOLDER.findall(template)
-    if sorted(found) != sorted(parts):
-        raise ValueError(f"{RUN_PROFILE / 'template.html'}: expected each placeholder once, found {found}")
-    # One pass, so text inside the inlined parts is never taken for a placeholder.
-    return PLACEHOLDER.sub(lambda match: parts[match.group(1)], template)
+    return inline_page(RUN_PROFILE, "report.css", "report.js", embedded_json(profile))
 
 
 def write_run_profile_html(path, profile_dict):
