@@ -28,7 +28,7 @@ static const char *INJECT_NAMES[] = {"none", "drop-transfer", "overlap-allocatio
                                       "skip-padding-clear", "overwrite-parameter"};
 
 static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, ipu_profile *p,
-                                uint32_t *budget, int *inject, char **report_path)
+                                uint32_t *budget, int *inject, int *attention, char **report_path)
 {
     json_error_t error;
     json_t *o = json_loads(options_json, 0, &error);
@@ -51,6 +51,20 @@ static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, ipu_prof
     *report_path = path ? strdup(path) : NULL;
     if (path && !*report_path)
         status = IPU_NO_MEMORY(ctx);
+    json_t *mode = json_object_get(o, "attention");
+    *attention = IPU_ATTENTION_AUTO;
+    if (status == IPU_OK && mode && !json_is_null(mode)) {
+        const char *text = json_string_value(mode);
+        int m = IPU_ATTENTION_AUTO;
+        while (text && m <= IPU_ATTENTION_MATERIALIZED && strcmp(text, ipu_attention_mode_name(m)))
+            m++;
+        if (!text || m > IPU_ATTENTION_MATERIALIZED)
+            status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                              "--attention: expected auto, flash or materialized, got %s%s%s",
+                              text ? "'" : "", text ? text : "a non-string", text ? "'" : "");
+        else
+            *attention = m;
+    }
     const char *name = json_string_value(json_object_get(o, "inject"));
     *inject = IPU_INJECT_NONE;
     for (int i = 0; name && status == IPU_OK; i++) {
@@ -114,11 +128,11 @@ static void attempt_free(attempt *a)
 /* Plan at plan_budget and lower; stop before packaging when the liveness
  * peak exceeds the real budget. */
 static ipu_status plan_and_lower(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g,
-                                 uint32_t plan_budget, int inject, attempt *a)
+                                 uint32_t plan_budget, int inject, int attention, attempt *a)
 {
     double t0 = seconds();
     ipu_progress(ctx, "plan", 0, 0);
-    IPU_TRY(ipu_plan_graph(ctx, p, g, plan_budget, &a->plan));
+    IPU_TRY(ipu_plan_graph(ctx, p, g, plan_budget, attention, &a->plan));
     double t1 = seconds();
     ipu_progress(ctx, "lower", 0, 0);
     IPU_TRY(ipu_lower(ctx, &a->plan, inject, &a->prog));
@@ -138,9 +152,9 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_compile: NULL argument");
     ipu_profile p;
     uint32_t budget = 0;
-    int inject = IPU_INJECT_NONE;
+    int inject = IPU_INJECT_NONE, attention = IPU_ATTENTION_AUTO;
     char *report_path = NULL;
-    IPU_TRY(parse_options(ctx, options_json, &p, &budget, &inject, &report_path));
+    IPU_TRY(parse_options(ctx, options_json, &p, &budget, &inject, &attention, &report_path));
     ipu_support_map support = {0, 0, calloc(p.tiles, sizeof(uint32_t)), calloc(p.tiles, sizeof(uint32_t))};
     const ipu_graph *g = &w->graph;
     ipu_assembly_record *records = calloc(g->tensor_count ? g->tensor_count : 1, sizeof *records);
@@ -161,7 +175,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         double plan_s = a.plan_seconds, lower_s = a.lower_seconds, package_s = a.package_seconds;
         attempt_free(&a);
         a.plan_seconds = plan_s, a.lower_seconds = lower_s, a.package_seconds = package_s;
-        status = plan_and_lower(ctx, &p, g, plan_budget, inject, &a);
+        status = plan_and_lower(ctx, &p, g, plan_budget, inject, attention, &a);
         if (status == IPU_ERR_INVALID_ARGUMENT && attempts > 1) {
             /* A tighter re-plan found nothing: say so in terms of the user's budget. */
             char why[1024];

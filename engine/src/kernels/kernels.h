@@ -88,7 +88,8 @@ typedef struct ipu_kernel_call {
     uint32_t arg_count;
     ipu_operand operands[IPU_KERNEL_MAX_OPERANDS];
     uint32_t operand_count;
-    /* Operand index pairs that must not share a memory element. */
+    /* Operand index pairs that must not share a memory element (for every
+     * entry that declares them, operand i is the address in argument i). */
     uint8_t separate[4][2];
     uint32_t separate_count;
 } ipu_kernel_call;

@@ -1,36 +1,26 @@
-/* lower.c: plan -> low program (see lower.h and program.h).
+/* lower.c: plan -> low program (see lower.h and program.h); LayerNorm and
+ * attention are lowered by norm.c and attention.c (lowering.h).
  *
  * Every tensor block of a home layout is a buffer on its tile; a matmul's A
- * operand gets buffers of its own when its layout differs from A's home.
+ * operand (and an add's second input) gets buffers of its own when its
+ * layout differs from the home.
  * Buffers whose rows carry padding are cleared (FILL 0) in the compute phase
  * of the step that first writes them, so whole padded rows can be moved and
  * swept by vector kernels.  Steps are emitted in execution order; buffers
- * record the first and last step that touch them, and every buffer touched
- * inside the Repeat body lives through the whole body.
+ * record the first and last step that touch them (lower_program says how
+ * the Repeat body stretches them).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lower/lower.h"
+#include "lower/lowering.h"
 #include "numerics/numerics.h"
 #include "package/format.h"
 
-typedef struct lowering {
-    ipu_ctx *ctx;
-    const ipu_plan *plan;
-    const ipu_graph *g;
-    ipu_low_program *prog;
-    uint32_t **blocks;   /* per tensor: buffer per (replica, block) of its home */
-    uint8_t *cleared;    /* per buffer: padding already cleared */
-    uint8_t *padded;     /* per buffer: rows carry padding */
-    int init;            /* emitting the init program */
-    uint32_t body_first, body_end; /* main-program steps of the Repeat body */
-} lowering;
+ipu_low_step *low_current(lowering *L) { return &L->prog->steps[L->prog->step_count - 1]; }
 
-static ipu_low_step *current(lowering *L) { return &L->prog->steps[L->prog->step_count - 1]; }
-
-static ipu_status begin_step(lowering *L, int kind, const char *label)
+ipu_status low_begin_step(lowering *L, int kind, const char *label)
 {
     ipu_low_program *p = L->prog;
     IPU_TRY(IPU_GROW(L->ctx, p->steps, p->step_count, p->step_capacity));
@@ -45,7 +35,7 @@ static ipu_status begin_step(lowering *L, int kind, const char *label)
     return IPU_OK;
 }
 
-static void use(lowering *L, uint32_t buffer)
+void low_use(lowering *L, uint32_t buffer)
 {
     ipu_low_buffer *b = &L->prog->buffers[buffer];
     uint32_t step = (uint32_t)L->prog->step_count - 1;
@@ -55,7 +45,7 @@ static void use(lowering *L, uint32_t buffer)
         b->last = step;
 }
 
-static ipu_status new_buffer(lowering *L, uint32_t tile, uint32_t size, uint32_t tensor, int padded,
+ipu_status low_new_buffer(lowering *L, uint32_t tile, uint32_t size, uint32_t tensor, int padded,
                              int aperture, const char *name, uint32_t *id)
 {
     ipu_low_program *p = L->prog;
@@ -87,12 +77,12 @@ static ipu_status new_buffer(lowering *L, uint32_t tile, uint32_t size, uint32_t
     return IPU_OK;
 }
 
-static ipu_status emit_kernel(lowering *L, uint32_t tile, int entry, uint32_t argc,
+ipu_status low_emit_kernel(lowering *L, uint32_t tile, int entry, uint32_t argc,
                               const ipu_low_arg *args, int32_t advance_arg, uint32_t advance)
 {
     ipu_low_program *p = L->prog;
-    if (current(L)->kind != IPU_LOW_COMPUTE)
-        IPU_TRY(begin_step(L, IPU_LOW_COMPUTE, current(L)->label));
+    if (low_current(L)->kind != IPU_LOW_COMPUTE)
+        IPU_TRY(low_begin_step(L, IPU_LOW_COMPUTE, low_current(L)->label));
     IPU_TRY(IPU_GROW(L->ctx, p->kernels, p->kernel_count, p->kernel_capacity));
     ipu_low_kernel *k = &p->kernels[p->kernel_count++];
     memset(k, 0, sizeof *k);
@@ -101,16 +91,13 @@ static ipu_status emit_kernel(lowering *L, uint32_t tile, int entry, uint32_t ar
     k->advance_arg = advance_arg, k->advance = advance;
     for (uint32_t a = 0; a < argc; a++)
         if (args[a].buffer != IPU_LOW_LITERAL)
-            use(L, args[a].buffer);
-    current(L)->count++;
+            low_use(L, args[a].buffer);
+    low_current(L)->count++;
     return IPU_OK;
 }
 
-#define LIT(v) ((ipu_low_arg){IPU_LOW_LITERAL, (uint32_t)(v)})
-#define BUF(b, o) ((ipu_low_arg){(b), (uint32_t)(o)})
-
 /* Clear a padded buffer before the kernel or exchange that first writes it. */
-static ipu_status clear(lowering *L, uint32_t buffer)
+ipu_status low_clear(lowering *L, uint32_t buffer)
 {
     if (!L->padded[buffer] || L->cleared[buffer])
         return IPU_OK;
@@ -121,7 +108,7 @@ static ipu_status clear(lowering *L, uint32_t buffer)
     }
     const ipu_low_buffer *b = &L->prog->buffers[buffer];
     ipu_low_arg args[] = {BUF(buffer, 0), LIT(b->size), LIT(0)};
-    return emit_kernel(L, b->tile, IPU_K_FILL, 3, args, -1, 0);
+    return low_emit_kernel(L, b->tile, IPU_K_FILL, 3, args, -1, 0);
 }
 
 /* ---- buffers of layouts ------------------------------------------------ */
@@ -137,7 +124,7 @@ static int is_padded(const ipu_layout *l, uint32_t j)
     return ipu_layout_stride(l, cols) != cols * l->elem;
 }
 
-static ipu_status layout_buffers(lowering *L, const ipu_layout *l, uint32_t tensor, uint32_t members,
+ipu_status low_layout_buffers(lowering *L, const ipu_layout *l, uint32_t tensor, uint32_t members,
                                  const char *name, uint32_t **out)
 {
     uint32_t *ids = calloc(block_count(l), sizeof *ids);
@@ -148,8 +135,12 @@ static ipu_status layout_buffers(lowering *L, const ipu_layout *l, uint32_t tens
         for (uint32_t i = 0; i < l->row_parts; i++)
             for (uint32_t j = 0; j < l->col_parts; j++) {
                 size_t b = ((size_t)r * l->row_parts + i) * l->col_parts + j;
+                if (l->tiles[b] == IPU_LAYOUT_ABSENT) {
+                    ids[b] = IPU_LOW_LITERAL;
+                    continue;
+                }
                 snprintf(label, sizeof label, "%.30s[%u,%u]%s", name, i, j, r ? "'" : "");
-                ipu_status status = new_buffer(L, ipu_layout_tile(l, i, j, r),
+                ipu_status status = low_new_buffer(L, ipu_layout_tile(l, i, j, r),
                                                ipu_layout_block_bytes(l, i, j) * members, tensor,
                                                is_padded(l, j), 0, label, &ids[b]);
                 if (status == IPU_OK)
@@ -163,15 +154,6 @@ static ipu_status layout_buffers(lowering *L, const ipu_layout *l, uint32_t tens
     return IPU_OK;
 }
 
-static int same_layout(const ipu_layout *a, const ipu_layout *b)
-{
-    return a->rows == b->rows && a->cols == b->cols && a->elem == b->elem &&
-           a->row_parts == b->row_parts && a->col_parts == b->col_parts && a->replicas == b->replicas &&
-           !memcmp(a->row_bounds, b->row_bounds, (a->row_parts + 1) * sizeof *a->row_bounds) &&
-           !memcmp(a->col_bounds, b->col_bounds, (a->col_parts + 1) * sizeof *a->col_bounds) &&
-           !memcmp(a->tiles, b->tiles, block_count(a) * sizeof *a->tiles);
-}
-
 /* ---- redistribution ---------------------------------------------------- */
 
 static uint32_t dst_buffer(const ipu_layout *d, const uint32_t *ids, const ipu_piece_dst *q)
@@ -183,28 +165,28 @@ static uint32_t dst_buffer(const ipu_layout *d, const uint32_t *ids, const ipu_p
 }
 
 /* One step: local copies in its compute phase, transfers in its exchange. */
-static ipu_status redistribute(lowering *L, const ipu_layout *s, const uint32_t *src,
+ipu_status low_redistribute(lowering *L, const ipu_layout *s, const uint32_t *src,
                                const ipu_layout *d, const uint32_t *dst, const char *label)
 {
     ipu_redistribution rd;
     IPU_TRY(ipu_redistribute(L->ctx, s, d, &rd));
     ipu_low_program *p = L->prog;
-    ipu_status status = begin_step(L, IPU_LOW_COMPUTE, label);
+    ipu_status status = low_begin_step(L, IPU_LOW_COMPUTE, label);
     for (size_t n = 0; n < rd.copy_count && status == IPU_OK; n++) {
         const ipu_piece *c = &rd.copies[n];
         uint32_t to = dst_buffer(d, dst, &rd.dsts[c->first_dst]);
-        status = clear(L, to);
+        status = low_clear(L, to);
         ipu_low_arg args[] = {BUF(src[c->src_block], c->src_offset),
                               BUF(to, rd.dsts[c->first_dst].offset), LIT(c->bytes)};
         if (status == IPU_OK)
-            status = emit_kernel(L, c->src_tile, IPU_K_COPY, 3, args, -1, 0);
+            status = low_emit_kernel(L, c->src_tile, IPU_K_COPY, 3, args, -1, 0);
     }
     /* Receivers' padding is cleared in the compute phase before the exchange. */
     for (size_t n = 0; n < rd.piece_count && status == IPU_OK; n++)
         for (uint32_t k = 0; k < rd.pieces[n].dst_count && status == IPU_OK; k++)
-            status = clear(L, dst_buffer(d, dst, &rd.dsts[rd.pieces[n].first_dst + k]));
+            status = low_clear(L, dst_buffer(d, dst, &rd.dsts[rd.pieces[n].first_dst + k]));
     if (status == IPU_OK && rd.piece_count) {
-        status = begin_step(L, IPU_LOW_EXCHANGE, label);
+        status = low_begin_step(L, IPU_LOW_EXCHANGE, label);
         for (size_t n = 0; n < rd.piece_count && status == IPU_OK; n++) {
             const ipu_piece *c = &rd.pieces[n];
             status = IPU_GROW(L->ctx, p->xfers, p->xfer_count, p->xfer_capacity);
@@ -212,21 +194,39 @@ static ipu_status redistribute(lowering *L, const ipu_layout *s, const uint32_t 
                 break;
             p->xfers[p->xfer_count++] = (ipu_low_xfer){src[c->src_block], c->src_offset, c->bytes,
                                                         (uint32_t)p->xdst_count, c->dst_count};
-            use(L, src[c->src_block]);
+            low_use(L, src[c->src_block]);
             for (uint32_t k = 0; k < c->dst_count && status == IPU_OK; k++) {
                 const ipu_piece_dst *q = &rd.dsts[c->first_dst + k];
                 status = IPU_GROW(L->ctx, p->xdsts, p->xdst_count, p->xdst_capacity);
                 if (status == IPU_OK) {
                     uint32_t to = dst_buffer(d, dst, q);
                     p->xdsts[p->xdst_count++] = (ipu_low_xdst){to, q->offset};
-                    use(L, to);
+                    low_use(L, to);
                 }
             }
-            current(L)->count++;
+            low_current(L)->count++;
         }
     }
     ipu_redistribution_free(&rd);
     return status;
+}
+
+ipu_status low_operand(lowering *L, size_t index, int slot, uint32_t tensor, const ipu_layout *l,
+                       const char *label, const uint32_t **ids)
+{
+    if (!l->tiles) {
+        *ids = low_home_ids(L, tensor);
+        return IPU_OK;
+    }
+    uint32_t **own = &L->operands[index][slot];
+    if (!*own) {
+        char name[64];
+        snprintf(name, sizeof name, "%.40s@op%zu", L->g->tensors[tensor].name, index);
+        IPU_TRY(low_layout_buffers(L, l, tensor, 1, name, own));
+    }
+    IPU_TRY(low_redistribute(L, &L->plan->home[tensor], low_home_ids(L, tensor), l, *own, label));
+    *ids = *own;
+    return IPU_OK;
 }
 
 /* ---- host streams ------------------------------------------------------ */
@@ -250,8 +250,8 @@ static ipu_status add_host(lowering *L, uint32_t buffer, uint32_t offset, uint32
     ipu_low_program *p = L->prog;
     IPU_TRY(IPU_GROW(L->ctx, p->hosts, p->host_count, p->host_capacity));
     p->hosts[p->host_count++] = (ipu_low_host){buffer, offset, bytes, stream, stream_offset};
-    use(L, buffer);
-    current(L)->count++;
+    low_use(L, buffer);
+    low_current(L)->count++;
     return IPU_OK;
 }
 
@@ -307,28 +307,28 @@ static ipu_status host_rounds(lowering *L, const ipu_layout *l, const uint32_t *
         ipu_status status = staging ? IPU_OK : IPU_NO_MEMORY(L->ctx);
         for (size_t n = 0; n < count && status == IPU_OK; n++) {
             const chunk *c = &chunks[n];
-            status = new_buffer(L, c->tile, c->rows * c->stride, IPU_LOW_LITERAL,
+            status = low_new_buffer(L, c->tile, c->rows * c->stride, IPU_LOW_LITERAL,
                                 c->stride != (c->c1 - c->c0) * l->elem, 1, "host-staging",
                                 &staging[n]);
         }
         /* In: clear staging padding, host writes the payload, copy into place.
          * Out: copy the rows into staging, host reads the payload. */
         if (status == IPU_OK)
-            status = begin_step(L, IPU_LOW_COMPUTE, label);
+            status = low_begin_step(L, IPU_LOW_COMPUTE, label);
         for (size_t n = 0; n < count && status == IPU_OK; n++) {
             const chunk *c = &chunks[n];
             uint32_t block_bytes = ipu_layout_block_bytes(l, c->block / l->col_parts % l->row_parts,
                                                           c->block % l->col_parts);
             uint32_t at = c->member * block_bytes + c->row0 * c->stride;
             if (in) {
-                status = clear(L, staging[n]);
+                status = low_clear(L, staging[n]);
             } else {
                 ipu_low_arg args[] = {BUF(c->buffer, at), BUF(staging[n], 0), LIT(c->rows * c->stride)};
-                status = emit_kernel(L, c->tile, IPU_K_COPY, 3, args, -1, 0);
+                status = low_emit_kernel(L, c->tile, IPU_K_COPY, 3, args, -1, 0);
             }
         }
         if (status == IPU_OK)
-            status = begin_step(L, in ? IPU_LOW_HOST_IN : IPU_LOW_HOST_OUT, label);
+            status = low_begin_step(L, in ? IPU_LOW_HOST_IN : IPU_LOW_HOST_OUT, label);
         for (size_t n = 0; n < count && status == IPU_OK; n++) {
             const chunk *c = &chunks[n];
             for (uint32_t row = 0; row < c->rows && status == IPU_OK; row++)
@@ -337,17 +337,17 @@ static ipu_status host_rounds(lowering *L, const ipu_layout *l, const uint32_t *
                                       (uint64_t)c->c0 * l->elem);
         }
         if (status == IPU_OK && in) {
-            status = begin_step(L, IPU_LOW_COMPUTE, label);
+            status = low_begin_step(L, IPU_LOW_COMPUTE, label);
             for (size_t n = 0; n < count && status == IPU_OK; n++) {
                 const chunk *c = &chunks[n];
                 uint32_t block_bytes = ipu_layout_block_bytes(l, c->block / l->col_parts % l->row_parts,
                                                               c->block % l->col_parts);
-                status = clear(L, c->buffer);
+                status = low_clear(L, c->buffer);
                 ipu_low_arg args[] = {BUF(staging[n], 0),
                                       BUF(c->buffer, c->member * block_bytes + c->row0 * c->stride),
                                       LIT(c->rows * c->stride)};
                 if (status == IPU_OK)
-                    status = emit_kernel(L, c->tile, IPU_K_COPY, 3, args, -1, 0);
+                    status = low_emit_kernel(L, c->tile, IPU_K_COPY, 3, args, -1, 0);
             }
         }
         free(staging);
@@ -359,9 +359,9 @@ static ipu_status host_rounds(lowering *L, const ipu_layout *l, const uint32_t *
 
 /* ---- ops --------------------------------------------------------------- */
 
-static const uint32_t *home_ids(lowering *L, uint32_t tensor) { return L->blocks[tensor]; }
+const uint32_t *low_home_ids(lowering *L, uint32_t tensor) { return L->blocks[tensor]; }
 
-static uint32_t elements_per_row(const ipu_layout *l, uint32_t j)
+uint32_t low_elements_per_row(const ipu_layout *l, uint32_t j)
 {
     return ipu_layout_stride(l, l->col_bounds[j + 1] - l->col_bounds[j]) / l->elem;
 }
@@ -376,7 +376,7 @@ static void sub_band(const ipu_layout *c, uint32_t i, uint32_t j, uint32_t l, ui
     *stride = ipu_layout_stride(c, c->col_bounds[j + 1] - c->col_bounds[j]);
 }
 
-static ipu_status lower_matmul(lowering *L, size_t index, uint32_t **operand_a, uint32_t *partials)
+static ipu_status lower_matmul(lowering *L, size_t index, uint32_t *partials)
 {
     const ipu_graph *g = L->g;
     const ipu_ir_op *op = &g->ops[index];
@@ -387,21 +387,13 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t **operand_a, 
     uint32_t gm = o->grid.gm, gn = o->grid.gn, gk = o->grid.gk;
     char label[64];
     snprintf(label, sizeof label, "op%zu matmul %.40s", index, tc->name);
-    /* A: the operand layout, redistributed from A's home unless it is the home. */
-    const uint32_t *a_ids = home_ids(L, op->in[0]);
-    if (!same_layout(home_a, &o->a)) {
-        if (!operand_a[index]) {
-            char name[64];
-            snprintf(name, sizeof name, "%.40s@op%zu", ta->name, index);
-            IPU_TRY(layout_buffers(L, &o->a, op->in[0], 1, name, &operand_a[index]));
-        }
-        IPU_TRY(redistribute(L, home_a, a_ids, &o->a, operand_a[index], label));
-        a_ids = operand_a[index];
-    }
-    const uint32_t *b_ids = home_ids(L, op->in[1]);
+    const uint32_t *a_ids;
+    IPU_TRY(low_operand(L, index, 0, op->in[0], ipu_layout_same(home_a, &o->a) ? &(ipu_layout){0} : &o->a, label,
+                        &a_ids));
+    const uint32_t *b_ids = low_home_ids(L, op->in[1]);
     int f8 = ta->dtype == IPU_DT_F143 || ta->dtype == IPU_DT_F152;
     uint32_t out = (uint32_t)ipu_dtype_size(tc->dtype);
-    IPU_TRY(begin_step(L, IPU_LOW_COMPUTE, label));
+    IPU_TRY(low_begin_step(L, IPU_LOW_COMPUTE, label));
     for (uint32_t i = 0; i < gm; i++)
         for (uint32_t j = 0; j < gn; j++)
             for (uint32_t l = 0; l < gk; l++) {
@@ -414,17 +406,17 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t **operand_a, 
                 uint32_t tile = L->prog->buffers[a_buf].tile, c_buf;
                 uint32_t ldc_bytes = ipu_layout_stride(home_c, n1 - n0);
                 if (gk == 1) {
-                    c_buf = home_ids(L, op->out)[(size_t)i * gn + j];
+                    c_buf = low_home_ids(L, op->out)[(size_t)i * gn + j];
                 } else {
                     size_t p = ((size_t)i * gn + j) * gk + l;
                     char name[96];
                     snprintf(name, sizeof name, "%.30s.partial[%u,%u,%u]", tc->name, i, j, l);
-                    IPU_TRY(new_buffer(L, tile, (r1 - r0) * ldc_bytes, op->out,
+                    IPU_TRY(low_new_buffer(L, tile, (r1 - r0) * ldc_bytes, op->out,
                                        ldc_bytes != (n1 - n0) * out, 0, name, &partials[p]));
                     c_buf = partials[p];
                 }
-                IPU_TRY(clear(L, c_buf));
-                uint32_t lda = elements_per_row(&o->a, l), ldb = elements_per_row(&o->b, j),
+                IPU_TRY(low_clear(L, c_buf));
+                uint32_t lda = low_elements_per_row(&o->a, l), ldb = low_elements_per_row(&o->b, j),
                          ldc = ldc_bytes / out;
                 uint32_t members_stride = ipu_layout_block_bytes(&o->b, l, j);
                 int32_t advance_arg = tb->sequence > 1 ? 1 : -1;
@@ -435,12 +427,12 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t **operand_a, 
                                           LIT((uint32_t)(uint8_t)(int8_t)ta->scale |
                                               (uint32_t)(uint8_t)(int8_t)tb->scale << 8),
                                           LIT(tc->dtype), LIT(0), LIT(lda), LIT(ldb), LIT(ldc)};
-                    IPU_TRY(emit_kernel(L, tile, IPU_K_GEMM_F8, 13, args, advance_arg, members_stride));
+                    IPU_TRY(low_emit_kernel(L, tile, IPU_K_GEMM_F8, 13, args, advance_arg, members_stride));
                 } else {
                     ipu_low_arg args[] = {BUF(a_buf, 0), BUF(b_buf, 0), BUF(c_buf, 0), LIT(r1 - r0),
                                           LIT(n1 - n0), LIT(k1 - k0), LIT(tc->dtype), LIT(0),
                                           LIT(lda), LIT(ldb), LIT(ldc)};
-                    IPU_TRY(emit_kernel(L, tile, IPU_K_GEMM_F16, 11, args, advance_arg, members_stride));
+                    IPU_TRY(low_emit_kernel(L, tile, IPU_K_GEMM_F16, 11, args, advance_arg, members_stride));
                 }
             }
     if (gk == 1)
@@ -450,7 +442,7 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t **operand_a, 
     uint32_t *staging = calloc((size_t)gm * gn * gk * gk, sizeof *staging);
     if (!staging)
         return IPU_NO_MEMORY(L->ctx);
-    ipu_status status = begin_step(L, IPU_LOW_COMPUTE, label);
+    ipu_status status = low_begin_step(L, IPU_LOW_COMPUTE, label);
     for (uint32_t i = 0; i < gm && status == IPU_OK; i++)
         for (uint32_t j = 0; j < gn && status == IPU_OK; j++)
             for (uint32_t l = 0; l < gk && status == IPU_OK; l++) {
@@ -461,14 +453,14 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t **operand_a, 
                         continue;
                     size_t s = (((size_t)i * gn + j) * gk + l) * gk + q;
                     uint32_t tile = home_c->tiles[(size_t)(i * gk + l) * gn + j];
-                    status = new_buffer(L, tile, band * stride, op->out, 0, 0, "reduce-staging", &staging[s]);
+                    status = low_new_buffer(L, tile, band * stride, op->out, 0, 0, "reduce-staging", &staging[s]);
                     L->cleared[staging[s]] = 1; /* fully written by the exchange */
                     if (status == IPU_OK)
-                        use(L, staging[s]);
+                        low_use(L, staging[s]);
                 }
             }
     if (status == IPU_OK)
-        status = begin_step(L, IPU_LOW_EXCHANGE, label);
+        status = low_begin_step(L, IPU_LOW_EXCHANGE, label);
     for (uint32_t i = 0; i < gm && status == IPU_OK; i++)
         for (uint32_t j = 0; j < gn && status == IPU_OK; j++)
             for (uint32_t l = 0; l < gk && status == IPU_OK; l++) {
@@ -487,22 +479,22 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t **operand_a, 
                     p->xfers[p->xfer_count++] =
                         (ipu_low_xfer){from, row0 * stride, band * stride, (uint32_t)p->xdst_count, 1};
                     p->xdsts[p->xdst_count++] = (ipu_low_xdst){to, 0};
-                    use(L, from), use(L, to);
-                    current(L)->count++;
+                    low_use(L, from), low_use(L, to);
+                    low_current(L)->count++;
                 }
             }
     if (status == IPU_OK)
-        status = begin_step(L, IPU_LOW_COMPUTE, label);
+        status = low_begin_step(L, IPU_LOW_COMPUTE, label);
     for (uint32_t i = 0; i < gm && status == IPU_OK; i++)
         for (uint32_t j = 0; j < gn && status == IPU_OK; j++)
             for (uint32_t l = 0; l < gk && status == IPU_OK; l++) {
                 uint32_t row0, band, stride;
                 sub_band(home_c, i, j, l, gk, &row0, &band, &stride);
                 uint32_t bytes = band * stride;
-                uint32_t result = home_ids(L, op->out)[(size_t)(i * gk + l) * gn + j];
+                uint32_t result = low_home_ids(L, op->out)[(size_t)(i * gk + l) * gn + j];
                 uint32_t own = partials[((size_t)i * gn + j) * gk + l];
                 uint32_t tile = L->prog->buffers[result].tile;
-                status = clear(L, result);
+                status = low_clear(L, result);
                 int first = 1;
                 for (uint32_t q = 0; q < gk && status == IPU_OK; q++) {
                     if (q == l)
@@ -510,7 +502,7 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t **operand_a, 
                     uint32_t s = staging[(((size_t)i * gn + j) * gk + l) * gk + q];
                     ipu_low_arg args[] = {first ? BUF(own, row0 * stride) : BUF(result, 0), BUF(s, 0),
                                           BUF(result, 0), LIT(bytes / out), LIT(tc->dtype)};
-                    status = emit_kernel(L, tile, IPU_K_ADD, 5, args, -1, 0);
+                    status = low_emit_kernel(L, tile, IPU_K_ADD, 5, args, -1, 0);
                     first = 0;
                 }
             }
@@ -524,18 +516,20 @@ static ipu_status lower_elementwise(lowering *L, size_t index)
     const ipu_ir_op *op = &g->ops[index];
     const ipu_ir_tensor *ti = &g->tensors[op->in[0]], *to = &g->tensors[op->out];
     const ipu_layout *li = &L->plan->home[op->in[0]], *lo = &L->plan->home[op->out];
-    const uint32_t *in_ids = home_ids(L, op->in[0]), *out_ids = home_ids(L, op->out);
-    const uint32_t *in2_ids = op->kind == IPU_IR_ADD ? home_ids(L, op->in[1]) : NULL;
+    const uint32_t *in_ids = low_home_ids(L, op->in[0]), *out_ids = low_home_ids(L, op->out);
+    const uint32_t *in2_ids = NULL;
     char label[64];
     snprintf(label, sizeof label, "op%zu %s %.40s", index, ipu_ir_op_name(op->kind), to->name);
-    IPU_TRY(begin_step(L, IPU_LOW_COMPUTE, label));
+    if (op->kind == IPU_IR_ADD)
+        IPU_TRY(low_operand(L, index, 1, op->in[1], &L->plan->ops[index].b, label, &in2_ids));
+    IPU_TRY(low_begin_step(L, IPU_LOW_COMPUTE, label));
     for (uint32_t i = 0; i < lo->row_parts; i++)
         for (uint32_t j = 0; j < lo->col_parts; j++) {
             size_t b = (size_t)i * lo->col_parts + j;
             uint32_t src = in_ids[b], dst = out_ids[b], tile = ipu_layout_tile(lo, i, j, 0);
             uint32_t rows = lo->row_bounds[i + 1] - lo->row_bounds[i];
-            uint32_t in_row = elements_per_row(li, j), out_row = elements_per_row(lo, j);
-            IPU_TRY(clear(L, dst));
+            uint32_t in_row = low_elements_per_row(li, j), out_row = low_elements_per_row(lo, j);
+            IPU_TRY(low_clear(L, dst));
             if (op->kind == IPU_IR_CAST) {
                 /* One sweep when rows hold as many elements in both types. */
                 uint32_t calls = in_row == out_row ? 1 : rows, count = in_row == out_row ? rows * in_row
@@ -544,18 +538,18 @@ static ipu_status lower_elementwise(lowering *L, size_t index)
                     ipu_low_arg args[] = {BUF(src, c * in_row * li->elem), BUF(dst, c * out_row * lo->elem),
                                           LIT(count), LIT(ti->dtype), LIT((uint32_t)ti->scale),
                                           LIT(to->dtype), LIT((uint32_t)to->scale)};
-                    IPU_TRY(emit_kernel(L, tile, IPU_K_CAST, 7, args, -1, 0));
+                    IPU_TRY(low_emit_kernel(L, tile, IPU_K_CAST, 7, args, -1, 0));
                 }
             } else if (op->kind == IPU_IR_GELU) {
                 ipu_low_arg args[] = {BUF(src, 0), BUF(dst, 0), LIT(rows * out_row), LIT(to->dtype)};
-                IPU_TRY(emit_kernel(L, tile, IPU_K_GELU, 4, args, -1, 0));
+                IPU_TRY(low_emit_kernel(L, tile, IPU_K_GELU, 4, args, -1, 0));
             } else if (op->kind == IPU_IR_ADD) {
                 ipu_low_arg args[] = {BUF(src, 0), BUF(in2_ids[b], 0), BUF(dst, 0), LIT(rows * out_row),
                                       LIT(to->dtype)};
-                IPU_TRY(emit_kernel(L, tile, IPU_K_ADD, 5, args, -1, 0));
+                IPU_TRY(low_emit_kernel(L, tile, IPU_K_ADD, 5, args, -1, 0));
             } else {
                 ipu_low_arg args[] = {BUF(src, 0), BUF(dst, 0), LIT(rows * out_row * lo->elem)};
-                IPU_TRY(emit_kernel(L, tile, IPU_K_COPY, 3, args, -1, 0));
+                IPU_TRY(low_emit_kernel(L, tile, IPU_K_COPY, 3, args, -1, 0));
             }
         }
     return IPU_OK;
@@ -579,18 +573,22 @@ void ipu_low_free(ipu_low_program *prog)
     memset(prog, 0, sizeof *prog);
 }
 
-static ipu_status lower_ops(lowering *L, size_t first, size_t end, uint32_t **operand_a,
-                            uint32_t **partials)
+static ipu_status lower_ops(lowering *L, size_t first, size_t end, uint32_t **partials)
 {
     for (size_t i = first; i < end; i++) {
-        if (L->g->ops[i].kind == IPU_IR_MATMUL) {
+        int kind = L->g->ops[i].kind;
+        if (kind == IPU_IR_LAYERNORM) {
+            IPU_TRY(ipu_lower_layernorm(L, i));
+        } else if (kind == IPU_IR_ATTENTION || kind == IPU_IR_MAP_POOL) {
+            IPU_TRY(ipu_lower_attention(L, i));
+        } else if (kind == IPU_IR_MATMUL) {
             const ipu_matmul_grid *grid = &L->plan->ops[i].grid;
             if (!partials[i] && grid->gk > 1) {
                 partials[i] = calloc((size_t)grid->gm * grid->gn * grid->gk, sizeof *partials[i]);
                 if (!partials[i])
                     return IPU_NO_MEMORY(L->ctx);
             }
-            IPU_TRY(lower_matmul(L, i, operand_a, partials[i]));
+            IPU_TRY(lower_matmul(L, i, partials[i]));
         } else {
             IPU_TRY(lower_elementwise(L, i));
         }
@@ -598,7 +596,7 @@ static ipu_status lower_ops(lowering *L, size_t first, size_t end, uint32_t **op
     return IPU_OK;
 }
 
-static ipu_status lower_program(lowering *L, uint32_t **operand_a, uint32_t **partials)
+static ipu_status lower_program(lowering *L, uint32_t **partials)
 {
     const ipu_graph *g = L->g;
     const ipu_ir_repeat *r = &g->repeat;
@@ -608,7 +606,7 @@ static ipu_status lower_program(lowering *L, uint32_t **operand_a, uint32_t **pa
     for (size_t t = 0; t < g->tensor_count; t++) {
         if (r->iterations && t == r->carried_init)
             continue;
-        IPU_TRY(layout_buffers(L, &L->plan->home[t], (uint32_t)t, g->tensors[t].sequence,
+        IPU_TRY(low_layout_buffers(L, &L->plan->home[t], (uint32_t)t, g->tensors[t].sequence,
                                g->tensors[t].name, &L->blocks[t]));
     }
     if (r->iterations) {
@@ -648,18 +646,18 @@ static ipu_status lower_program(lowering *L, uint32_t **operand_a, uint32_t **pa
         IPU_TRY(host_rounds(L, &L->plan->home[t], L->blocks[t], 1, stream, 1, x->name));
     }
     size_t body = r->iterations ? r->first_op : g->op_count, body_end = r->first_op + r->op_count;
-    IPU_TRY(lower_ops(L, 0, body, operand_a, partials));
+    IPU_TRY(lower_ops(L, 0, body, partials));
     if (r->iterations) {
         L->body_first = (uint32_t)prog->step_count;
-        IPU_TRY(lower_ops(L, body, body_end, operand_a, partials));
+        IPU_TRY(lower_ops(L, body, body_end, partials));
         if (r->carried_next != r->carried)
-            IPU_TRY(redistribute(L, &L->plan->home[r->carried_next], L->blocks[r->carried_next],
+            IPU_TRY(low_redistribute(L, &L->plan->home[r->carried_next], L->blocks[r->carried_next],
                                  &L->plan->home[r->carried], L->blocks[r->carried], "carry"));
         L->body_end = (uint32_t)prog->step_count;
         prog->repeat_first = L->body_first;
         prog->repeat_count = L->body_end - L->body_first;
         prog->repeat_iterations = r->iterations;
-        IPU_TRY(lower_ops(L, body_end, g->op_count, operand_a, partials));
+        IPU_TRY(lower_ops(L, body_end, g->op_count, partials));
     }
     if (prog->inject == IPU_INJECT_OVERWRITE_PARAMETER) {
         /* Zero the first parameter block after its last use: this invocation
@@ -667,9 +665,9 @@ static ipu_status lower_program(lowering *L, uint32_t **operand_a, uint32_t **pa
         for (size_t b = 0; b < prog->buffer_count; b++) {
             if (!prog->buffers[b].persistent)
                 continue;
-            IPU_TRY(begin_step(L, IPU_LOW_COMPUTE, "injected overwrite"));
+            IPU_TRY(low_begin_step(L, IPU_LOW_COMPUTE, "injected overwrite"));
             ipu_low_arg args[] = {BUF((uint32_t)b, 0), LIT(prog->buffers[b].size), LIT(0)};
-            IPU_TRY(emit_kernel(L, prog->buffers[b].tile, IPU_K_FILL, 3, args, -1, 0));
+            IPU_TRY(low_emit_kernel(L, prog->buffers[b].tile, IPU_K_FILL, 3, args, -1, 0));
             prog->inject = IPU_INJECT_NONE;
             break;
         }
@@ -681,8 +679,11 @@ static ipu_status lower_program(lowering *L, uint32_t **operand_a, uint32_t **pa
         IPU_TRY(add_stream(L, x->name, IPU_STREAM_OUTPUT, ipu_ir_tensor_bytes(x), (uint32_t)t, &stream));
         IPU_TRY(host_rounds(L, &L->plan->home[t], L->blocks[t], 1, stream, 0, x->name));
     }
-    /* Lifetimes: parameters for the whole program; anything the body touches
-     * through the whole body. */
+    /* Lifetimes: parameters for the whole program.  A value made before the
+     * body and touched in it (the carried storage included) lives through
+     * the whole body, every iteration; a buffer first touched inside the body
+     * is written there before it is read in every iteration, so it keeps its
+     * own steps and others may use its bytes in the rest of the body. */
     uint32_t last = (uint32_t)prog->step_count - 1;
     for (size_t b = 0; b < prog->buffer_count; b++) {
         ipu_low_buffer *buf = &prog->buffers[b];
@@ -690,10 +691,8 @@ static ipu_status lower_program(lowering *L, uint32_t **operand_a, uint32_t **pa
             buf->first = buf->last = 0; /* never touched: placed but idle */
         if (buf->persistent)
             buf->first = 0, buf->last = last;
-        if (r->iterations && buf->first < L->body_end && buf->last >= L->body_first) {
-            buf->first = buf->first < L->body_first ? buf->first : L->body_first;
+        if (r->iterations && buf->first < L->body_first && buf->last >= L->body_first)
             buf->last = buf->last > L->body_end - 1 ? buf->last : L->body_end - 1;
-        }
     }
     return IPU_OK;
 }
@@ -704,21 +703,22 @@ ipu_status ipu_lower(ipu_ctx *ctx, const ipu_plan *plan, int inject, ipu_low_pro
     out->profile = plan->profile;
     out->inject = inject;
     const ipu_graph *g = plan->graph;
-    lowering L = {ctx, plan, g, out, NULL, NULL, NULL, 0, 0, 0};
+    lowering L = {ctx, plan, g, out, NULL, NULL, NULL, NULL, 0, 0, 0};
     L.blocks = calloc(g->tensor_count, sizeof *L.blocks);
-    uint32_t **operand_a = calloc(g->op_count, sizeof *operand_a);
-    uint32_t **partials = calloc(g->op_count, sizeof *partials);
-    ipu_status status = L.blocks && operand_a && partials ? IPU_OK : IPU_NO_MEMORY(ctx);
+    L.operands = calloc(g->op_count ? g->op_count : 1, sizeof *L.operands);
+    uint32_t **partials = calloc(g->op_count ? g->op_count : 1, sizeof *partials);
+    ipu_status status = L.blocks && L.operands && partials ? IPU_OK : IPU_NO_MEMORY(ctx);
     if (status == IPU_OK)
-        status = lower_program(&L, operand_a, partials);
+        status = lower_program(&L, partials);
     for (size_t t = 0; L.blocks && t < g->tensor_count; t++)
         free(L.blocks[t]);
-    for (size_t i = 0; operand_a && i < g->op_count; i++)
-        free(operand_a[i]);
+    for (size_t i = 0; L.operands && i < g->op_count; i++)
+        for (int k = 0; k < 3; k++)
+            free(L.operands[i][k]);
     for (size_t i = 0; partials && i < g->op_count; i++)
         free(partials[i]);
     free(L.blocks);
-    free(operand_a);
+    free(L.operands);
     free(partials);
     free(L.cleared);
     free(L.padded);

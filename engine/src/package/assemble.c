@@ -188,15 +188,24 @@ static ipu_status place_buffers(assembly *A, uint32_t code_end, uint32_t desc_ba
     }
     for (uint32_t t = 0; t < A->tiles && status == IPU_OK; t++)
         reserved[t] = (ipu_place_range){t, desc_base, desc_limit};
-    /* A GEMM's output must not share an element with either input. */
+    /* Operands a kernel declares separate (a GEMM's output and its inputs,
+     * an attention state and Q, K, V...) must not share a memory element:
+     * operand i of such an entry is its argument i (kernels.h). */
     for (size_t k = 0; k < prog->kernel_count && status == IPU_OK; k++) {
         const ipu_low_kernel *kn = &prog->kernels[k];
-        if (kn->entry != IPU_K_GEMM_F16 && kn->entry != IPU_K_GEMM_F8)
-            continue;
-        for (int side = 0; side < 2 && status == IPU_OK; side++) {
+        ipu_kernel_call call = {.entry = kn->entry, .arg_count = kn->argc};
+        for (uint32_t a = 0; a < kn->argc; a++)
+            call.args[a] = kn->args[a].value;
+        if (ipu_kernel_describe(&call))
+            continue; /* malformed: the device reports it */
+        for (uint32_t c = 0; c < call.separate_count && status == IPU_OK; c++) {
+            uint32_t x = call.separate[c][0], y = call.separate[c][1];
+            if (x >= kn->argc || y >= kn->argc || kn->args[x].buffer == IPU_LOW_LITERAL ||
+                kn->args[y].buffer == IPU_LOW_LITERAL || kn->args[x].buffer == kn->args[y].buffer)
+                continue;
             status = IPU_GROW(A->ctx, conf, conf_count, conf_capacity);
             if (status == IPU_OK)
-                conf[conf_count++] = (ipu_place_conflict){kn->args[side].buffer, kn->args[2].buffer};
+                conf[conf_count++] = (ipu_place_conflict){kn->args[x].buffer, kn->args[y].buffer};
         }
     }
     if (status == IPU_OK)

@@ -66,6 +66,44 @@ ipu_status ipu_layout_copy(ipu_ctx *ctx, ipu_layout *dst, const ipu_layout *src)
     return IPU_OK;
 }
 
+ipu_status ipu_layout_follow(ipu_ctx *ctx, ipu_layout *dst, const ipu_layout *src, uint32_t elem)
+{
+    IPU_TRY(ipu_layout_alloc(ctx, dst, src->rows, src->cols, elem, src->row_parts, src->col_parts, 1));
+    memcpy(dst->row_bounds, src->row_bounds, ((size_t)src->row_parts + 1) * sizeof *dst->row_bounds);
+    memcpy(dst->col_bounds, src->col_bounds, ((size_t)src->col_parts + 1) * sizeof *dst->col_bounds);
+    memcpy(dst->tiles, src->tiles, (size_t)src->row_parts * src->col_parts * sizeof *dst->tiles);
+    return IPU_OK;
+}
+
+void ipu_layout_rotate(ipu_layout *l, uint32_t by, uint32_t tiles)
+{
+    size_t blocks = (size_t)l->replicas * l->row_parts * l->col_parts;
+    for (size_t b = 0; b < blocks; b++)
+        if (l->tiles[b] != IPU_LAYOUT_ABSENT)
+            l->tiles[b] = (uint32_t)(((uint64_t)l->tiles[b] + by) % tiles);
+}
+
+int ipu_layout_same(const ipu_layout *a, const ipu_layout *b)
+{
+    return a->rows == b->rows && a->cols == b->cols && a->elem == b->elem &&
+           a->row_parts == b->row_parts && a->col_parts == b->col_parts && a->replicas == b->replicas &&
+           !memcmp(a->row_bounds, b->row_bounds, (a->row_parts + 1) * sizeof *a->row_bounds) &&
+           !memcmp(a->col_bounds, b->col_bounds, (a->col_parts + 1) * sizeof *a->col_bounds) &&
+           !memcmp(a->tiles, b->tiles,
+                   (size_t)a->replicas * a->row_parts * a->col_parts * sizeof *a->tiles);
+}
+
+uint64_t ipu_layout_largest_block(const ipu_layout *l, uint32_t members)
+{
+    uint64_t best = 0;
+    for (uint32_t i = 0; i < l->row_parts; i++)
+        for (uint32_t j = 0; j < l->col_parts; j++) {
+            uint64_t bytes = (uint64_t)ipu_layout_block_bytes(l, i, j) * members;
+            best = bytes > best ? bytes : best;
+        }
+    return best;
+}
+
 void ipu_layout_free(ipu_layout *l)
 {
     free(l->row_bounds);
@@ -184,6 +222,8 @@ static ipu_status overlap_pieces(ipu_ctx *ctx, const ipu_layout *s, const ipu_la
     int whole_rows = c0 == sc0 && c1 == sc1 && c0 == dc0 && c1 == dc1 && s_stride == d_stride;
     for (uint32_t r = 0; r < d->replicas; r++) {
         ipu_piece_dst dst = {ipu_layout_tile(d, i, j, r), i * d->col_parts + j, 0};
+        if (dst.tile == IPU_LAYOUT_ABSENT)
+            continue;
         if (whole_rows) {
             dst.offset = (r0 - dr0) * d_stride;
             IPU_TRY(add_keyed(ctx, items, count, capacity,

@@ -16,6 +16,8 @@
 
 #include "core/core.h"
 
+#define IPU_LAYOUT_ABSENT 0xFFFFFFFFu
+
 typedef struct ipu_layout {
     uint32_t rows, cols, elem; /* shape and element bytes */
     uint32_t row_parts, col_parts, replicas;
@@ -37,6 +39,14 @@ ipu_status ipu_layout_grid(ipu_ctx *ctx, ipu_layout *l, uint32_t rows, uint32_t 
 ipu_status ipu_layout_alloc(ipu_ctx *ctx, ipu_layout *l, uint32_t rows, uint32_t cols, uint32_t elem,
                             uint32_t row_parts, uint32_t col_parts, uint32_t replicas);
 ipu_status ipu_layout_copy(ipu_ctx *ctx, ipu_layout *dst, const ipu_layout *src);
+/* A layout like src (replica 0 only) for a tensor of elem-byte elements. */
+ipu_status ipu_layout_follow(ipu_ctx *ctx, ipu_layout *dst, const ipu_layout *src, uint32_t elem);
+/* Move every present block from tile t to tile (t + by) % tiles. */
+void ipu_layout_rotate(ipu_layout *l, uint32_t by, uint32_t tiles);
+/* Same shape, bounds and tiles. */
+int ipu_layout_same(const ipu_layout *a, const ipu_layout *b);
+/* Bytes of the largest block times members (a sequence's storage). */
+uint64_t ipu_layout_largest_block(const ipu_layout *l, uint32_t members);
 void ipu_layout_free(ipu_layout *l);
 /* Row stride in bytes of a block that is `cols` elements wide. */
 uint32_t ipu_layout_stride(const ipu_layout *l, uint32_t cols);
@@ -45,8 +55,9 @@ void ipu_layout_block(const ipu_layout *l, uint32_t i, uint32_t j, uint32_t *row
                       uint32_t *row_hi, uint32_t *col_lo, uint32_t *col_hi);
 uint32_t ipu_layout_block_bytes(const ipu_layout *l, uint32_t i, uint32_t j);
 uint32_t ipu_layout_tile(const ipu_layout *l, uint32_t i, uint32_t j, uint32_t r);
-/* Check bounds, word-aligned inner column boundaries, tiles inside the
- * device and no two blocks on one tile; the message names the problem. */
+/* Check a home layout: bounds, word-aligned inner column boundaries, tiles
+ * inside the device, none absent and no two blocks on one tile; the message
+ * names the problem. */
 ipu_status ipu_layout_check(ipu_ctx *ctx, const ipu_layout *l, uint32_t tiles);
 
 typedef struct ipu_piece_dst {
@@ -68,7 +79,8 @@ typedef struct ipu_redistribution {
     size_t dst_count, dst_capacity;
 } ipu_redistribution;
 
-/* Pieces that move src (replica 0) into every replica of dst. */
+/* Pieces that move src (replica 0) into every present block of every
+ * replica of dst. */
 ipu_status ipu_redistribute(ipu_ctx *ctx, const ipu_layout *src, const ipu_layout *dst,
                             ipu_redistribution *out);
 void ipu_redistribution_free(ipu_redistribution *r);

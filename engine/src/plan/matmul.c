@@ -51,8 +51,7 @@ static uint64_t add_cycles(const ipu_profile *p, int dtype, uint64_t count)
     return ipu_kernel_cycles(&call, p);
 }
 
-/* One exchange step that moves at most `bytes` into any tile. */
-static uint64_t exchange_step(const ipu_profile *p, uint64_t bytes)
+uint64_t ipu_plan_exchange_cycles(const ipu_profile *p, uint64_t bytes)
 {
     return p->sync_cycles + (bytes + 3) / 4 + p->exchange_latency + p->exchange_overhead;
 }
@@ -74,12 +73,12 @@ int ipu_matmul_grid_cost(const ipu_profile *p, uint32_t m, uint32_t n, uint32_t 
     uint64_t a_block = mb * stride(kb, in), b_block = kb * stride(nb, in) * members;
     uint64_t c_block = mb * stride(nb, outsz);
     out->compute_cycles = gemm_cycles(p, in_dtype, out_dtype, mb, nb, kb);
-    out->operand_cycles = exchange_step(p, a_block);
+    out->operand_cycles = ipu_plan_exchange_cycles(p, a_block);
     out->tile_bytes = a_block + b_block + c_block;
     out->b_bytes = b_block;
     if (gk > 1) {
         uint64_t piece_rows = ceil_div(mb, gk), piece = piece_rows * stride(nb, outsz);
-        out->reduce_cycles = exchange_step(p, (gk - 1) * piece) +
+        out->reduce_cycles = ipu_plan_exchange_cycles(p, (gk - 1) * piece) +
                              (gk - 1) * add_cycles(p, out_dtype, piece / outsz);
         out->tile_bytes += gk * piece;
     }

@@ -2,8 +2,9 @@
  * matmul takes the cheapest grid whose footprint plus the parameters already
  * resident fits the budget; its A input, when it has no home yet (a graph
  * input or the Repeat's carried tensor), is homed on replica 0 of the A
- * layout.  Elementwise ops and copies follow their input's layout.  The
- * carried tensor's initial value shares its home.
+ * layout.  Elementwise ops and copies follow their first input's layout; an
+ * add whose second input lives elsewhere brings it over first.  The carried
+ * tensor's initial value shares its home.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -25,27 +26,6 @@ void ipu_plan_free(ipu_plan *plan)
     free(plan->smallest_param);
     free(plan->smallest_total);
     memset(plan, 0, sizeof *plan);
-}
-
-/* A layout like src for a tensor of another element type, one replica. */
-static ipu_status follow(ipu_ctx *ctx, ipu_layout *dst, const ipu_layout *src, uint32_t elem)
-{
-    IPU_TRY(ipu_layout_alloc(ctx, dst, src->rows, src->cols, elem, src->row_parts, src->col_parts, 1));
-    memcpy(dst->row_bounds, src->row_bounds, ((size_t)src->row_parts + 1) * sizeof *dst->row_bounds);
-    memcpy(dst->col_bounds, src->col_bounds, ((size_t)src->col_parts + 1) * sizeof *dst->col_bounds);
-    memcpy(dst->tiles, src->tiles, (size_t)src->row_parts * src->col_parts * sizeof *dst->tiles);
-    return IPU_OK;
-}
-
-static uint64_t largest_block(const ipu_layout *l, uint32_t members)
-{
-    uint64_t best = 0;
-    for (uint32_t i = 0; i < l->row_parts; i++)
-        for (uint32_t j = 0; j < l->col_parts; j++) {
-            uint64_t bytes = (uint64_t)ipu_layout_block_bytes(l, i, j) * members;
-            best = bytes > best ? bytes : best;
-        }
-    return best;
 }
 
 static int better(const ipu_matmul_grid *a, const ipu_matmul_grid *b)
@@ -127,7 +107,9 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
                     smallest = grid;
                 /* Fits now, and leaves the later matmuls room to run. */
                 if (grid.tile_bytes + reserved > plan->budget ||
-                    grid.b_bytes + reserved + later_total > plan->budget)
+                    grid.b_bytes + reserved + later_total > plan->budget ||
+                    (b->role == IPU_ROLE_PARAM &&
+                     (double)grid.b_bytes > plan->replication * (double)plan->smallest_param[index]))
                     continue;
                 if (!fits++ || better(&grid, &best))
                     best = grid;
@@ -145,13 +127,22 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
     o->candidates = fits;
     ipu_layout result;
     IPU_TRY(ipu_matmul_layouts(ctx, m, n, k, a->dtype, c->dtype, &best, &o->a, &o->b, &result));
+    /* Grids smaller than the device start where the last small one ended,
+     * so their blocks (weights above all) do not pile up on the first tiles. */
+    uint32_t used = best.gm * best.gn * best.gk;
+    if (used < p->tiles) {
+        ipu_layout_rotate(&o->a, plan->next_tile, p->tiles);
+        ipu_layout_rotate(&o->b, plan->next_tile, p->tiles);
+        ipu_layout_rotate(&result, plan->next_tile, p->tiles);
+        plan->next_tile = (plan->next_tile + used) % p->tiles;
+    }
     plan->home[op->out] = result;
     if (!plan->home[op->in[0]].tiles)
-        IPU_TRY(follow(ctx, &plan->home[op->in[0]], &o->a, o->a.elem));
+        IPU_TRY(ipu_layout_follow(ctx, &plan->home[op->in[0]], &o->a, o->a.elem));
     if (!plan->home[op->in[1]].tiles)
         IPU_TRY(ipu_layout_copy(ctx, &plan->home[op->in[1]], &o->b));
     if (b->role == IPU_ROLE_PARAM)
-        plan->param_bytes += largest_block(&o->b, members);
+        plan->param_bytes += ipu_layout_largest_block(&o->b, members);
     return IPU_OK;
 }
 
@@ -166,10 +157,26 @@ static ipu_status plan_elementwise(ipu_ctx *ctx, ipu_plan *plan, size_t index)
                         ipu_ir_op_name(op->kind), g->tensors[op->in[0]].name);
     const ipu_ir_tensor *out = &g->tensors[op->out];
     if (!plan->home[op->out].tiles)
-        IPU_TRY(follow(ctx, &plan->home[op->out], in, (uint32_t)ipu_dtype_size(out->dtype)));
+        IPU_TRY(ipu_layout_follow(ctx, &plan->home[op->out], in, (uint32_t)ipu_dtype_size(out->dtype)));
+    uint64_t moved = 0;
+    if (op->kind == IPU_IR_ADD) {
+        /* The second input on the result's layout. */
+        ipu_layout *second = &plan->home[op->in[1]];
+        uint32_t elem = (uint32_t)ipu_dtype_size(g->tensors[op->in[1]].dtype);
+        if (!second->tiles)
+            IPU_TRY(ipu_layout_follow(ctx, second, &plan->home[op->out], elem));
+        ipu_layout wanted;
+        IPU_TRY(ipu_layout_follow(ctx, &wanted, &plan->home[op->out], elem));
+        if (ipu_layout_same(second, &wanted)) {
+            ipu_layout_free(&wanted);
+        } else {
+            plan->ops[index].b = wanted;
+            moved = ipu_layout_largest_block(&wanted, 1);
+        }
+    }
     /* One vector pass over the largest block (GELU: its own formula). */
     ipu_kernel_call call = {0};
-    uint64_t elems = largest_block(&plan->home[op->out], 1) / ipu_dtype_size(out->dtype);
+    uint64_t elems = ipu_layout_largest_block(&plan->home[op->out], 1) / ipu_dtype_size(out->dtype);
     call.entry = op->kind == IPU_IR_GELU ? IPU_K_GELU
                  : op->kind == IPU_IR_ADD ? IPU_K_ADD
                  : op->kind == IPU_IR_CAST ? IPU_K_CAST
@@ -183,23 +190,29 @@ static ipu_status plan_elementwise(ipu_ctx *ctx, ipu_plan *plan, size_t index)
         call.args[5] = (uint32_t)out->dtype;
     else
         call.args[2] = (uint32_t)(elems * ipu_dtype_size(out->dtype));
-    plan->ops[index].cycles = ipu_kernel_cycles(&call, &plan->profile);
-    plan->ops[index].tile_bytes = largest_block(in, 1) + largest_block(&plan->home[op->out], 1);
+    plan->ops[index].cycles = ipu_kernel_cycles(&call, &plan->profile) + plan->profile.sync_cycles;
+    if (moved)
+        plan->ops[index].cycles += ipu_plan_exchange_cycles(&plan->profile, moved);
+    plan->ops[index].tile_bytes = ipu_layout_largest_block(in, 1) +
+                                  ipu_layout_largest_block(&plan->home[op->out], 1) + moved;
     return IPU_OK;
 }
 
+const char *ipu_attention_mode_name(int mode)
+{
+    return mode == IPU_ATTENTION_FLASH          ? "flash"
+           : mode == IPU_ATTENTION_MATERIALIZED ? "materialized"
+                                                : "auto";
+}
+
 ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g, uint32_t budget,
-                          ipu_plan *out)
+                          int attention, ipu_plan *out)
 {
     memset(out, 0, sizeof *out);
-    for (size_t i = 0; i < g->op_count; i++)
-        if (g->ops[i].kind < IPU_IR_MATMUL || g->ops[i].kind > IPU_IR_COPY)
-            return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                            "plan: op %zu: op kind %s is not supported by the planner yet", i,
-                            ipu_ir_op_name(g->ops[i].kind));
     out->profile = *p;
     out->graph = g;
     out->budget = budget;
+    out->attention = attention;
     out->home = calloc(g->tensor_count, sizeof *out->home);
     out->ops = calloc(g->op_count ? g->op_count : 1, sizeof *out->ops);
     out->smallest_param = calloc(g->op_count ? g->op_count : 1, sizeof *out->smallest_param);
@@ -208,16 +221,31 @@ ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g
         ipu_plan_free(out);
         return IPU_NO_MEMORY(ctx);
     }
+    uint64_t params = 0, largest = 0;
     for (size_t i = 0; i < g->op_count; i++)
-        if (g->ops[i].kind == IPU_IR_MATMUL)
+        if (g->ops[i].kind == IPU_IR_MATMUL) {
             smallest_grid(out, i, &out->smallest_param[i], &out->smallest_total[i]);
+            params += out->smallest_param[i];
+            largest = out->smallest_total[i] > largest ? out->smallest_total[i] : largest;
+        }
+    /* Every parameter matmul may replicate its weights by the same factor:
+     * what the budget leaves beside the largest footprint, shared in
+     * proportion to the smallest blocks (so early matmuls cannot take the
+     * memory later ones need). */
+    out->replication = params && budget > largest ? (double)(budget - largest) / (double)params : 1.0;
+    out->replication = out->replication < 1.0 ? 1.0 : out->replication;
     ipu_status status = IPU_OK;
     const ipu_ir_repeat *r = &g->repeat;
     for (size_t i = 0; i < g->op_count && status == IPU_OK; i++) {
         /* The Repeat's carried tensor is homed by its first reader; before
          * the body starts, its initial value must already have that home. */
-        if (g->ops[i].kind == IPU_IR_MATMUL)
+        int kind = g->ops[i].kind;
+        if (kind == IPU_IR_MATMUL)
             status = plan_matmul(ctx, out, i);
+        else if (kind == IPU_IR_LAYERNORM)
+            status = ipu_plan_layernorm(ctx, out, i);
+        else if (kind == IPU_IR_ATTENTION || kind == IPU_IR_MAP_POOL)
+            status = ipu_plan_attention(ctx, out, i);
         else
             status = plan_elementwise(ctx, out, i);
         if (status == IPU_OK && r->iterations && i + 1 == r->first_op + r->op_count &&
@@ -271,9 +299,15 @@ json_t *ipu_plan_json(const ipu_plan *plan)
                                           (json_int_t)o->grid.operand_cycles, "reduce",
                                           (json_int_t)o->grid.reduce_cycles, "tiles",
                                           (json_int_t)o->grid.gm * o->grid.gn * o->grid.gk));
+        if (op->kind == IPU_IR_ATTENTION || op->kind == IPU_IR_MAP_POOL)
+            json_object_set_new(entry, "attention",
+                                json_pack("{s:s, s:I, s:I}", "mode", ipu_attention_mode_name(o->attention),
+                                          "query_bands", (json_int_t)o->query_bands, "chunk_rows",
+                                          (json_int_t)o->chunk_rows));
         json_array_append_new(ops, entry);
     }
-    return json_pack("{s:o, s:I, s:I, s:I, s:I}", "ops", ops, "cycles", (json_int_t)plan->cycles,
+    return json_pack("{s:o, s:s, s:I, s:I, s:I, s:I}", "ops", ops, "attention",
+                     ipu_attention_mode_name(plan->attention), "cycles", (json_int_t)plan->cycles,
                      "host_cycles", (json_int_t)plan->host_cycles, "budget", (json_int_t)plan->budget,
                      "param_bytes", (json_int_t)plan->param_bytes);
 }

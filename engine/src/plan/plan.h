@@ -2,9 +2,12 @@
  * column and reduction splits with uneven tails), costs each with the cost
  * model of matmul.c and keeps the cheapest whose per-tile footprint, with the
  * parameters already resident, fits the memory budget.  Elementwise ops follow
- * their producer's layout.  Every tensor gets a home layout; matmul operands
- * get the layouts the tiles need (A replicated over the column split, B over
- * the row split).  The plan reports each op's estimate and the total.
+ * their first input's layout (an add brings its second input to it).
+ * LayerNorm works on row-complete layouts (norm.c); attention and MAP
+ * pooling on (image, head, query band) work units (attention.c).  Every
+ * tensor gets a home layout; operands get the layouts the tiles need
+ * (a matmul's A replicated over the column split, B over the row split).
+ * The plan reports each op's estimate and the total.
  */
 #ifndef IPU_PLAN_H
 #define IPU_PLAN_H
@@ -26,24 +29,42 @@ typedef struct ipu_matmul_grid {
     uint64_t b_bytes;    /* of which B's block (every member of a sequence) */
 } ipu_matmul_grid;
 
+/* How attention and MAP pooling compute (compile option "attention"). */
+typedef enum ipu_attention_mode {
+    IPU_ATTENTION_AUTO = 0,        /* the cheaper of the two that fits */
+    IPU_ATTENTION_FLASH = 1,       /* ATTN_BLOCK per 64 keys, then ATTN_FINISH */
+    IPU_ATTENTION_MATERIALIZED = 2 /* scores, softmax, P V per chunk of queries */
+} ipu_attention_mode;
+
 typedef struct ipu_op_plan {
     ipu_matmul_grid grid; /* matmuls only */
     uint64_t cycles;      /* estimate for one execution */
     uint64_t tile_bytes;
     uint32_t candidates;  /* grids that fit the budget (matmuls) */
-    ipu_layout a, b;      /* matmul operand layouts (b includes its replicas) */
+    /* Operand layouts (empty when an operand is read where it lives):
+     * matmul: a = A, b = B with its replicas; add: b = the second input on
+     * the result's layout; LayerNorm: a = the input by rows, b = gamma and
+     * beta on every row band's tile; attention and MAP pooling: a = the
+     * queries, b = the keys and values. */
+    ipu_layout a, b;
+    int attention;        /* attention and MAP pooling: ipu_attention_mode chosen */
+    uint32_t query_bands; /* attention and MAP pooling: bands per (image, head) */
+    uint32_t chunk_rows;  /* materialized attention: queries per scores chunk */
 } ipu_op_plan;
 
 typedef struct ipu_plan {
     ipu_profile profile;
     const ipu_graph *graph;
     uint32_t budget;
+    int attention;    /* ipu_attention_mode requested */
     ipu_layout *home; /* per tensor */
     ipu_op_plan *ops; /* per op */
     uint64_t cycles;  /* estimate for the whole program, Repeat iterations included */
     uint64_t host_cycles; /* of which host input and output */
     uint64_t param_bytes; /* resident parameter bytes on the fullest tile */
     uint64_t *smallest_param, *smallest_total; /* per matmul op: lower bounds */
+    double replication; /* how many times its smallest block a parameter may take */
+    uint32_t next_tile; /* where the next grid smaller than the device starts */
 } ipu_plan;
 
 /* Cost and footprint of one grid; 0 when the grid does not suit the shape. */
@@ -58,7 +79,34 @@ ipu_status ipu_matmul_layouts(ipu_ctx *ctx, uint32_t m, uint32_t n, uint32_t k, 
                               ipu_layout *c);
 
 ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g, uint32_t budget,
-                          ipu_plan *out);
+                          int attention, ipu_plan *out);
+/* The work units of an attention or MAP pooling op: one per (image b,
+ * head h, query band q), on tile (b * heads + h) * bands + q.  Its layouts:
+ *   queries (op plan a): attention: over [q | k | v], row band b * bands + q,
+ *     column band h of 3 * heads; MAP pooling: over the query [1 x C], column
+ *     band h, replica b;
+ *   keys and values (op plan b): row band b (the image), column bands
+ *     k_part + h and v_part + h of kv_parts * heads, replica q;
+ *   result (its home): row band b * bands + q, column band h.
+ * Parts nobody needs are absent. */
+typedef struct ipu_attention_shape {
+    uint32_t images, heads, head_dim, seq;
+    uint32_t queries; /* query rows per image: seq, or 1 for MAP pooling */
+    uint32_t bands;   /* query bands per (image, head) */
+    uint32_t kv_parts, k_part, v_part;
+} ipu_attention_shape;
+
+void ipu_attention_shape_of(const ipu_graph *g, const ipu_ir_op *op, uint32_t bands,
+                            ipu_attention_shape *s);
+
+/* "auto", "flash", "materialized". */
+const char *ipu_attention_mode_name(int mode);
+
+/* Inside the planner: one exchange step moving at most `bytes` into any
+ * tile; the op planners of norm.c and attention.c. */
+uint64_t ipu_plan_exchange_cycles(const ipu_profile *p, uint64_t bytes);
+ipu_status ipu_plan_layernorm(ipu_ctx *ctx, ipu_plan *plan, size_t index);
+ipu_status ipu_plan_attention(ipu_ctx *ctx, ipu_plan *plan, size_t index);
 void ipu_plan_free(ipu_plan *plan);
 /* Per op: kind, grid, candidates, cycles, footprint; and the totals. */
 json_t *ipu_plan_json(const ipu_plan *plan);

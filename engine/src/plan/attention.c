@@ -1,0 +1,207 @@
+/* attention.c: planning attention and MAP pooling (plan.h describes the
+ * work units and their layouts).  Every (image, head) pair gets an equal
+ * share of the device, cut into query bands (MAP pooling has one query, so
+ * one band); each unit receives its queries and the whole image's keys and
+ * values for its head.  Flash attention runs ATTN_BLOCK over 64-key blocks
+ * and ATTN_FINISH; materialized attention runs ATTN_SCORES, SOFTMAX and a
+ * P.V GEMM per chunk of queries whose scores fit in CHUNK_BYTES.  "auto"
+ * takes the cheaper mode whose footprint fits the budget on top of the
+ * resident parameters (flash on ties).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "numerics/numerics.h"
+#include "plan/plan.h"
+
+#define FLASH_KEYS 64u
+/* Scores (FP32) and probabilities (FP16) of one materialized chunk. */
+#define CHUNK_BYTES (48u * 1024u)
+
+void ipu_attention_shape_of(const ipu_graph *g, const ipu_ir_op *op, uint32_t bands,
+                            ipu_attention_shape *s)
+{
+    int map = op->kind == IPU_IR_MAP_POOL;
+    const ipu_ir_tensor *kv = &g->tensors[op->in[map ? 1 : 0]];
+    memset(s, 0, sizeof *s);
+    s->heads = op->heads, s->head_dim = op->head_dim, s->seq = op->seq;
+    s->images = kv->rows / op->seq;
+    s->queries = map ? 1 : op->seq;
+    s->bands = bands;
+    s->kv_parts = map ? 2 : 3;
+    s->k_part = map ? 0 : op->heads;
+    s->v_part = s->k_part + op->heads;
+}
+
+static uint32_t unit_tile(const ipu_attention_shape *s, uint32_t b, uint32_t h, uint32_t q)
+{
+    return (b * s->heads + h) * s->bands + q;
+}
+
+/* Column bands of a tensor made of `parts` groups of heads x head_dim. */
+static void head_columns(ipu_layout *l, const ipu_attention_shape *s)
+{
+    for (uint32_t j = 0; j <= l->col_parts; j++)
+        l->col_bounds[j] = j * s->head_dim;
+}
+
+static void query_rows(ipu_layout *l, const ipu_attention_shape *s)
+{
+    for (uint32_t b = 0; b < s->images; b++)
+        for (uint32_t q = 0; q < s->bands; q++) {
+            uint32_t lo, hi;
+            ipu_band(s->queries, s->bands, 1, q, &lo, &hi);
+            l->row_bounds[b * s->bands + q + 1] = b * s->queries + hi;
+        }
+}
+
+static ipu_status layouts(ipu_ctx *ctx, ipu_plan *plan, size_t index, const ipu_attention_shape *s)
+{
+    const ipu_graph *g = plan->graph;
+    const ipu_ir_op *op = &g->ops[index];
+    ipu_op_plan *o = &plan->ops[index];
+    const ipu_ir_tensor *tq = &g->tensors[op->in[0]], *tkv = &g->tensors[op->in[op->kind == IPU_IR_MAP_POOL]];
+    uint32_t H = s->heads, units = s->images * s->bands;
+    if (op->kind == IPU_IR_MAP_POOL) {
+        IPU_TRY(ipu_layout_alloc(ctx, &o->a, 1, tq->cols, 2, 1, H, s->images));
+        o->a.row_bounds[1] = 1;
+        for (uint32_t b = 0; b < s->images; b++)
+            for (uint32_t h = 0; h < H; h++)
+                o->a.tiles[b * H + h] = unit_tile(s, b, h, 0);
+    } else {
+        IPU_TRY(ipu_layout_alloc(ctx, &o->a, tq->rows, tq->cols, 2, units, 3 * H, 1));
+        query_rows(&o->a, s);
+        for (uint32_t b = 0; b < s->images; b++)
+            for (uint32_t q = 0; q < s->bands; q++)
+                for (uint32_t j = 0; j < 3 * H; j++)
+                    o->a.tiles[(size_t)(b * s->bands + q) * 3 * H + j] =
+                        j < H ? unit_tile(s, b, j, q) : IPU_LAYOUT_ABSENT;
+    }
+    head_columns(&o->a, s);
+    uint32_t parts = s->kv_parts * H;
+    IPU_TRY(ipu_layout_alloc(ctx, &o->b, tkv->rows, tkv->cols, 2, s->images, parts, s->bands));
+    head_columns(&o->b, s);
+    for (uint32_t b = 0; b < s->images; b++)
+        o->b.row_bounds[b + 1] = (b + 1) * s->seq;
+    for (uint32_t q = 0; q < s->bands; q++)
+        for (uint32_t b = 0; b < s->images; b++)
+            for (uint32_t j = 0; j < parts; j++) {
+                uint32_t tile = IPU_LAYOUT_ABSENT;
+                if (j >= s->k_part && j < s->k_part + H)
+                    tile = unit_tile(s, b, j - s->k_part, q);
+                else if (j >= s->v_part && j < s->v_part + H)
+                    tile = unit_tile(s, b, j - s->v_part, q);
+                o->b.tiles[((size_t)q * s->images + b) * parts + j] = tile;
+            }
+    ipu_layout *out = &plan->home[op->out];
+    IPU_TRY(ipu_layout_alloc(ctx, out, s->images * s->queries, H * s->head_dim,
+                             (uint32_t)ipu_dtype_size(g->tensors[op->out].dtype), units, H, 1));
+    query_rows(out, s);
+    head_columns(out, s);
+    for (uint32_t b = 0; b < s->images; b++)
+        for (uint32_t q = 0; q < s->bands; q++)
+            for (uint32_t h = 0; h < H; h++)
+                out->tiles[(size_t)(b * s->bands + q) * H + h] = unit_tile(s, b, h, q);
+    return IPU_OK;
+}
+
+static uint64_t cycles_of(const ipu_profile *p, int entry, const uint32_t *args, uint32_t argc)
+{
+    ipu_kernel_call call = {0};
+    call.entry = entry;
+    memcpy(call.args, args, argc * sizeof *args);
+    return ipu_kernel_cycles(&call, p);
+}
+
+/* Compute cycles and scratch bytes of one unit of `rows` queries. */
+static uint64_t flash_cycles(const ipu_profile *p, const ipu_attention_shape *s, uint32_t rows)
+{
+    uint64_t total = 0;
+    for (uint32_t k0 = 0; k0 < s->seq; k0 += FLASH_KEYS) {
+        uint32_t keys = s->seq - k0 < FLASH_KEYS ? s->seq - k0 : FLASH_KEYS;
+        uint32_t block[8] = {0, 0, 0, 0, rows, keys, keys, s->head_dim};
+        total += cycles_of(p, IPU_K_ATTN_BLOCK, block, 8);
+    }
+    uint32_t finish[4] = {0, 0, rows, s->head_dim};
+    return total + cycles_of(p, IPU_K_ATTN_FINISH, finish, 4);
+}
+
+static uint64_t materialized_cycles(const ipu_profile *p, const ipu_attention_shape *s, uint32_t rows,
+                                    uint32_t chunk)
+{
+    uint64_t total = 0;
+    for (uint32_t r0 = 0; r0 < rows; r0 += chunk) {
+        uint32_t n = rows - r0 < chunk ? rows - r0 : chunk;
+        uint32_t scores[6] = {0, 0, 0, n, s->seq, s->head_dim};
+        uint32_t softmax[5] = {0, 0, n, s->seq, s->seq};
+        uint32_t gemm[7] = {0, 0, 0, n, s->head_dim, s->seq, IPU_DT_F16};
+        total += cycles_of(p, IPU_K_ATTN_SCORES, scores, 6) + cycles_of(p, IPU_K_SOFTMAX, softmax, 5) +
+                 cycles_of(p, IPU_K_GEMM_F16, gemm, 7);
+    }
+    return total;
+}
+
+ipu_status ipu_plan_attention(ipu_ctx *ctx, ipu_plan *plan, size_t index)
+{
+    const ipu_graph *g = plan->graph;
+    const ipu_ir_op *op = &g->ops[index];
+    const ipu_profile *p = &plan->profile;
+    ipu_op_plan *o = &plan->ops[index];
+    const char *name = ipu_ir_op_name(op->kind);
+    int map = op->kind == IPU_IR_MAP_POOL;
+    ipu_attention_shape s;
+    ipu_attention_shape_of(g, op, 1, &s);
+    uint64_t pairs = (uint64_t)s.images * s.heads;
+    if (pairs > p->tiles)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "plan: op %zu (%s): %u images x %u heads need at least %llu tiles; the device "
+                        "has %u",
+                        index, name, s.images, s.heads, (unsigned long long)pairs, p->tiles);
+    if (s.head_dim % IPU_PLAN_COL_ALIGN)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "plan: op %zu (%s): head_dim %u is not a multiple of %u (head columns must "
+                        "stay on 32-bit words in every element type)",
+                        index, name, s.head_dim, IPU_PLAN_COL_ALIGN);
+    for (int k = 0; k <= map; k++)
+        if (!plan->home[op->in[k]].tiles)
+            return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                            "plan: op %zu (%s) reads '%s' before any op gives it a layout", index, name,
+                            g->tensors[op->in[k]].name);
+    uint32_t bands = (uint32_t)(p->tiles / pairs);
+    bands = bands < s.queries ? bands : s.queries;
+    ipu_attention_shape_of(g, op, bands, &s);
+    IPU_TRY(layouts(ctx, plan, index, &s));
+    o->query_bands = bands;
+    /* The largest unit. */
+    uint32_t rows = (s.queries + bands - 1) / bands;
+    uint64_t head_row = ((uint64_t)s.head_dim * 2 + 7) & ~7ull;
+    uint64_t received = (rows + 2ull * s.seq) * head_row;
+    uint64_t common = received + rows * head_row;
+    uint32_t chunk = CHUNK_BYTES / (s.seq * 6u);
+    chunk = chunk < 1 ? 1 : chunk > rows ? rows : chunk;
+    o->chunk_rows = chunk;
+    uint64_t bytes[3] = {0, common + (uint64_t)rows * (s.head_dim + 2) * 4,
+                         common + (uint64_t)chunk * s.seq * 6};
+    uint64_t cycles[3] = {0, flash_cycles(p, &s, rows), materialized_cycles(p, &s, rows, chunk)};
+    int mode = plan->attention;
+    if (mode == IPU_ATTENTION_AUTO) {
+        int flash_fits = bytes[IPU_ATTENTION_FLASH] + plan->param_bytes <= plan->budget;
+        int mat_fits = bytes[IPU_ATTENTION_MATERIALIZED] + plan->param_bytes <= plan->budget;
+        mode = flash_fits && (!mat_fits || cycles[IPU_ATTENTION_FLASH] <= cycles[IPU_ATTENTION_MATERIALIZED])
+                   ? IPU_ATTENTION_FLASH
+               : mat_fits ? IPU_ATTENTION_MATERIALIZED
+                          : IPU_ATTENTION_FLASH;
+    }
+    if (bytes[mode] + plan->param_bytes > plan->budget)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "plan: op %zu (%s, %s): a unit of %u queries over %u keys needs %llu bytes per "
+                        "tile on top of %llu bytes of resident parameters; the memory budget is %u",
+                        index, name, ipu_attention_mode_name(mode), rows, s.seq,
+                        (unsigned long long)bytes[mode], (unsigned long long)plan->param_bytes,
+                        plan->budget);
+    o->attention = mode;
+    o->tile_bytes = bytes[mode];
+    o->cycles = p->sync_cycles + ipu_plan_exchange_cycles(p, received) + cycles[mode];
+    return IPU_OK;
+}
