@@ -12,17 +12,26 @@ baseline measured in the same run (never asserted in tests).
            throughput running it on every tile; --markdown prints the table.
   viewer   the placement viewer on a generated report of 600k+ allocations in
            headless Chromium: time to first paint and hover response.
+  vit      the full-size ViT (or vit-small): build time (plan to package) and
+           peak RSS, device wall time per resident inference, the FP32
+           reference's wall time and the ratio of the two, simulated cycles
+           per inference; the last output checked against the reference.
 """
 import argparse
+import importlib.util
 import resource
 import sys
 import time
 from pathlib import Path
 
-from . import profiles, runner, stress
+from . import profiles, runner, stress, transformer
 from .command import EXIT_OK, guarded, output_folders, positive_int, write_result
-from .native import Context, Package, Workload, bench_gemm, bench_kernels
+from .native import Context, Package, Workload, bench_gemm, bench_kernels, check_outputs
 from .progress import Progress
+
+# The ViT bench's targets: build under 60 s, peak RSS under 4 GiB, device time
+# per inference at most twice the FP32 reference's.
+VIT_TARGETS = {"build_seconds": 60, "peak_rss_mib": 4096, "device_reference_ratio": 2}
 
 def parser():
     p = argparse.ArgumentParser(prog="ipu-e2e-bench", description=__doc__,
@@ -57,6 +66,19 @@ def parser():
     compile_.add_argument("--precision", choices=("fp8", "fp16"), default="fp8", help="(default: fp8)")
     compile_.add_argument("--output", type=Path, metavar="DIR", help="write bench-compile.json to DIR")
     compile_.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    vit = sub.add_parser("vit", help="build the ViT, run resident inferences, time the FP32 reference")
+    vit.add_argument("--workload", choices=("vit", "vit-small"), default="vit", help="(default: vit)")
+    vit.add_argument("--device", default="c600", metavar="PROFILE", help="device profile (default: c600)")
+    vit.add_argument("--tiles", type=positive_int, metavar="N",
+                     help="override the profile's tile count (default: the profile's, 1472 for c600)")
+    vit.add_argument("--layers", type=positive_int, metavar="N",
+                     help="encoder layers (default: the workload's, 27 for vit, 3 for vit-small)")
+    vit.add_argument("--attention", choices=transformer.ATTENTION_MODES, default="auto",
+                     help="attention implementation (default: auto, the planner's choice)")
+    vit.add_argument("--inferences", type=positive_int, default=3, metavar="N",
+                     help="resident inferences after one upload (default: 3)")
+    vit.add_argument("--output", type=Path, metavar="DIR", help="write bench-vit.json to DIR")
+    vit.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     return p
 
 
@@ -88,9 +110,7 @@ def report_kernels(result, out):
 
 def run_viewer(args, progress):
     from . import viewer_bench
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("selenium") is None:
         raise ValueError("the viewer benchmark needs python3-selenium, chromium and chromium-driver") from None
     progress.update("generating a report of 600k allocations")
     return dict(viewer_bench.measure(progress=progress), bench="viewer")
@@ -146,6 +166,65 @@ def report_compile(result, out):
           f"estimate {result['estimate_cycles']} cycles", file=out)
 
 
+def bench_vit(args, progress):
+    ctx = Context(progress=lambda stage, done, total: progress.update(f"compile: {stage}"))
+    profile = profiles.load(ctx, args.device, args.tiles or 0)
+    progress.update(f"generating the {args.workload} inputs and weights")
+    options = {"workload": args.workload, **({"layers": args.layers} if args.layers else {})}
+    workload = Workload(ctx, options)
+    package, report = workload.compile(profile, attention=args.attention)
+    build = sum(report["wall_seconds"].values())
+    build_rss = peak_rss_mib()
+    run_result, outputs, _, seconds = runner.run_resident(ctx, package, args.inferences, progress)
+    per_inference = sum(seconds) / args.inferences
+    progress.update("FP32 reference")
+    begun = time.perf_counter()
+    workload.reference_run({"fp32": True})
+    reference = time.perf_counter() - begun
+    output = next(t for t in workload.info()["tensors"] if t["role"] == "output")
+    check = check_outputs(ctx, workload.reference_output(output["name"]), outputs[-1][output["name"]],
+                          output["dtype"], output["rows"], output["cols"], transformer.MIN_COSINE["fp32"])
+    result = {"bench": "vit", "workload": args.workload, "device": profile["name"], "tiles": profile["tiles"],
+              "geometry": transformer.geometry(workload.info()), "attention": args.attention,
+              "planned_attention": transformer.planned_attention(report),
+              "build_seconds": build, "build_stages": report["wall_seconds"], "build_peak_rss_mib": build_rss,
+              "inferences": args.inferences, "device_seconds_per_inference": per_inference,
+              "reference_seconds": reference, "device_reference_ratio": per_inference / reference,
+              "simulated_cycles_per_inference": run_result["cycles"], "simulated_ms_per_inference": run_result["ms"],
+              "identical_outputs": all(o == outputs[0] for o in outputs[1:]),
+              "min_cosine": check["min_cosine"], "check_passed": check["passed"],
+              "peak_rss_mib": peak_rss_mib(), "targets": VIT_TARGETS}
+    result["targets_met"] = {
+        "build_seconds": build < VIT_TARGETS["build_seconds"],
+        "peak_rss_mib": result["peak_rss_mib"] < VIT_TARGETS["peak_rss_mib"],
+        "device_reference_ratio": result["device_reference_ratio"] <= VIT_TARGETS["device_reference_ratio"]}
+    return result
+
+
+def report_vit(result, out):
+    g, met = result["geometry"], result["targets_met"]
+    planned = f" (planned: {', '.join(result['planned_attention'])})" if result["planned_attention"] else ""
+
+    def verdict(key):
+        return "met" if met[key] else "NOT met"
+
+    print(f"vit bench: {result['workload']} on {result['device']} ({result['tiles']} tiles): {g['layers']} "
+          f"layers, {g['heads']} heads x {g['head_dim']}, {g['tokens']} tokens x {g['channels']} -> "
+          f"{g['hidden']}, attention {result['attention']}{planned}", file=out)
+    print("  build (plan to package) {:.2f} s ({}); target < {} s: {}".format(
+        result["build_seconds"], ", ".join(f"{k} {v:.2f} s" for k, v in result["build_stages"].items()),
+        VIT_TARGETS["build_seconds"], verdict("build_seconds")), file=out)
+    print(f"  peak RSS {result['peak_rss_mib']:.0f} MiB (after the build {result['build_peak_rss_mib']:.0f} MiB); "
+          f"target < {VIT_TARGETS['peak_rss_mib']} MiB: {verdict('peak_rss_mib')}", file=out)
+    print(f"  device {result['device_seconds_per_inference']:.2f} s per inference over {result['inferences']} "
+          f"resident inferences (outputs {'bit identical' if result['identical_outputs'] else 'DIFFER'}); FP32 "
+          f"reference {result['reference_seconds']:.2f} s; device/reference {result['device_reference_ratio']:.2f}, "
+          f"target <= {VIT_TARGETS['device_reference_ratio']}: {verdict('device_reference_ratio')}", file=out)
+    print(f"  simulated {result['simulated_cycles_per_inference']} cycles ({result['simulated_ms_per_inference']:.4f} "
+          f"ms) per inference; against the FP32 reference: min cosine {result['min_cosine']:.6f} "
+          f"({'PASS' if result['check_passed'] else 'FAIL'})", file=out)
+
+
 def gemm_shape(text):
     try:
         m, n, k = (int(v) for v in text.lower().split("x"))
@@ -198,7 +277,8 @@ def main(argv=None):
     args = parser().parse_args(argv)
     progress = Progress(quiet=args.quiet)
     work, show = {"device": (bench_device, report), "compile": (bench_compile, report_compile),
-                  "kernels": (run_kernels, report_kernels), "viewer": (run_viewer, report_viewer)}[args.bench]
+                  "kernels": (run_kernels, report_kernels), "viewer": (run_viewer, report_viewer),
+                  "vit": (bench_vit, report_vit)}[args.bench]
 
     def run():
         output_folders(args.output)

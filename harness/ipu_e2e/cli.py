@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import mlp, profiles, stress
+from . import profiles, stress, transformer
 from .command import UsageError, guarded, output_folders, positive_int, write_result
 from .native import Context, Package
 from .progress import Progress
@@ -19,7 +19,7 @@ def parser():
         description="Compile a workload for the simulated C600-class tile machine, run it and check "
                     "it. Exit codes: 0 pass, 1 check failed, 2 usage or input error, 3 device fault "
                     "or internal error.")
-    p.add_argument("--workload", choices=("exchange-stress", "mlp"), default="mlp",
+    p.add_argument("--workload", choices=("exchange-stress",) + transformer.WORKLOADS, default="mlp",
                    help="workload to build and run (default: mlp)")
     p.add_argument("--device", default="c600", metavar="PROFILE",
                    help="device profile: a name in fixtures/profiles (%s) or a JSON file (default: c600)"
@@ -31,7 +31,7 @@ def parser():
                    help="exchange-stress source memory: region 0, region 1 or both (default: both)")
     p.add_argument("--iterations", type=positive_int, default=None, metavar="N",
                    help="Repeat iterations per exchange-stress case (default: 3)")
-    mlp.add_arguments(p)
+    transformer.add_arguments(p)
     p.add_argument("--output", metavar="DIR", type=Path, help="write result.json to DIR")
     p.add_argument("--profile-directory", metavar="DIR", type=Path,
                    help="write the run's cycle profile to DIR (run-profile.json and a standalone "
@@ -44,10 +44,11 @@ def parser():
     return p
 
 
-WORKLOAD_MODULES = {"exchange-stress": stress, "mlp": mlp}
+WORKLOAD_MODULES = {"exchange-stress": stress, **{name: transformer for name in transformer.WORKLOADS}}
 
 
 def load_package(ctx, args, progress):
+    """The saved package and the name of the workload its metadata records."""
     progress.update(f"loading {args.package}")
     package = Package.load_file(ctx, args.package)
     info = package.info()
@@ -56,7 +57,7 @@ def load_package(ctx, args, progress):
     workload = info["meta"].get("workload")
     if workload not in WORKLOAD_MODULES:
         raise UsageError(f"--package {args.package}: unknown workload '{workload}' in its metadata")
-    return package, WORKLOAD_MODULES[workload]
+    return package, workload
 
 
 def execute(args, progress):
@@ -66,11 +67,12 @@ def execute(args, progress):
     started = time.perf_counter()
     profile = package = None
     if args.package:
-        package, module = load_package(ctx, args, progress)
+        # A replay runs the workload the package records, whatever --workload says.
+        package, args.workload = load_package(ctx, args, progress)
     else:
-        module = WORKLOAD_MODULES[args.workload]
         profile = profiles.load(ctx, args.device, args.tiles or 0)
         progress.update(f"building {args.workload} for {profile['tiles']} tiles")
+    module = WORKLOAD_MODULES[args.workload]
     module.check_flags(args, PARSER_DEFAULTS)
     code, result = module.execute(ctx, args, profile, package, progress, started)
     return code, result, module

@@ -317,16 +317,19 @@ class Workload:
         """FP32 reference values of an output tensor (after reference_run)."""
         return self._floats(lib().ipu_reference_output, name)
 
-    def compile(self, profile, memory_budget=None, inject=None, placement_report=None):
+    def compile(self, profile, memory_budget=None, inject=None, placement_report=None, attention=None):
         """Plan, lower, schedule, place and package for a device profile;
         returns (Package, report dict).  inject: a test's fault in one stage;
-        placement_report: a path for the placement report JSON."""
+        placement_report: a path for the placement report JSON; attention:
+        "auto", "flash" or "materialized" for workloads with attention."""
         handle, report = ctypes.c_void_p(), ctypes.c_void_p()
         options = {"profile": profile, "memory_budget": memory_budget}
         if inject:
             options["inject"] = inject
         if placement_report:
             options["placement_report"] = str(placement_report)
+        if attention:
+            options["attention"] = attention
         options = json.dumps(options).encode()
         self.ctx.check(lib().ipu_compile(self.ctx.handle, self.handle, options, ctypes.byref(handle),
                                          ctypes.byref(report)))

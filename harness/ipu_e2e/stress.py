@@ -55,11 +55,11 @@ def expected_stream(case, tiles):
 
 
 def check_flags(args, defaults):
-    """Refuse the other workload's flags; fill this one's defaults."""
-    from . import mlp
-    given = [name for name in mlp.FLAGS if getattr(args, name) != defaults[name]]
+    """Refuse the transformer workloads' flags; fill this one's defaults."""
+    from . import transformer
+    given = [name for name in transformer.FLAGS if getattr(args, name) != defaults[name]]
     if given:
-        raise UsageError(f"--{given[0].replace('_', '-')} applies to --workload mlp")
+        raise UsageError(f"--{given[0].replace('_', '-')} applies to {transformer.applies_to(given[0])}")
     for name, value in FLAGS.items():
         if getattr(args, name) is None:
             setattr(args, name, value)

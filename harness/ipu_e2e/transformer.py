@@ -1,7 +1,11 @@
-"""The SigLIP MLP workload from the harness side: its flags, compiling it
-(or replaying a saved package, rebuilding the same workload from the options
-recorded with it), running it on the device, the FP32 reference check per
-output row, the compute roofline ratio, tensor dumps and the report.
+"""The transformer workloads from the harness side: the SigLIP MLP (`mlp`)
+and the SigLIP ViT (`vit`, and `vit-small` with 3 layers by default).  Their
+flags (shared ones, MLP-only ones, ViT-only ones), compiling a workload (or
+replaying a saved package, rebuilding the workload named and configured in
+its metadata), running it on the device, the per-row reference check, the
+compute roofline ratio (MACs of matmuls, attention and MAP pooling against
+the AMP rate of each), tensor dumps and the report.  Geometry the user did
+not give is left to the engine's defaults and read back from the workload.
 """
 import argparse
 import json
@@ -13,15 +17,37 @@ from . import npy, placement_report, runner
 from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError, positive_int
 from .native import Workload, check_outputs
 
+WORKLOADS = ("mlp", "vit", "vit-small")
+ATTENTION_MODES = ("auto", "flash", "materialized")
 # Per-row cosine thresholds: FP32 reference from unquantized values, and the
 # device-precision reference that rounds like the device.
 MIN_COSINE = {"fp32": 0.99, "device": 0.999}
-# This workload's flags (their defaults are the parser's).
-FLAGS = ("batch", "precision", "blocks", "memory_budget", "seed", "reference_run", "reference_fp32",
-         "reference_inferences", "dump_tensors", "memory_profile_directory", "tokens", "channels", "hidden")
+# Flags every transformer workload takes (their defaults are the parser's).
+SHARED = ("batch", "memory_budget", "seed", "reference_run", "reference_fp32", "reference_inferences",
+          "dump_tensors", "memory_profile_directory", "tokens", "channels", "hidden")
+# Flags of one family, with the value they take when not given (None: the engine's default).
+ONLY = {"mlp": {"precision": "fp8", "blocks": 1},
+        "vit": {"layers": None, "heads": None, "head_dim": None, "attention": "auto"}}
+FLAGS = SHARED + tuple(name for flags in ONLY.values() for name in flags)
 AMP_RATES = {("f143", "f16"): "amp_macs_fp8", ("f143", "f32"): "amp_macs_fp8",
              ("f152", "f16"): "amp_macs_fp8", ("f152", "f32"): "amp_macs_fp8",
              ("f16", "f16"): "amp_macs_fp16_fp16", ("f16", "f32"): "amp_macs_fp16_fp32"}
+# Attention and MAP pooling multiply FP16 operands into FP32.
+ATTENTION_RATE = "amp_macs_fp16_fp32"
+
+
+def family(workload):
+    """'mlp' or 'vit' (for vit and vit-small)."""
+    return "mlp" if workload == "mlp" else "vit"
+
+
+def applies_to(name):
+    """The workloads a transformer flag applies to, as the usage messages say it."""
+    if name in ONLY["mlp"]:
+        return "--workload mlp"
+    if name in ONLY["vit"]:
+        return "--workload vit or vit-small"
+    return "--workload mlp, vit or vit-small"
 
 
 def budget(text):
@@ -38,12 +64,8 @@ def budget(text):
 
 
 def add_arguments(p):
-    group = p.add_argument_group("mlp workload")
-    group.add_argument("--batch", type=int, choices=(1, 2, 4), default=1, help="images (729 tokens each)")
-    group.add_argument("--precision", choices=("fp8", "fp16"), default="fp8",
-                       help="fp8: F143 inputs and weights (scale -2), FP16 results; fp16: all FP16")
-    group.add_argument("--blocks", type=positive_int, default=1, metavar="N",
-                       help="MLP blocks chained through one Repeat (default: 1)")
+    group = p.add_argument_group("mlp, vit and vit-small workloads")
+    group.add_argument("--batch", type=int, choices=(1, 2, 4), default=1, help="images (default: 1)")
     group.add_argument("--memory-budget", type=budget, default=None, metavar="BYTES|default",
                        help="planner memory budget per tile (default: the profile's)")
     group.add_argument("--seed", type=int, default=0, metavar="S", help="seed of inputs and weights")
@@ -59,36 +81,93 @@ def add_arguments(p):
     group.add_argument("--memory-profile-directory", metavar="DIR", type=Path,
                        help="write the final package's placement report: placement-<pid>.json and a "
                             "standalone placement-<pid>.html viewer")
-    for name, default in (("tokens", 729), ("channels", 1152), ("hidden", 4304)):
-        group.add_argument(f"--{name}", type=positive_int, default=default, metavar="N",
-                           help=f"geometry for small tests (default: {default})")
+    for name, what in (("tokens", "tokens per image (mlp, vit: 729)"),
+                       ("channels", "width (mlp, vit: 1152; for vit it must equal heads x head-dim)"),
+                       ("hidden", "MLP hidden width (mlp, vit: 4304)")):
+        group.add_argument(f"--{name}", type=positive_int, default=None, metavar="N",
+                           help=f"{what}; default: the workload's")
+    mlp = p.add_argument_group("mlp only")
+    mlp.add_argument("--precision", choices=("fp8", "fp16"), default=None,
+                     help="fp8: F143 inputs and weights (scale -2), FP16 results; fp16: all FP16 "
+                          "(default: fp8)")
+    mlp.add_argument("--blocks", type=positive_int, default=None, metavar="N",
+                     help="MLP blocks chained through one Repeat (default: 1)")
+    vit = p.add_argument_group("vit and vit-small only")
+    vit.add_argument("--layers", type=positive_int, default=None, metavar="N",
+                     help="encoder layers (default: the workload's, 27 for vit, 3 for vit-small)")
+    vit.add_argument("--heads", type=positive_int, default=None, metavar="N",
+                     help="attention heads (default: the workload's)")
+    vit.add_argument("--head-dim", type=positive_int, default=None, metavar="N",
+                     help="width of one head (default: the workload's)")
+    vit.add_argument("--attention", choices=ATTENTION_MODES, default=None,
+                     help="attention implementation: flash (key blocks, running softmax), materialized "
+                          "(whole score rows) or auto (the planner's choice; default)")
 
 
 def check_flags(args, defaults):
-    """Refuse the exchange-stress flags."""
+    """Refuse the exchange-stress flags and the other family's flags; fill
+    this family's defaults."""
     for name in ("exchange_pattern", "sources", "iterations"):
         if getattr(args, name) is not None:
             raise UsageError(f"--{name.replace('_', '-')} applies to --workload exchange-stress")
+    mine = family(args.workload)
+    for other, flags in ONLY.items():
+        given = [name for name in flags if other != mine and getattr(args, name) != defaults[name]]
+        if given:
+            raise UsageError(f"--{given[0].replace('_', '-')} applies to {applies_to(given[0])}, "
+                             f"not to --workload {args.workload}")
+    for name, value in ONLY[mine].items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
 
 
 def options(args):
-    return {"workload": "mlp", "batch": args.batch, "precision": args.precision, "blocks": args.blocks,
-            "seed": args.seed, "tokens": args.tokens, "channels": args.channels, "hidden": args.hidden}
+    """The workload options: the workload, batch and seed, and the geometry the user gave."""
+    names = ("tokens", "channels", "hidden") + (
+        ("precision", "blocks") if family(args.workload) == "mlp" else ("layers", "heads", "head_dim"))
+    given = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+    return {"workload": args.workload, "batch": args.batch, "seed": args.seed, **given}
 
 
-def macs(info):
-    """(MACs, AMP rate field) summed over matmul executions."""
+def geometry(info):
+    """The workload's shape, read from its info JSON (so the engine's defaults show)."""
+    tensors = {t["name"]: t for t in info["tensors"]}
+    x, w1 = tensors["x"], tensors["w1"]
+    shape = {"channels": x["cols"], "hidden": w1["cols"]}
+    if info["name"] == "mlp":
+        batch = info["options"].get("batch", 1)
+        shape.update(batch=batch, tokens=x["rows"] // batch, blocks=w1["sequence"],
+                     precision="fp8" if x["dtype"] == "f143" else "fp16")
+    else:
+        attention = next(op for op in info["ops"] if op["op"] == "attention")
+        shape.update(batch=x["rows"] // attention["seq"], tokens=attention["seq"], layers=w1["sequence"],
+                     heads=attention["heads"], head_dim=attention["head_dim"])
+    return shape
+
+
+def macs(info, profile):
+    """(MACs, ideal cycles on one tile) summed over executions of matmuls,
+    attention and MAP pooling, each at its AMP rate in the device profile."""
     tensors = {t["name"]: t for t in info["tensors"]}
     repeat = info.get("repeat") or {}
-    total, rate = 0, None
+    total, cycles = 0, 0.0
     for index, op in enumerate(info["ops"]):
-        if op["op"] != "matmul":
+        if op["op"] == "matmul":
+            a, b, c = tensors[op["inputs"][0]], tensors[op["inputs"][1]], tensors[op["output"]]
+            count, rate = a["rows"] * a["cols"] * b["cols"], AMP_RATES[(a["dtype"], c["dtype"])]
+        elif op["op"] in ("attention", "map_pool"):
+            # Scores Q K^T and the weighted sum P V: per query, 2 x keys x width.
+            keys = tensors[op["inputs"][-1]]["rows"]
+            queries = keys if op["op"] == "attention" else \
+                keys // op["seq"] * tensors[op["inputs"][0]]["rows"]
+            count, rate = 2 * queries * op["seq"] * op["heads"] * op["head_dim"], ATTENTION_RATE
+        else:
             continue
-        a, b, c = tensors[op["inputs"][0]], tensors[op["inputs"][1]], tensors[op["output"]]
         in_body = repeat and repeat["first_op"] <= index < repeat["first_op"] + repeat["op_count"]
-        total += a["rows"] * a["cols"] * b["cols"] * (repeat["iterations"] if in_body else 1)
-        rate = AMP_RATES[(a["dtype"], c["dtype"])]
-    return total, rate
+        count *= repeat["iterations"] if in_body else 1
+        total += count
+        cycles += count / profile[rate]
+    return total, cycles
 
 
 def dump(directory, workload, outputs):
@@ -103,6 +182,7 @@ def dump(directory, workload, outputs):
 
 def execute(ctx, args, profile, package, progress, started):
     wall = {}
+    attention = args.attention if family(args.workload) == "vit" else None
     if package is None:
         progress.update("generating inputs and weights")
         workload = Workload(ctx, options(args))
@@ -111,7 +191,8 @@ def execute(ctx, args, profile, package, progress, started):
         placement = None
         if args.memory_profile_directory:
             placement = args.memory_profile_directory / f"placement-{os.getpid()}.json"
-        package, compiled = workload.compile(profile, args.memory_budget, placement_report=placement)
+        package, compiled = workload.compile(profile, args.memory_budget, placement_report=placement,
+                                             attention=attention)
         wall.update({f"compile_{k}": v for k, v in compiled["wall_seconds"].items()})
         if placement:
             progress.update("writing the placement viewer")
@@ -119,18 +200,20 @@ def execute(ctx, args, profile, package, progress, started):
     else:
         meta = package.info()["meta"]
         recorded = json.loads(meta["options"])
-        progress.update("rebuilding the recorded workload")
-        workload = Workload(ctx, dict(recorded, workload="mlp"))
-        compiled = None
+        progress.update(f"rebuilding the recorded {meta['workload']} workload")
+        workload = Workload(ctx, dict(recorded, workload=meta["workload"]))
+        compiled = attention = None
         args.reference_run = args.reference_fp32 = True
     info = package.info()
     if args.save_package:
         progress.update(f"saving {args.save_package}")
         package.save(args.save_package)
     winfo = workload.info()
-    result = {"workload": "mlp", "device": info["profile"]["name"], "tiles": info["tiles"],
-              "options": winfo["options"], "wall_seconds": wall,
+    result = {"workload": winfo["name"], "device": info["profile"]["name"], "tiles": info["tiles"],
+              "options": winfo["options"], "geometry": geometry(winfo), "wall_seconds": wall,
               "package": {k: info[k] for k in ("code_bytes", "descriptor_bytes", "data_bytes", "segments")}}
+    if attention:
+        result["attention"] = attention
     if compiled:
         result.update(estimate={"cycles": compiled["plan"]["cycles"], **compiled["estimate"]},
                       plan=compiled["plan"], support=compiled["package"])
@@ -141,10 +224,9 @@ def execute(ctx, args, profile, package, progress, started):
     run_result, outputs = outcome
     resident = result.get("resident")
     resident_ok = not resident or (resident["identical_outputs"] and resident["parameters_unchanged"])
-    total_macs, rate = macs(winfo)
-    ideal = total_macs / (info["tiles"] * info["profile"][rate])
+    total_macs, ideal = macs(winfo, info["profile"])
     result.update(cycles=run_result["cycles"], ms=run_result["ms"], totals=run_result["totals"],
-                  macs=total_macs, roofline_ratio=run_result["cycles"] / ideal)
+                  macs=total_macs, roofline_ratio=run_result["cycles"] * info["tiles"] / ideal)
     if args.dump_tensors:
         dump(args.dump_tensors, workload, outputs)
     if not args.reference_run:
@@ -172,11 +254,39 @@ def execute(ctx, args, profile, package, progress, started):
     return (EXIT_OK if passed else EXIT_CHECK_FAILED), result
 
 
+def attention_of(op):
+    """(mode, details) of an attention or MAP pooling plan op: "flash" or
+    "materialized", and the rest of its "attention" object (query bands,
+    chunk rows)."""
+    details = dict(op["attention"])
+    return details.pop("mode"), details
+
+
+def planned_attention(result):
+    """The attention modes the plan chose, in op order, without repeats."""
+    modes = [attention_of(op)[0] for op in result.get("plan", {}).get("ops", []) if "attention" in op]
+    return list(dict.fromkeys(modes))
+
+
+def summary(result):
+    """The first report line: the workload, the device and the geometry."""
+    g = result["geometry"]
+    head = f"{result['workload']} on {result['device']} ({result['tiles']} tiles): batch {g['batch']}, "
+    if "blocks" in g:
+        return head + (f"{g['precision']}, {g['blocks']} block(s), {g['tokens']} tokens x {g['channels']} "
+                       f"-> {g['hidden']}")
+    line = head + (f"{g['layers']} layers, {g['heads']} heads x {g['head_dim']}, {g['tokens']} tokens x "
+                   f"{g['channels']} -> {g['hidden']}")
+    if "attention" in result:
+        chosen = planned_attention(result)
+        line += f", attention {result['attention']}"
+        if chosen and chosen != [result["attention"]]:
+            line += f" (planned: {', '.join(chosen)})"
+    return line
+
+
 def report(result, out):
-    o = result["options"]
-    print(f"mlp on {result['device']} ({result['tiles']} tiles): batch {o.get('batch', 1)}, "
-          f"{o.get('precision', 'fp8')}, {o.get('blocks', 1)} block(s), {o.get('tokens', 729)} tokens x "
-          f"{o.get('channels', 1152)} -> {o.get('hidden', 4304)}", file=out)
+    print(summary(result), file=out)
     if "estimate" in result:
         e = result["estimate"]
         print(f"  estimate: {e['cycles']} cycles, peak {e['peak_bytes']} bytes on tile {e['peak_tile']} "
@@ -184,7 +294,10 @@ def report(result, out):
         for op in result["plan"]["ops"]:
             grid = op.get("grid")
             where = f" grid {grid['rows']}x{grid['cols']}x{grid['reduction']} ({grid['candidates']} fit)" if grid else ""
-            print(f"    op {op['op']} {op['kind']:<7} {op['output']:<12} {op['cycles']:>9} cycles "
+            if "attention" in op:
+                mode, details = attention_of(op)
+                where += f", {mode} attention" + "".join(f", {k.replace('_', ' ')} {v}" for k, v in details.items())
+            print(f"    op {op['op']:<3} {op['kind']:<9} {op['output']:<16} {op['cycles']:>9} cycles "
                   f"{op['tile_bytes']:>8} bytes{where}", file=out)
     print(f"  simulated {result['cycles']} cycles ({result['ms']:.4f} ms), compute roofline ratio "
           f"{result['roofline_ratio']:.2f}", file=out)

@@ -10,10 +10,9 @@ distributions (inputs and probe N(0, 1), weights N(0, 1/sqrt(fan-in)), LN
 gammas 1 + N(0, 0.1), betas N(0, 0.1)) and depend only on the seed, not on
 OMP_NUM_THREADS (subprocesses with 1 and 2 threads, reference output
 included); the info JSON lists the ops, their fields and the Repeat over the
-layers; bad options fail with a message; and compiling a ViT fails cleanly
-with invalid_argument naming the op kind the planner does not support yet.
+layers; bad options fail with a message; and compiling a ViT with an
+unknown attention mode fails cleanly with invalid_argument naming the option.
 """
-import hashlib
 import json
 import math
 import os
@@ -271,8 +270,8 @@ def test_compile_fails_cleanly(ctx):
     profile = ctx.resolve_profile(json.dumps({"tiles": 4}))
     w = native.Workload(ctx, SMALL)
     with pytest.raises(native.IpuError) as error:
-        w.compile(profile)
+        w.compile(profile, attention="sideways")
     assert error.value.name == "invalid_argument"
-    assert "op kind layernorm is not supported by the planner yet" in error.value.message
+    assert "--attention: expected auto, flash or materialized, got 'sideways'" in error.value.message
     # The context stays usable: the reference still runs.
     assert w.reference_run()["outputs"] == ["embedding"]

@@ -1,0 +1,181 @@
+"""test_vit.py: the ViT workloads (`vit`, `vit-small`) through ipu-e2e-test
+and ipu-e2e-bench.  vit-small on 64 tiles matches the FP32 and the
+device-precision references over resident inferences; small geometries on
+16 tiles pass in every --attention mode, the compile report records the mode
+asked for, and a saved package replays as the workload it recorded; a
+parameter corrupted after upload fails the digest check; flags of the other
+workload family are usage errors naming the flag.  The geometry the harness
+reports and the MACs behind its roofline ratio are checked against formulas
+written here from the options.
+"""
+import json
+import subprocess
+
+import pytest
+
+from ipu_e2e import native, runner, transformer
+
+SMALL = ["--tiles", 16, "--tokens", 20, "--heads", 4, "--head-dim", 8, "--hidden", 40, "--layers", 2]
+SMALL_OPTIONS = {"workload": "vit", "tokens": 20, "heads": 4, "head_dim": 8, "hidden": 40, "layers": 2,
+                 "batch": 2, "seed": 3}
+
+
+def result_of(completed, folder):
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    return json.loads((folder / "result.json").read_text())
+
+
+@pytest.mark.parametrize("fp32", [True, False], ids=["fp32", "device"])
+def test_vit_small_on_64_tiles_matches_the_reference(cli, tmp_path, fp32):
+    result = result_of(cli("--quiet", "--workload", "vit-small", "--tiles", 64, "--reference-run",
+                           *(["--reference-fp32"] if fp32 else []), "--reference-inferences", 2,
+                           "--output", tmp_path), tmp_path)
+    assert result["status"] == "PASS" and result["workload"] == "vit-small" and result["tiles"] == 64
+    assert result["reference"]["mode"] == ("fp32" if fp32 else "device")
+    check = result["checks"][0]
+    assert check["tensor"] == "embedding" and check["min_cosine"] >= (0.99 if fp32 else 0.999)
+    resident = result["resident"]
+    assert resident["inferences"] == 2 and resident["identical_outputs"] and resident["parameters_unchanged"]
+    g = result["geometry"]
+    assert g["layers"] == 3 and g["channels"] == g["heads"] * g["head_dim"]
+
+
+@pytest.mark.parametrize("attention", transformer.ATTENTION_MODES)
+@pytest.mark.parametrize("batch", [1, 2])
+def test_small_geometries_pass_in_every_attention_mode(cli, tmp_path, attention, batch):
+    done = cli("--quiet", "--workload", "vit", *SMALL, "--batch", batch, "--attention", attention,
+               "--reference-run", "--reference-fp32", "--output", tmp_path)
+    result = result_of(done, tmp_path)
+    assert result["status"] == "PASS", done.stdout
+    assert result["checks"][0]["min_cosine"] >= 0.99 and result["attention"] == attention
+    assert done.stdout.startswith(f"vit on c600 (16 tiles): batch {batch}, 2 layers, 4 heads x 8, "
+                                  f"20 tokens x 32 -> 40, attention {attention}")
+    planned = {op["kind"]: transformer.attention_of(op)[0] for op in result["plan"]["ops"]
+               if op["kind"] in ("attention", "map_pool")}
+    assert set(planned) == {"attention", "map_pool"}
+    assert set(planned.values()) <= {"flash", "materialized"}, planned
+    if attention != "auto":
+        assert planned["attention"] == attention
+        assert f"{attention} attention" in done.stdout
+
+
+def test_odd_geometry_passes(cli, tmp_path):
+    result = result_of(cli("--quiet", "--workload", "vit", "--tiles", 16, "--tokens", 13, "--heads", 3,
+                           "--head-dim", 12, "--hidden", 50, "--layers", 1, "--seed", 5, "--reference-run",
+                           "--reference-fp32", "--output", tmp_path), tmp_path)
+    assert result["status"] == "PASS"
+    assert result["geometry"] == {"batch": 1, "tokens": 13, "channels": 36, "hidden": 50, "layers": 1,
+                                  "heads": 3, "head_dim": 12}
+
+
+def test_a_saved_vit_package_replays_as_the_vit(cli, tmp_path):
+    saved = tmp_path / "vit.pkg"
+    first = cli("--quiet", "--workload", "vit", *SMALL, "--batch", 2, "--save-package", saved)
+    assert first.returncode == 0, first.stdout + first.stderr
+    replay = cli("--quiet", "--package", saved, "--output", tmp_path)
+    result = result_of(replay, tmp_path)
+    assert result["workload"] == "vit" and result["status"] == "PASS"
+    assert result["reference"]["mode"] == "fp32"
+    assert replay.stdout.startswith("vit on c600 (16 tiles): batch 2, 2 layers, 4 heads x 8, 20 tokens x 32 -> 40")
+
+
+def build(inject=None):
+    ctx = native.Context()
+    profile = ctx.resolve_profile(json.dumps({"tiles": 16}))
+    workload = native.Workload(ctx, SMALL_OPTIONS)
+    package, _ = workload.compile(profile, inject=inject)
+    return ctx, package
+
+
+def test_parameter_corrupted_after_upload_fails_the_digest_check():
+    ctx, package = build("overwrite-parameter")
+    result = {"wall_seconds": {}}
+    runner.run_checked(ctx, package, None, None, result, invocations=2)
+    resident = result["resident"]
+    assert not resident["parameters_unchanged"]
+    assert resident["parameter_digest_after_upload"] != resident["parameter_digest_at_end"]
+    # The same program without the overwrite keeps its parameters.
+    ctx, package = build()
+    result = {"wall_seconds": {}}
+    runner.run_checked(ctx, package, None, None, result, invocations=2)
+    assert result["resident"]["parameters_unchanged"] and result["resident"]["identical_outputs"]
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--workload", "vit", "--precision", "fp16"], "--precision"),
+    (["--workload", "vit-small", "--precision", "fp8"], "--precision"),
+    (["--workload", "vit-small", "--blocks", "2"], "--blocks"),
+    (["--workload", "mlp", "--layers", "2"], "--layers"),
+    (["--workload", "mlp", "--heads", "2"], "--heads"),
+    (["--workload", "mlp", "--head-dim", "8"], "--head-dim"),
+    (["--workload", "mlp", "--attention", "auto"], "--attention"),
+    (["--workload", "vit", "--attention", "bogus"], "--attention"),
+    (["--workload", "vit", "--layers", "0"], "--layers"),
+    (["--workload", "exchange-stress", "--heads", "2"], "--heads"),
+    (["--workload", "vit", "--iterations", "2"], "--iterations"),
+])
+def test_flags_of_the_other_workload_exit_2_naming_them(cli, args, flag):
+    done = cli("--quiet", *args)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert flag in done.stderr and "Traceback" not in done.stderr
+
+
+def test_channels_must_equal_heads_times_head_dim(cli):
+    done = cli("--quiet", "--workload", "vit", "--tiles", 16, "--heads", 4, "--head-dim", 8, "--channels", 30)
+    assert done.returncode == 2
+    assert "channels 30 must equal heads x head_dim" in done.stderr
+
+
+def test_help_lists_the_vit_flags(cli):
+    done = cli("--help")
+    assert done.returncode == 0
+    for text in ("vit-small", "--layers", "--heads", "--head-dim", "--attention", "materialized"):
+        assert text in done.stdout
+
+
+def test_geometry_and_macs_follow_the_options():
+    ctx = native.Context()
+    info = native.Workload(ctx, SMALL_OPTIONS).info()
+    B, T, C, H, L = 2, 20, 32, 40, 2
+    assert transformer.geometry(info) == {"batch": B, "tokens": T, "channels": C, "hidden": H, "layers": L,
+                                          "heads": 4, "head_dim": 8}
+    # Per layer: Wqkv, Q K^T and P V, Wo, W1, W2; the head: Wkv, the probe's
+    # Wq, MAP pooling, Wo, W1, W2.
+    layer = B * T * C * (3 * C) + 2 * B * T * T * C + B * T * C * C + 2 * B * T * C * H
+    head = B * T * C * (2 * C) + C * C + 2 * B * T * C + B * C * C + 2 * B * C * H
+    profile = ctx.resolve_profile(json.dumps({"tiles": 16}))
+    total, cycles = transformer.macs(info, profile)
+    assert total == L * layer + head
+    attention = L * 2 * B * T * T * C + 2 * B * T * C
+    assert cycles == pytest.approx((total - attention) / profile["amp_macs_fp8"]
+                                   + attention / profile["amp_macs_fp16_fp32"])
+
+
+def test_summary_names_the_geometry_and_the_planned_mode():
+    result = {"workload": "vit-small", "device": "c600", "tiles": 64, "attention": "auto",
+              "geometry": {"batch": 1, "tokens": 729, "channels": 384, "hidden": 1536, "layers": 3,
+                           "heads": 6, "head_dim": 64},
+              "plan": {"ops": [{"kind": "attention", "attention": {"mode": "flash", "query_bands": 2}},
+                               {"kind": "map_pool", "attention": {"mode": "materialized"}}]}}
+    assert transformer.summary(result) == ("vit-small on c600 (64 tiles): batch 1, 3 layers, 6 heads x 64, "
+                                           "729 tokens x 384 -> 1536, attention auto (planned: flash, "
+                                           "materialized)")
+    result["attention"] = "flash"
+    result["plan"]["ops"][1]["attention"]["mode"] = "flash"
+    assert transformer.summary(result).endswith("attention flash")
+
+
+def test_bench_vit_reports_the_targets(repo, tmp_path):
+    bench = repo / "harness" / "bin" / "ipu-e2e-bench"
+    done = subprocess.run([str(bench), "vit", "--workload", "vit-small", "--tiles", "64", "--layers", "1",
+                           "--inferences", "2", "--quiet", "--output", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads((tmp_path / "bench-vit.json").read_text())
+    assert result["geometry"]["layers"] == 1 and result["inferences"] == 2
+    assert result["identical_outputs"] and result["check_passed"]
+    assert result["device_reference_ratio"] == pytest.approx(
+        result["device_seconds_per_inference"] / result["reference_seconds"])
+    assert set(result["targets_met"]) == {"build_seconds", "peak_rss_mib", "device_reference_ratio"}
+    for target in ("target < 60 s", "target < 4096 MiB", "target <= 2"):
+        assert target in done.stdout
