@@ -203,14 +203,14 @@ def bench_vit(args, progress):
 
 def report_vit(result, out):
     g, met = result["geometry"], result["targets_met"]
-    planned = f" (planned: {', '.join(result['planned_attention'])})" if result["planned_attention"] else ""
+    planned = ", ".join(f"{kind} {mode}" for kind, mode in result["planned_attention"].items())
 
     def verdict(key):
         return "met" if met[key] else "NOT met"
 
     print(f"vit bench: {result['workload']} on {result['device']} ({result['tiles']} tiles): {g['layers']} "
           f"layers, {g['heads']} heads x {g['head_dim']}, {g['tokens']} tokens x {g['channels']} -> "
-          f"{g['hidden']}, attention {result['attention']}{planned}", file=out)
+          f"{g['hidden']}, attention {result['attention']} (planned: {planned})", file=out)
     print("  build (plan to package) {:.2f} s ({}); target < {} s: {}".format(
         result["build_seconds"], ", ".join(f"{k} {v:.2f} s" for k, v in result["build_stages"].items()),
         VIT_TARGETS["build_seconds"], verdict("build_seconds")), file=out)

@@ -263,9 +263,8 @@ def attention_of(op):
 
 
 def planned_attention(result):
-    """The attention modes the plan chose, in op order, without repeats."""
-    modes = [attention_of(op)[0] for op in result.get("plan", {}).get("ops", []) if "attention" in op]
-    return list(dict.fromkeys(modes))
+    """The attention mode the plan chose per op kind (attention, map_pool)."""
+    return {op["kind"]: attention_of(op)[0] for op in result.get("plan", {}).get("ops", []) if "attention" in op}
 
 
 def summary(result):
@@ -278,10 +277,10 @@ def summary(result):
     line = head + (f"{g['layers']} layers, {g['heads']} heads x {g['head_dim']}, {g['tokens']} tokens x "
                    f"{g['channels']} -> {g['hidden']}")
     if "attention" in result:
-        chosen = planned_attention(result)
+        planned = planned_attention(result)
         line += f", attention {result['attention']}"
-        if chosen and chosen != [result["attention"]]:
-            line += f" (planned: {', '.join(chosen)})"
+        if set(planned.values()) - {result["attention"]}:
+            line += " (planned: " + ", ".join(f"{kind} {mode}" for kind, mode in planned.items()) + ")"
     return line
 
 

@@ -158,8 +158,8 @@ def test_summary_names_the_geometry_and_the_planned_mode():
               "plan": {"ops": [{"kind": "attention", "attention": {"mode": "flash", "query_bands": 2}},
                                {"kind": "map_pool", "attention": {"mode": "materialized"}}]}}
     assert transformer.summary(result) == ("vit-small on c600 (64 tiles): batch 1, 3 layers, 6 heads x 64, "
-                                           "729 tokens x 384 -> 1536, attention auto (planned: flash, "
-                                           "materialized)")
+                                           "729 tokens x 384 -> 1536, attention auto (planned: attention "
+                                           "flash, map_pool materialized)")
     result["attention"] = "flash"
     result["plan"]["ops"][1]["attention"]["mode"] = "flash"
     assert transformer.summary(result).endswith("attention flash")
