@@ -21,9 +21,10 @@
  * fall below 2^-8).  Values: inputs and the probe N(0, 1); weights
  * N(0, 1/sqrt(fan-in)); LayerNorm gammas 1 + N(0, 0.1) and betas N(0, 0.1);
  * counter-based per tensor as the MLP's, so they do not depend on the thread
- * count.  "vit-small" is the same network with 3 layers by default.  The
- * compiler does not plan LayerNorm, attention or MAP pooling yet (the
- * planner says so).
+ * count.  "vit-small" is the same network sized for a 64-tile device: 3
+ * layers, width 256 (4 heads x 64), MLP 1024, 729 tokens by default (the
+ * full width's weights, 46 MB for 3 layers and the head, cannot fit in 64
+ * tiles' 37.5 MB of budget).
  */
 #include <math.h>
 #include <stdio.h>
@@ -62,14 +63,15 @@ static ipu_status parse(ipu_ctx *ctx, const char *name, const json_t *o, vit_opt
                             "tokens, channels, hidden, heads or head_dim)",
                             name, key);
     }
-    uint32_t default_layers = strcmp(name, "vit-small") == 0 ? 3 : 27;
+    int small = strcmp(name, "vit-small") == 0;
     IPU_TRY(ipu_option_uint(ctx, o, "batch", 1, 1, 64, "vit option 'batch'", &m->batch));
-    IPU_TRY(ipu_option_uint(ctx, o, "layers", default_layers, 1, 64, "vit option 'layers'",
+    IPU_TRY(ipu_option_uint(ctx, o, "layers", small ? 3 : 27, 1, 64, "vit option 'layers'",
                             &m->layers));
     IPU_TRY(ipu_option_uint(ctx, o, "tokens", 729, 1, 100000, "vit option 'tokens'", &m->tokens));
-    IPU_TRY(ipu_option_uint(ctx, o, "hidden", 4304, 1, 65535, "vit option 'hidden'", &m->hidden));
-    IPU_TRY(ipu_option_uint(ctx, o, "heads", 16, 1, 1024, "vit option 'heads'", &m->heads));
-    IPU_TRY(ipu_option_uint(ctx, o, "head_dim", 72, 1, 1024, "vit option 'head_dim'",
+    IPU_TRY(ipu_option_uint(ctx, o, "hidden", small ? 1024 : 4304, 1, 65535, "vit option 'hidden'",
+                            &m->hidden));
+    IPU_TRY(ipu_option_uint(ctx, o, "heads", small ? 4 : 16, 1, 1024, "vit option 'heads'", &m->heads));
+    IPU_TRY(ipu_option_uint(ctx, o, "head_dim", small ? 64 : 72, 1, 1024, "vit option 'head_dim'",
                             &m->head_dim));
     uint32_t width = m->heads * m->head_dim;
     IPU_TRY(ipu_option_uint(ctx, o, "channels", width, 1, 21845, "vit option 'channels'",

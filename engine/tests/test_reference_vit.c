@@ -374,24 +374,51 @@ static void test_validation(void **state)
     ipu_ctx_free(ctx);
 }
 
-static void test_compile_rejects_vit(void **state)
+/* Compile a vit geometry for a small device; NULL package and the message
+ * when the compiler refuses. */
+static ipu_status compile_vit(ipu_ctx *ctx, const char *geometry, const char *options,
+                              ipu_package **package)
+{
+    ipu_workload *w = NULL;
+    char text[256];
+    ipu_ctx_clear_error(ctx); /* a context keeps its first error */
+    snprintf(text, sizeof text, "{\"workload\": \"vit-small\", \"tokens\": 5, \"hidden\": 8, %s}", geometry);
+    TSEED_OK(ctx, ipu_workload_create(ctx, text, &w));
+    char *report = NULL;
+    *package = NULL;
+    ipu_status status = ipu_compile(ctx, w, options, package, &report);
+    ipu_free(report);
+    ipu_workload_free(w);
+    return status;
+}
+
+static void test_compile_limits_of_attention(void **state)
 {
     (void)state;
     ipu_ctx *ctx = ipu_ctx_create();
-    ipu_workload *w = NULL;
-    TSEED_OK(ctx, ipu_workload_create(ctx,
-                                      "{\"workload\": \"vit-small\", \"tokens\": 5, \"heads\": 2, "
-                                      "\"head_dim\": 4, \"hidden\": 8, \"batch\": 2}",
-                                      &w));
     ipu_package *package = NULL;
-    char *report = NULL;
-    assert_int_equal(ipu_compile(ctx, w, "{\"profile\": {\"tiles\": 4}}", &package, &report),
+    /* 2 images x 2 heads fit 4 tiles; 3 images do not. */
+    TSEED_OK(ctx, compile_vit(ctx, "\"heads\": 2, \"head_dim\": 4, \"batch\": 2",
+                              "{\"profile\": {\"tiles\": 4}}", &package));
+    assert_non_null(package);
+    ipu_package_free(package);
+    assert_int_equal(compile_vit(ctx, "\"heads\": 2, \"head_dim\": 4, \"batch\": 3",
+                                 "{\"profile\": {\"tiles\": 4}}", &package),
                      IPU_ERR_INVALID_ARGUMENT);
     assert_null(package);
-    if (!strstr(ipu_ctx_errmsg(ctx), "op kind layernorm is not supported by the planner yet"))
+    if (!strstr(ipu_ctx_errmsg(ctx), "3 images x 2 heads need at least 6 tiles; the device has 4"))
         TSEED_FAIL("unexpected message: %s", ipu_ctx_errmsg(ctx));
-    ipu_free(report);
-    ipu_workload_free(w);
+    /* Head columns must stay on words when cast to FP8. */
+    assert_int_equal(compile_vit(ctx, "\"heads\": 2, \"head_dim\": 6",
+                                 "{\"profile\": {\"tiles\": 4}}", &package),
+                     IPU_ERR_INVALID_ARGUMENT);
+    if (!strstr(ipu_ctx_errmsg(ctx), "head_dim 6 is not a multiple of 4"))
+        TSEED_FAIL("unexpected message: %s", ipu_ctx_errmsg(ctx));
+    assert_int_equal(compile_vit(ctx, "\"heads\": 2, \"head_dim\": 4",
+                                 "{\"profile\": {\"tiles\": 4}, \"attention\": \"fast\"}", &package),
+                     IPU_ERR_INVALID_ARGUMENT);
+    if (!strstr(ipu_ctx_errmsg(ctx), "--attention: expected auto, flash or materialized, got 'fast'"))
+        TSEED_FAIL("unexpected message: %s", ipu_ctx_errmsg(ctx));
     ipu_ctx_free(ctx);
 }
 
@@ -402,7 +429,7 @@ int main(void)
         cmocka_unit_test(test_layernorm),        cmocka_unit_test(test_attention),
         cmocka_unit_test(test_map_pool),         cmocka_unit_test(test_repeat_block),
         cmocka_unit_test(test_thread_independence), cmocka_unit_test(test_validation),
-        cmocka_unit_test(test_compile_rejects_vit),
+        cmocka_unit_test(test_compile_limits_of_attention),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

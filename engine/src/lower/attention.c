@@ -1,15 +1,19 @@
 /* attention.c: lowering attention and MAP pooling (planned by
- * plan/attention.c; plan.h describes the work units and layouts).  Two steps
- * bring every unit its queries and its image's keys and values for its head
- * (multicast to every query band); then each unit computes on its own tile:
- *   flash         ATTN_BLOCK per 64 keys into an FP32 state [m, l, O] per
- *                 query, then ATTN_FINISH into the result block;
- *   materialized  per chunk of queries: ATTN_SCORES (scaled, FP32), SOFTMAX
- *                 (FP16 probabilities), GEMM_F16 P.V into the result block.
+ * plan/attention.c; plan.h describes the work units and layouts).  One step
+ * brings every unit its queries; the keys and values of its image and head
+ * arrive a part at a time (multicast to every query band), each part on
+ * buffers of its own so only one is resident:
+ *   flash         per key chunk: its keys and values, then ATTN_BLOCK per 64
+ *                 keys into an FP32 state [m, l, O] per query; ATTN_FINISH
+ *                 writes the result block;
+ *   materialized  all keys, then per chunk of queries ATTN_SCORES (scaled,
+ *                 FP32) and SOFTMAX into the unit's FP16 probabilities; then
+ *                 all values and one GEMM_F16 P.V into the result block.
  * The scale is 1 / sqrt(head_dim), applied to the scores in FP32.
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lower/lowering.h"
@@ -19,9 +23,19 @@
 
 typedef struct unit {
     uint32_t tile, rows;
-    uint32_t q, k, v, out;          /* buffers */
-    uint32_t ldq, ldk, ldv, ldout;  /* row strides in elements */
+    uint32_t q, out, scratch;      /* buffers (scratch: flash state or probabilities) */
+    uint32_t ldq, ldk, ldv, ldout; /* row strides in elements */
 } unit;
+
+typedef struct attention {
+    lowering *L;
+    size_t index;
+    const ipu_op_plan *o;
+    ipu_attention_shape s;
+    uint32_t kv_tensor, scale;
+    unit *units; /* (b * heads + h) * bands + q */
+    char label[64];
+} attention;
 
 static uint32_t f32_bits(float f)
 {
@@ -30,97 +44,178 @@ static uint32_t f32_bits(float f)
     return u;
 }
 
-static ipu_status flash(lowering *L, const ipu_attention_shape *s, const unit *u, uint32_t scale,
-                        const char *name)
+/* Key chunk `chunk` (keys, values or both) on buffers of its own, brought
+ * over from the home: ids per block of the b layout, absent ones literal. */
+static ipu_status bring_part(attention *A, uint32_t chunk, int keys, int values, uint32_t **ids)
 {
-    uint32_t d = s->head_dim, state;
-    IPU_TRY(low_new_buffer(L, u->tile, u->rows * (d + 2) * 4, IPU_LOW_LITERAL, 0, 0, name, &state));
-    for (uint32_t k0 = 0; k0 < s->seq; k0 += FLASH_KEYS) {
-        uint32_t keys = s->seq - k0 < FLASH_KEYS ? s->seq - k0 : FLASH_KEYS;
-        ipu_low_arg args[] = {BUF(u->q, 0),
-                              BUF(u->k, k0 * u->ldk * 2),
-                              BUF(u->v, k0 * u->ldv * 2),
-                              BUF(state, 0),
-                              LIT(u->rows),
-                              LIT(keys),
-                              LIT(keys),
-                              LIT(d),
-                              LIT(u->ldq),
-                              LIT(u->ldk),
-                              LIT(u->ldv),
-                              LIT(d + 2),
-                              LIT(scale),
-                              LIT(k0 ? IPU_GEMM_ACCUMULATE : 0)};
-        IPU_TRY(low_emit_kernel(L, u->tile, IPU_K_ATTN_BLOCK, 14, args, -1, 0));
+    const ipu_attention_shape *s = &A->s;
+    ipu_layout part;
+    IPU_TRY(ipu_layout_copy(A->L->ctx, &part, &A->o->b));
+    uint32_t parts = s->kv_parts * s->heads, bands = s->images * s->key_chunks;
+    for (size_t b = 0; b < (size_t)s->bands * bands * parts; b++) {
+        uint32_t band = (uint32_t)(b / parts % bands), j = (uint32_t)(b % parts);
+        int is_key = j >= s->k_part && j < s->k_part + s->heads;
+        if (band % s->key_chunks != chunk || (is_key ? !keys : !values))
+            part.tiles[b] = IPU_LAYOUT_ABSENT;
     }
-    ipu_low_arg args[] = {BUF(state, 0), BUF(u->out, 0), LIT(u->rows), LIT(d),
-                          LIT(d + 2),    LIT(u->ldout),  LIT(IPU_DT_F16)};
-    return low_emit_kernel(L, u->tile, IPU_K_ATTN_FINISH, 7, args, -1, 0);
+    char name[64];
+    snprintf(name, sizeof name, "%.32s@op%zu.%s", A->L->g->tensors[A->kv_tensor].name, A->index,
+             keys && values ? "kv" : keys ? "k" : "v");
+    ipu_status status = low_layout_buffers(A->L, &part, A->kv_tensor, 1, name, ids);
+    if (status == IPU_OK)
+        status = low_redistribute(A->L, &A->L->plan->home[A->kv_tensor], low_home_ids(A->L, A->kv_tensor),
+                                  &part, *ids, A->label);
+    ipu_layout_free(&part);
+    return status;
 }
 
-static ipu_status materialized(lowering *L, const ipu_attention_shape *s, const unit *u,
-                               uint32_t chunk, uint32_t scale, const char *name)
+/* The key (or value) buffer of unit (b, h, q) for chunk c. */
+static uint32_t kv_buffer(const attention *A, const uint32_t *ids, uint32_t b, uint32_t h, uint32_t q,
+                          uint32_t c, int value)
 {
-    uint32_t d = s->head_dim, seq = s->seq, scores, probs;
-    chunk = chunk < u->rows ? chunk : u->rows;
-    IPU_TRY(low_new_buffer(L, u->tile, chunk * seq * 4, IPU_LOW_LITERAL, 0, 0, name, &scores));
-    IPU_TRY(low_new_buffer(L, u->tile, chunk * seq * 2, IPU_LOW_LITERAL, 0, 0, name, &probs));
-    for (uint32_t r0 = 0; r0 < u->rows; r0 += chunk) {
-        uint32_t n = u->rows - r0 < chunk ? u->rows - r0 : chunk;
-        ipu_low_arg sc[] = {BUF(u->q, r0 * u->ldq * 2), BUF(u->k, 0), BUF(scores, 0), LIT(n), LIT(seq),
-                            LIT(d), LIT(u->ldq), LIT(u->ldk), LIT(seq), LIT(scale)};
-        IPU_TRY(low_emit_kernel(L, u->tile, IPU_K_ATTN_SCORES, 10, sc, -1, 0));
-        ipu_low_arg sm[] = {BUF(scores, 0), BUF(probs, 0), LIT(n), LIT(seq), LIT(seq),
-                            LIT(IPU_DT_F32), LIT(IPU_DT_F16), LIT(seq), LIT(seq), LIT(f32_bits(1.0f))};
-        IPU_TRY(low_emit_kernel(L, u->tile, IPU_K_SOFTMAX, 10, sm, -1, 0));
-        ipu_low_arg pv[] = {BUF(probs, 0), BUF(u->v, 0), BUF(u->out, r0 * u->ldout * 2), LIT(n),
-                            LIT(d), LIT(seq), LIT(IPU_DT_F16), LIT(0), LIT(seq), LIT(u->ldv),
-                            LIT(u->ldout)};
-        IPU_TRY(low_emit_kernel(L, u->tile, IPU_K_GEMM_F16, 11, pv, -1, 0));
+    const ipu_attention_shape *s = &A->s;
+    uint32_t parts = s->kv_parts * s->heads, bands = s->images * s->key_chunks;
+    return ids[((size_t)q * bands + b * s->key_chunks + c) * parts + (value ? s->v_part : s->k_part) + h];
+}
+
+static ipu_status flash(attention *A)
+{
+    lowering *L = A->L;
+    const ipu_attention_shape *s = &A->s;
+    uint32_t d = s->head_dim, H = s->heads;
+    char name[64];
+    snprintf(name, sizeof name, "%.40s.state", L->g->tensors[L->g->ops[A->index].out].name);
+    for (uint32_t c = 0; c < s->key_chunks; c++) {
+        uint32_t *ids = NULL, k_first = c * s->chunk_keys;
+        uint32_t k_end = k_first + s->chunk_keys < s->seq ? k_first + s->chunk_keys : s->seq;
+        IPU_TRY(bring_part(A, c, 1, 1, &ids));
+        ipu_status status = low_begin_step(L, IPU_LOW_COMPUTE, A->label);
+        for (uint32_t b = 0; b < s->images && status == IPU_OK; b++)
+            for (uint32_t h = 0; h < H && status == IPU_OK; h++)
+                for (uint32_t q = 0; q < s->bands && status == IPU_OK; q++) {
+                    unit *u = &A->units[(b * H + h) * s->bands + q];
+                    uint32_t k = kv_buffer(A, ids, b, h, q, c, 0), v = kv_buffer(A, ids, b, h, q, c, 1);
+                    if (c == 0)
+                        status = low_new_buffer(L, u->tile, u->rows * (d + 2) * 4, IPU_LOW_LITERAL, 0, 0,
+                                                name, &u->scratch);
+                    for (uint32_t k0 = k_first; k0 < k_end && status == IPU_OK; k0 += FLASH_KEYS) {
+                        uint32_t keys = k_end - k0 < FLASH_KEYS ? k_end - k0 : FLASH_KEYS;
+                        ipu_low_arg args[] = {BUF(u->q, 0),
+                                              BUF(k, (k0 - k_first) * u->ldk * 2),
+                                              BUF(v, (k0 - k_first) * u->ldv * 2),
+                                              BUF(u->scratch, 0),
+                                              LIT(u->rows),
+                                              LIT(keys),
+                                              LIT(keys),
+                                              LIT(d),
+                                              LIT(u->ldq),
+                                              LIT(u->ldk),
+                                              LIT(u->ldv),
+                                              LIT(d + 2),
+                                              LIT(A->scale),
+                                              LIT(k0 ? IPU_GEMM_ACCUMULATE : 0)};
+                        status = low_emit_kernel(L, u->tile, IPU_K_ATTN_BLOCK, 14, args, -1, 0);
+                    }
+                    if (status == IPU_OK && c + 1 == s->key_chunks) {
+                        status = low_clear(L, u->out);
+                        ipu_low_arg args[] = {BUF(u->scratch, 0), BUF(u->out, 0), LIT(u->rows), LIT(d),
+                                              LIT(d + 2),         LIT(u->ldout),  LIT(IPU_DT_F16)};
+                        if (status == IPU_OK)
+                            status = low_emit_kernel(L, u->tile, IPU_K_ATTN_FINISH, 7, args, -1, 0);
+                    }
+                }
+        free(ids);
+        IPU_TRY(status);
     }
     return IPU_OK;
+}
+
+static ipu_status materialized(attention *A)
+{
+    lowering *L = A->L;
+    const ipu_attention_shape *s = &A->s;
+    uint32_t d = s->head_dim, seq = s->seq, H = s->heads, units = s->images * H * s->bands;
+    /* Probability rows start on 8 bytes; softmax zeroes their padding. */
+    uint32_t ldp = (seq + 3u) & ~3u;
+    char name[64];
+    const char *out_name = L->g->tensors[L->g->ops[A->index].out].name;
+    uint32_t *ids = NULL;
+    IPU_TRY(bring_part(A, 0, 1, 0, &ids));
+    ipu_status status = low_begin_step(L, IPU_LOW_COMPUTE, A->label);
+    for (uint32_t n = 0; n < units && status == IPU_OK; n++) {
+        unit *u = &A->units[n];
+        uint32_t b = n / s->bands / H, h = n / s->bands % H, q = n % s->bands, scores;
+        uint32_t k = kv_buffer(A, ids, b, h, q, 0, 0), chunk = A->o->chunk_rows;
+        chunk = chunk < u->rows ? chunk : u->rows;
+        snprintf(name, sizeof name, "%.40s.probabilities", out_name);
+        status = low_new_buffer(L, u->tile, u->rows * ldp * 2, IPU_LOW_LITERAL, 0, 0, name, &u->scratch);
+        snprintf(name, sizeof name, "%.40s.scores", out_name);
+        if (status == IPU_OK)
+            status = low_new_buffer(L, u->tile, chunk * seq * 4, IPU_LOW_LITERAL, 0, 0, name, &scores);
+        for (uint32_t r0 = 0; r0 < u->rows && status == IPU_OK; r0 += chunk) {
+            uint32_t rows = u->rows - r0 < chunk ? u->rows - r0 : chunk;
+            ipu_low_arg sc[] = {BUF(u->q, r0 * u->ldq * 2), BUF(k, 0), BUF(scores, 0), LIT(rows), LIT(seq),
+                                LIT(d), LIT(u->ldq), LIT(u->ldk), LIT(seq), LIT(A->scale)};
+            ipu_low_arg sm[] = {BUF(scores, 0), BUF(u->scratch, r0 * ldp * 2), LIT(rows), LIT(ldp), LIT(seq),
+                                LIT(IPU_DT_F32), LIT(IPU_DT_F16), LIT(seq), LIT(ldp), LIT(f32_bits(1.0f))};
+            status = low_emit_kernel(L, u->tile, IPU_K_ATTN_SCORES, 10, sc, -1, 0);
+            if (status == IPU_OK)
+                status = low_emit_kernel(L, u->tile, IPU_K_SOFTMAX, 10, sm, -1, 0);
+        }
+    }
+    free(ids);
+    ids = NULL;
+    IPU_TRY(status);
+    IPU_TRY(bring_part(A, 0, 0, 1, &ids));
+    status = low_begin_step(L, IPU_LOW_COMPUTE, A->label);
+    for (uint32_t n = 0; n < units && status == IPU_OK; n++) {
+        unit *u = &A->units[n];
+        uint32_t b = n / s->bands / H, h = n / s->bands % H, q = n % s->bands;
+        status = low_clear(L, u->out);
+        ipu_low_arg pv[] = {BUF(u->scratch, 0), BUF(kv_buffer(A, ids, b, h, q, 0, 1), 0), BUF(u->out, 0),
+                            LIT(u->rows), LIT(d), LIT(seq), LIT(IPU_DT_F16), LIT(0), LIT(ldp),
+                            LIT(u->ldv), LIT(u->ldout)};
+        if (status == IPU_OK)
+            status = low_emit_kernel(L, u->tile, IPU_K_GEMM_F16, 11, pv, -1, 0);
+    }
+    free(ids);
+    return status;
 }
 
 ipu_status ipu_lower_attention(lowering *L, size_t index)
 {
     const ipu_graph *g = L->g;
     const ipu_ir_op *op = &g->ops[index];
-    const ipu_op_plan *o = &L->plan->ops[index];
     int map = op->kind == IPU_IR_MAP_POOL;
-    ipu_attention_shape s;
-    ipu_attention_shape_of(g, op, o->query_bands, &s);
-    char label[64], name[64];
-    snprintf(label, sizeof label, "op%zu %s %.40s", index, ipu_ir_op_name(op->kind),
+    attention A = {L, index, &L->plan->ops[index], {0}, op->in[map], 0, NULL, {0}};
+    const ipu_op_plan *o = A.o;
+    ipu_attention_shape *s = &A.s;
+    ipu_attention_shape_of(g, op, o->query_bands, o->chunk_keys, s);
+    A.scale = f32_bits(1.0f / sqrtf((float)s->head_dim));
+    snprintf(A.label, sizeof A.label, "op%zu %s %.40s", index, ipu_ir_op_name(op->kind),
              g->tensors[op->out].name);
-    snprintf(name, sizeof name, "%.40s.%s", g->tensors[op->out].name,
-             o->attention == IPU_ATTENTION_FLASH ? "state" : "scores");
-    const uint32_t *q_ids, *kv_ids, *out_ids = low_home_ids(L, op->out);
-    IPU_TRY(low_operand(L, index, 0, op->in[0], &o->a, label, &q_ids));
-    IPU_TRY(low_operand(L, index, 1, op->in[map], &o->b, label, &kv_ids));
+    const uint32_t *q_ids, *out_ids = low_home_ids(L, op->out);
+    IPU_TRY(low_operand(L, index, 0, op->in[0], &o->a, A.label, &q_ids));
     const ipu_layout *out = &L->plan->home[op->out];
-    uint32_t H = s.heads, parts = s.kv_parts * H, scale = f32_bits(1.0f / sqrtf((float)s.head_dim));
-    IPU_TRY(low_begin_step(L, IPU_LOW_COMPUTE, label));
-    for (uint32_t b = 0; b < s.images; b++)
+    uint32_t H = s->heads, units = s->images * H * s->bands;
+    A.units = calloc(units, sizeof *A.units);
+    if (!A.units)
+        return IPU_NO_MEMORY(L->ctx);
+    for (uint32_t b = 0; b < s->images; b++)
         for (uint32_t h = 0; h < H; h++)
-            for (uint32_t q = 0; q < s.bands; q++) {
-                uint32_t band = b * s.bands + q;
-                size_t kv = ((size_t)q * s.images + b) * parts;
-                unit u = {0};
-                u.rows = out->row_bounds[band + 1] - out->row_bounds[band];
-                u.q = map ? q_ids[b * H + h] : q_ids[(size_t)band * 3 * H + h];
-                u.k = kv_ids[kv + s.k_part + h];
-                u.v = kv_ids[kv + s.v_part + h];
-                u.out = out_ids[(size_t)band * H + h];
-                u.tile = L->prog->buffers[u.out].tile;
-                u.ldq = low_elements_per_row(&o->a, h);
-                u.ldk = low_elements_per_row(&o->b, s.k_part + h);
-                u.ldv = low_elements_per_row(&o->b, s.v_part + h);
-                u.ldout = low_elements_per_row(out, h);
-                IPU_TRY(low_clear(L, u.out));
-                if (o->attention == IPU_ATTENTION_FLASH)
-                    IPU_TRY(flash(L, &s, &u, scale, name));
-                else
-                    IPU_TRY(materialized(L, &s, &u, o->chunk_rows, scale, name));
+            for (uint32_t q = 0; q < s->bands; q++) {
+                uint32_t band = b * s->bands + q;
+                unit *u = &A.units[(b * H + h) * s->bands + q];
+                u->rows = out->row_bounds[band + 1] - out->row_bounds[band];
+                u->q = map ? q_ids[b * H + h] : q_ids[(size_t)band * 3 * H + h];
+                u->out = out_ids[(size_t)band * H + h];
+                u->tile = L->prog->buffers[u->out].tile;
+                u->ldq = low_elements_per_row(&o->a, h);
+                u->ldk = low_elements_per_row(&o->b, s->k_part + h);
+                u->ldv = low_elements_per_row(&o->b, s->v_part + h);
+                u->ldout = low_elements_per_row(out, h);
             }
-    return IPU_OK;
+    ipu_status status = o->attention == IPU_ATTENTION_FLASH ? flash(&A) : materialized(&A);
+    free(A.units);
+    return status;
 }

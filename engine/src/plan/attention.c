@@ -1,12 +1,15 @@
 /* attention.c: planning attention and MAP pooling (plan.h describes the
  * work units and their layouts).  Every (image, head) pair gets an equal
  * share of the device, cut into query bands (MAP pooling has one query, so
- * one band); each unit receives its queries and the whole image's keys and
- * values for its head.  Flash attention runs ATTN_BLOCK over 64-key blocks
- * and ATTN_FINISH; materialized attention runs ATTN_SCORES, SOFTMAX and a
- * P.V GEMM per chunk of queries whose scores fit in CHUNK_BYTES.  "auto"
- * takes the cheaper mode whose footprint fits the budget on top of the
- * resident parameters (flash on ties).
+ * one band); each unit receives its queries and its image's keys and values
+ * for its head.  Flash attention receives the keys and values in chunks of
+ * whole 64-key blocks (both of one chunk within KV_CHUNK_BYTES), runs
+ * ATTN_BLOCK over each block and ATTN_FINISH at the end; materialized
+ * attention receives all keys, runs ATTN_SCORES and SOFTMAX per chunk of
+ * queries whose scores fit in CHUNK_BYTES (keeping every query's FP16
+ * probabilities), then receives all values for one P.V GEMM.  "auto" takes
+ * the cheaper mode (flash on ties) when both fit in the room the planner
+ * keeps for the largest matmul's moving data, else the smaller one.
  */
 #include <math.h>
 #include <string.h>
@@ -16,11 +19,13 @@
 #include "plan/plan.h"
 
 #define FLASH_KEYS 64u
-/* Scores (FP32) and probabilities (FP16) of one materialized chunk. */
-#define CHUNK_BYTES (48u * 1024u)
+/* Keys and values of one flash chunk. */
+#define KV_CHUNK_BYTES (64u * 1024u)
+/* FP32 scores of one materialized chunk of queries. */
+#define CHUNK_BYTES (32u * 1024u)
 
 void ipu_attention_shape_of(const ipu_graph *g, const ipu_ir_op *op, uint32_t bands,
-                            ipu_attention_shape *s)
+                            uint32_t chunk_keys, ipu_attention_shape *s)
 {
     int map = op->kind == IPU_IR_MAP_POOL;
     const ipu_ir_tensor *kv = &g->tensors[op->in[map ? 1 : 0]];
@@ -29,6 +34,8 @@ void ipu_attention_shape_of(const ipu_graph *g, const ipu_ir_op *op, uint32_t ba
     s->images = kv->rows / op->seq;
     s->queries = map ? 1 : op->seq;
     s->bands = bands;
+    s->chunk_keys = chunk_keys < op->seq ? chunk_keys : op->seq;
+    s->key_chunks = (op->seq + s->chunk_keys - 1) / s->chunk_keys;
     s->kv_parts = map ? 2 : 3;
     s->k_part = map ? 0 : op->heads;
     s->v_part = s->k_part + op->heads;
@@ -80,19 +87,23 @@ static ipu_status layouts(ipu_ctx *ctx, ipu_plan *plan, size_t index, const ipu_
     }
     head_columns(&o->a, s);
     uint32_t parts = s->kv_parts * H;
-    IPU_TRY(ipu_layout_alloc(ctx, &o->b, tkv->rows, tkv->cols, 2, s->images, parts, s->bands));
+    uint32_t nk = s->key_chunks;
+    IPU_TRY(ipu_layout_alloc(ctx, &o->b, tkv->rows, tkv->cols, 2, s->images * nk, parts, s->bands));
     head_columns(&o->b, s);
     for (uint32_t b = 0; b < s->images; b++)
-        o->b.row_bounds[b + 1] = (b + 1) * s->seq;
+        for (uint32_t c = 0; c < nk; c++) {
+            uint32_t end = (c + 1) * s->chunk_keys;
+            o->b.row_bounds[b * nk + c + 1] = b * s->seq + (end < s->seq ? end : s->seq);
+        }
     for (uint32_t q = 0; q < s->bands; q++)
-        for (uint32_t b = 0; b < s->images; b++)
+        for (uint32_t band = 0; band < s->images * nk; band++)
             for (uint32_t j = 0; j < parts; j++) {
-                uint32_t tile = IPU_LAYOUT_ABSENT;
+                uint32_t tile = IPU_LAYOUT_ABSENT, b = band / nk;
                 if (j >= s->k_part && j < s->k_part + H)
                     tile = unit_tile(s, b, j - s->k_part, q);
                 else if (j >= s->v_part && j < s->v_part + H)
                     tile = unit_tile(s, b, j - s->v_part, q);
-                o->b.tiles[((size_t)q * s->images + b) * parts + j] = tile;
+                o->b.tiles[((size_t)q * s->images * nk + band) * parts + j] = tile;
             }
     ipu_layout *out = &plan->home[op->out];
     IPU_TRY(ipu_layout_alloc(ctx, out, s->images * s->queries, H * s->head_dim,
@@ -135,11 +146,54 @@ static uint64_t materialized_cycles(const ipu_profile *p, const ipu_attention_sh
         uint32_t n = rows - r0 < chunk ? rows - r0 : chunk;
         uint32_t scores[6] = {0, 0, 0, n, s->seq, s->head_dim};
         uint32_t softmax[5] = {0, 0, n, s->seq, s->seq};
-        uint32_t gemm[7] = {0, 0, 0, n, s->head_dim, s->seq, IPU_DT_F16};
-        total += cycles_of(p, IPU_K_ATTN_SCORES, scores, 6) + cycles_of(p, IPU_K_SOFTMAX, softmax, 5) +
-                 cycles_of(p, IPU_K_GEMM_F16, gemm, 7);
+        total += cycles_of(p, IPU_K_ATTN_SCORES, scores, 6) + cycles_of(p, IPU_K_SOFTMAX, softmax, 5);
     }
-    return total;
+    uint32_t gemm[7] = {0, 0, 0, rows, s->head_dim, s->seq, IPU_DT_F16};
+    return total + cycles_of(p, IPU_K_GEMM_F16, gemm, 7);
+}
+
+/* One op's units in each mode: the largest unit's rows, its footprint and
+ * compute cycles, the flash key chunk and the materialized query chunk. */
+typedef struct sizing {
+    ipu_attention_shape s; /* one key chunk */
+    uint32_t bands, rows, flash_keys, chunk;
+    uint64_t received, bytes[3], cycles[3];
+} sizing;
+
+static void size_units(const ipu_plan *plan, size_t index, sizing *z)
+{
+    const ipu_graph *g = plan->graph;
+    const ipu_ir_op *op = &g->ops[index];
+    const ipu_profile *p = &plan->profile;
+    ipu_attention_shape *s = &z->s;
+    ipu_attention_shape_of(g, op, 1, op->seq, s);
+    uint64_t pairs = (uint64_t)s->images * s->heads;
+    z->bands = pairs > p->tiles ? 1 : (uint32_t)(p->tiles / pairs);
+    z->bands = z->bands < s->queries ? z->bands : s->queries;
+    z->rows = (s->queries + z->bands - 1) / z->bands;
+    uint64_t head_row = ((uint64_t)s->head_dim * 2 + 7) & ~7ull;
+    uint64_t fixed = 2 * z->rows * head_row; /* queries and result */
+    uint32_t keys = (uint32_t)(KV_CHUNK_BYTES / (2 * head_row)) / FLASH_KEYS * FLASH_KEYS;
+    keys = keys < FLASH_KEYS ? FLASH_KEYS : keys;
+    z->flash_keys = keys < s->seq ? keys : s->seq;
+    uint32_t chunk = CHUNK_BYTES / (s->seq * 4u);
+    z->chunk = chunk < 1 ? 1 : chunk > z->rows ? z->rows : chunk;
+    z->bytes[IPU_ATTENTION_FLASH] =
+        fixed + 2 * z->flash_keys * head_row + (uint64_t)z->rows * (s->head_dim + 2) * 4;
+    z->bytes[IPU_ATTENTION_MATERIALIZED] = fixed + s->seq * head_row + (uint64_t)z->rows * (s->seq + 3) * 2 +
+                                           (uint64_t)z->chunk * s->seq * 4;
+    z->cycles[IPU_ATTENTION_FLASH] = flash_cycles(p, s, z->rows);
+    z->cycles[IPU_ATTENTION_MATERIALIZED] = materialized_cycles(p, s, z->rows, z->chunk);
+    z->received = (z->rows + 2ull * s->seq) * head_row;
+}
+
+uint64_t ipu_plan_attention_footprint(const ipu_plan *plan, size_t index)
+{
+    sizing z;
+    size_units(plan, index, &z);
+    if (plan->attention != IPU_ATTENTION_AUTO)
+        return z.bytes[plan->attention];
+    return z.bytes[1] < z.bytes[2] ? z.bytes[1] : z.bytes[2];
 }
 
 ipu_status ipu_plan_attention(ipu_ctx *ctx, ipu_plan *plan, size_t index)
@@ -150,8 +204,9 @@ ipu_status ipu_plan_attention(ipu_ctx *ctx, ipu_plan *plan, size_t index)
     ipu_op_plan *o = &plan->ops[index];
     const char *name = ipu_ir_op_name(op->kind);
     int map = op->kind == IPU_IR_MAP_POOL;
-    ipu_attention_shape s;
-    ipu_attention_shape_of(g, op, 1, &s);
+    sizing z;
+    size_units(plan, index, &z);
+    ipu_attention_shape s = z.s;
     uint64_t pairs = (uint64_t)s.images * s.heads;
     if (pairs > p->tiles)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
@@ -168,40 +223,37 @@ ipu_status ipu_plan_attention(ipu_ctx *ctx, ipu_plan *plan, size_t index)
             return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                             "plan: op %zu (%s) reads '%s' before any op gives it a layout", index, name,
                             g->tensors[op->in[k]].name);
-    uint32_t bands = (uint32_t)(p->tiles / pairs);
-    bands = bands < s.queries ? bands : s.queries;
-    ipu_attention_shape_of(g, op, bands, &s);
-    IPU_TRY(layouts(ctx, plan, index, &s));
-    o->query_bands = bands;
-    /* The largest unit. */
-    uint32_t rows = (s.queries + bands - 1) / bands;
-    uint64_t head_row = ((uint64_t)s.head_dim * 2 + 7) & ~7ull;
-    uint64_t received = (rows + 2ull * s.seq) * head_row;
-    uint64_t common = received + rows * head_row;
-    uint32_t chunk = CHUNK_BYTES / (s.seq * 6u);
-    chunk = chunk < 1 ? 1 : chunk > rows ? rows : chunk;
-    o->chunk_rows = chunk;
-    uint64_t bytes[3] = {0, common + (uint64_t)rows * (s.head_dim + 2) * 4,
-                         common + (uint64_t)chunk * s.seq * 6};
-    uint64_t cycles[3] = {0, flash_cycles(p, &s, rows), materialized_cycles(p, &s, rows, chunk)};
+    const uint64_t *bytes = z.bytes, *cycles = z.cycles;
     int mode = plan->attention;
     if (mode == IPU_ATTENTION_AUTO) {
-        int flash_fits = bytes[IPU_ATTENTION_FLASH] + plan->param_bytes <= plan->budget;
-        int mat_fits = bytes[IPU_ATTENTION_MATERIALIZED] + plan->param_bytes <= plan->budget;
-        mode = flash_fits && (!mat_fits || cycles[IPU_ATTENTION_FLASH] <= cycles[IPU_ATTENTION_MATERIALIZED])
-                   ? IPU_ATTENTION_FLASH
-               : mat_fits ? IPU_ATTENTION_MATERIALIZED
-                          : IPU_ATTENTION_FLASH;
+        /* Within the room the planner keeps for moving data the cheaper
+         * mode, else the smaller one. */
+        int flash_fits = bytes[IPU_ATTENTION_FLASH] <= plan->transient_room;
+        int mat_fits = bytes[IPU_ATTENTION_MATERIALIZED] <= plan->transient_room;
+        if (flash_fits && mat_fits)
+            mode = cycles[IPU_ATTENTION_MATERIALIZED] < cycles[IPU_ATTENTION_FLASH] ? IPU_ATTENTION_MATERIALIZED
+                                                                                 : IPU_ATTENTION_FLASH;
+        else
+            mode = bytes[IPU_ATTENTION_MATERIALIZED] < bytes[IPU_ATTENTION_FLASH] ? IPU_ATTENTION_MATERIALIZED
+                                                                               : IPU_ATTENTION_FLASH;
     }
     if (bytes[mode] + plan->param_bytes > plan->budget)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                         "plan: op %zu (%s, %s): a unit of %u queries over %u keys needs %llu bytes per "
                         "tile on top of %llu bytes of resident parameters; the memory budget is %u",
-                        index, name, ipu_attention_mode_name(mode), rows, s.seq,
+                        index, name, ipu_attention_mode_name(mode), z.rows, s.seq,
                         (unsigned long long)bytes[mode], (unsigned long long)plan->param_bytes,
                         plan->budget);
+    ipu_attention_shape_of(g, op, z.bands, mode == IPU_ATTENTION_FLASH ? z.flash_keys : s.seq, &s);
+    IPU_TRY(layouts(ctx, plan, index, &s));
+    o->query_bands = z.bands;
+    o->chunk_rows = mode == IPU_ATTENTION_MATERIALIZED ? z.chunk : 0;
+    o->chunk_keys = s.chunk_keys;
+    /* The queries and every part arrive in steps of their own. */
+    uint32_t parts = mode == IPU_ATTENTION_FLASH ? s.key_chunks : 2;
     o->attention = mode;
     o->tile_bytes = bytes[mode];
-    o->cycles = p->sync_cycles + ipu_plan_exchange_cycles(p, received) + cycles[mode];
+    o->cycles = p->sync_cycles + ipu_plan_exchange_cycles(p, z.received) +
+                parts * ipu_plan_exchange_cycles(p, 0) + cycles[mode];
     return IPU_OK;
 }

@@ -24,7 +24,7 @@ void ipu_plan_free(ipu_plan *plan)
     free(plan->home);
     free(plan->ops);
     free(plan->smallest_param);
-    free(plan->smallest_total);
+    free(plan->smallest_transient);
     memset(plan, 0, sizeof *plan);
 }
 
@@ -38,9 +38,9 @@ static int better(const ipu_matmul_grid *a, const ipu_matmul_grid *b)
     return ta < tb;
 }
 
-/* The smallest parameter block and the smallest whole footprint any grid of
- * matmul op index can have (per tile). */
-static void smallest_grid(const ipu_plan *plan, size_t index, uint64_t *param, uint64_t *total)
+/* The smallest parameter block and the smallest transient footprint (all
+ * but the parameter block) any grid of matmul op index can have (per tile). */
+static void smallest_grid(const ipu_plan *plan, size_t index, uint64_t *param, uint64_t *transient)
 {
     const ipu_graph *g = plan->graph;
     const ipu_profile *p = &plan->profile;
@@ -48,7 +48,8 @@ static void smallest_grid(const ipu_plan *plan, size_t index, uint64_t *param, u
     const ipu_ir_tensor *a = &g->tensors[op->in[0]], *b = &g->tensors[op->in[1]],
                         *c = &g->tensors[op->out];
     ipu_matmul_grid grid;
-    *param = *total = UINT64_MAX;
+    int resident = b->role == IPU_ROLE_PARAM;
+    *param = *transient = UINT64_MAX;
     for (uint32_t gm = 1; gm <= a->rows && gm <= p->tiles; gm++)
         for (uint32_t gn = 1; (uint64_t)gm * gn <= p->tiles; gn++)
             for (uint32_t gk = 1; (uint64_t)gm * gn * gk <= p->tiles; gk++) {
@@ -58,25 +59,26 @@ static void smallest_grid(const ipu_plan *plan, size_t index, uint64_t *param, u
                         break;
                     continue;
                 }
+                uint64_t moving = grid.tile_bytes - (resident ? grid.b_bytes : 0);
                 *param = grid.b_bytes < *param ? grid.b_bytes : *param;
-                *total = grid.tile_bytes < *total ? grid.tile_bytes : *total;
+                *transient = moving < *transient ? moving : *transient;
             }
-    if (b->role != IPU_ROLE_PARAM)
+    if (!resident)
         *param = 0;
 }
 
 /* What the matmuls after op index need at least: the parameters they keep
- * resident, and, while the largest of them runs, its whole footprint. */
-static uint64_t later_needs(const ipu_plan *plan, size_t index, uint64_t *largest_total)
+ * resident, and, while the largest of them runs, its transient footprint. */
+static uint64_t later_needs(const ipu_plan *plan, size_t index, uint64_t *largest_transient)
 {
     uint64_t params = 0;
-    *largest_total = 0;
+    *largest_transient = 0;
     for (size_t i = index + 1; i < plan->graph->op_count; i++) {
         if (plan->graph->ops[i].kind != IPU_IR_MATMUL)
             continue;
         params += plan->smallest_param[i];
-        if (plan->smallest_total[i] > *largest_total)
-            *largest_total = plan->smallest_total[i];
+        if (plan->smallest_transient[i] > *largest_transient)
+            *largest_transient = plan->smallest_transient[i];
     }
     return params;
 }
@@ -92,7 +94,7 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
     ipu_op_plan *o = &plan->ops[index];
     ipu_matmul_grid best = {0}, smallest = {0}, grid;
     uint32_t fits = 0, valid = 0;
-    uint64_t later_total, later_params = later_needs(plan, index, &later_total);
+    uint64_t later_transient, later_params = later_needs(plan, index, &later_transient);
     uint64_t reserved = plan->param_bytes + later_params;
     for (uint32_t gm = 1; gm <= m && gm <= p->tiles; gm++)
         for (uint32_t gn = 1; (uint64_t)gm * gn <= p->tiles; gn++)
@@ -107,7 +109,7 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
                     smallest = grid;
                 /* Fits now, and leaves the later matmuls room to run. */
                 if (grid.tile_bytes + reserved > plan->budget ||
-                    grid.b_bytes + reserved + later_total > plan->budget ||
+                    grid.b_bytes + reserved + later_transient > plan->budget ||
                     (b->role == IPU_ROLE_PARAM &&
                      (double)grid.b_bytes > plan->replication * (double)plan->smallest_param[index]))
                     continue;
@@ -216,22 +218,27 @@ ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g
     out->home = calloc(g->tensor_count, sizeof *out->home);
     out->ops = calloc(g->op_count ? g->op_count : 1, sizeof *out->ops);
     out->smallest_param = calloc(g->op_count ? g->op_count : 1, sizeof *out->smallest_param);
-    out->smallest_total = calloc(g->op_count ? g->op_count : 1, sizeof *out->smallest_total);
-    if (!out->home || !out->ops || !out->smallest_param || !out->smallest_total) {
+    out->smallest_transient = calloc(g->op_count ? g->op_count : 1, sizeof *out->smallest_transient);
+    if (!out->home || !out->ops || !out->smallest_param || !out->smallest_transient) {
         ipu_plan_free(out);
         return IPU_NO_MEMORY(ctx);
     }
     uint64_t params = 0, largest = 0;
     for (size_t i = 0; i < g->op_count; i++)
         if (g->ops[i].kind == IPU_IR_MATMUL) {
-            smallest_grid(out, i, &out->smallest_param[i], &out->smallest_total[i]);
+            smallest_grid(out, i, &out->smallest_param[i], &out->smallest_transient[i]);
             params += out->smallest_param[i];
-            largest = out->smallest_total[i] > largest ? out->smallest_total[i] : largest;
+            largest = out->smallest_transient[i] > largest ? out->smallest_transient[i] : largest;
+        } else if (g->ops[i].kind == IPU_IR_ATTENTION || g->ops[i].kind == IPU_IR_MAP_POOL) {
+            uint64_t unit = ipu_plan_attention_footprint(out, i);
+            largest = unit > largest ? unit : largest;
         }
     /* Every parameter matmul may replicate its weights by the same factor:
-     * what the budget leaves beside the largest footprint, shared in
+     * what the budget leaves beside the largest transient footprint (of a
+     * matmul or an attention unit), shared in
      * proportion to the smallest blocks (so early matmuls cannot take the
      * memory later ones need). */
+    out->transient_room = largest;
     out->replication = params && budget > largest ? (double)(budget - largest) / (double)params : 1.0;
     out->replication = out->replication < 1.0 ? 1.0 : out->replication;
     ipu_status status = IPU_OK;
@@ -301,9 +308,11 @@ json_t *ipu_plan_json(const ipu_plan *plan)
                                           (json_int_t)o->grid.gm * o->grid.gn * o->grid.gk));
         if (op->kind == IPU_IR_ATTENTION || op->kind == IPU_IR_MAP_POOL)
             json_object_set_new(entry, "attention",
-                                json_pack("{s:s, s:I, s:I}", "mode", ipu_attention_mode_name(o->attention),
-                                          "query_bands", (json_int_t)o->query_bands, "chunk_rows",
-                                          (json_int_t)o->chunk_rows));
+                                json_pack("{s:s, s:I, s:I, s:I}", "mode",
+                                          ipu_attention_mode_name(o->attention), "query_bands",
+                                          (json_int_t)o->query_bands, "chunk_rows",
+                                          (json_int_t)o->chunk_rows, "chunk_keys",
+                                          (json_int_t)o->chunk_keys));
         json_array_append_new(ops, entry);
     }
     return json_pack("{s:o, s:s, s:I, s:I, s:I, s:I}", "ops", ops, "attention",

@@ -50,6 +50,7 @@ typedef struct ipu_op_plan {
     int attention;        /* attention and MAP pooling: ipu_attention_mode chosen */
     uint32_t query_bands; /* attention and MAP pooling: bands per (image, head) */
     uint32_t chunk_rows;  /* materialized attention: queries per scores chunk */
+    uint32_t chunk_keys;  /* attention and MAP pooling: keys resident at once */
 } ipu_op_plan;
 
 typedef struct ipu_plan {
@@ -62,9 +63,10 @@ typedef struct ipu_plan {
     uint64_t cycles;  /* estimate for the whole program, Repeat iterations included */
     uint64_t host_cycles; /* of which host input and output */
     uint64_t param_bytes; /* resident parameter bytes on the fullest tile */
-    uint64_t *smallest_param, *smallest_total; /* per matmul op: lower bounds */
+    uint64_t *smallest_param, *smallest_transient; /* per matmul op: lower bounds */
     double replication; /* how many times its smallest block a parameter may take */
     uint32_t next_tile; /* where the next grid smaller than the device starts */
+    uint64_t transient_room; /* the largest transient matmul footprint the budget allows for */
 } ipu_plan;
 
 /* Cost and footprint of one grid; 0 when the grid does not suit the shape. */
@@ -85,19 +87,23 @@ ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g
  *   queries (op plan a): attention: over [q | k | v], row band b * bands + q,
  *     column band h of 3 * heads; MAP pooling: over the query [1 x C], column
  *     band h, replica b;
- *   keys and values (op plan b): row band b (the image), column bands
- *     k_part + h and v_part + h of kv_parts * heads, replica q;
+ *   keys and values (op plan b): row band b * key_chunks + c (chunk c of
+ *     the image's keys), column bands k_part + h and v_part + h of
+ *     kv_parts * heads, replica q;
  *   result (its home): row band b * bands + q, column band h.
- * Parts nobody needs are absent. */
+ * Parts nobody needs are absent; lowering brings the keys and values over
+ * a part at a time (flash: one key chunk of both; materialized, with one
+ * chunk: all keys, then all values), so only one part is resident. */
 typedef struct ipu_attention_shape {
     uint32_t images, heads, head_dim, seq;
     uint32_t queries; /* query rows per image: seq, or 1 for MAP pooling */
     uint32_t bands;   /* query bands per (image, head) */
+    uint32_t chunk_keys, key_chunks; /* keys per chunk and chunks per image */
     uint32_t kv_parts, k_part, v_part;
 } ipu_attention_shape;
 
 void ipu_attention_shape_of(const ipu_graph *g, const ipu_ir_op *op, uint32_t bands,
-                            ipu_attention_shape *s);
+                            uint32_t chunk_keys, ipu_attention_shape *s);
 
 /* "auto", "flash", "materialized". */
 const char *ipu_attention_mode_name(int mode);
@@ -107,6 +113,8 @@ const char *ipu_attention_mode_name(int mode);
 uint64_t ipu_plan_exchange_cycles(const ipu_profile *p, uint64_t bytes);
 ipu_status ipu_plan_layernorm(ipu_ctx *ctx, ipu_plan *plan, size_t index);
 ipu_status ipu_plan_attention(ipu_ctx *ctx, ipu_plan *plan, size_t index);
+/* An attention op's unit footprint in the requested mode (auto: the smaller). */
+uint64_t ipu_plan_attention_footprint(const ipu_plan *plan, size_t index);
 void ipu_plan_free(ipu_plan *plan);
 /* Per op: kind, grid, candidates, cycles, footprint; and the totals. */
 json_t *ipu_plan_json(const ipu_plan *plan);
