@@ -180,15 +180,22 @@ def test_vit_small_is_the_vit_with_three_layers(ctx):
     assert small.values("wqkv") == big.values("wqkv")
 
 
-def test_default_geometry(ctx):
-    info = native.Workload(ctx, {"workload": "vit-small"}).info()
+@pytest.mark.parametrize("workload, layers, heads, head_dim, hidden", [
+    ("vit", 1, 16, 72, 4304),       # the full width; one layer given to keep it light
+    ("vit-small", None, 4, 64, 1024),  # sized for 64 tiles, 3 layers by default
+])
+def test_default_geometry(ctx, workload, layers, heads, head_dim, hidden):
+    options = {"workload": workload, **({"layers": layers} if layers else {})}
+    info = native.Workload(ctx, options).info()
     tensors = {t["name"]: t for t in info["tensors"]}
-    assert (tensors["x"]["rows"], tensors["x"]["cols"]) == (729, 1152)
-    assert (tensors["wqkv"]["rows"], tensors["wqkv"]["cols"], tensors["wqkv"]["sequence"]) == (1152, 3456, 3)
-    assert (tensors["w1"]["rows"], tensors["w1"]["cols"]) == (1152, 4304)
-    assert (tensors["embedding"]["rows"], tensors["embedding"]["cols"]) == (1, 1152)
+    width = heads * head_dim
+    assert (tensors["x"]["rows"], tensors["x"]["cols"]) == (729, width)
+    assert (tensors["wqkv"]["rows"], tensors["wqkv"]["cols"], tensors["wqkv"]["sequence"]) == \
+        (width, 3 * width, layers or 3)
+    assert (tensors["w1"]["rows"], tensors["w1"]["cols"]) == (width, hidden)
+    assert (tensors["embedding"]["rows"], tensors["embedding"]["cols"]) == (1, width)
     attention = next(op for op in info["ops"] if op["op"] == "attention")
-    assert (attention["heads"], attention["head_dim"], attention["seq"]) == (16, 72, 729)
+    assert (attention["heads"], attention["head_dim"], attention["seq"]) == (heads, head_dim, 729)
 
 
 def test_value_distribution(ctx):
