@@ -99,7 +99,10 @@ def lib():
         # starve other processes on a busy machine (and themselves). libgomp
         # reads this when the library loads it.
         os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-        loaded = ctypes.CDLL(str(path))
+        try:
+            loaded = ctypes.CDLL(str(path))
+        except OSError as error:
+            raise IpuError(INTERNAL, f"cannot load {path}: {error}") from None
         _declare(loaded)
         version = loaded.ipu_abi_version()
         if version != ABI_VERSION:
@@ -112,6 +115,7 @@ class Context:
     """A library context: errors raise IpuError; progress goes to a callback."""
 
     def __init__(self, threads=0, progress=None):
+        self.handle = None  # close() runs even when the library cannot be loaded
         self.handle = lib().ipu_ctx_create()
         if not self.handle:
             raise IpuError(NO_MEMORY, "ipu_ctx_create failed")

@@ -2,8 +2,9 @@
 exit codes and messages for bad input, every exchange-stress pattern on small
 devices and the full 1472-tile run, result and profile artifacts, saving and
 replaying packages, a corrupted expectation (exit 1) and a corrupted
-descriptor (device fault, exit 3).  Expected word counts and payloads are
-computed here from the workload's rules, not read from the code under test.
+descriptor (device fault, exit 3), a library that cannot load (exit 3, one
+line).  Expected word counts and payloads are computed here from the
+workload's rules, not read from the code under test.
 """
 import json
 import struct
@@ -231,3 +232,12 @@ def test_bench_kernels_device_charges_each_formula(repo):
     for k in result["kernels"]:
         # The cycles the device charged for the sample equal the formula's (one call per tile).
         assert k["device_cycles"] == k["sample_cycles"], k["kernel"]
+
+
+def test_a_library_that_cannot_load_is_one_line(cli, tmp_path):
+    broken = tmp_path / "libipu_e2e.so"
+    broken.write_text("not a shared object")
+    result = cli("--quiet", "--workload", "mlp", env={"IPU_E2E_LIBRARY": str(broken)})
+    assert result.returncode == 3
+    assert result.stderr.startswith(f"ipu-e2e-test: error: cannot load {broken}")
+    assert "Traceback" not in result.stderr and "Exception ignored" not in result.stderr
