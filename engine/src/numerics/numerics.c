@@ -121,6 +121,18 @@ static uint32_t encode_narrow(float value, int scale, const narrow_fmt *f) {
     return sign | code;
 }
 
+/* FP32 -> FP16: the common case (a normal FP16 result below the rounding
+ * boundary to infinity) by rebiasing the exponent and rounding the mantissa
+ * to nearest even in place; everything else through encode_narrow. */
+static inline uint16_t f16_encode(float value) {
+    uint32_t x = f32_bits(value), a = x & 0x7FFFFFFFu;
+    if (a >= 0x38800000u && a < 0x477FF000u) { /* [2^-14, 65520) */
+        uint32_t r = a - 0x38000000u;          /* exponent bias 127 -> 15 */
+        return (uint16_t)(((x >> 16) & 0x8000u) | ((r + 0x0FFFu + ((r >> 13) & 1u)) >> 13));
+    }
+    return (uint16_t)encode_narrow(value, 0, &FMT_F16);
+}
+
 /* Exact FP16 -> FP32 with masks instead of branches, so loops vectorise. */
 static inline float f16_decode(uint16_t h) {
     uint32_t em = h & 0x7FFFu;
@@ -214,7 +226,7 @@ float ipu_num_f16_to_f32(uint16_t bits) {
 }
 
 uint16_t ipu_num_f32_to_f16(float value) {
-    return (uint16_t)encode_narrow(value, 0, &FMT_F16);
+    return f16_encode(value);
 }
 
 float ipu_num_f8_to_f32(uint8_t bits, int fmt, int scale) {
@@ -235,12 +247,18 @@ float ipu_num_f8_to_f32(uint8_t bits, int fmt, int scale) {
     if (f->ieee_specials && efield == emask) {
         result = INFINITY;
     } else {
-        /* value = sig * 2^(exp + scale), computed exactly in double and
-         * rounded once to FP32 (only matters for extreme scales). */
+        /* value = sig * 2^k: exact in FP32 when 2^k is a normal FP32 power
+         * of two; otherwise computed exactly in double and rounded once to
+         * FP32 (extreme scales). */
         uint32_t sig = efield ? ((1u << f->mbits) | mfield) : mfield;
-        int exp = (efield ? (int)efield : 1) - f->bias - f->mbits;
-        double d = ldexp((double)sig, exp + clamp_scale(scale));
-        result = d >= 0x1p128 ? INFINITY : (float)d;
+        int k = (efield ? (int)efield : 1) - f->bias - f->mbits + clamp_scale(scale);
+        if (k >= -126 && k <= 120) {
+            /* sig < 16 times a normal power of two: exact in FP32. */
+            result = (float)sig * bits_f32((uint32_t)(k + 127) << 23);
+        } else {
+            double d = ldexp((double)sig, k);
+            result = d >= 0x1p128 ? INFINITY : (float)d;
+        }
     }
     return negative ? -result : result;
 }
@@ -299,7 +317,7 @@ void ipu_num_encode(int dtype, int scale, const float *src, void *dst, size_t n)
         return;
     case IPU_DT_F16:
         for (size_t i = 0; i < n; i++) {
-            uint16_t h = (uint16_t)encode_narrow(src[i], 0, &FMT_F16);
+            uint16_t h = f16_encode(src[i]);
             memcpy(d + 2 * i, &h, sizeof h);
         }
         return;
