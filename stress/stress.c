@@ -217,12 +217,18 @@ static ipu_status emit_readback(stress *st, const stress_case *c, uint32_t copy_
         ipu_store_u32(list + 16, bytes);
         if (status == IPU_OK)
             status = ipu_pkg_put_slot(st->b, t, copy_slot, list, sizeof list, NULL);
+        /* One host entry of one row: stream, offset, address, row bytes, rows,
+         * stream stride, tile stride, reserved. */
         uint8_t host[4 + IPU_HOST_ENTRY_SIZE];
+        memset(host, 0, sizeof host);
         ipu_store_u32(host, 1);
         ipu_store_u32(host + 4, stream);
         ipu_store_u32(host + 8, t * bytes);
         ipu_store_u32(host + 12, st->p->aperture_base);
         ipu_store_u32(host + 16, bytes);
+        ipu_store_u32(host + 20, 1);
+        ipu_store_u32(host + 24, bytes);
+        ipu_store_u32(host + 28, bytes);
         if (status == IPU_OK)
             status = ipu_pkg_put_slot(st->b, t, host_slot, host, sizeof host, NULL);
     }

@@ -134,8 +134,8 @@ static uint32_t put_record(ipu_pkg_builder *b, uint32_t tile, uint32_t slot, con
     return address;
 }
 
-/* Exchange tables, patch lists and host descriptors share one layout: u32
- * count, then 16-byte entries of four u32 words.  quads_record allocates one
+/* Exchange tables and patch lists share one layout: u32 count, then 16-byte
+ * entries of four u32 words (host descriptors: 32-byte entries, below).  quads_record allocates one
  * for count entries (count word set), set_quad fills entry i, and
  * put_quads_record appends it to the tile (bound to slot) and frees it. */
 static uint8_t *quads_record(size_t count)
@@ -233,15 +233,28 @@ uint32_t tpkg_patch_list(ipu_pkg_builder *b, uint32_t tile, uint32_t slot,
     return put_quads_record(b, tile, slot, record, count);
 }
 
+tpkg_host_entry tpkg_host_run(uint32_t stream, uint32_t offset, uint32_t address, uint32_t bytes)
+{
+    return (tpkg_host_entry){stream, offset, address, bytes, 1, bytes, bytes, 0};
+}
+
 uint32_t tpkg_host_descriptor(ipu_pkg_builder *b, uint32_t tile, uint32_t slot,
                               const tpkg_host_entry *entries, size_t count)
 {
-    uint8_t *record = quads_record(count);
+    uint8_t *record = calloc(1, 4 + (size_t)IPU_HOST_ENTRY_SIZE * count);
+    assert_non_null(record);
+    ipu_store_u32(record, (uint32_t)count);
     for (size_t i = 0; i < count; i++) {
         const tpkg_host_entry *e = &entries[i];
-        set_quad(record, i, e->stream, e->offset, e->address, e->bytes);
+        const uint32_t words[IPU_HOST_ENTRY_SIZE / 4] = {
+            e->stream, e->offset, e->address, e->bytes,
+            e->rows, e->stream_stride, e->tile_stride, e->reserved};
+        for (uint32_t w = 0; w < IPU_HOST_ENTRY_SIZE / 4; w++)
+            ipu_store_u32(record + 4 + IPU_HOST_ENTRY_SIZE * i + 4 * w, words[w]);
     }
-    return put_quads_record(b, tile, slot, record, count);
+    uint32_t address = put_record(b, tile, slot, record, 4 + (size_t)IPU_HOST_ENTRY_SIZE * count);
+    free(record);
+    return address;
 }
 
 uint32_t tpkg_put_words(ipu_pkg_builder *b, uint32_t tile, const uint32_t *words, size_t count)

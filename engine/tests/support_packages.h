@@ -89,9 +89,16 @@ typedef struct tpkg_patch {
 uint32_t tpkg_patch_list(ipu_pkg_builder *b, uint32_t tile, uint32_t slot,
                          const tpkg_patch *patches, size_t count);
 
+/* A host descriptor entry (format.h): rows of bytes each, from stream
+ * offset and tile address on, stream_stride and tile_stride apart; reserved
+ * must be 0 in a valid entry. */
 typedef struct tpkg_host_entry {
     uint32_t stream, offset, address, bytes;
+    uint32_t rows, stream_stride, tile_stride, reserved;
 } tpkg_host_entry;
+
+/* One contiguous run: one row of bytes. */
+tpkg_host_entry tpkg_host_run(uint32_t stream, uint32_t offset, uint32_t address, uint32_t bytes);
 
 uint32_t tpkg_host_descriptor(ipu_pkg_builder *b, uint32_t tile, uint32_t slot,
                               const tpkg_host_entry *entries, size_t count);

@@ -216,8 +216,8 @@ static ipu_package *build_gemm(ipu_ctx *ctx, gemm_case *g)
                 g->expected[((size_t)t * GM + r) * GN + c] = sum;
             }
         TPKG_OK(ctx, ipu_pkg_add_data(b, t, b_addr, bmat, sizeof bmat));
-        tpkg_host_entry in = {a_stream, t * g->a_bytes, a_addr, g->a_bytes};
-        tpkg_host_entry out = {c_stream, t * g->c_bytes, out_addr, g->c_bytes};
+        tpkg_host_entry in = tpkg_host_run(a_stream, t * g->a_bytes, a_addr, g->a_bytes);
+        tpkg_host_entry out = tpkg_host_run(c_stream, t * g->c_bytes, out_addr, g->c_bytes);
         tpkg_host_descriptor(b, t, in_slot, &in, 1);
         tpkg_host_descriptor(b, t, out_slot, &out, 1);
         tpkg_kernel list[] = {

@@ -631,6 +631,62 @@ static void test_malformed_descriptor_patch_count_overflow(void **state)
     ipu_package_free(pkg);
 }
 
+/* Host output of 4 strided rows of 64 bytes on every tile, stream offset
+ * t * 256, rows 64 bytes apart in the stream and stride0 apart on the tile,
+ * from address on tile T (the aperture base elsewhere).  Main:
+ * Repeat(2, body 1, patches) { host output }; tile T's patch list adds
+ * delta to its entry's tile stride at every iteration, so iteration 0 is
+ * valid and iteration 1 moves rows stride0 + delta apart. */
+static ipu_package *strided_host_package(fx *f, uint32_t address, uint32_t stride0, uint32_t delta)
+{
+    const uint32_t rows = 4, row = 64;
+    ipu_pkg_builder *b = tpkg_builder(f->ctx, &f->p);
+    uint32_t stream;
+    TPKG_OK(f->ctx, ipu_pkg_add_stream(b, "out", IPU_STREAM_OUTPUT, TILES * rows * row, &stream));
+    uint32_t host_slot = ipu_pkg_new_slot(b), patch_slot = ipu_pkg_new_slot(b);
+    for (uint32_t t = 0; t < TILES; t++) {
+        uint32_t at = t == T ? address : f->p.aperture_base, stride = t == T ? stride0 : row;
+        tpkg_data(b, t, at, (rows - 1) * stride + row, t);
+        tpkg_host_entry e = {stream, t * rows * row, at, row, rows, row, stride, 0};
+        uint32_t list = tpkg_host_descriptor(b, t, host_slot, &e, 1);
+        if (t == T) {
+            /* Word 6 of the entry is its tile stride. */
+            tpkg_patch patch = {IPU_PATCH_PROGRESSION, list + 4 + 24, stride0, delta};
+            tpkg_patch_list(b, T, patch_slot, &patch, 1);
+        }
+    }
+    emit(f, b, 0, IPU_OP_REPEAT, 2, 1, patch_slot);
+    emit(f, b, 0, IPU_OP_HOST_OUT, host_slot, 0, 0);
+    return tpkg_build(f->ctx, b);
+}
+
+static void test_malformed_descriptor_host_rows_overlap(void **state)
+{
+    fx *f = *state;
+    uint32_t ap = f->p.aperture_base;
+    /* Iteration 1: 4 rows of 64 bytes 48 bytes apart overlap on the tile. */
+    json_t *fault = run_to_fault(f, strided_host_package(f, ap, 64, (uint32_t)-16));
+    TPKG_EXPECT_FAULT(fault, "malformed_descriptor", T, ap, ap + 3 * 48 + 64);
+    expect_where(fault, NULL, -1, 0);
+    /* Steps: patch, host output (iteration 0), patch, then the faulting host output. */
+    expect_position(fault, "main", 1, 3);
+    assert_non_null(strstr(tpkg_fault_str(fault, "detail"), "overlap"));
+}
+
+static void test_malformed_descriptor_host_rows_past_aperture(void **state)
+{
+    fx *f = *state;
+    uint32_t end = f->p.aperture_end, at = end - 4 * 64;
+    /* Iteration 0 fills the aperture's last 256 bytes; at iteration 1 the
+     * rows are 128 bytes apart and the last two leave the aperture. */
+    json_t *fault = run_to_fault(f, strided_host_package(f, at, 64, 64));
+    TPKG_EXPECT_FAULT(fault, "malformed_descriptor", T, at, at + 3 * 128 + 64);
+    assert_true(at + 3 * 128 + 64 > end);
+    expect_where(fault, NULL, -1, 0);
+    expect_position(fault, "main", 1, 3);
+    assert_non_null(strstr(tpkg_fault_str(fault, "detail"), "aperture"));
+}
+
 /* ---- allocation names and the state after a fault -------------------------------- */
 
 static void test_fault_names_owning_allocation(void **state)
@@ -756,6 +812,8 @@ int main(void)
         T_(test_malformed_descriptor_progression_wrong_arg_count),
         T_(test_malformed_descriptor_patch_table_past_end),
         T_(test_malformed_descriptor_patch_count_overflow),
+        T_(test_malformed_descriptor_host_rows_overlap),
+        T_(test_malformed_descriptor_host_rows_past_aperture),
         T_(test_fault_names_owning_allocation),
         T_(test_fault_requires_initialize_again),
         T_(test_fault_in_init_program),

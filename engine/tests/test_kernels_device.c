@@ -131,16 +131,20 @@ static uint32_t staged_bytes(const span *spans, int count)
     return total;
 }
 
-#define STAGE_WORDS (1 + 4 * 6) /* a staging record: count, then up to 6 entries */
+#define STAGE_SPANS 6                       /* spans per staging record at most */
+#define HOST_WORDS (IPU_HOST_ENTRY_SIZE / 4) /* words per host descriptor entry */
+#define HOST_RECORD_WORDS (1 + HOST_WORDS * STAGE_SPANS)
+#define COPY_RECORD_WORDS (1 + 4 * STAGE_SPANS)
 
 /* The two records that move the staged spans through the host aperture, an
  * entry per span from APERTURE_BASE up: the host descriptor (stream, *offset,
- * aperture address, size) and the COPY list, aperture -> span for inputs
+ * aperture address, size as one row) and the COPY list, aperture -> span for inputs
  * (their bytes go into stream_bytes at *offset), span -> aperture for
  * outputs.  *offset advances past them; returns the entry count, which is
  * also each record's first word. */
 static uint32_t stage(const span *spans, int count, int input, uint32_t stream, uint32_t *offset,
-                      uint8_t *stream_bytes, uint32_t host[STAGE_WORDS], uint32_t copy[STAGE_WORDS])
+                      uint8_t *stream_bytes, uint32_t host[HOST_RECORD_WORDS],
+                      uint32_t copy[COPY_RECORD_WORDS])
 {
     uint32_t n = 0, ap = APERTURE_BASE;
     for (int i = 0; i < count; i++) {
@@ -148,11 +152,13 @@ static uint32_t stage(const span *spans, int count, int input, uint32_t stream, 
         if (s->direct)
             continue;
         assert_true(ap + s->size <= APERTURE_END);
+        assert_true(n < STAGE_SPANS);
         if (input)
             memcpy(stream_bytes + *offset, s->bytes, s->size);
         uint32_t from = input ? ap : s->address, to = input ? s->address : ap;
-        uint32_t h[4] = {stream, *offset, ap, s->size}, c[4] = {IPU_K_COPY | 3u << 16, from, to, s->size};
-        memcpy(host + 1 + 4 * n, h, sizeof h);
+        uint32_t h[HOST_WORDS] = {stream, *offset, ap, s->size, 1, s->size, s->size, 0};
+        uint32_t c[4] = {IPU_K_COPY | 3u << 16, from, to, s->size};
+        memcpy(host + 1 + HOST_WORDS * n, h, sizeof h);
         memcpy(copy + 1 + 4 * n, c, sizeof c);
         n++, ap += tk_align_up(s->size, 8), *offset += tk_align_up(s->size, 8);
     }
@@ -187,7 +193,7 @@ static json_t *run_jobs(kjob *jobs, int njobs, json_t **kernel_step)
     uint32_t in_off = 0, out_off = 0;
     for (int j = 0; j < njobs; j++) {
         kjob *jb = &jobs[j];
-        uint32_t t = jb->tile, host[STAGE_WORDS], copy[STAGE_WORDS];
+        uint32_t t = jb->tile, host[HOST_RECORD_WORDS], copy[COPY_RECORD_WORDS];
         TSEED_OK(ctx, ipu_pkg_add_code(b, t, (int)(jb->desc[0] & 0xFFFF)));
         for (int i = 0; i < jb->ins; i++) {
             const span *s = &jb->in[i];
@@ -197,7 +203,7 @@ static json_t *run_jobs(kjob *jobs, int njobs, json_t **kernel_step)
         uint32_t n = stage(jb->in, jb->ins, 1, in_id, &in_off, in_bytes, host, copy);
         if (n) {
             TSEED_OK(ctx, ipu_pkg_add_code(b, t, IPU_K_COPY));
-            put_u32s(ctx, b, t, s_hin, host, 1 + 4 * n);
+            put_u32s(ctx, b, t, s_hin, host, 1 + HOST_WORDS * n);
             put_u32s(ctx, b, t, s_cin, copy, 1 + 4 * n);
         }
         uint32_t list[2 + IPU_KERNEL_MAX_ARGS] = {1};
@@ -207,7 +213,7 @@ static json_t *run_jobs(kjob *jobs, int njobs, json_t **kernel_step)
         if (n) {
             TSEED_OK(ctx, ipu_pkg_add_code(b, t, IPU_K_COPY));
             put_u32s(ctx, b, t, s_cout, copy, 1 + 4 * n);
-            put_u32s(ctx, b, t, s_hout, host, 1 + 4 * n);
+            put_u32s(ctx, b, t, s_hout, host, 1 + HOST_WORDS * n);
         }
     }
     if (in_total) {

@@ -11,6 +11,9 @@
  * flipped byte, must fail to load with IPU_ERR_MALFORMED and a message.
  * Builder misuse (tile out of range, unknown slot or entry, a full descriptor
  * area, a bad layout) must return IPU_ERR_INVALID_ARGUMENT with a message.
+ * Strided host entries gather and scatter rows on the device, and malformed
+ * ones (no rows, reserved word, overlapping rows, past the stream or the
+ * aperture) are refused with IPU_ERR_MALFORMED.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -103,9 +106,11 @@ static ipu_package *build_package(ipu_ctx *ctx, built *info, const char *tag)
          * body (memory, vector): four code segments, and the descriptor area. */
         info->code_bytes += ipu_kernel_code_size(IPU_K_COPY) + ipu_kernel_code_size(IPU_K_ADD);
         info->segments += 5;
-        put(ctx, b, info, t, s_pin, (uint32_t[]){1, w_id, t * bytes, APERTURE, bytes}, 5);
+        /* Host entries: stream, offset, address, row bytes, rows, stream
+         * stride, tile stride, 0; y leaves as one row per Repeat iteration. */
+        put(ctx, b, info, t, s_pin, (uint32_t[]){1, w_id, t * bytes, APERTURE, bytes, 1, bytes, bytes, 0}, 9);
         put(ctx, b, info, t, s_pcopy, (uint32_t[]){1, copy, APERTURE, W_AT, bytes}, 5);
-        put(ctx, b, info, t, s_xin, (uint32_t[]){1, x_id, t * bytes, APERTURE, bytes}, 5);
+        put(ctx, b, info, t, s_xin, (uint32_t[]){1, x_id, t * bytes, APERTURE, bytes, 1, bytes, bytes, 0}, 9);
         put(ctx, b, info, t, s_xcopy, (uint32_t[]){1, copy, APERTURE, X_AT, bytes}, 5);
         uint32_t add = put(ctx, b, info, t, s_add,
                            (uint32_t[]){1, IPU_K_ADD | 5u << 16, X_AT, W_AT, Y_AT, N, IPU_DT_F32}, 7);
@@ -114,7 +119,7 @@ static ipu_package *build_package(ipu_ctx *ctx, built *info, const char *tag)
             (uint32_t[]){1, IPU_PATCH_PROGRESSION, add + 16, Y_AT, bytes}, 5);
         put(ctx, b, info, t, s_ycopy, (uint32_t[]){1, copy, Y_AT, APERTURE, REPEATS * bytes}, 5);
         put(ctx, b, info, t, s_yout,
-            (uint32_t[]){1, y_id, t * REPEATS * bytes, APERTURE, REPEATS * bytes}, 5);
+            (uint32_t[]){1, y_id, t * REPEATS * bytes, APERTURE, bytes, REPEATS, bytes, bytes, 0}, 9);
         info->descriptor_bytes += 4 * info->slots; /* the slot table */
         const char *names[] = {"w", "x", "y", "aperture"};
         const uint32_t at[] = {W_AT, X_AT, Y_AT, APERTURE}, size[] = {bytes, bytes, REPEATS * bytes, 0x8000};
@@ -451,6 +456,109 @@ static void test_builder_misuse(void **state)
     ipu_ctx_free(ctx);
 }
 
+/* Strided host entries (format.h): a package on tile 0 with input stream
+ * "in" (4 rows of 32 bytes) and output stream "out" (4 rows of 16 bytes);
+ * host_in and host_out are the single entries of its host input and output
+ * descriptors, run in that order.  Returns the build status; *out gets the
+ * package on success. */
+#define HOST_ROWS 4u
+static ipu_status build_host_package(ipu_ctx *ctx, const uint32_t host_in[8],
+                                     const uint32_t host_out[8], ipu_package **out)
+{
+    ipu_profile p = profile(ctx);
+    ipu_pkg_builder *b = NULL;
+    TPKG_OK(ctx, ipu_pkg_builder_create(ctx, &p, CODE_BASE, DESC_BASE, DESC_LIMIT, &b));
+    uint32_t in_id, out_id;
+    TPKG_OK(ctx, ipu_pkg_add_stream(b, "in", IPU_STREAM_INPUT, HOST_ROWS * 32, &in_id));
+    TPKG_OK(ctx, ipu_pkg_add_stream(b, "out", IPU_STREAM_OUTPUT, HOST_ROWS * 16, &out_id));
+    assert_int_equal(in_id, 0);
+    assert_int_equal(out_id, 1);
+    uint32_t s_in = ipu_pkg_new_slot(b), s_out = ipu_pkg_new_slot(b);
+    uint8_t record[4 + IPU_HOST_ENTRY_SIZE];
+    store32(record, 1);
+    for (uint32_t w = 0; w < 8; w++)
+        store32(record + 4 + 4 * w, host_in[w]);
+    TPKG_OK(ctx, ipu_pkg_put_slot(b, 0, s_in, record, sizeof record, NULL));
+    for (uint32_t w = 0; w < 8; w++)
+        store32(record + 4 + 4 * w, host_out[w]);
+    TPKG_OK(ctx, ipu_pkg_put_slot(b, 0, s_out, record, sizeof record, NULL));
+    TPKG_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_HOST_IN, s_in, 0, 0));
+    TPKG_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_HOST_OUT, s_out, 0, 0));
+    *out = NULL;
+    return ipu_pkg_build(b, out);
+}
+
+static void test_host_entries_strided(void **state)
+{
+    (void)state;
+    ipu_ctx *ctx = ipu_ctx_create();
+    ipu_profile p = profile(ctx);
+    assert_int_equal(p.aperture_base, APERTURE);
+    /* In: columns [8, 24) of each 32-byte stream row to rows 24 bytes apart
+     * in the aperture; out: those rows packed 16 bytes apart in the stream. */
+    const uint32_t in[8] = {0, 8, APERTURE, 16, HOST_ROWS, 32, 24, 0};
+    const uint32_t out[8] = {1, 0, APERTURE, 16, HOST_ROWS, 16, 24, 0};
+    ipu_package *pkg = NULL;
+    TPKG_OK(ctx, build_host_package(ctx, in, out, &pkg));
+    uint8_t stream[HOST_ROWS * 32];
+    for (uint32_t i = 0; i < sizeof stream; i++)
+        stream[i] = (uint8_t)(i * 7 + 1);
+    ipu_device *dev = NULL;
+    TPKG_OK(ctx, ipu_device_create(ctx, PROFILE_JSON, &dev));
+    TPKG_OK(ctx, ipu_device_set_stream(ctx, dev, "in", stream, sizeof stream));
+    TPKG_OK(ctx, ipu_device_initialize(ctx, dev, pkg));
+    char *report = NULL;
+    TPKG_OK(ctx, ipu_device_run(ctx, dev, &report));
+    ipu_free(report);
+    for (uint32_t r = 0; r < HOST_ROWS; r++) {
+        uint8_t row[16];
+        TPKG_OK(ctx, ipu_device_read(ctx, dev, 0, APERTURE + 24 * r, row, sizeof row));
+        assert_memory_equal(row, stream + 32 * r + 8, sizeof row);
+    }
+    const uint8_t *got;
+    size_t size;
+    TPKG_OK(ctx, ipu_device_stream(ctx, dev, "out", (const void **)&got, &size));
+    assert_int_equal(size, HOST_ROWS * 16);
+    for (uint32_t r = 0; r < HOST_ROWS; r++)
+        assert_memory_equal(got + 16 * r, stream + 32 * r + 8, 16);
+    ipu_device_free(dev);
+    ipu_package_free(pkg);
+
+    /* Malformed entries are refused when the package is built (and loaded),
+     * each with a message naming the defect. */
+    const uint32_t end = p.aperture_end;
+    const struct {
+        uint32_t entry[8];
+        const char *words;
+    } bad[] = {
+        {{0, 8, APERTURE, 16, 0, 32, 24, 0}, "entry 0 moves 0 rows"},
+        {{0, 8, APERTURE, 16, HOST_ROWS, 32, 24, 5}, "entry 0 has reserved word 0x5"},
+        {{0, 8, APERTURE, 16, HOST_ROWS, 32, 8, 0}, "overlap on the tile (tile stride 8)"},
+        /* The last row starts at 8 + 3 * 40 = 128: past the 128-byte stream. */
+        {{0, 8, APERTURE, 16, HOST_ROWS, 40, 24, 0}, "reads bytes [8, 144) of stream 'in'"},
+        /* The first row ends at the aperture's end, the others lie beyond it. */
+        {{0, 8, end - 16, 16, HOST_ROWS, 32, 24, 0}, "outside the host aperture"},
+        /* 2^32 - 1 rows 2^32 - 1 bytes apart: the extent does not wrap around. */
+        {{0, 0, APERTURE, 1, 0xFFFFFFFFu, 0, 0xFFFFFFFFu, 0}, "outside the host aperture"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ipu_ctx_clear_error(ctx);
+        pkg = NULL;
+        ipu_status status = build_host_package(ctx, bad[i].entry, out, &pkg);
+        if (status != IPU_ERR_MALFORMED || pkg || !strstr(ipu_ctx_errmsg(ctx), bad[i].words) ||
+            !strstr(ipu_ctx_errmsg(ctx), "host input descriptor"))
+            fail_msg("bad host entry %zu: status %s, message '%s', expected '%s'", i,
+                     ipu_status_name(status), ipu_ctx_errmsg(ctx), bad[i].words);
+    }
+    /* An output entry's stream extent is checked the same way. */
+    const uint32_t long_out[8] = {1, 16, APERTURE, 16, HOST_ROWS, 16, 24, 0};
+    ipu_ctx_clear_error(ctx);
+    assert_int_equal(build_host_package(ctx, in, long_out, &pkg), IPU_ERR_MALFORMED);
+    assert_non_null(strstr(ipu_ctx_errmsg(ctx), "host output descriptor"));
+    assert_non_null(strstr(ipu_ctx_errmsg(ctx), "writes bytes [16, 80) of stream 'out'"));
+    ipu_ctx_free(ctx);
+}
+
 /* Entry points that share a worker body bring it to a tile once: fill and
  * copy share the memory body, gemm_f16 and gemm_f8 the AMP body. */
 static void test_code_shares_worker_bodies(void **state)
@@ -501,6 +609,7 @@ int main(void)
         cmocka_unit_test(test_truncated_and_corrupt),
         cmocka_unit_test(test_save_file_atomic),
         cmocka_unit_test(test_builder_misuse),
+        cmocka_unit_test(test_host_entries_strided),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

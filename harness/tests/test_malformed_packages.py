@@ -50,6 +50,8 @@ EXPECTED = {
     "malformed-compute-unknown-kernel.pkg": ["compute list", "unknown kernel entry 999"],
     "malformed-exchange-unknown-peer.pkg": ["exchange table", "from tile 9"],
     "malformed-host-outside-aperture.pkg": ["host output", "outside the host aperture"],
+    "malformed-host-strided-past-aperture.pkg": ["host output", "2 rows", "outside the host aperture"],
+    "malformed-host-rows-overlap.pkg": ["host output", "overlap on the tile"],
     "malformed-patch-target-in-data.pkg": ["patch list", "data segment"],
     "malformed-repeat-body.pkg": ["Repeat body", "runs past"],
     "malformed-slot-out-of-range.pkg": ["slot 7", "4 slots"],

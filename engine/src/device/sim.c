@@ -108,30 +108,61 @@ static int host_phase(sim *s, ipu_ctx *ctx, uint32_t slot, int in, ipu_host_buff
         for (uint32_t e = 0; e < count; e++) {
             const uint8_t *d = sim_ptr(s, t, table + 4 + e * IPU_HOST_ENTRY_SIZE);
             uint32_t stream = ipu_load_u32(d), offset = ipu_load_u32(d + 4),
-                     address = ipu_load_u32(d + 8), size = ipu_load_u32(d + 12);
+                     address = ipu_load_u32(d + 8), row_bytes = ipu_load_u32(d + 12),
+                     rows = ipu_load_u32(d + 16), stream_stride = ipu_load_u32(d + 20),
+                     tile_stride = ipu_load_u32(d + 24), reserved = ipu_load_u32(d + 28);
             const ipu_pkg_stream *st = stream < pkg->stream_count ? &pkg->streams[stream] : NULL;
-            if (!st || (st->direction == IPU_STREAM_OUTPUT) == in ||
-                (uint64_t)offset + size > st->size || address < s->p.aperture_base ||
-                (uint64_t)address + size > s->p.aperture_end) {
-                sim_fault(s, t, IPU_FAULT_MALFORMED_DESCRIPTOR, address, address + size,
-                          "host descriptor entry %u: stream %u bytes [%u, +%u) at 0x%X is not a "
-                          "valid %s transfer inside the aperture",
-                          e, stream, offset, size, address, in ? "input" : "output");
+            /* The extents the rows span in the stream and on the tile (no
+             * overflow: (2^32 - 1)^2 + 2 * (2^32 - 1) < 2^64). */
+            uint64_t stream_end = offset, tile_end = address;
+            if (rows) {
+                stream_end += (uint64_t)(rows - 1) * stream_stride + row_bytes;
+                tile_end += (uint64_t)(rows - 1) * tile_stride + row_bytes;
+            }
+            const char *why = NULL;
+            if (!st)
+                why = "no such stream";
+            else if ((st->direction == IPU_STREAM_OUTPUT) == in)
+                why = "wrong direction";
+            else if (reserved)
+                why = "reserved word not zero";
+            else if (rows == 0)
+                why = "no rows";
+            else if (rows > 1 && tile_stride < row_bytes)
+                why = "rows overlap on the tile";
+            else if (stream_end > st->size)
+                why = "runs past the stream";
+            else if (address < s->p.aperture_base || tile_end > s->p.aperture_end)
+                why = "leaves the aperture";
+            if (why) {
+                sim_fault(s, t, IPU_FAULT_MALFORMED_DESCRIPTOR, address,
+                          tile_end > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)tile_end,
+                          "host descriptor entry %u: stream %u, %u rows of %u bytes from offset %u "
+                          "(stride %u) to 0x%X (stride %u) is not a valid %s transfer inside the "
+                          "aperture (%s)",
+                          e, stream, rows, row_bytes, offset, stream_stride, address, tile_stride,
+                          in ? "input" : "output", why);
                 s->tiles[t].fault.row = (int)e;
                 break;
             }
-            if (sim_check(s, t, address, size, in ? 2u : 1u, 1, 0,
-                          in ? "host input" : "host output")) {
-                s->tiles[t].fault.row = (int)e;
+            int faulted = 0;
+            for (uint32_t r = 0; r < rows && !faulted; r++) {
+                uint32_t at = address + r * tile_stride;
+                uint64_t from = offset + (uint64_t)r * stream_stride;
+                if (sim_check(s, t, at, row_bytes, in ? 2u : 1u, 1, 0,
+                              in ? "host input" : "host output")) {
+                    s->tiles[t].fault.row = (int)e;
+                    faulted = 1;
+                } else if (in) {
+                    memcpy(sim_ptr(s, t, at), buffers[stream].data + from, row_bytes);
+                    sim_mark_written(s, t, at, row_bytes);
+                } else {
+                    memcpy(buffers[stream].data + from, sim_ptr(s, t, at), row_bytes);
+                }
+            }
+            if (faulted)
                 break;
-            }
-            if (in) {
-                memcpy(sim_ptr(s, t, address), buffers[stream].data + offset, size);
-                sim_mark_written(s, t, address, size);
-            } else {
-                memcpy(buffers[stream].data + offset, sim_ptr(s, t, address), size);
-            }
-            moved += size;
+            moved += (uint64_t)rows * row_bytes;
         }
     }
     *bytes = moved;

@@ -244,12 +244,22 @@ static ipu_status add_stream(lowering *L, const char *name, uint32_t direction, 
     return IPU_OK;
 }
 
+/* One host entry: rows of bytes each, tile_stride apart in the buffer and
+ * stream_stride apart in the stream. */
 static ipu_status add_host(lowering *L, uint32_t buffer, uint32_t offset, uint32_t bytes,
-                           uint32_t stream, uint64_t stream_offset)
+                           uint32_t rows, uint32_t tile_stride, uint32_t stream,
+                           uint64_t stream_offset, uint32_t stream_stride)
 {
     ipu_low_program *p = L->prog;
     IPU_TRY(IPU_GROW(L->ctx, p->hosts, p->host_count, p->host_capacity));
-    p->hosts[p->host_count++] = (ipu_low_host){buffer, offset, bytes, stream, stream_offset};
+    p->hosts[p->host_count++] = (ipu_low_host){.buffer = buffer,
+                                               .offset = offset,
+                                               .bytes = bytes,
+                                               .rows = rows,
+                                               .tile_stride = tile_stride,
+                                               .stream = stream,
+                                               .stream_stride = stream_stride,
+                                               .stream_offset = stream_offset};
     low_use(L, buffer);
     low_current(L)->count++;
     return IPU_OK;
@@ -329,12 +339,14 @@ static ipu_status host_rounds(lowering *L, const ipu_layout *l, const uint32_t *
         }
         if (status == IPU_OK)
             status = low_begin_step(L, in ? IPU_LOW_HOST_IN : IPU_LOW_HOST_OUT, label);
+        /* One strided entry per chunk: its rows, a block stride apart in
+         * staging and a tensor row apart in the stream. */
         for (size_t n = 0; n < count && status == IPU_OK; n++) {
             const chunk *c = &chunks[n];
-            for (uint32_t row = 0; row < c->rows && status == IPU_OK; row++)
-                status = add_host(L, staging[n], row * c->stride, (c->c1 - c->c0) * l->elem, stream,
-                                  c->member * member_bytes + (uint64_t)(c->r0 + c->row0 + row) * row_bytes +
-                                      (uint64_t)c->c0 * l->elem);
+            status = add_host(L, staging[n], 0, (c->c1 - c->c0) * l->elem, c->rows, c->stride, stream,
+                              c->member * member_bytes + (uint64_t)(c->r0 + c->row0) * row_bytes +
+                                  (uint64_t)c->c0 * l->elem,
+                              (uint32_t)row_bytes);
         }
         if (status == IPU_OK && in) {
             status = low_begin_step(L, IPU_LOW_COMPUTE, label);

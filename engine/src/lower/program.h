@@ -65,9 +65,12 @@ typedef struct ipu_low_xfer {
     uint32_t first_dst, dst_count;
 } ipu_low_xfer;
 
+/* A host entry: rows runs of bytes each, the first at buffer + offset and
+ * stream_offset, the next ones tile_stride and stream_stride further. */
 typedef struct ipu_low_host {
-    uint32_t buffer, offset, bytes;
-    uint32_t stream;
+    uint32_t buffer, offset, bytes; /* bytes: per row */
+    uint32_t rows, tile_stride;
+    uint32_t stream, stream_stride;
     uint64_t stream_offset;
 } ipu_low_host;
 

@@ -355,15 +355,28 @@ static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, 
                             status = ipu_buf_append_u32(A->ctx, &rec, resolve(prog, &k->args[a]));
                         }
                     } else {
+                        /* A strided entry (format.h): stream, stream offset, tile
+                         * address, row bytes, rows, stream stride, tile stride, 0. */
                         const ipu_low_host *h = &prog->hosts[items[i]];
-                        status = ipu_buf_append_u32(A->ctx, &rec, stream_ids[h->stream]);
-                        if (status == IPU_OK)
-                            status = ipu_buf_append_u32(A->ctx, &rec, (uint32_t)h->stream_offset);
-                        if (status == IPU_OK)
-                            status = ipu_buf_append_u32(A->ctx, &rec,
-                                                        prog->buffers[h->buffer].address + h->offset);
-                        if (status == IPU_OK)
-                            status = ipu_buf_append_u32(A->ctx, &rec, h->bytes);
+                        if (h->stream_offset > 0xFFFFFFFFull) {
+                            status = IPU_FAIL(A->ctx, IPU_ERR_INVALID_ARGUMENT,
+                                              "host stream '%s': offset %llu does not fit a host "
+                                              "entry's 32-bit stream offset",
+                                              prog->streams[h->stream].name,
+                                              (unsigned long long)h->stream_offset);
+                            break;
+                        }
+                        const uint32_t words[IPU_HOST_ENTRY_SIZE / 4] = {
+                            stream_ids[h->stream],
+                            (uint32_t)h->stream_offset,
+                            prog->buffers[h->buffer].address + h->offset,
+                            h->bytes,
+                            h->rows,
+                            h->stream_stride,
+                            h->tile_stride,
+                            0};
+                        for (uint32_t w = 0; w < IPU_HOST_ENTRY_SIZE / 4 && status == IPU_OK; w++)
+                            status = ipu_buf_append_u32(A->ctx, &rec, words[w]);
                     }
                 }
                 uint32_t where = 0;

@@ -16,8 +16,15 @@
  *   compute list: u32 count, then descriptors (u16 entry, u16 argc, argc u32).
  *   exchange table: u32 row count, then 16-byte rows:
  *     w0 = op | flags << 8 | tile << 16, w1 = cycle, w2 = words, w3 = address.
- *   host descriptor: u32 count, then 16-byte entries:
- *     u32 stream, u32 stream offset, u32 tile address (inside the aperture), u32 bytes.
+ *   host descriptor: u32 count, then 32-byte entries, each a strided run of
+ *     rows: u32 stream, u32 stream offset, u32 tile address (inside the
+ *     aperture), u32 row bytes, u32 rows (>= 1), u32 stream stride (bytes
+ *     between row starts in the stream), u32 tile stride (bytes between row
+ *     starts on the tile; >= row bytes when rows > 1: rows never overlap on
+ *     the tile), u32 zero (reserved).  Row r moves row bytes between stream
+ *     offset + r * stream stride and tile address + r * tile stride; every
+ *     row lies inside the aperture and the stream.  An entry moves rows x
+ *     row bytes.
  *   patch list: u32 count, then 16-byte entries:
  *     u32 kind, u32 target address, u32 a, u32 b.
  */
@@ -25,7 +32,7 @@
 #define IPU_PACKAGE_FORMAT_H
 
 #define IPU_PKG_MAGIC "IPUPKG\r\n"
-#define IPU_PKG_VERSION 2u
+#define IPU_PKG_VERSION 3u
 #define IPU_PKG_HEADER_SIZE 64u
 #define IPU_PKG_SECTION_ENTRY_SIZE 24u
 
@@ -92,6 +99,6 @@ enum ipu_patch_kind {
     IPU_PATCH_PROGRESSION = 2 /* value = a + iteration * b (mod 2^32) */
 };
 #define IPU_PATCH_SIZE 16u
-#define IPU_HOST_ENTRY_SIZE 16u
+#define IPU_HOST_ENTRY_SIZE 32u
 
 #endif

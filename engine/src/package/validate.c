@@ -382,16 +382,32 @@ static ipu_status check_record(ipu_ctx *ctx, const ipu_package *pkg, uint32_t ti
                            USE_NAMES[use], address, tile, i,
                            s->direction == IPU_STREAM_OUTPUT ? "output" : "input",
                            ipu_pkg_string(pkg, s->name_offset));
-            if ((uint64_t)w1 + w3 > s->size)
-                return BAD("%s at 0x%X on tile %u: entry %u reads bytes [%u, %llu) of stream '%s' "
-                           "(%llu bytes)",
-                           USE_NAMES[use], address, tile, i, w1, (unsigned long long)w1 + w3,
-                           ipu_pkg_string(pkg, s->name_offset), (unsigned long long)s->size);
-            if (w2 < p->aperture_base || (uint64_t)w2 + w3 > p->aperture_end)
-                return BAD("%s at 0x%X on tile %u: entry %u addresses [0x%X, 0x%llX), outside the "
-                           "host aperture [0x%X, 0x%X)",
-                           USE_NAMES[use], address, tile, i, w2, (unsigned long long)w2 + w3,
-                           p->aperture_base, p->aperture_end);
+            uint32_t rows = ipu_load_u32(e + 16), stream_stride = ipu_load_u32(e + 20),
+                     tile_stride = ipu_load_u32(e + 24), reserved = ipu_load_u32(e + 28);
+            if (reserved)
+                return BAD("%s at 0x%X on tile %u: entry %u has reserved word 0x%X, not zero",
+                           USE_NAMES[use], address, tile, i, reserved);
+            if (rows == 0)
+                return BAD("%s at 0x%X on tile %u: entry %u moves 0 rows", USE_NAMES[use], address,
+                           tile, i);
+            if (rows > 1 && tile_stride < w3)
+                return BAD("%s at 0x%X on tile %u: entry %u's %u rows of %u bytes overlap on the "
+                           "tile (tile stride %u)",
+                           USE_NAMES[use], address, tile, i, rows, w3, tile_stride);
+            /* Where the last row ends (no overflow: (2^32 - 1)^2 + 2 * (2^32 - 1) < 2^64). */
+            uint64_t stream_end = w1 + (uint64_t)(rows - 1) * stream_stride + w3;
+            uint64_t tile_end = w2 + (uint64_t)(rows - 1) * tile_stride + w3;
+            if (stream_end > s->size)
+                return BAD("%s at 0x%X on tile %u: entry %u %s bytes [%u, %llu) of stream '%s' "
+                           "(%llu bytes; %u row%s of %u bytes, stride %u)",
+                           USE_NAMES[use], address, tile, i, in ? "reads" : "writes", w1,
+                           (unsigned long long)stream_end, ipu_pkg_string(pkg, s->name_offset),
+                           (unsigned long long)s->size, rows, rows == 1 ? "" : "s", w3, stream_stride);
+            if (w2 < p->aperture_base || tile_end > p->aperture_end)
+                return BAD("%s at 0x%X on tile %u: entry %u addresses [0x%X, 0x%llX) (%u row%s of %u "
+                           "bytes, stride %u), outside the host aperture [0x%X, 0x%X)",
+                           USE_NAMES[use], address, tile, i, w2, (unsigned long long)tile_end, rows,
+                           rows == 1 ? "" : "s", w3, tile_stride, p->aperture_base, p->aperture_end);
         }
     }
     return IPU_OK;

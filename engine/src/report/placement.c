@@ -200,7 +200,7 @@ static json_t *listing(const ipu_low_program *prog)
                 const ipu_low_host *h = &prog->hosts[i];
                 tile_summary *at = &sum[prog->buffers[h->buffer].tile];
                 at->entries++;
-                note(at, h->buffer, h->bytes);
+                note(at, h->buffer, (uint64_t)h->bytes * h->rows);
             }
         }
         for (uint32_t t = 0; t < tiles; t++) {
