@@ -165,11 +165,10 @@ static uint32_t dst_buffer(const ipu_layout *d, const uint32_t *ids, const ipu_p
 }
 
 /* One step: local copies in its compute phase, transfers in its exchange. */
-ipu_status low_redistribute(lowering *L, const ipu_layout *s, const uint32_t *src,
-                               const ipu_layout *d, const uint32_t *dst, const char *label)
+static ipu_status move_pieces(lowering *L, const uint32_t *src, const ipu_layout *d,
+                              const uint32_t *dst, const ipu_redistribution *r, const char *label)
 {
-    ipu_redistribution rd;
-    IPU_TRY(ipu_redistribute(L->ctx, s, d, &rd));
+    const ipu_redistribution rd = *r;
     ipu_low_program *p = L->prog;
     ipu_status status = low_begin_step(L, IPU_LOW_COMPUTE, label);
     for (size_t n = 0; n < rd.copy_count && status == IPU_OK; n++) {
@@ -207,7 +206,53 @@ ipu_status low_redistribute(lowering *L, const ipu_layout *s, const uint32_t *sr
             low_current(L)->count++;
         }
     }
+    return status;
+}
+
+/* A row-by-row move that gives some tile more exchange rows than this goes
+ * through a staging layout, when that at least halves the busiest tile's
+ * rows (exchange tables are tile memory). */
+#define STAGE_ROWS 256u
+
+ipu_status low_redistribute(lowering *L, const ipu_layout *s, const uint32_t *src,
+                            const ipu_layout *d, const uint32_t *dst, const char *label)
+{
+    ipu_redistribution rd, hop1 = {0}, hop2 = {0};
+    IPU_TRY(ipu_redistribute(L->ctx, s, d, &rd));
+    uint32_t tiles = L->plan->profile.tiles, busiest = ipu_redistribution_busiest(&rd, tiles);
+    ipu_status status = IPU_OK;
+    int staged = 0;
+    ipu_layout t = {0};
+    if (busiest > STAGE_ROWS) {
+        status = ipu_staging_layout(L->ctx, d, tiles, &t);
+        if (status == IPU_OK)
+            status = ipu_redistribute(L->ctx, s, &t, &hop1);
+        if (status == IPU_OK)
+            status = ipu_redistribute(L->ctx, &t, d, &hop2);
+        uint32_t b1 = ipu_redistribution_busiest(&hop1, tiles), b2 = ipu_redistribution_busiest(&hop2, tiles);
+        staged = status == IPU_OK && 2 * (uint64_t)(b1 > b2 ? b1 : b2) <= busiest;
+    }
+    if (status == IPU_OK && staged) {
+        uint32_t *ids = NULL, tensor = IPU_LOW_LITERAL;
+        for (size_t b = 0; b < block_count(d) && tensor == IPU_LOW_LITERAL; b++)
+            if (d->tiles[b] != IPU_LAYOUT_ABSENT)
+                tensor = L->prog->buffers[dst[b]].tensor;
+        char name[64];
+        snprintf(name, sizeof name, "%.40s.staging",
+                 tensor != IPU_LOW_LITERAL ? L->g->tensors[tensor].name : "exchange");
+        status = low_layout_buffers(L, &t, tensor, 1, name, &ids);
+        if (status == IPU_OK)
+            status = move_pieces(L, src, &t, ids, &hop1, label);
+        if (status == IPU_OK)
+            status = move_pieces(L, ids, d, dst, &hop2, label);
+        free(ids);
+    } else if (status == IPU_OK) {
+        status = move_pieces(L, src, d, dst, &rd, label);
+    }
+    ipu_layout_free(&t);
     ipu_redistribution_free(&rd);
+    ipu_redistribution_free(&hop1);
+    ipu_redistribution_free(&hop2);
     return status;
 }
 

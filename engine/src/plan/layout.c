@@ -2,7 +2,9 @@
  * layouts (see layout.h).  A redistribution walks every destination block
  * against the source blocks it overlaps; full-width overlaps of equally
  * padded blocks move as one contiguous piece, others row by row; identical
- * pieces wanted on several tiles merge into one multicast transfer.
+ * pieces wanted on several tiles merge into one multicast transfer.  A
+ * staging layout turns a row-by-row move into two hops: each staging tile
+ * gathers a few rows row by row, then whole blocks of rows travel on.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -219,6 +221,8 @@ static ipu_status overlap_pieces(ipu_ctx *ctx, const ipu_layout *s, const ipu_la
         return IPU_OK;
     uint32_t s_stride = ipu_layout_stride(s, sc1 - sc0), d_stride = ipu_layout_stride(d, dc1 - dc0);
     uint32_t src_tile = ipu_layout_tile(s, p, q, 0);
+    if (src_tile == IPU_LAYOUT_ABSENT)
+        return IPU_OK; /* a staging layout holds only what its destination needs */
     int whole_rows = c0 == sc0 && c1 == sc1 && c0 == dc0 && c1 == dc1 && s_stride == d_stride;
     for (uint32_t r = 0; r < d->replicas; r++) {
         ipu_piece_dst dst = {ipu_layout_tile(d, i, j, r), i * d->col_parts + j, 0};
@@ -311,4 +315,52 @@ ipu_status ipu_redistribute(ipu_ctx *ctx, const ipu_layout *src, const ipu_layou
     if (status != IPU_OK)
         ipu_redistribution_free(out);
     return status;
+}
+
+uint32_t ipu_redistribution_busiest(const ipu_redistribution *r, uint32_t tiles)
+{
+    uint32_t *rows = calloc(tiles ? tiles : 1, sizeof *rows), busiest = 0;
+    if (!rows)
+        return UINT32_MAX;
+    for (size_t n = 0; n < r->piece_count; n++) {
+        const ipu_piece *p = &r->pieces[n];
+        if (p->src_tile < tiles)
+            rows[p->src_tile]++;
+        for (uint32_t k = 0; k < p->dst_count; k++)
+            if (r->dsts[p->first_dst + k].tile < tiles)
+                rows[r->dsts[p->first_dst + k].tile]++;
+    }
+    for (uint32_t t = 0; t < tiles; t++)
+        busiest = rows[t] > busiest ? rows[t] : busiest;
+    free(rows);
+    return busiest;
+}
+
+ipu_status ipu_staging_layout(ipu_ctx *ctx, const ipu_layout *dst, uint32_t tiles, ipu_layout *out)
+{
+    uint32_t parts = tiles / dst->col_parts;
+    parts = parts < 1 ? 1 : parts > dst->rows ? dst->rows : parts;
+    IPU_TRY(ipu_layout_alloc(ctx, out, dst->rows, dst->cols, dst->elem, parts, dst->col_parts, 1));
+    uint32_t lo;
+    for (uint32_t i = 0; i < parts; i++)
+        ipu_band(dst->rows, parts, 1, i, &lo, &out->row_bounds[i + 1]);
+    memcpy(out->col_bounds, dst->col_bounds, ((size_t)dst->col_parts + 1) * sizeof *out->col_bounds);
+    size_t blocks = (size_t)parts * dst->col_parts;
+    for (size_t b = 0; b < blocks; b++)
+        out->tiles[b] = IPU_LAYOUT_ABSENT;
+    /* Present where a present destination block needs the rows; blocks
+     * spread evenly over the device. */
+    uint32_t step = (uint32_t)(tiles / blocks) ? (uint32_t)(tiles / blocks) : 1;
+    for (uint32_t r = 0; r < dst->replicas; r++)
+        for (uint32_t i = 0; i < dst->row_parts; i++)
+            for (uint32_t j = 0; j < dst->col_parts; j++) {
+                if (ipu_layout_tile(dst, i, j, r) == IPU_LAYOUT_ABSENT)
+                    continue;
+                for (uint32_t k = 0; k < parts; k++)
+                    if (out->row_bounds[k] < dst->row_bounds[i + 1] &&
+                        out->row_bounds[k + 1] > dst->row_bounds[i])
+                        out->tiles[(size_t)k * dst->col_parts + j] =
+                            (uint32_t)(((size_t)k * dst->col_parts + j) * step % tiles);
+            }
+    return IPU_OK;
 }
