@@ -4,6 +4,8 @@
  * applied to host copies of every block: each destination element must equal
  * the source element of the same (row, column), no piece may write outside
  * its block's storage or twice to a byte, and local copies stay on one tile.
+ * Two-hop moves through a staging layout deliver the same elements to every
+ * present destination block, the second hop in whole rows.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -177,6 +179,8 @@ static void check_destination(const ipu_layout *d, const storage *dst)
         for (uint32_t i = 0; i < d->row_parts; i++)
             for (uint32_t j = 0; j < d->col_parts; j++) {
                 uint32_t k = (r * d->row_parts + i) * d->col_parts + j, r0, r1, c0, c1;
+                if (d->tiles[k] == IPU_LAYOUT_ABSENT)
+                    continue;
                 ipu_layout_block(d, i, j, &r0, &r1, &c0, &c1);
                 uint32_t stride = ipu_layout_stride(d, c1 - c0);
                 for (uint32_t row = r0; row < r1; row++)
@@ -220,6 +224,56 @@ static void test_random_redistributions(void **state)
         ipu_redistribution_free(&rd);
         ipu_layout_free(&s);
         ipu_layout_free(&d);
+        ipu_ctx_free(ctx);
+    }
+}
+
+static void test_staged_redistributions(void **state)
+{
+    (void)state;
+    for (int trial = 0; trial < 200; trial++) {
+        uint32_t elem = 1u << pick(0, 2), tiles = 64;
+        uint32_t rows = pick(1, 40), cols = pick(1, 70);
+        ipu_layout s, d, t;
+        random_layout(&s, rows, cols, elem, tiles, 1);
+        random_layout(&d, rows, cols, elem, tiles, 3);
+        /* Some destination blocks nobody needs (never all of them). */
+        size_t blocks = (size_t)d.replicas * d.row_parts * d.col_parts;
+        for (size_t b = 1; b < blocks; b++)
+            if (tseed_rnd() % 3 == 0)
+                d.tiles[b] = IPU_LAYOUT_ABSENT;
+        ipu_ctx *ctx = ipu_ctx_create();
+        assert_int_equal(ipu_staging_layout(ctx, &d, tiles, &t), IPU_OK);
+        assert_int_equal(t.col_parts, d.col_parts);
+        assert_memory_equal(t.col_bounds, d.col_bounds, (d.col_parts + 1) * sizeof *d.col_bounds);
+        ipu_redistribution hop1, hop2;
+        assert_int_equal(ipu_redistribute(ctx, &s, &t, &hop1), IPU_OK);
+        assert_int_equal(ipu_redistribute(ctx, &t, &d, &hop2), IPU_OK);
+        storage src, mid, dst;
+        storage_init(&src, &s, 1);
+        storage_init(&mid, &t, 0);
+        storage_init(&dst, &d, 0);
+        apply(&s, &t, &src, &mid, &hop1, hop1.pieces, hop1.piece_count, 0);
+        apply(&s, &t, &src, &mid, &hop1, hop1.copies, hop1.copy_count, 1);
+        apply(&t, &d, &mid, &dst, &hop2, hop2.pieces, hop2.piece_count, 0);
+        apply(&t, &d, &mid, &dst, &hop2, hop2.copies, hop2.copy_count, 1);
+        check_destination(&d, &dst);
+        /* The second hop moves whole padded rows of its destination blocks. */
+        for (size_t n = 0; n < hop2.piece_count; n++) {
+            const ipu_piece_dst *q = &hop2.dsts[hop2.pieces[n].first_dst];
+            uint32_t j = q->block % d.col_parts;
+            uint32_t stride = ipu_layout_stride(&d, d.col_bounds[j + 1] - d.col_bounds[j]);
+            assert_int_equal(hop2.pieces[n].bytes % stride, 0);
+            assert_int_equal(q->offset % stride, 0);
+        }
+        storage_free(&src);
+        storage_free(&mid);
+        storage_free(&dst);
+        ipu_redistribution_free(&hop1);
+        ipu_redistribution_free(&hop2);
+        ipu_layout_free(&s);
+        ipu_layout_free(&d);
+        ipu_layout_free(&t);
         ipu_ctx_free(ctx);
     }
 }
@@ -281,6 +335,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bands_cover_and_align),
         cmocka_unit_test(test_random_redistributions),
+        cmocka_unit_test(test_staged_redistributions),
         cmocka_unit_test(test_identical_layouts_move_nothing_remote),
         cmocka_unit_test(test_check_rejects_bad_layouts),
     };

@@ -11,7 +11,6 @@
  * the cheaper mode (flash on ties) when both fit in the room the planner
  * keeps for the largest matmul's moving data, else the smaller one.
  */
-#include <math.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -46,7 +45,7 @@ static uint32_t unit_tile(const ipu_attention_shape *s, uint32_t b, uint32_t h, 
     return (b * s->heads + h) * s->bands + q;
 }
 
-/* Column bands of a tensor made of `parts` groups of heads x head_dim. */
+/* Column bands of head_dim columns each (every head of q, k or v). */
 static void head_columns(ipu_layout *l, const ipu_attention_shape *s)
 {
     for (uint32_t j = 0; j <= l->col_parts; j++)
@@ -125,7 +124,7 @@ static uint64_t cycles_of(const ipu_profile *p, int entry, const uint32_t *args,
     return ipu_kernel_cycles(&call, p);
 }
 
-/* Compute cycles and scratch bytes of one unit of `rows` queries. */
+/* Compute cycles of one unit of `rows` queries in each mode. */
 static uint64_t flash_cycles(const ipu_profile *p, const ipu_attention_shape *s, uint32_t rows)
 {
     uint64_t total = 0;
