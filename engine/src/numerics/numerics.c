@@ -1,19 +1,22 @@
 /* numerics.c: conversions between FP32 and the device's narrow number formats
  * (IEEE binary16, OCP FP8 E4M3 "F143" and E5M2 "F152" with a power-of-two
  * scale exponent), plus the dtype name/size helpers.  Every FP32 -> narrow
- * conversion goes through one routine that splits the FP32 bits into sign,
+ * conversion goes through one routine (FP16 results in the normal range take
+ * an equivalent shortcut) that splits the FP32 bits into sign,
  * exponent and 24-bit significand, subtracts the scale from the exponent as an
  * integer (so scaling is exact and never rounds twice) and rounds the
  * significand once, to nearest with ties to even, into the target format's
  * normal or subnormal grid; overflow then becomes infinity (FP16) or the largest
  * finite value (FP8), NaN becomes the format's quiet NaN with the sign kept.
  * Decoding is exact: FP16 uses branch-free bit manipulation that vectorises,
- * FP8 runs use a 256-entry table built on the stack for the run's format and
- * scale.  There is no mutable global state.
+ * FP8 runs use a 256-entry table per format and scale, built once for scales
+ * -64..63 (the only global state, written once under pthread_once) and
+ * element by element for others.
  */
 #include "numerics/numerics.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 /* A narrow binary format: mantissa bits, exponent bias, codes (without sign)
@@ -271,6 +274,31 @@ uint8_t ipu_num_f32_to_f8(float value, int fmt, int scale) {
     return (uint8_t)encode_narrow(value, scale, f);
 }
 
+/* Decode tables of both FP8 formats for the common scales, built once. */
+#define TABLE_SCALE_MIN (-64)
+#define TABLE_SCALES 128
+static float f8_tables[2][TABLE_SCALES][256];
+static pthread_once_t f8_tables_once = PTHREAD_ONCE_INIT;
+
+static void build_f8_tables(void) {
+    for (int f = 0; f < 2; f++) {
+        for (int k = 0; k < TABLE_SCALES; k++) {
+            for (unsigned c = 0; c < 256; c++) {
+                f8_tables[f][k][c] = ipu_num_f8_to_f32((uint8_t)c, f ? IPU_DT_F152 : IPU_DT_F143,
+                                                       k + TABLE_SCALE_MIN);
+            }
+        }
+    }
+}
+
+static const float *f8_table(int dtype, int scale) {
+    if (scale < TABLE_SCALE_MIN || scale >= TABLE_SCALE_MIN + TABLE_SCALES) {
+        return NULL;
+    }
+    pthread_once(&f8_tables_once, build_f8_tables);
+    return f8_tables[dtype == IPU_DT_F152][scale - TABLE_SCALE_MIN];
+}
+
 void ipu_num_decode(int dtype, int scale, const void *src, float *dst, size_t n) {
     if (n == 0) {
         return;
@@ -284,19 +312,17 @@ void ipu_num_decode(int dtype, int scale, const void *src, float *dst, size_t n)
         decode_f16_run(s, dst, n);
         return;
     case IPU_DT_F143:
-    case IPU_DT_F152:
-        if (n < 64) {
+    case IPU_DT_F152: {
+        const float *table = f8_table(dtype, scale);
+        if (table) {
+            decode_table_run(table, s, dst, n);
+        } else {
             for (size_t i = 0; i < n; i++) {
                 dst[i] = ipu_num_f8_to_f32(s[i], dtype, scale);
             }
-        } else {
-            float table[256];
-            for (unsigned c = 0; c < 256; c++) {
-                table[c] = ipu_num_f8_to_f32((uint8_t)c, dtype, scale);
-            }
-            decode_table_run(table, s, dst, n);
         }
         return;
+    }
     default:
         /* Unknown type: fail loudly rather than leave stale data. */
         for (size_t i = 0; i < n; i++) {
