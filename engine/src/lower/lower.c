@@ -166,28 +166,27 @@ static uint32_t dst_buffer(const ipu_layout *d, const uint32_t *ids, const ipu_p
 
 /* One step: local copies in its compute phase, transfers in its exchange. */
 static ipu_status move_pieces(lowering *L, const uint32_t *src, const ipu_layout *d,
-                              const uint32_t *dst, const ipu_redistribution *r, const char *label)
+                              const uint32_t *dst, const ipu_redistribution *rd, const char *label)
 {
-    const ipu_redistribution rd = *r;
     ipu_low_program *p = L->prog;
     ipu_status status = low_begin_step(L, IPU_LOW_COMPUTE, label);
-    for (size_t n = 0; n < rd.copy_count && status == IPU_OK; n++) {
-        const ipu_piece *c = &rd.copies[n];
-        uint32_t to = dst_buffer(d, dst, &rd.dsts[c->first_dst]);
+    for (size_t n = 0; n < rd->copy_count && status == IPU_OK; n++) {
+        const ipu_piece *c = &rd->copies[n];
+        uint32_t to = dst_buffer(d, dst, &rd->dsts[c->first_dst]);
         status = low_clear(L, to);
         ipu_low_arg args[] = {BUF(src[c->src_block], c->src_offset),
-                              BUF(to, rd.dsts[c->first_dst].offset), LIT(c->bytes)};
+                              BUF(to, rd->dsts[c->first_dst].offset), LIT(c->bytes)};
         if (status == IPU_OK)
             status = low_emit_kernel(L, c->src_tile, IPU_K_COPY, 3, args, -1, 0);
     }
     /* Receivers' padding is cleared in the compute phase before the exchange. */
-    for (size_t n = 0; n < rd.piece_count && status == IPU_OK; n++)
-        for (uint32_t k = 0; k < rd.pieces[n].dst_count && status == IPU_OK; k++)
-            status = low_clear(L, dst_buffer(d, dst, &rd.dsts[rd.pieces[n].first_dst + k]));
-    if (status == IPU_OK && rd.piece_count) {
+    for (size_t n = 0; n < rd->piece_count && status == IPU_OK; n++)
+        for (uint32_t k = 0; k < rd->pieces[n].dst_count && status == IPU_OK; k++)
+            status = low_clear(L, dst_buffer(d, dst, &rd->dsts[rd->pieces[n].first_dst + k]));
+    if (status == IPU_OK && rd->piece_count) {
         status = low_begin_step(L, IPU_LOW_EXCHANGE, label);
-        for (size_t n = 0; n < rd.piece_count && status == IPU_OK; n++) {
-            const ipu_piece *c = &rd.pieces[n];
+        for (size_t n = 0; n < rd->piece_count && status == IPU_OK; n++) {
+            const ipu_piece *c = &rd->pieces[n];
             status = IPU_GROW(L->ctx, p->xfers, p->xfer_count, p->xfer_capacity);
             if (status != IPU_OK)
                 break;
@@ -195,7 +194,7 @@ static ipu_status move_pieces(lowering *L, const uint32_t *src, const ipu_layout
                                                         (uint32_t)p->xdst_count, c->dst_count};
             low_use(L, src[c->src_block]);
             for (uint32_t k = 0; k < c->dst_count && status == IPU_OK; k++) {
-                const ipu_piece_dst *q = &rd.dsts[c->first_dst + k];
+                const ipu_piece_dst *q = &rd->dsts[c->first_dst + k];
                 status = IPU_GROW(L->ctx, p->xdsts, p->xdst_count, p->xdst_capacity);
                 if (status == IPU_OK) {
                     uint32_t to = dst_buffer(d, dst, q);
