@@ -163,7 +163,8 @@ ipu_status ipu_check_outputs(ipu_ctx *ctx, const float *reference, const void *d
 /* ---- the compiler ------------------------------------------------------ */
 /* Compile a workload for a device: plan, lower, schedule exchange, place and
  * package.  options_json: {"profile": {...}, "memory_budget": bytes|null
- * (null: the profile's default budget), "inject": for tests only, one fault
+ * (null: the profile's default budget), "attention": "auto" (default),
+ * "flash" or "materialized" (how attention and MAP pooling compute), "inject": for tests only, one fault
  * injected into one stage's product: "drop-transfer", "overlap-allocation",
  * "skip-padding-clear" or "overwrite-parameter"}.  The package records the workload's
  * device-typed inputs and parameters.  *out_report: the plan (per op: grid,

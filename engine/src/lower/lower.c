@@ -657,15 +657,18 @@ static ipu_status lower_program(lowering *L, uint32_t **partials)
     const ipu_graph *g = L->g;
     const ipu_ir_repeat *r = &g->repeat;
     ipu_low_program *prog = L->prog;
-    /* Buffers of every home layout; the carried value's initial tensor lands
-     * directly in the carried tensor's storage (its copy). */
+    /* Buffers of every home layout.  The carried value's initial tensor lands
+     * directly in the carried tensor's storage, unless it is a parameter:
+     * the body rewrites that storage, so a parameter keeps its own and is
+     * copied in before the body. */
+    int alias = r->iterations && g->tensors[r->carried_init].role != IPU_ROLE_PARAM;
     for (size_t t = 0; t < g->tensor_count; t++) {
-        if (r->iterations && t == r->carried_init)
+        if (alias && t == r->carried_init)
             continue;
         IPU_TRY(low_layout_buffers(L, &L->plan->home[t], (uint32_t)t, g->tensors[t].sequence,
                                g->tensors[t].name, &L->blocks[t]));
     }
-    if (r->iterations) {
+    if (alias) {
         size_t n = block_count(&L->plan->home[r->carried]);
         L->blocks[r->carried_init] = malloc(n * sizeof(uint32_t));
         if (!L->blocks[r->carried_init])
@@ -703,6 +706,9 @@ static ipu_status lower_program(lowering *L, uint32_t **partials)
     }
     size_t body = r->iterations ? r->first_op : g->op_count, body_end = r->first_op + r->op_count;
     IPU_TRY(lower_ops(L, 0, body, partials));
+    if (r->iterations && !alias)
+        IPU_TRY(low_redistribute(L, &L->plan->home[r->carried_init], L->blocks[r->carried_init],
+                                 &L->plan->home[r->carried], L->blocks[r->carried], "carry in"));
     if (r->iterations) {
         L->body_first = (uint32_t)prog->step_count;
         IPU_TRY(lower_ops(L, body, body_end, partials));
