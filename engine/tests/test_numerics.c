@@ -5,7 +5,8 @@
  * value and round-trips; FP32 -> FP8/FP16 rounding is checked at every
  * midpoint between adjacent representable values (ties to even, neighbours on
  * either side to the nearer value); saturation, overflow and NaN handling; and
- * the run functions agree with the scalar ones on random data (support_seed.h:
+ * the run functions agree with the scalar ones on random data and on every
+ * rounding case above (support_seed.h:
  * the seed comes from IPU_TEST_SEED or the clock and is printed at the start
  * and on failure).
  */
@@ -100,11 +101,26 @@ static float dec(const fmt_def *f, unsigned code, int scale) {
     return ipu_num_f8_to_f32((uint8_t)code, f->dtype, scale);
 }
 
+/* The scalar encoding; the run function's block path (a block of 8 equal
+ * values) must give the same code. */
 static unsigned enc(const fmt_def *f, float v, int scale) {
-    if (f->dtype == IPU_DT_F16) {
-        return ipu_num_f32_to_f16(v);
+    unsigned scalar = f->dtype == IPU_DT_F16 ? ipu_num_f32_to_f16(v)
+                                             : ipu_num_f32_to_f8(v, f->dtype, scale);
+    float block[8];
+    unsigned char out[16];
+    for (size_t i = 0; i < 8; i++) {
+        block[i] = v;
     }
-    return ipu_num_f32_to_f8(v, f->dtype, scale);
+    ipu_num_encode(f->dtype, scale, block, out, 8);
+    for (size_t i = 0; i < 8; i++) {
+        unsigned code = f->dtype == IPU_DT_F16 ? (unsigned)(out[2 * i] | out[2 * i + 1] << 8)
+                                               : out[i];
+        if (code != scalar) {
+            fail_msg("dtype %d scale %d: encode(%a): run gives 0x%x, scalar 0x%x", f->dtype,
+                     scale, (double)v, code, scalar);
+        }
+    }
+    return scalar;
 }
 
 static void check_all_codes(const fmt_def *f, int scale) {
@@ -383,6 +399,22 @@ static void test_runs_match_scalar(void **state) {
             if (memcmp(buf + sz * i, want, sz) != 0) {
                 TSEED_FAIL("encode dtype %d scale %d n %zu element %zu (%a) differs from scalar",
                            dtype, scale, n, i, (double)fl[i]);
+            }
+        }
+        /* round: each value becomes its scalar encoding's decoded value. */
+        float rounded[MAXN];
+        memcpy(rounded, fl, n * sizeof *fl);
+        ipu_num_round(dtype, scale, rounded, n);
+        for (size_t i = 0; i < n; i++) {
+            float want = fl[i];
+            if (dtype == IPU_DT_F16) {
+                want = ipu_num_f16_to_f32(ipu_num_f32_to_f16(fl[i]));
+            } else if (dtype != IPU_DT_F32) {
+                want = ipu_num_f8_to_f32(ipu_num_f32_to_f8(fl[i], dtype, scale), dtype, scale);
+            }
+            if (!same_float(rounded[i], want)) {
+                TSEED_FAIL("round dtype %d scale %d n %zu element %zu (%a): run %a, scalar %a",
+                           dtype, scale, n, i, (double)fl[i], (double)rounded[i], (double)want);
             }
         }
         /* Nothing written outside the run. */

@@ -150,7 +150,7 @@ static int host_phase(sim *s, ipu_ctx *ctx, uint32_t slot, int in, ipu_host_buff
                 uint32_t at = address + r * tile_stride;
                 uint64_t from = offset + (uint64_t)r * stream_stride;
                 if (sim_check(s, t, at, row_bytes, in ? 2u : 1u, 1, 0,
-                              in ? "host input" : "host output")) {
+                              in ? "host input" : "host output", NULL)) {
                     s->tiles[t].fault.row = (int)e;
                     faulted = 1;
                 } else if (in) {
@@ -188,7 +188,7 @@ static int patch_phase(sim *s, uint32_t slot, uint32_t iteration, uint64_t *cycl
             if (kind == IPU_PATCH_PROGRESSION) {
                 value = a + iteration * b;
             } else if (kind == IPU_PATCH_TABLE && iteration < b) {
-                if (sim_check(s, t, a + 4 * iteration, 4, 1u, 4, 0, "patch table")) {
+                if (sim_check(s, t, a + 4 * iteration, 4, 1u, 4, 0, "patch table", NULL)) {
                     s->tiles[t].fault.row = (int)e;
                     break;
                 }

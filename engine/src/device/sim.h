@@ -63,9 +63,11 @@ enum { SIM_COMPUTE, SIM_SYNC, SIM_EXCHANGE, SIM_HOST, SIM_CONTROL };
 int sim_fault(sim *s, uint32_t tile, int kind, uint32_t lo, uint32_t hi, const char *fmt, ...)
     IPU_PRINTF(6, 7);
 /* Check an access of size bytes: bounds, alignment, region 1, protection
- * (writes), initialization (reads).  Returns 0 when allowed, else faults. */
+ * (writes), initialization (reads).  Returns 0 when allowed, else faults;
+ * the fault names the accessor what, or "what operand 'operand'" when
+ * operand is not NULL. */
 int sim_check(sim *s, uint32_t tile, uint32_t address, uint32_t size, unsigned access,
-              uint32_t alignment, int region1, const char *what);
+              uint32_t alignment, int region1, const char *what, const char *operand);
 /* Is [address, +size) inside a descriptor segment?  Faults if not. */
 int sim_check_descriptor(sim *s, uint32_t tile, uint32_t address, uint32_t size, const char *what);
 static inline uint8_t *sim_ptr(sim *s, uint32_t tile, uint32_t address)

@@ -26,11 +26,10 @@ static int check_call(sim *s, uint32_t tile, uint32_t at, ipu_kernel_call *call)
         return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, at, at + 4 + 4 * call->arg_count,
                          "%s: %s",
                          ipu_kernel_name(call->entry) ? ipu_kernel_name(call->entry) : "kernel", bad);
-    char what[64];
     for (uint32_t i = 0; i < call->operand_count; i++) {
         const ipu_operand *op = &call->operands[i];
-        snprintf(what, sizeof what, "%s operand '%s'", ipu_kernel_name(call->entry), op->name);
-        if (sim_check(s, tile, op->address, op->size, op->access, op->alignment, op->region1, what))
+        if (sim_check(s, tile, op->address, op->size, op->access, op->alignment, op->region1,
+                      ipu_kernel_name(call->entry), op->name))
             return 1;
     }
     for (uint32_t i = 0; i < call->separate_count; i++) {

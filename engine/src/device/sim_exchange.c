@@ -41,6 +41,18 @@ static int by_address(const void *a, const void *b)
     return x->address < y->address ? -1 : x->address > y->address ? 1 : (x->row > y->row) - (x->row < y->row);
 }
 
+/* Sort rows by cmp unless they already are in order (the usual case: tables
+ * list rows by cycle). */
+static void sort_rows(sim_xfer *rows, uint32_t count, int (*cmp)(const void *, const void *))
+{
+    for (uint32_t i = 1; i < count; i++) {
+        if (cmp(&rows[i - 1], &rows[i]) > 0) {
+            qsort(rows, count, sizeof *rows, cmp);
+            return;
+        }
+    }
+}
+
 static int row_fault(sim *s, uint32_t tile, uint32_t row)
 {
     s->tiles[tile].fault.row = (int)row;
@@ -89,47 +101,50 @@ static int decode(sim *s, uint32_t tile, uint32_t table)
         if (op == IPU_XROW_SEND) {
             if (flags & IPU_XFLAG_RELATIVE)
                 x.address = address + t->outgoing_base;
-            if (sim_check(s, tile, x.address, words * width, 1u, width, 0, "exchange send"))
+            if (sim_check(s, tile, x.address, words * width, 1u, width, 0, "exchange send", NULL))
                 return row_fault(s, tile, r);
             if (push(&t->sends, &t->send_count, &t->send_capacity, x))
                 return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, 0, 0, "host out of memory");
         } else {
-            if (sim_check(s, tile, address, words * width, 2u, width, 0, "exchange receive"))
+            if (sim_check(s, tile, address, words * width, 2u, width, 0, "exchange receive", NULL))
                 return row_fault(s, tile, r);
             if (push(&t->recvs, &t->recv_count, &t->recv_capacity, x))
                 return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, 0, 0, "host out of memory");
         }
     }
-    if (t->send_count > 1)
-        qsort(t->sends, t->send_count, sizeof *t->sends, by_cycle);
-    if (t->recv_count > 1)
-        qsort(t->recvs, t->recv_count, sizeof *t->recvs, by_cycle);
+    sort_rows(t->sends, t->send_count, by_cycle);
+    sort_rows(t->recvs, t->recv_count, by_cycle);
     return 0;
 }
 
-/* A port's busy windows: the tile's own transfers and its partner's paired ones. */
+/* A port's busy windows: the tile's own transfers and its partner's paired
+ * ones, merged by cycle (both lists are sorted; the own row first on a tie). */
 static int check_port(sim *s, uint32_t tile, int receive, sim_xfer **scratch, uint32_t *capacity)
 {
     sim_tile *t = &s->tiles[tile];
     uint32_t count = 0;
     uint32_t partner = tile ^ 1u;
-    for (int who = 0; who < 2; who++) {
-        if (who == 1 && partner >= s->p.tiles)
-            break;
-        const sim_tile *owner = who ? &s->tiles[partner] : t;
-        const sim_xfer *list = receive ? owner->recvs : owner->sends;
-        uint32_t n = receive ? owner->recv_count : owner->send_count;
-        for (uint32_t i = 0; i < n; i++) {
-            if (who == 1 && list[i].width != 8)
-                continue;
-            sim_xfer x = list[i];
-            x.peer = who ? partner : tile; /* whose row it is */
-            if (push(scratch, &count, capacity, x))
-                return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, 0, 0, "host out of memory");
-        }
+    const sim_xfer *mine = receive ? t->recvs : t->sends;
+    uint32_t mine_count = receive ? t->recv_count : t->send_count;
+    const sim_xfer *paired = NULL;
+    uint32_t paired_count = 0;
+    if (partner < s->p.tiles) {
+        const sim_tile *pt = &s->tiles[partner];
+        paired = receive ? pt->recvs : pt->sends;
+        paired_count = receive ? pt->recv_count : pt->send_count;
     }
-    if (count > 1)
-        qsort(*scratch, count, sizeof **scratch, by_cycle);
+    uint32_t m = 0, j = 0;
+    for (;;) {
+        while (j < paired_count && paired[j].width != 8)
+            j++;
+        int take_own = m < mine_count && (j == paired_count || by_cycle(&mine[m], &paired[j]) <= 0);
+        if (!take_own && j == paired_count)
+            break;
+        sim_xfer x = take_own ? mine[m++] : paired[j++];
+        x.peer = take_own ? tile : partner; /* whose row it is */
+        if (push(scratch, &count, capacity, x))
+            return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, 0, 0, "host out of memory");
+    }
     for (uint32_t i = 1; i < count; i++) {
         const sim_xfer *a = &(*scratch)[i - 1], *b = &(*scratch)[i];
         if ((uint64_t)a->cycle + a->words > b->cycle) {
@@ -196,8 +211,7 @@ static int match(sim *s, uint32_t tile)
 static int check_writes(sim *s, uint32_t tile)
 {
     sim_tile *t = &s->tiles[tile];
-    if (t->recv_count > 1)
-        qsort(t->recvs, t->recv_count, sizeof *t->recvs, by_address);
+    sort_rows(t->recvs, t->recv_count, by_address);
     for (uint32_t i = 1; i < t->recv_count; i++) {
         const sim_xfer *a = &t->recvs[i - 1], *b = &t->recvs[i];
         uint32_t a_end = a->address + a->words * a->width;

@@ -84,58 +84,69 @@ static int find_protected(const sim *s, uint32_t tile, uint32_t lo, uint32_t hi,
     return 0;
 }
 
+/* Mask of the bits of word w that [offset, end) covers (offset < end). */
+static uint64_t word_mask(uint32_t w, uint32_t offset, uint32_t end)
+{
+    uint64_t mask = ~0ull;
+    if (w == offset >> 6)
+        mask &= ~0ull << (offset & 63);
+    if (w == (end - 1) >> 6)
+        mask &= ~0ull >> (63 - ((end - 1) & 63));
+    return mask;
+}
+
 /* First byte in [offset, offset + size) whose written bit is clear, or -1. */
 static int64_t first_unwritten(const uint64_t *bits, uint32_t offset, uint32_t size)
 {
-    uint32_t i = offset, end = offset + size;
-    while (i < end && (i & 63)) {
-        if (!(bits[i >> 6] >> (i & 63) & 1))
-            return i;
-        i++;
-    }
-    while (i + 64 <= end) {
-        uint64_t word = bits[i >> 6];
-        if (word != ~0ull)
-            return i + (uint32_t)__builtin_ctzll(~word);
-        i += 64;
-    }
-    while (i < end) {
-        if (!(bits[i >> 6] >> (i & 63) & 1))
-            return i;
-        i++;
+    if (size == 0)
+        return -1;
+    uint32_t end = offset + size;
+    for (uint32_t w = offset >> 6; w <= (end - 1) >> 6; w++) {
+        uint64_t missing = ~bits[w] & word_mask(w, offset, end);
+        if (missing)
+            return ((int64_t)w << 6) + __builtin_ctzll(missing);
     }
     return -1;
 }
 
 void sim_mark_written(sim *s, uint32_t tile, uint32_t address, uint32_t size)
 {
+    if (size == 0)
+        return;
     uint64_t *bits = s->tiles[tile].written;
-    uint32_t i = address - s->p.sram_base, end = i + size;
-    while (i < end && (i & 63))
-        bits[i >> 6] |= 1ull << (i & 63), i++;
-    while (i + 64 <= end)
-        bits[i >> 6] = ~0ull, i += 64;
-    while (i < end)
-        bits[i >> 6] |= 1ull << (i & 63), i++;
+    uint32_t offset = address - s->p.sram_base, end = offset + size;
+    for (uint32_t w = offset >> 6; w <= (end - 1) >> 6; w++)
+        bits[w] |= word_mask(w, offset, end);
+}
+
+/* The accessor's name in a fault message, "what" or "what operand 'name'";
+ * only a fault builds it. */
+static const char *accessor(char *buf, size_t size, const char *what, const char *operand)
+{
+    if (!operand)
+        return what;
+    snprintf(buf, size, "%s operand '%s'", what, operand);
+    return buf;
 }
 
 int sim_check(sim *s, uint32_t tile, uint32_t address, uint32_t size, unsigned access,
-              uint32_t alignment, int region1, const char *what)
+              uint32_t alignment, int region1, const char *what, const char *operand)
 {
+    char label[128];
     const ipu_profile *p = &s->p;
     uint64_t end = (uint64_t)address + size;
     uint32_t access_end = ipu_profile_access_end(p);
     if (address < p->sram_base || end > access_end)
         return sim_fault(s, tile, IPU_FAULT_OUT_OF_BOUNDS, address,
                          end > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)end,
-                         "%s [0x%X, 0x%llX) is outside accessible SRAM [0x%X, 0x%X)", what, address,
+                         "%s [0x%X, 0x%llX) is outside accessible SRAM [0x%X, 0x%X)", accessor(label, sizeof label, what, operand), address,
                          (unsigned long long)end, p->sram_base, access_end);
     if (alignment > 1 && address % alignment)
         return sim_fault(s, tile, IPU_FAULT_MISALIGNED, address, (uint32_t)end,
-                         "%s at 0x%X must be %u-byte aligned", what, address, alignment);
+                         "%s at 0x%X must be %u-byte aligned", accessor(label, sizeof label, what, operand), address, alignment);
     if (region1 && address < p->region1_base)
         return sim_fault(s, tile, IPU_FAULT_MISALIGNED, address, (uint32_t)end,
-                         "%s at 0x%X needs 128-bit loads, which need region 1 (from 0x%X)", what,
+                         "%s at 0x%X needs 128-bit loads, which need region 1 (from 0x%X)", accessor(label, sizeof label, what, operand),
                          address, p->region1_base);
     if (size == 0)
         return 0;
@@ -145,7 +156,7 @@ int sim_check(sim *s, uint32_t tile, uint32_t address, uint32_t size, unsigned a
         if (find_protected(s, tile, address, (uint32_t)end, &plo, &phi, &kind)) {
             uint32_t lo = address > plo ? address : plo, hi = (uint32_t)end < phi ? (uint32_t)end : phi;
             return sim_fault(s, tile, IPU_FAULT_PROTECTED_WRITE, lo, hi,
-                             "%s [0x%X, 0x%llX) writes protected %s [0x%X, 0x%X)", what, address,
+                             "%s [0x%X, 0x%llX) writes protected %s [0x%X, 0x%X)", accessor(label, sizeof label, what, operand), address,
                              (unsigned long long)end, kind, plo, phi);
         }
     }
@@ -160,7 +171,7 @@ int sim_check(sim *s, uint32_t tile, uint32_t address, uint32_t size, unsigned a
                 hi++;
             return sim_fault(s, tile, IPU_FAULT_UNINITIALIZED_READ, lo, hi,
                              "%s [0x%X, 0x%llX) reads bytes [0x%X, 0x%X) never written since load",
-                             what, address, (unsigned long long)end, lo, hi);
+                             accessor(label, sizeof label, what, operand), address, (unsigned long long)end, lo, hi);
         }
     }
     return 0;

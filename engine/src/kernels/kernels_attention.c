@@ -341,10 +341,10 @@ static void run_block(const ipu_kernel_call *call, uint8_t *const ptr[], float *
         }
         float sum = 0.0f;
         for (size_t j = 0; j < valid; j++) {
-            float pj = expf(sr[j] - m_new);
-            sum += pj;
-            sr[j] = ipu_num_f16_to_f32(ipu_num_f32_to_f16(pj));
+            sr[j] = expf(sr[j] - m_new);
+            sum += sr[j];
         }
+        ipu_num_round(IPU_DT_F16, 0, sr, valid);
         alpha[r] = accumulate ? expf(m_old - m_new) : 0.0f;
         rowsum[r] = sum;
         memcpy(st, &m_new, 4);

@@ -406,6 +406,41 @@ void ipu_num_decode(int dtype, int scale, const void *src, float *dst, size_t n)
     }
 }
 
+/* FP32 -> FP8 for the table scales.  An element whose scaled magnitude is a
+ * normal FP8 value below 2^(bias+2) takes the same shortcut as FP16 (rebias
+ * the exponent, round the mantissa to nearest even in place, then saturate at
+ * the largest finite code, which is also the overflow code of both formats);
+ * every other element (subnormal or zero results, huge values, infinities,
+ * NaNs) goes through encode_narrow.  Blocks of 8 vectorise. */
+static void encode_f8_run(const float *src, unsigned char *d, size_t n, int scale,
+                          const narrow_fmt *f) {
+    size_t i = 0;
+    if (scale >= TABLE_SCALE_MIN && scale < TABLE_SCALE_MIN + TABLE_SCALES) {
+        const uint32_t lo = (uint32_t)(127 + 1 - f->bias + scale) << 23;
+        const uint32_t hi = (uint32_t)(127 + f->bias + 2 + scale) << 23;
+        const uint32_t rebias = (uint32_t)(127 + scale - f->bias) << 23;
+        const int shift = 23 - f->mbits;
+        const uint32_t below_half = (1u << (shift - 1)) - 1u;
+        for (; i + RUN_BLOCK <= n; i += RUN_BLOCK) {
+            uint32_t code[RUN_BLOCK], common[RUN_BLOCK];
+            for (size_t j = 0; j < RUN_BLOCK; j++) {
+                uint32_t x = f32_bits(src[i + j]), a = x & 0x7FFFFFFFu, r = a - rebias;
+                uint32_t c = (r + below_half + ((r >> shift) & 1u)) >> shift;
+                c = c < f->max_finite ? c : f->max_finite;
+                code[j] = c | ((x >> 24) & 0x80u);
+                common[j] = (a >= lo) & (a < hi);
+            }
+            for (size_t j = 0; j < RUN_BLOCK; j++) {
+                d[i + j] = (unsigned char)(common[j] ? code[j]
+                                                     : encode_narrow(src[i + j], scale, f));
+            }
+        }
+    }
+    for (; i < n; i++) {
+        d[i] = (unsigned char)encode_narrow(src[i], scale, f);
+    }
+}
+
 void ipu_num_encode(int dtype, int scale, const float *src, void *dst, size_t n) {
     if (n == 0) {
         return;
@@ -419,15 +454,21 @@ void ipu_num_encode(int dtype, int scale, const float *src, void *dst, size_t n)
         encode_f16_run(src, d, n);
         return;
     case IPU_DT_F143:
-    case IPU_DT_F152: {
-        const narrow_fmt *f = f8_format(dtype);
-        for (size_t i = 0; i < n; i++) {
-            d[i] = (uint8_t)encode_narrow(src[i], scale, f);
-        }
+    case IPU_DT_F152:
+        encode_f8_run(src, d, n, scale, f8_format(dtype));
         return;
-    }
     default:
         return; /* unknown type: element size unknown, nothing written */
+    }
+}
+
+void ipu_num_round(int dtype, int scale, float *x, size_t n) {
+    enum { CHUNK = 256 };
+    unsigned char coded[CHUNK * sizeof(float)];
+    for (size_t done = 0; done < n; done += CHUNK) {
+        size_t count = n - done < CHUNK ? n - done : CHUNK;
+        ipu_num_encode(dtype, scale, x + done, coded, count);
+        ipu_num_decode(dtype, scale, coded, x + done, count);
     }
 }
 

@@ -42,6 +42,10 @@ uint8_t ipu_num_f32_to_f8(float value, int fmt, int scale);
 void ipu_num_decode(int dtype, int scale, const void *src, float *dst, size_t n);
 void ipu_num_encode(int dtype, int scale, const float *src, void *dst, size_t n);
 
+/* Round n FP32 values in place to what dtype (with scale) represents: the
+ * value ipu_num_decode gives for ipu_num_encode's code. */
+void ipu_num_round(int dtype, int scale, float *x, size_t n);
+
 /* GELU with the tanh approximation, evaluated in FP32: the one definition the
  * device's kernel and every reference use. */
 float ipu_num_gelu(float x);
