@@ -95,13 +95,21 @@ static uint64_t word_mask(uint32_t w, uint32_t offset, uint32_t end)
     return mask;
 }
 
-/* First byte in [offset, offset + size) whose written bit is clear, or -1. */
+/* First byte in [offset, offset + size) whose written bit is clear, or -1.
+ * The words strictly inside the range are first ANDed together (a loop that
+ * vectorises); only a range with a clear bit is searched word by word. */
 static int64_t first_unwritten(const uint64_t *bits, uint32_t offset, uint32_t size)
 {
     if (size == 0)
         return -1;
-    uint32_t end = offset + size;
-    for (uint32_t w = offset >> 6; w <= (end - 1) >> 6; w++) {
+    uint32_t end = offset + size, first = offset >> 6, last = (end - 1) >> 6;
+    uint64_t all = (bits[first] | ~word_mask(first, offset, end)) &
+                   (bits[last] | ~word_mask(last, offset, end));
+    for (uint32_t w = first + 1; w < last; w++)
+        all &= bits[w];
+    if (all == ~0ull)
+        return -1;
+    for (uint32_t w = first; w <= last; w++) {
         uint64_t missing = ~bits[w] & word_mask(w, offset, end);
         if (missing)
             return ((int64_t)w << 6) + __builtin_ctzll(missing);
@@ -115,8 +123,11 @@ void sim_mark_written(sim *s, uint32_t tile, uint32_t address, uint32_t size)
         return;
     uint64_t *bits = s->tiles[tile].written;
     uint32_t offset = address - s->p.sram_base, end = offset + size;
-    for (uint32_t w = offset >> 6; w <= (end - 1) >> 6; w++)
-        bits[w] |= word_mask(w, offset, end);
+    uint32_t first = offset >> 6, last = (end - 1) >> 6;
+    bits[first] |= word_mask(first, offset, end);
+    bits[last] |= word_mask(last, offset, end);
+    if (last > first + 1)
+        memset(bits + first + 1, 0xFF, (last - first - 1) * sizeof *bits);
 }
 
 /* The accessor's name in a fault message, "what" or "what operand 'name'";

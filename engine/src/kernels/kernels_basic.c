@@ -95,7 +95,14 @@ static void run_fill(const ipu_kernel_call *call, uint8_t *const ptr[], float *s
     (void)scratch;
     uint8_t pattern[4];
     memcpy(pattern, &call->args[2], 4);
-    for (uint32_t i = 0; i < call->args[1]; i++)
+    uint32_t bytes = call->args[1], i = 0;
+    if (pattern[0] == pattern[1] && pattern[0] == pattern[2] && pattern[0] == pattern[3]) {
+        memset(ptr[0], pattern[0], bytes);
+        return;
+    }
+    for (; i + 4 <= bytes; i += 4)
+        memcpy(ptr[0] + i, pattern, 4);
+    for (; i < bytes; i++)
         ptr[0][i] = pattern[i & 3];
 }
 
