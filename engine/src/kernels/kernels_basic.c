@@ -147,17 +147,7 @@ static void run_add(const ipu_kernel_call *call, uint8_t *const ptr[], float *sc
 static void run_gelu(const ipu_kernel_call *call, uint8_t *const ptr[], float *scratch)
 {
     (void)scratch;
-    const uint32_t *a = call->args;
-    enum { CHUNK = 512 };
-    float x[CHUNK];
-    size_t size = ipu_dtype_size((int)a[3]);
-    for (size_t done = 0; done < a[2]; done += CHUNK) {
-        size_t count = a[2] - done < CHUNK ? a[2] - done : CHUNK;
-        ipu_num_decode((int)a[3], 0, ptr[0] + done * size, x, count);
-        for (size_t i = 0; i < count; i++)
-            x[i] = ipu_num_gelu(x[i]);
-        ipu_num_encode((int)a[3], 0, x, ptr[1] + done * size, count);
-    }
+    ipu_num_gelu_run((int)call->args[3], ptr[0], ptr[1], call->args[2]);
 }
 
 static const ipu_kernel_def DEFS[] = {

@@ -15,7 +15,9 @@
  * FP8 runs use a 256-entry table per format and scale, built once for scales
  * -64..63 (the only global state, written once under pthread_once) and
  * element by element for others; with F16C, blocks of 8 table-scale codes
- * without specials convert through FP16 instead (the same values).
+ * without specials convert through FP16 instead (the same values).  GELU,
+ * evaluated in FP32, is defined here too; FP16 GELU runs read a table of
+ * every code's result (built once, like the FP8 tables).
  */
 #include "numerics/numerics.h"
 
@@ -521,4 +523,42 @@ float ipu_num_gelu(float x)
 {
     const float k = 0.7978845608028654f; /* sqrt(2 / pi) */
     return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+}
+
+/* GELU of every FP16 code, rounded back to FP16, built once: FP16 GELU runs
+ * are then one lookup per element with the same bits as decode, ipu_num_gelu
+ * and encode. */
+static uint16_t gelu_f16_table[1u << 16];
+static pthread_once_t gelu_f16_once = PTHREAD_ONCE_INIT;
+
+static void build_gelu_f16_table(void) {
+    for (uint32_t h = 0; h < (1u << 16); h++) {
+        gelu_f16_table[h] = f16_encode(ipu_num_gelu(f16_decode((uint16_t)h)));
+    }
+}
+
+void ipu_num_gelu_run(int dtype, const void *src, void *dst, size_t n) {
+    if (dtype == IPU_DT_F16) {
+        pthread_once(&gelu_f16_once, build_gelu_f16_table);
+        const unsigned char *s = src;
+        unsigned char *d = dst;
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h;
+            memcpy(&h, s + 2 * i, sizeof h);
+            h = gelu_f16_table[h];
+            memcpy(d + 2 * i, &h, sizeof h);
+        }
+        return;
+    }
+    enum { CHUNK = 256 };
+    float x[CHUNK];
+    size_t size = ipu_dtype_size(dtype);
+    for (size_t done = 0; done < n; done += CHUNK) {
+        size_t count = n - done < CHUNK ? n - done : CHUNK;
+        ipu_num_decode(dtype, 0, (const unsigned char *)src + done * size, x, count);
+        for (size_t i = 0; i < count; i++) {
+            x[i] = ipu_num_gelu(x[i]);
+        }
+        ipu_num_encode(dtype, 0, x, (unsigned char *)dst + done * size, count);
+    }
 }

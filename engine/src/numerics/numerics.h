@@ -49,5 +49,9 @@ void ipu_num_round(int dtype, int scale, float *x, size_t n);
 /* GELU with the tanh approximation, evaluated in FP32: the one definition the
  * device's kernel and every reference use. */
 float ipu_num_gelu(float x);
+/* GELU of n elements of dtype (scale 0) into dst: each element decoded, taken
+ * through ipu_num_gelu and encoded (FP16 runs read a table of every code's
+ * result, built once).  src and dst may be the same buffer. */
+void ipu_num_gelu_run(int dtype, const void *src, void *dst, size_t n);
 
 #endif
