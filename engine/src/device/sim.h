@@ -23,6 +23,8 @@ typedef struct sim_tile {
     uint64_t code_entries; /* supervisor parts present, bit per entry */
     uint64_t code_bodies;  /* worker bodies present, bit per body */
     uint32_t outgoing_base;
+    /* The descriptor segment of the tile's last fetch: fetches mostly stay in it. */
+    const ipu_pkg_segment *descriptors;
     uint64_t step_cycles;   /* compute cycles in the current step */
     uint64_t compute_total; /* over the run */
     uint64_t wait_total;    /* waiting for slower tiles at syncs */

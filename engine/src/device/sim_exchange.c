@@ -207,8 +207,12 @@ static int match(sim *s, uint32_t tile)
     return 0;
 }
 
-/* Receives must not overlap each other nor the tile's own send sources. */
-static int check_writes(sim *s, uint32_t tile)
+/* Receives must not overlap each other nor the tile's own send sources.
+ * Receives go in address order; the sends, copied to scratch in address
+ * order, are swept once (receives do not overlap, so their ends only grow):
+ * a receive clashes when some send starting below its end ends above its
+ * start.  The clash is then reported with the first such send in cycle order. */
+static int check_writes(sim *s, uint32_t tile, sim_xfer **scratch, uint32_t *capacity)
 {
     sim_tile *t = &s->tiles[tile];
     sort_rows(t->recvs, t->recv_count, by_address);
@@ -226,9 +230,26 @@ static int check_writes(sim *s, uint32_t tile)
                    row_fault(s, tile, b->row);
         }
     }
+    if (!t->recv_count || !t->send_count)
+        return 0;
+    uint32_t count = 0;
+    for (uint32_t j = 0; j < t->send_count; j++)
+        if (push(scratch, &count, capacity, t->sends[j]))
+            return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, 0, 0, "host out of memory");
+    sort_rows(*scratch, count, by_address);
+    uint64_t reach = 0; /* largest end of the sends starting below the receive's end */
+    uint32_t next = 0;
     for (uint32_t i = 0; i < t->recv_count; i++) {
         const sim_xfer *x = &t->recvs[i];
         uint32_t x_end = x->address + x->words * x->width;
+        for (; next < count && (*scratch)[next].address < x_end; next++) {
+            uint64_t end = (uint64_t)(*scratch)[next].address +
+                           (uint64_t)(*scratch)[next].words * (*scratch)[next].width;
+            if (end > reach)
+                reach = end;
+        }
+        if (reach <= x->address)
+            continue;
         for (uint32_t j = 0; j < t->send_count; j++) {
             const sim_xfer *y = &t->sends[j];
             uint32_t y_end = y->address + y->words * y->width;
@@ -274,10 +295,16 @@ int sim_exchange_phase(sim *s, uint32_t slot, uint64_t *cycles)
     }
     if (sim_collect_fault(s))
         return 1;
-#pragma omp parallel for schedule(dynamic, 16) num_threads(s->threads)
-    for (int64_t i = 0; i < tiles; i++)
-        if (!match(s, (uint32_t)i))
-            check_writes(s, (uint32_t)i);
+#pragma omp parallel num_threads(s->threads)
+    {
+        sim_xfer *scratch = NULL;
+        uint32_t capacity = 0;
+#pragma omp for schedule(dynamic, 16)
+        for (int64_t i = 0; i < tiles; i++)
+            if (!match(s, (uint32_t)i))
+                check_writes(s, (uint32_t)i, &scratch, &capacity);
+        free(scratch);
+    }
     if (sim_collect_fault(s))
         return 1;
 #pragma omp parallel for schedule(dynamic, 16) num_threads(s->threads) reduction(max : horizon)

@@ -190,7 +190,14 @@ int sim_check(sim *s, uint32_t tile, uint32_t address, uint32_t size, unsigned a
 
 int sim_check_descriptor(sim *s, uint32_t tile, uint32_t address, uint32_t size, const char *what)
 {
-    const ipu_pkg_segment *seg = ipu_pkg_segment_at(s->pkg, tile, address, size);
+    sim_tile *t = &s->tiles[tile];
+    const ipu_pkg_segment *seg = t->descriptors;
+    if (!seg || address < seg->address ||
+        (uint64_t)address + size > (uint64_t)seg->address + seg->size) {
+        seg = ipu_pkg_segment_at(s->pkg, tile, address, size);
+        if (seg && seg->kind == IPU_SEG_DESCRIPTOR)
+            t->descriptors = seg;
+    }
     if (!seg || seg->kind != IPU_SEG_DESCRIPTOR || address % 4)
         return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, address, address + size,
                          "%s [0x%X, 0x%X) is not inside a descriptor segment", what, address,
