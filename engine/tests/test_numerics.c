@@ -5,8 +5,8 @@
  * value and round-trips; FP32 -> FP8/FP16 rounding is checked at every
  * midpoint between adjacent representable values (ties to even, neighbours on
  * either side to the nearer value); saturation, overflow and NaN handling; and
- * the run functions agree with the scalar ones on random data and on every
- * rounding case above (support_seed.h:
+ * the run functions (decode, encode, round, add, GELU) agree with the scalar
+ * ones on random data, and encoding on every rounding case above (support_seed.h:
  * the seed comes from IPU_TEST_SEED or the clock and is printed at the start
  * and on failure).
  */
@@ -415,6 +415,45 @@ static void test_runs_match_scalar(void **state) {
             if (!same_float(rounded[i], want)) {
                 TSEED_FAIL("round dtype %d scale %d n %zu element %zu (%a): run %a, scalar %a",
                            dtype, scale, n, i, (double)fl[i], (double)rounded[i], (double)want);
+            }
+        }
+        /* add and gelu (FP16 and FP32 only): each element as the scalar
+         * decode, FP32 operation and encode give it. */
+        if (dtype == IPU_DT_F16 || dtype == IPU_DT_F32) {
+            unsigned char other[MAXN * 4], sum[MAXN * 4], gelu[MAXN * 4];
+            for (size_t i = 0; i < n * sz; i++) {
+                other[i] = (unsigned char)tseed_rnd();
+            }
+            ipu_num_add_run(dtype, buf, other, sum, n);
+            ipu_num_gelu_run(dtype, buf, gelu, n);
+            for (size_t i = 0; i < n; i++) {
+                float x, y;
+                ipu_num_decode(dtype, 0, buf + sz * i, &x, 1);
+                ipu_num_decode(dtype, 0, other + sz * i, &y, 1);
+                unsigned char want_sum[4], want_gelu[4];
+                if (dtype == IPU_DT_F16) {
+                    uint16_t hs = ipu_num_f32_to_f16(x + y), hg = ipu_num_f32_to_f16(ipu_num_gelu(x));
+                    memcpy(want_sum, &hs, 2);
+                    memcpy(want_gelu, &hg, 2);
+                } else {
+                    float fs = x + y, fg = ipu_num_gelu(x);
+                    memcpy(want_sum, &fs, 4);
+                    memcpy(want_gelu, &fg, 4);
+                }
+                /* The sign of NaN + NaN depends on the operand order the
+                 * compiler picks, so NaN sums only need to be NaN. */
+                float got_value, want_value;
+                ipu_num_decode(dtype, 0, sum + sz * i, &got_value, 1);
+                ipu_num_decode(dtype, 0, want_sum, &want_value, 1);
+                int both_nan = isnan(got_value) && isnan(want_value);
+                if (!both_nan && memcmp(sum + sz * i, want_sum, sz) != 0) {
+                    TSEED_FAIL("add dtype %d n %zu element %zu (%a + %a) differs from scalar", dtype,
+                               n, i, (double)x, (double)y);
+                }
+                if (memcmp(gelu + sz * i, want_gelu, sz) != 0) {
+                    TSEED_FAIL("gelu dtype %d n %zu element %zu (%a) differs from scalar", dtype, n,
+                               i, (double)x);
+                }
             }
         }
         /* Nothing written outside the run. */

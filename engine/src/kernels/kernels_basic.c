@@ -112,7 +112,7 @@ static void run_copy(const ipu_kernel_call *call, uint8_t *const ptr[], float *s
     memmove(ptr[1], ptr[0], call->args[2]);
 }
 
-/* Apply f elementwise over count elements of type, in FP32 chunks. */
+/* Convert count elements between types (with their scales) through FP32 chunks. */
 static void run_cast(const ipu_kernel_call *call, uint8_t *const ptr[], float *scratch)
 {
     (void)scratch;
@@ -130,18 +130,7 @@ static void run_cast(const ipu_kernel_call *call, uint8_t *const ptr[], float *s
 static void run_add(const ipu_kernel_call *call, uint8_t *const ptr[], float *scratch)
 {
     (void)scratch;
-    const uint32_t *a = call->args;
-    enum { CHUNK = 512 };
-    float x[CHUNK], y[CHUNK];
-    size_t size = ipu_dtype_size((int)a[4]);
-    for (size_t done = 0; done < a[3]; done += CHUNK) {
-        size_t count = a[3] - done < CHUNK ? a[3] - done : CHUNK;
-        ipu_num_decode((int)a[4], 0, ptr[0] + done * size, x, count);
-        ipu_num_decode((int)a[4], 0, ptr[1] + done * size, y, count);
-        for (size_t i = 0; i < count; i++)
-            x[i] += y[i];
-        ipu_num_encode((int)a[4], 0, x, ptr[2] + done * size, count);
-    }
+    ipu_num_add_run((int)call->args[4], ptr[0], ptr[1], ptr[2], call->args[3]);
 }
 
 static void run_gelu(const ipu_kernel_call *call, uint8_t *const ptr[], float *scratch)

@@ -46,6 +46,10 @@ void ipu_num_encode(int dtype, int scale, const float *src, void *dst, size_t n)
  * value ipu_num_decode gives for ipu_num_encode's code. */
 void ipu_num_round(int dtype, int scale, float *x, size_t n);
 
+/* Elementwise sum of n elements of dtype (scale 0): each pair decoded,
+ * added in FP32 and encoded into dst (which may be a or b). */
+void ipu_num_add_run(int dtype, const void *a, const void *b, void *dst, size_t n);
+
 /* GELU with the tanh approximation, evaluated in FP32: the one definition the
  * device's kernel and every reference use. */
 float ipu_num_gelu(float x);
