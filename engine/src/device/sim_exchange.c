@@ -207,12 +207,12 @@ static int match(sim *s, uint32_t tile)
     return 0;
 }
 
-/* Receives must not overlap each other nor the tile's own send sources.
- * Receives go in address order; the sends, copied to scratch in address
+/* The ordered check of a tile's writes, which finds the clash to report:
+ * receives go in address order; the sends, copied to scratch in address
  * order, are swept once (receives do not overlap, so their ends only grow):
  * a receive clashes when some send starting below its end ends above its
  * start.  The clash is then reported with the first such send in cycle order. */
-static int check_writes(sim *s, uint32_t tile, sim_xfer **scratch, uint32_t *capacity)
+static int report_clash(sim *s, uint32_t tile, sim_xfer **scratch, uint32_t *capacity)
 {
     sim_tile *t = &s->tiles[tile];
     sort_rows(t->recvs, t->recv_count, by_address);
@@ -266,6 +266,63 @@ static int check_writes(sim *s, uint32_t tile, sim_xfer **scratch, uint32_t *cap
     return 0;
 }
 
+/* Bits of the words of [offset, offset + size) (size > 0) in a byte bitmap:
+ * claim sets them and returns whether any was set before; claimed only tests;
+ * release clears them. */
+static int claim(uint64_t *bits, uint32_t offset, uint32_t size)
+{
+    uint64_t before = 0;
+    for (uint32_t w = offset >> 6, last = (offset + size - 1) >> 6; w <= last; w++) {
+        uint64_t mask = ~0ull;
+        if (w == offset >> 6)
+            mask &= ~0ull << (offset & 63);
+        if (w == last)
+            mask &= ~0ull >> (63 - ((offset + size - 1) & 63));
+        before |= bits[w] & mask;
+        bits[w] |= mask;
+    }
+    return before != 0;
+}
+
+static int claimed(const uint64_t *bits, uint32_t offset, uint32_t size)
+{
+    uint64_t any = 0;
+    for (uint32_t w = offset >> 6, last = (offset + size - 1) >> 6; w <= last; w++) {
+        uint64_t mask = ~0ull;
+        if (w == offset >> 6)
+            mask &= ~0ull << (offset & 63);
+        if (w == last)
+            mask &= ~0ull >> (63 - ((offset + size - 1) & 63));
+        any |= bits[w] & mask;
+    }
+    return any != 0;
+}
+
+static void release(uint64_t *bits, uint32_t offset, uint32_t size)
+{
+    for (uint32_t w = offset >> 6, last = (offset + size - 1) >> 6; w <= last; w++)
+        bits[w] = 0;
+}
+
+/* Receives must not overlap each other nor the tile's own send sources.  The
+ * receives claim their bytes in a bitmap of the tile's SRAM (all clear between
+ * calls); only when a receive or a send meets a claimed byte does the ordered
+ * check run, to report the clash. */
+static int check_writes(sim *s, uint32_t tile, uint64_t *bits, sim_xfer **scratch,
+                        uint32_t *capacity)
+{
+    sim_tile *t = &s->tiles[tile];
+    uint32_t base = s->p.sram_base;
+    int clash = 0;
+    for (uint32_t i = 0; i < t->recv_count; i++)
+        clash |= claim(bits, t->recvs[i].address - base, t->recvs[i].words * t->recvs[i].width);
+    for (uint32_t j = 0; j < t->send_count && !clash; j++)
+        clash = claimed(bits, t->sends[j].address - base, t->sends[j].words * t->sends[j].width);
+    for (uint32_t i = 0; i < t->recv_count; i++)
+        release(bits, t->recvs[i].address - base, t->recvs[i].words * t->recvs[i].width);
+    return clash ? report_clash(s, tile, scratch, capacity) : 0;
+}
+
 int sim_exchange_phase(sim *s, uint32_t slot, uint64_t *cycles)
 {
     int64_t tiles = s->p.tiles;
@@ -299,10 +356,15 @@ int sim_exchange_phase(sim *s, uint32_t slot, uint64_t *cycles)
     {
         sim_xfer *scratch = NULL;
         uint32_t capacity = 0;
+        uint64_t *bits = calloc(s->shadow_words, sizeof *bits);
 #pragma omp for schedule(dynamic, 16)
-        for (int64_t i = 0; i < tiles; i++)
-            if (!match(s, (uint32_t)i))
-                check_writes(s, (uint32_t)i, &scratch, &capacity);
+        for (int64_t i = 0; i < tiles; i++) {
+            if (!bits)
+                sim_fault(s, (uint32_t)i, IPU_FAULT_MALFORMED_DESCRIPTOR, 0, 0, "host out of memory");
+            else if (!match(s, (uint32_t)i))
+                check_writes(s, (uint32_t)i, bits, &scratch, &capacity);
+        }
+        free(bits);
         free(scratch);
     }
     if (sim_collect_fault(s))
