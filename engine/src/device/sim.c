@@ -48,6 +48,7 @@ static void sim_destroy(void *impl)
         munmap(s->sram, (size_t)s->p.tiles * s->sram_bytes);
     if (s->shadow)
         munmap(s->shadow, (size_t)s->p.tiles * s->shadow_words * sizeof(uint64_t));
+    free(s->full);
     json_decref(s->steps);
     free(s);
 }
@@ -58,15 +59,18 @@ static ipu_status load_package(sim *s, ipu_ctx *ctx, const ipu_package *pkg)
     if (!s->sram) {
         s->sram = tile_memory(tiles * s->sram_bytes);
         s->shadow = tile_memory(tiles * s->shadow_words * sizeof(uint64_t));
-        if (!s->sram || !s->shadow)
+        s->full = calloc(tiles * s->full_words, sizeof(uint64_t));
+        if (!s->sram || !s->shadow || !s->full)
             return IPU_NO_MEMORY(ctx);
     } else {
         memset(s->shadow, 0, tiles * s->shadow_words * sizeof(uint64_t));
+        memset(s->full, 0, tiles * s->full_words * sizeof(uint64_t));
     }
     for (uint32_t t = 0; t < s->p.tiles; t++) {
         sim_tile *tile = &s->tiles[t];
         tile->mem = s->sram + (size_t)t * s->sram_bytes;
         tile->written = s->shadow + (size_t)t * s->shadow_words;
+        tile->full = s->full + (size_t)t * s->full_words;
         tile->code_entries = tile->code_bodies = 0;
         tile->outgoing_base = 0;
         tile->descriptors = NULL;
@@ -431,6 +435,7 @@ ipu_status ipu_sim_create(ipu_ctx *ctx, const ipu_profile *profile, const ipu_de
     s->p = *profile;
     s->sram_bytes = profile->sram_end - profile->sram_base;
     s->shadow_words = (s->sram_bytes + 63) / 64;
+    s->full_words = ((s->sram_bytes + SIM_CHUNK - 1) / SIM_CHUNK + 63) / 64;
     s->threads = ctx->threads > 0 ? ctx->threads : omp_get_max_threads();
     s->tiles = calloc(profile->tiles, sizeof *s->tiles);
     s->scratch = calloc((size_t)s->threads, sizeof *s->scratch);

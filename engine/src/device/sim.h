@@ -17,9 +17,15 @@ typedef struct sim_xfer {
     uint32_t source; /* receive: matched source address on the peer */
 } sim_xfer;
 
+/* Bytes per bit of a tile's summary of its written bits (8 shadow words, one
+ * cache line): reads and writes of chunks known to be fully written skip the
+ * per-byte bits, which are the simulator's coldest memory. */
+#define SIM_CHUNK 512u
+
 typedef struct sim_tile {
     uint8_t *mem;       /* SRAM bytes, index = address - sram_base */
     uint64_t *written;  /* one bit per byte: written since load */
+    uint64_t *full;     /* one bit per SIM_CHUNK bytes: every written bit set */
     uint64_t code_entries; /* supervisor parts present, bit per entry */
     uint64_t code_bodies;  /* worker bodies present, bit per body */
     uint32_t outgoing_base;
@@ -44,6 +50,8 @@ typedef struct sim {
     uint8_t *sram;
     uint64_t *shadow;
     size_t shadow_words; /* per tile */
+    uint64_t *full;      /* all tiles' chunk summaries */
+    size_t full_words;   /* per tile */
     /* Kernel scratch per worker thread, kept between phases. */
     float **scratch;
     size_t *scratch_floats;

@@ -117,17 +117,50 @@ static int64_t first_unwritten(const uint64_t *bits, uint32_t offset, uint32_t s
     return -1;
 }
 
+/* Is every chunk touching [offset, end) (offset < end) known to be fully written? */
+static int chunks_full(const sim_tile *t, uint32_t offset, uint32_t end)
+{
+    uint32_t first = offset / SIM_CHUNK, stop = (end - 1) / SIM_CHUNK + 1;
+    for (uint32_t w = first >> 6; w <= (stop - 1) >> 6; w++) {
+        uint64_t mask = word_mask(w, first, stop);
+        if ((t->full[w] & mask) != mask)
+            return 0;
+    }
+    return 1;
+}
+
+/* Mark the chunks touching [offset, end) whose written bits are now all set
+ * (bits are only ever set until the next load, so a full chunk stays full). */
+static void note_full(const sim *s, sim_tile *t, uint32_t offset, uint32_t end)
+{
+    const uint32_t words = SIM_CHUNK / 64;
+    for (uint32_t c = offset / SIM_CHUNK; c <= (end - 1) / SIM_CHUNK; c++) {
+        uint32_t w0 = c * words, w1 = w0 + words;
+        if (w1 > s->shadow_words)
+            w1 = (uint32_t)s->shadow_words;
+        uint64_t all = ~0ull;
+        for (uint32_t w = w0; w < w1; w++)
+            all &= t->written[w];
+        if (all == ~0ull)
+            t->full[c >> 6] |= 1ull << (c & 63);
+    }
+}
+
 void sim_mark_written(sim *s, uint32_t tile, uint32_t address, uint32_t size)
 {
     if (size == 0)
         return;
-    uint64_t *bits = s->tiles[tile].written;
+    sim_tile *t = &s->tiles[tile];
     uint32_t offset = address - s->p.sram_base, end = offset + size;
+    if (chunks_full(t, offset, end))
+        return;
+    uint64_t *bits = t->written;
     uint32_t first = offset >> 6, last = (end - 1) >> 6;
     bits[first] |= word_mask(first, offset, end);
     bits[last] |= word_mask(last, offset, end);
     if (last > first + 1)
         memset(bits + first + 1, 0xFF, (last - first - 1) * sizeof *bits);
+    note_full(s, t, offset, end);
 }
 
 /* The accessor's name in a fault message, "what" or "what operand 'name'";
@@ -150,39 +183,48 @@ int sim_check(sim *s, uint32_t tile, uint32_t address, uint32_t size, unsigned a
     if (address < p->sram_base || end > access_end)
         return sim_fault(s, tile, IPU_FAULT_OUT_OF_BOUNDS, address,
                          end > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)end,
-                         "%s [0x%X, 0x%llX) is outside accessible SRAM [0x%X, 0x%X)", accessor(label, sizeof label, what, operand), address,
+                         "%s [0x%X, 0x%llX) is outside accessible SRAM [0x%X, 0x%X)",
+                         accessor(label, sizeof label, what, operand), address,
                          (unsigned long long)end, p->sram_base, access_end);
     if (alignment > 1 && address % alignment)
         return sim_fault(s, tile, IPU_FAULT_MISALIGNED, address, (uint32_t)end,
-                         "%s at 0x%X must be %u-byte aligned", accessor(label, sizeof label, what, operand), address, alignment);
+                         "%s at 0x%X must be %u-byte aligned",
+                         accessor(label, sizeof label, what, operand), address, alignment);
     if (region1 && address < p->region1_base)
         return sim_fault(s, tile, IPU_FAULT_MISALIGNED, address, (uint32_t)end,
-                         "%s at 0x%X needs 128-bit loads, which need region 1 (from 0x%X)", accessor(label, sizeof label, what, operand),
-                         address, p->region1_base);
+                         "%s at 0x%X needs 128-bit loads, which need region 1 (from 0x%X)",
+                         accessor(label, sizeof label, what, operand), address, p->region1_base);
     if (size == 0)
         return 0;
     if (access & 2u) {
         uint32_t plo, phi;
         const char *kind;
         if (find_protected(s, tile, address, (uint32_t)end, &plo, &phi, &kind)) {
-            uint32_t lo = address > plo ? address : plo, hi = (uint32_t)end < phi ? (uint32_t)end : phi;
+            uint32_t lo = address > plo ? address : plo,
+                     hi = (uint32_t)end < phi ? (uint32_t)end : phi;
             return sim_fault(s, tile, IPU_FAULT_PROTECTED_WRITE, lo, hi,
-                             "%s [0x%X, 0x%llX) writes protected %s [0x%X, 0x%X)", accessor(label, sizeof label, what, operand), address,
+                             "%s [0x%X, 0x%llX) writes protected %s [0x%X, 0x%X)",
+                             accessor(label, sizeof label, what, operand), address,
                              (unsigned long long)end, kind, plo, phi);
         }
     }
-    if (access & 1u) {
-        int64_t bad = first_unwritten(s->tiles[tile].written, address - p->sram_base, size);
-        if (bad >= 0) {
+    sim_tile *t = &s->tiles[tile];
+    uint32_t offset = address - p->sram_base;
+    if ((access & 1u) && !chunks_full(t, offset, offset + size)) {
+        int64_t bad = first_unwritten(t->written, offset, size);
+        if (bad < 0) {
+            note_full(s, t, offset, offset + size);
+        } else {
             uint32_t lo = (uint32_t)bad + p->sram_base;
             /* Extend over the run of unwritten bytes inside the access. */
             uint32_t hi = lo + 1;
-            const uint64_t *bits = s->tiles[tile].written;
+            const uint64_t *bits = t->written;
             while (hi < end && !(bits[(hi - p->sram_base) >> 6] >> ((hi - p->sram_base) & 63) & 1))
                 hi++;
             return sim_fault(s, tile, IPU_FAULT_UNINITIALIZED_READ, lo, hi,
                              "%s [0x%X, 0x%llX) reads bytes [0x%X, 0x%X) never written since load",
-                             accessor(label, sizeof label, what, operand), address, (unsigned long long)end, lo, hi);
+                             accessor(label, sizeof label, what, operand), address,
+                             (unsigned long long)end, lo, hi);
         }
     }
     return 0;
@@ -205,8 +247,8 @@ int sim_check_descriptor(sim *s, uint32_t tile, uint32_t address, uint32_t size,
     return 0;
 }
 
-int sim_fetch_record(sim *s, uint32_t tile, uint32_t address, uint32_t entry_size,
-                     uint32_t *count, const char *what)
+int sim_fetch_record(sim *s, uint32_t tile, uint32_t address, uint32_t entry_size, uint32_t *count,
+                     const char *what)
 {
     if (sim_fetch_u32(s, tile, address, count, what))
         return 1;
