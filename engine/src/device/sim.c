@@ -74,6 +74,7 @@ static ipu_status load_package(sim *s, ipu_ctx *ctx, const ipu_package *pkg)
         tile->code_entries = tile->code_bodies = 0;
         tile->outgoing_base = 0;
         tile->descriptors = NULL;
+        tile->writable_lo = tile->writable_hi = 0;
         tile->faulted = 0;
     }
     for (size_t i = 0; i < pkg->segment_count; i++) {

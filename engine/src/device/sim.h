@@ -31,6 +31,8 @@ typedef struct sim_tile {
     uint32_t outgoing_base;
     /* The descriptor segment of the tile's last fetch: fetches mostly stay in it. */
     const ipu_pkg_segment *descriptors;
+    /* An address range the tile's last checked write found free of protection. */
+    uint32_t writable_lo, writable_hi;
     uint64_t step_cycles;   /* compute cycles in the current step */
     uint64_t compute_total; /* over the run */
     uint64_t wait_total;    /* waiting for slower tiles at syncs */

@@ -117,8 +117,24 @@ static int decode(sim *s, uint32_t tile, uint32_t table)
     return 0;
 }
 
+/* Fault for two windows of one port that overlap in time: a (a row of tile
+ * a_owner) and the later b (of b_owner).  Reports this tile's own row. */
+static int port_clash(sim *s, uint32_t tile, int receive, const sim_xfer *a, uint32_t a_owner,
+                      const sim_xfer *b, uint32_t b_owner)
+{
+    const sim_xfer *own = b_owner == tile ? b : a;
+    uint32_t bytes = own->words * own->width;
+    return sim_fault(s, tile, IPU_FAULT_EXCHANGE_PORT_CONFLICT, own->address, own->address + bytes,
+                     "tile %u's %s port is busy twice at cycle %u: row %u of tile %u "
+                     "(cycles %u..%u) and row %u of tile %u (from cycle %u)",
+                     tile, receive ? "receive" : "send", b->cycle, a->row, a_owner, a->cycle,
+                     a->cycle + a->words - 1, b->row, b_owner, b->cycle) &&
+           row_fault(s, tile, own->row);
+}
+
 /* A port's busy windows: the tile's own transfers and its partner's paired
- * ones, merged by cycle (both lists are sorted; the own row first on a tie). */
+ * ones, merged by cycle (both lists are sorted; the own row first on a tie).
+ * Without paired partner rows the own sorted list is checked where it is. */
 static int check_port(sim *s, uint32_t tile, int receive, sim_xfer **scratch, uint32_t *capacity)
 {
     sim_tile *t = &s->tiles[tile];
@@ -127,13 +143,21 @@ static int check_port(sim *s, uint32_t tile, int receive, sim_xfer **scratch, ui
     const sim_xfer *mine = receive ? t->recvs : t->sends;
     uint32_t mine_count = receive ? t->recv_count : t->send_count;
     const sim_xfer *paired = NULL;
-    uint32_t paired_count = 0;
+    uint32_t paired_count = 0, j = 0;
     if (partner < s->p.tiles) {
         const sim_tile *pt = &s->tiles[partner];
         paired = receive ? pt->recvs : pt->sends;
         paired_count = receive ? pt->recv_count : pt->send_count;
     }
-    uint32_t m = 0, j = 0;
+    while (j < paired_count && paired[j].width != 8)
+        j++;
+    if (j == paired_count) {
+        for (uint32_t i = 1; i < mine_count; i++)
+            if ((uint64_t)mine[i - 1].cycle + mine[i - 1].words > mine[i].cycle)
+                return port_clash(s, tile, receive, &mine[i - 1], tile, &mine[i], tile);
+        return 0;
+    }
+    uint32_t m = 0;
     for (;;) {
         while (j < paired_count && paired[j].width != 8)
             j++;
@@ -147,18 +171,8 @@ static int check_port(sim *s, uint32_t tile, int receive, sim_xfer **scratch, ui
     }
     for (uint32_t i = 1; i < count; i++) {
         const sim_xfer *a = &(*scratch)[i - 1], *b = &(*scratch)[i];
-        if ((uint64_t)a->cycle + a->words > b->cycle) {
-            /* Report the memory window of this tile's own row in the clash. */
-            const sim_xfer *own = b->peer == tile ? b : a;
-            uint32_t bytes = own->words * own->width;
-            return sim_fault(s, tile, IPU_FAULT_EXCHANGE_PORT_CONFLICT, own->address,
-                             own->address + bytes,
-                             "tile %u's %s port is busy twice at cycle %u: row %u of tile %u "
-                             "(cycles %u..%u) and row %u of tile %u (from cycle %u)",
-                             tile, receive ? "receive" : "send", b->cycle, a->row, a->peer, a->cycle,
-                             a->cycle + a->words - 1, b->row, b->peer, b->cycle) &&
-                   row_fault(s, tile, own->row);
-        }
+        if ((uint64_t)a->cycle + a->words > b->cycle)
+            return port_clash(s, tile, receive, a, a->peer, b, b->peer);
     }
     return 0;
 }
@@ -168,12 +182,21 @@ static int match(sim *s, uint32_t tile)
 {
     sim_tile *t = &s->tiles[tile];
     uint32_t latency = s->p.exchange_latency;
+    /* Receives go by cycle, so a sender's matches advance through its sends:
+     * the search starts where the previous receive from that sender ended. */
+    uint32_t hint_peer = UINT32_MAX, hint = 0;
     for (uint32_t i = 0; i < t->recv_count; i++) {
         sim_xfer *x = &t->recvs[i];
         const sim_tile *sender = &s->tiles[x->peer];
         int64_t start = (int64_t)x->cycle - latency, end = start + x->words;
-        /* Last send starting at or before start. */
+        /* Last send starting at or before start: lo is the first after it. */
         uint32_t lo = 0, hi = sender->send_count;
+        if (x->peer == hint_peer && (hint == 0 || (int64_t)sender->sends[hint - 1].cycle <= start)) {
+            lo = hint;
+            for (uint32_t step = 0; step < 4 && lo < hi && (int64_t)sender->sends[lo].cycle <= start;
+                 step++)
+                lo++;
+        }
         while (lo < hi) {
             uint32_t mid = lo + (hi - lo) / 2;
             if ((int64_t)sender->sends[mid].cycle <= start)
@@ -181,6 +204,8 @@ static int match(sim *s, uint32_t tile)
             else
                 hi = mid;
         }
+        hint_peer = x->peer;
+        hint = lo;
         const sim_xfer *cover = lo ? &sender->sends[lo - 1] : NULL;
         if (start >= 0 && cover && end <= (int64_t)cover->cycle + cover->words &&
             cover->width == x->width) {

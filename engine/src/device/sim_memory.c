@@ -48,10 +48,16 @@ int sim_collect_fault(sim *s)
     return 0;
 }
 
-/* First protected range overlapping [lo, hi): runtime state, code, descriptors. */
-static int find_protected(const sim *s, uint32_t tile, uint32_t lo, uint32_t hi, uint32_t *plo,
+/* First protected range overlapping [lo, hi): runtime state, code, descriptors.
+ * A write that finds none remembers the unprotected gap around it (from the
+ * end of the protected range below to the start of the one above), and the
+ * tile's next writes inside that gap skip the search. */
+static int find_protected(sim *s, uint32_t tile, uint32_t lo, uint32_t hi, uint32_t *plo,
                           uint32_t *phi, const char **what)
 {
+    sim_tile *t = &s->tiles[tile];
+    if (lo >= t->writable_lo && hi <= t->writable_hi)
+        return 0;
     uint32_t state_end = s->p.sram_base + s->p.runtime_state_bytes;
     if (lo < state_end && s->p.sram_base < hi) {
         *plo = s->p.sram_base, *phi = state_end, *what = "runtime state";
@@ -71,16 +77,29 @@ static int find_protected(const sim *s, uint32_t tile, uint32_t lo, uint32_t hi,
         else
             b = mid;
     }
+    uint32_t gap_hi = ipu_profile_access_end(&s->p);
     for (uint32_t i = a; i < end; i++) {
         const ipu_pkg_segment *seg = &pkg->segments[pkg->tile_segments[i]];
-        if (seg->address >= hi)
-            break;
-        if (seg->kind != IPU_SEG_DATA) {
+        if (seg->kind == IPU_SEG_DATA)
+            continue;
+        if (seg->address < hi) {
             *plo = seg->address, *phi = seg->address + seg->size;
             *what = seg->kind == IPU_SEG_CODE ? "kernel code" : "descriptors";
             return 1;
         }
+        gap_hi = seg->address;
+        break;
     }
+    uint32_t gap_lo = state_end;
+    for (uint32_t i = a; i-- > first;) {
+        const ipu_pkg_segment *seg = &pkg->segments[pkg->tile_segments[i]];
+        if (seg->kind != IPU_SEG_DATA) {
+            gap_lo = seg->address + seg->size;
+            break;
+        }
+    }
+    t->writable_lo = gap_lo;
+    t->writable_hi = gap_hi;
     return 0;
 }
 
