@@ -177,21 +177,31 @@ static int check_port(sim *s, uint32_t tile, int receive, sim_xfer **scratch, ui
     return 0;
 }
 
+/* Per-thread memory of where each sender's last match ended (entries are
+ * valid for the tile whose stamp they carry). */
+typedef struct match_hints {
+    uint32_t *next;  /* by sender: index of the first send after the last match */
+    uint32_t *stamp; /* by sender: the stamp of the tile that wrote next */
+    uint32_t current;
+} match_hints;
+
 /* Match each receive to its sender's window L cycles earlier. */
-static int match(sim *s, uint32_t tile)
+static int match(sim *s, uint32_t tile, match_hints *hints)
 {
     sim_tile *t = &s->tiles[tile];
     uint32_t latency = s->p.exchange_latency;
     /* Receives go by cycle, so a sender's matches advance through its sends:
      * the search starts where the previous receive from that sender ended. */
-    uint32_t hint_peer = UINT32_MAX, hint = 0;
+    uint32_t stamp = ++hints->current;
     for (uint32_t i = 0; i < t->recv_count; i++) {
         sim_xfer *x = &t->recvs[i];
         const sim_tile *sender = &s->tiles[x->peer];
         int64_t start = (int64_t)x->cycle - latency, end = start + x->words;
         /* Last send starting at or before start: lo is the first after it. */
         uint32_t lo = 0, hi = sender->send_count;
-        if (x->peer == hint_peer && (hint == 0 || (int64_t)sender->sends[hint - 1].cycle <= start)) {
+        uint32_t hint = hints->next[x->peer];
+        if (hints->stamp[x->peer] == stamp &&
+            (hint == 0 || (int64_t)sender->sends[hint - 1].cycle <= start)) {
             lo = hint;
             for (uint32_t step = 0; step < 4 && lo < hi && (int64_t)sender->sends[lo].cycle <= start;
                  step++)
@@ -204,8 +214,8 @@ static int match(sim *s, uint32_t tile)
             else
                 hi = mid;
         }
-        hint_peer = x->peer;
-        hint = lo;
+        hints->stamp[x->peer] = stamp;
+        hints->next[x->peer] = lo;
         const sim_xfer *cover = lo ? &sender->sends[lo - 1] : NULL;
         if (start >= 0 && cover && end <= (int64_t)cover->cycle + cover->words &&
             cover->width == x->width) {
@@ -352,7 +362,7 @@ int sim_exchange_phase(sim *s, uint32_t slot, uint64_t *cycles)
 {
     int64_t tiles = s->p.tiles;
     uint64_t horizon = 0;
-#pragma omp parallel for schedule(dynamic, 16) num_threads(s->threads)
+#pragma omp parallel for schedule(static, 16) num_threads(s->threads)
     for (int64_t i = 0; i < tiles; i++) {
         uint32_t tile = (uint32_t)i, table;
         s->tiles[tile].send_count = s->tiles[tile].recv_count = 0;
@@ -367,7 +377,7 @@ int sim_exchange_phase(sim *s, uint32_t slot, uint64_t *cycles)
     {
         sim_xfer *scratch = NULL;
         uint32_t capacity = 0;
-#pragma omp for schedule(dynamic, 16)
+#pragma omp for schedule(static, 16)
         for (int64_t i = 0; i < tiles; i++) {
             uint32_t tile = (uint32_t)i;
             if (!check_port(s, tile, 0, &scratch, &capacity))
@@ -382,19 +392,23 @@ int sim_exchange_phase(sim *s, uint32_t slot, uint64_t *cycles)
         sim_xfer *scratch = NULL;
         uint32_t capacity = 0;
         uint64_t *bits = calloc(s->shadow_words, sizeof *bits);
-#pragma omp for schedule(dynamic, 16)
+        match_hints hints = {calloc((size_t)tiles, sizeof(uint32_t)),
+                             calloc((size_t)tiles, sizeof(uint32_t)), 0};
+#pragma omp for schedule(static, 16)
         for (int64_t i = 0; i < tiles; i++) {
-            if (!bits)
+            if (!bits || !hints.next || !hints.stamp)
                 sim_fault(s, (uint32_t)i, IPU_FAULT_MALFORMED_DESCRIPTOR, 0, 0, "host out of memory");
-            else if (!match(s, (uint32_t)i))
+            else if (!match(s, (uint32_t)i, &hints))
                 check_writes(s, (uint32_t)i, bits, &scratch, &capacity);
         }
+        free(hints.next);
+        free(hints.stamp);
         free(bits);
         free(scratch);
     }
     if (sim_collect_fault(s))
         return 1;
-#pragma omp parallel for schedule(dynamic, 16) num_threads(s->threads) reduction(max : horizon)
+#pragma omp parallel for schedule(static, 16) num_threads(s->threads) reduction(max : horizon)
     for (int64_t i = 0; i < tiles; i++) {
         uint32_t tile = (uint32_t)i;
         sim_tile *t = &s->tiles[tile];
