@@ -93,6 +93,9 @@ int sim_fetch_u32(sim *s, uint32_t tile, uint32_t address, uint32_t *value, cons
  * bytes after it lie inside one descriptor segment. */
 int sim_fetch_record(sim *s, uint32_t tile, uint32_t address, uint32_t entry_size,
                      uint32_t *count, const char *what);
+/* Start loading the next tile's slot entry (a thread mostly takes tiles in
+ * order, and each tile's SRAM is far from the last one's). */
+void sim_prefetch_next(sim *s, uint32_t tile, uint32_t slot);
 /* After a parallel phase: copy the lowest faulting tile's fault to s->fault.
  * Returns 1 when some tile faulted. */
 int sim_collect_fault(sim *s);

@@ -365,6 +365,7 @@ int sim_exchange_phase(sim *s, uint32_t slot, uint64_t *cycles)
 #pragma omp parallel for schedule(static, 16) num_threads(s->threads)
     for (int64_t i = 0; i < tiles; i++) {
         uint32_t tile = (uint32_t)i, table;
+        sim_prefetch_next(s, tile, slot);
         s->tiles[tile].send_count = s->tiles[tile].recv_count = 0;
         if (sim_fetch_u32(s, tile, s->pkg->slot_tables[tile] + 4 * slot, &table, "slot table"))
             continue;

@@ -285,3 +285,10 @@ int sim_fetch_u32(sim *s, uint32_t tile, uint32_t address, uint32_t *value, cons
     *value = ipu_load_u32(sim_ptr(s, tile, address));
     return 0;
 }
+
+void sim_prefetch_next(sim *s, uint32_t tile, uint32_t slot)
+{
+    /* A hint only: a prefetch never faults. */
+    if (tile + 1 < s->p.tiles)
+        __builtin_prefetch(sim_ptr(s, tile + 1, s->pkg->slot_tables[tile + 1] + 4 * slot));
+}
