@@ -172,6 +172,25 @@ static void test_uninitialized_read_kernel(void **state)
     assert_true(json_is_null(json_object_get(fault, "allocation")));
 }
 
+/* A read that begins in memory already read in full (whose written-bit
+ * summary is set) and runs into bytes never written still faults, on exactly
+ * the unwritten bytes. */
+static void test_uninitialized_read_after_full_chunks(void **state)
+{
+    fx *f = *state;
+    assert_true(f->p.element_bytes >= 1536);
+    ipu_pkg_builder *b = tpkg_builder(f->ctx, &f->p);
+    uint32_t slot = ipu_pkg_new_slot(b);
+    background_compute(f, b, slot, T);
+    tpkg_data(b, T, f->X, 1024, 7);
+    tpkg_kernel list[] = {tpkg_copy(f->X, f->Y, 1024), tpkg_copy(f->X + 512, f->Z, 1024)};
+    tpkg_compute_list(b, T, slot, list, 2, 1);
+    emit(f, b, 0, IPU_OP_STEP, slot, IPU_NO_SLOT, 0);
+    json_t *fault = run_to_fault(f, tpkg_build(f->ctx, b));
+    TPKG_EXPECT_FAULT(fault, "uninitialized_read", T, f->X + 1024, f->X + 1536);
+    expect_where(fault, "copy", 1, -1);
+}
+
 static void test_uninitialized_read_exchange_send(void **state)
 {
     fx *f = *state;
@@ -788,6 +807,7 @@ int main(void)
 #define T_(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
         T_(test_uninitialized_read_kernel),
+        T_(test_uninitialized_read_after_full_chunks),
         T_(test_uninitialized_read_exchange_send),
         T_(test_protected_write_runtime_state),
         T_(test_protected_write_kernel_code),
