@@ -87,6 +87,17 @@ static inline uint8_t *sim_ptr(sim *s, uint32_t tile, uint32_t address)
     return s->tiles[tile].mem + (address - s->p.sram_base);
 }
 void sim_mark_written(sim *s, uint32_t tile, uint32_t address, uint32_t size);
+/* In a bitmap of one bit per byte: the bits of word w that [offset, end)
+ * covers (offset < end). */
+static inline uint64_t sim_word_mask(uint32_t w, uint32_t offset, uint32_t end)
+{
+    uint64_t mask = ~0ull;
+    if (w == offset >> 6)
+        mask &= ~0ull << (offset & 63);
+    if (w == (end - 1) >> 6)
+        mask &= ~0ull >> (63 - ((end - 1) & 63));
+    return mask;
+}
 /* Read a u32 the device fetches from its own SRAM (descriptors). */
 int sim_fetch_u32(sim *s, uint32_t tile, uint32_t address, uint32_t *value, const char *what);
 /* Fetch a record's u32 count and check that the count entries of entry_size

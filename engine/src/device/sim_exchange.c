@@ -301,38 +301,22 @@ static int report_clash(sim *s, uint32_t tile, sim_xfer **scratch, uint32_t *cap
     return 0;
 }
 
-/* Bits of the words of [offset, offset + size) (size > 0) in a byte bitmap:
- * claim sets them and returns whether any was set before; claimed only tests;
- * release clears them. */
-static int claim(uint64_t *bits, uint32_t offset, uint32_t size)
+/* Bits of [offset, offset + size) (size > 0) in a byte bitmap: returns
+ * whether any was set; with take, sets them all. */
+static int claim(uint64_t *bits, uint32_t offset, uint32_t size, int take)
 {
+    uint32_t end = offset + size;
     uint64_t before = 0;
-    for (uint32_t w = offset >> 6, last = (offset + size - 1) >> 6; w <= last; w++) {
-        uint64_t mask = ~0ull;
-        if (w == offset >> 6)
-            mask &= ~0ull << (offset & 63);
-        if (w == last)
-            mask &= ~0ull >> (63 - ((offset + size - 1) & 63));
+    for (uint32_t w = offset >> 6; w <= (end - 1) >> 6; w++) {
+        uint64_t mask = sim_word_mask(w, offset, end);
         before |= bits[w] & mask;
-        bits[w] |= mask;
+        if (take)
+            bits[w] |= mask;
     }
     return before != 0;
 }
 
-static int claimed(const uint64_t *bits, uint32_t offset, uint32_t size)
-{
-    uint64_t any = 0;
-    for (uint32_t w = offset >> 6, last = (offset + size - 1) >> 6; w <= last; w++) {
-        uint64_t mask = ~0ull;
-        if (w == offset >> 6)
-            mask &= ~0ull << (offset & 63);
-        if (w == last)
-            mask &= ~0ull >> (63 - ((offset + size - 1) & 63));
-        any |= bits[w] & mask;
-    }
-    return any != 0;
-}
-
+/* Clear the words of [offset, offset + size) (size > 0). */
 static void release(uint64_t *bits, uint32_t offset, uint32_t size)
 {
     for (uint32_t w = offset >> 6, last = (offset + size - 1) >> 6; w <= last; w++)
@@ -350,9 +334,9 @@ static int check_writes(sim *s, uint32_t tile, uint64_t *bits, sim_xfer **scratc
     uint32_t base = s->p.sram_base;
     int clash = 0;
     for (uint32_t i = 0; i < t->recv_count; i++)
-        clash |= claim(bits, t->recvs[i].address - base, t->recvs[i].words * t->recvs[i].width);
+        clash |= claim(bits, t->recvs[i].address - base, t->recvs[i].words * t->recvs[i].width, 1);
     for (uint32_t j = 0; j < t->send_count && !clash; j++)
-        clash = claimed(bits, t->sends[j].address - base, t->sends[j].words * t->sends[j].width);
+        clash = claim(bits, t->sends[j].address - base, t->sends[j].words * t->sends[j].width, 0);
     for (uint32_t i = 0; i < t->recv_count; i++)
         release(bits, t->recvs[i].address - base, t->recvs[i].words * t->recvs[i].width);
     return clash ? report_clash(s, tile, scratch, capacity) : 0;

@@ -103,17 +103,6 @@ static int find_protected(sim *s, uint32_t tile, uint32_t lo, uint32_t hi, uint3
     return 0;
 }
 
-/* Mask of the bits of word w that [offset, end) covers (offset < end). */
-static uint64_t word_mask(uint32_t w, uint32_t offset, uint32_t end)
-{
-    uint64_t mask = ~0ull;
-    if (w == offset >> 6)
-        mask &= ~0ull << (offset & 63);
-    if (w == (end - 1) >> 6)
-        mask &= ~0ull >> (63 - ((end - 1) & 63));
-    return mask;
-}
-
 /* First byte in [offset, offset + size) whose written bit is clear, or -1.
  * The words strictly inside the range are first ANDed together (a loop that
  * vectorises); only a range with a clear bit is searched word by word. */
@@ -122,14 +111,14 @@ static int64_t first_unwritten(const uint64_t *bits, uint32_t offset, uint32_t s
     if (size == 0)
         return -1;
     uint32_t end = offset + size, first = offset >> 6, last = (end - 1) >> 6;
-    uint64_t all = (bits[first] | ~word_mask(first, offset, end)) &
-                   (bits[last] | ~word_mask(last, offset, end));
+    uint64_t all = (bits[first] | ~sim_word_mask(first, offset, end)) &
+                   (bits[last] | ~sim_word_mask(last, offset, end));
     for (uint32_t w = first + 1; w < last; w++)
         all &= bits[w];
     if (all == ~0ull)
         return -1;
     for (uint32_t w = first; w <= last; w++) {
-        uint64_t missing = ~bits[w] & word_mask(w, offset, end);
+        uint64_t missing = ~bits[w] & sim_word_mask(w, offset, end);
         if (missing)
             return ((int64_t)w << 6) + __builtin_ctzll(missing);
     }
@@ -141,7 +130,7 @@ static int chunks_full(const sim_tile *t, uint32_t offset, uint32_t end)
 {
     uint32_t first = offset / SIM_CHUNK, stop = (end - 1) / SIM_CHUNK + 1;
     for (uint32_t w = first >> 6; w <= (stop - 1) >> 6; w++) {
-        uint64_t mask = word_mask(w, first, stop);
+        uint64_t mask = sim_word_mask(w, first, stop);
         if ((t->full[w] & mask) != mask)
             return 0;
     }
@@ -175,8 +164,8 @@ void sim_mark_written(sim *s, uint32_t tile, uint32_t address, uint32_t size)
         return;
     uint64_t *bits = t->written;
     uint32_t first = offset >> 6, last = (end - 1) >> 6;
-    bits[first] |= word_mask(first, offset, end);
-    bits[last] |= word_mask(last, offset, end);
+    bits[first] |= sim_word_mask(first, offset, end);
+    bits[last] |= sim_word_mask(last, offset, end);
     if (last > first + 1)
         memset(bits + first + 1, 0xFF, (last - first - 1) * sizeof *bits);
     note_full(s, t, offset, end);
