@@ -258,6 +258,10 @@ static void decode_rows(int type, const uint8_t *src, size_t ld, float *dst, siz
                         size_t cols)
 {
     size_t size = ipu_dtype_size(type);
+    if (ld == cols) {
+        ipu_num_decode(type, 0, src, dst, rows * cols);
+        return;
+    }
     for (size_t r = 0; r < rows; r++)
         ipu_num_decode(type, 0, src + r * ld * size, dst + r * cols, cols);
 }
