@@ -493,9 +493,12 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t *partials)
             }
     if (gk == 1)
         return IPU_OK;
-    /* Reduce-scatter: tile (i, j, l) gathers sub-band l of the other partials. */
+    /* Reduce-scatter: tile (i, j, l) gathers sub-band l of the other gk - 1
+     * partials into one staging buffer (slot q, or q - 1 past its own), sums
+     * them by halves (ipu_reduce_tree_half) and adds its own piece. */
     ipu_low_program *p = L->prog;
-    uint32_t *staging = calloc((size_t)gm * gn * gk * gk, sizeof *staging);
+    size_t tiles = (size_t)gm * gn * gk;
+    uint32_t *staging = calloc(tiles, sizeof *staging);
     if (!staging)
         return IPU_NO_MEMORY(L->ctx);
     ipu_status status = low_begin_step(L, IPU_LOW_COMPUTE, label);
@@ -504,15 +507,13 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t *partials)
             for (uint32_t l = 0; l < gk && status == IPU_OK; l++) {
                 uint32_t row0, band, stride;
                 sub_band(home_c, i, j, l, gk, &row0, &band, &stride);
-                for (uint32_t q = 0; q < gk && status == IPU_OK; q++) {
-                    if (q == l)
-                        continue;
-                    size_t s = (((size_t)i * gn + j) * gk + l) * gk + q;
-                    uint32_t tile = home_c->tiles[(size_t)(i * gk + l) * gn + j];
-                    status = low_new_buffer(L, tile, band * stride, op->out, 0, 0, "reduce-staging", &staging[s]);
+                size_t s = ((size_t)i * gn + j) * gk + l;
+                uint32_t tile = home_c->tiles[(size_t)(i * gk + l) * gn + j];
+                status = low_new_buffer(L, tile, (gk - 1) * band * stride, op->out, 0, 0,
+                                        "reduce-staging", &staging[s]);
+                if (status == IPU_OK) {
                     L->cleared[staging[s]] = 1; /* fully written by the exchange */
-                    if (status == IPU_OK)
-                        low_use(L, staging[s]);
+                    low_use(L, staging[s]);
                 }
             }
     if (status == IPU_OK)
@@ -522,11 +523,12 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t *partials)
             for (uint32_t l = 0; l < gk && status == IPU_OK; l++) {
                 uint32_t row0, band, stride;
                 sub_band(home_c, i, j, l, gk, &row0, &band, &stride);
+                uint32_t to = staging[((size_t)i * gn + j) * gk + l];
                 for (uint32_t q = 0; q < gk && status == IPU_OK; q++) {
                     if (q == l)
                         continue;
                     uint32_t from = partials[((size_t)i * gn + j) * gk + q];
-                    uint32_t to = staging[(((size_t)i * gn + j) * gk + l) * gk + q];
+                    uint32_t slot = q < l ? q : q - 1;
                     status = IPU_GROW(L->ctx, p->xfers, p->xfer_count, p->xfer_capacity);
                     if (status == IPU_OK)
                         status = IPU_GROW(L->ctx, p->xdsts, p->xdst_count, p->xdst_capacity);
@@ -534,7 +536,7 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t *partials)
                         break;
                     p->xfers[p->xfer_count++] =
                         (ipu_low_xfer){from, row0 * stride, band * stride, (uint32_t)p->xdst_count, 1};
-                    p->xdsts[p->xdst_count++] = (ipu_low_xdst){to, 0};
+                    p->xdsts[p->xdst_count++] = (ipu_low_xdst){to, slot * band * stride};
                     low_use(L, from), low_use(L, to);
                     low_current(L)->count++;
                 }
@@ -546,21 +548,23 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t *partials)
             for (uint32_t l = 0; l < gk && status == IPU_OK; l++) {
                 uint32_t row0, band, stride;
                 sub_band(home_c, i, j, l, gk, &row0, &band, &stride);
-                uint32_t bytes = band * stride;
+                uint32_t bytes = band * stride, count = bytes / out;
                 uint32_t result = low_home_ids(L, op->out)[(size_t)(i * gk + l) * gn + j];
                 uint32_t own = partials[((size_t)i * gn + j) * gk + l];
+                uint32_t s = staging[((size_t)i * gn + j) * gk + l];
                 uint32_t tile = L->prog->buffers[result].tile;
                 status = low_clear(L, result);
-                int first = 1;
-                for (uint32_t q = 0; q < gk && status == IPU_OK; q++) {
-                    if (q == l)
-                        continue;
-                    uint32_t s = staging[(((size_t)i * gn + j) * gk + l) * gk + q];
-                    ipu_low_arg args[] = {first ? BUF(own, row0 * stride) : BUF(result, 0), BUF(s, 0),
-                                          BUF(result, 0), LIT(bytes / out), LIT(tc->dtype)};
+                for (uint32_t n = gk - 1; n > 1 && status == IPU_OK;) {
+                    uint32_t half = ipu_reduce_tree_half(n);
+                    ipu_low_arg args[] = {BUF(s, 0), BUF(s, (n - half) * bytes), BUF(s, 0),
+                                          LIT(half * count), LIT(tc->dtype)};
                     status = low_emit_kernel(L, tile, IPU_K_ADD, 5, args, -1, 0);
-                    first = 0;
+                    n -= half;
                 }
+                ipu_low_arg args[] = {BUF(own, row0 * stride), BUF(s, 0), BUF(result, 0), LIT(count),
+                                      LIT(tc->dtype)};
+                if (status == IPU_OK)
+                    status = low_emit_kernel(L, tile, IPU_K_ADD, 5, args, -1, 0);
             }
     free(staging);
     return status;

@@ -7,7 +7,8 @@
  *   operands  one exchange step bringing each tile its A block (the most
  *             words a tile receives, plus latency, overhead and sync);
  *   reduce    with gk > 1, one exchange step bringing each tile gk - 1 row
- *             pieces of the partials and gk - 1 vector adds;
+ *             pieces of the partials, the adds that sum them by halves
+ *             (ipu_reduce_tree_half) and one adding the tile's own piece;
  *   plus one sync for the compute step.
  * Footprint: A block, B block (every member of a parameter sequence),
  * partials or result, reduction staging and the reduced piece.
@@ -79,7 +80,12 @@ int ipu_matmul_grid_cost(const ipu_profile *p, uint32_t m, uint32_t n, uint32_t 
     if (gk > 1) {
         uint64_t piece_rows = ceil_div(mb, gk), piece = piece_rows * stride(nb, outsz);
         out->reduce_cycles = ipu_plan_exchange_cycles(p, (gk - 1) * piece) +
-                             (gk - 1) * add_cycles(p, out_dtype, piece / outsz);
+                             add_cycles(p, out_dtype, piece / outsz);
+        for (uint32_t pieces = gk - 1; pieces > 1;) {
+            uint32_t half = ipu_reduce_tree_half(pieces);
+            out->reduce_cycles += add_cycles(p, out_dtype, half * piece / outsz);
+            pieces -= half;
+        }
         out->tile_bytes += gk * piece;
     }
     out->cycles = p->sync_cycles + out->compute_cycles + out->operand_cycles + out->reduce_cycles;

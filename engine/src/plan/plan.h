@@ -80,6 +80,11 @@ ipu_status ipu_matmul_layouts(ipu_ctx *ctx, uint32_t m, uint32_t n, uint32_t k, 
                               int out_dtype, const ipu_matmul_grid *g, ipu_layout *a, ipu_layout *b,
                               ipu_layout *c);
 
+/* A reduction of n > 1 staged pieces adds its last half (n / 2 pieces) onto
+ * its first, one vector add, until one piece is left; returns that half.
+ * Lowering emits these adds and the cost model charges them. */
+static inline uint32_t ipu_reduce_tree_half(uint32_t n) { return n / 2; }
+
 ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g, uint32_t budget,
                           int attention, ipu_plan *out);
 /* The work units of an attention or MAP pooling op: one per (image b,
