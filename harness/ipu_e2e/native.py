@@ -321,17 +321,22 @@ class Workload:
         """FP32 reference values of an output tensor (after reference_run)."""
         return self._floats(lib().ipu_reference_output, name)
 
-    def compile(self, profile, memory_budget=None, inject=None, placement_report=None, attention=None):
+    def compile(self, profile, memory_budget=None, inject=None, placement_report=None, attention=None,
+                memory_profiles=None):
         """Plan, lower, schedule, place and package for a device profile;
         returns (Package, report dict).  inject: a test's fault in one stage;
         placement_report: a path for the placement report JSON; attention:
-        "auto", "flash" or "materialized" for workloads with attention."""
+        "auto", "flash" or "materialized" for workloads with attention;
+        memory_profiles: a directory for the planner's memory profiles
+        (memory-<workload>-<pid>-<serial>.json), written even when no plan fits."""
         handle, report = ctypes.c_void_p(), ctypes.c_void_p()
         options = {"profile": profile, "memory_budget": memory_budget}
         if inject:
             options["inject"] = inject
         if placement_report:
             options["placement_report"] = str(placement_report)
+        if memory_profiles:
+            options["memory_profile_directory"] = str(memory_profiles)
         if attention:
             options["attention"] = attention
         options = json.dumps(options).encode()

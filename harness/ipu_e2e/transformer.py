@@ -79,8 +79,10 @@ def add_arguments(p):
     group.add_argument("--dump-tensors", metavar="DIR", type=Path,
                        help="write inputs, parameters, outputs (and the reference) as .npy files")
     group.add_argument("--memory-profile-directory", metavar="DIR", type=Path,
-                       help="write the final package's placement report: placement-<pid>.json and a "
-                            "standalone placement-<pid>.html viewer")
+                       help="write the planner's memory profiles (memory-<workload>-<pid>-<serial>.json: "
+                            "every finalist and, when no plan fits, the smallest rejected candidate) and "
+                            "the final package's placement report (placement-<pid>.json and a standalone "
+                            "placement-<pid>.html viewer)")
     for name, what in (("tokens", "tokens per image (mlp, vit: 729)"),
                        ("channels", "width (mlp, vit: 1152; for vit it must equal heads x head-dim)"),
                        ("hidden", "MLP hidden width (mlp, vit: 4304)")):
@@ -192,7 +194,7 @@ def execute(ctx, args, profile, package, progress, started):
         if args.memory_profile_directory:
             placement = args.memory_profile_directory / f"placement-{os.getpid()}.json"
         package, compiled = workload.compile(profile, args.memory_budget, placement_report=placement,
-                                             attention=attention)
+                                             attention=attention, memory_profiles=args.memory_profile_directory)
         wall.update({f"compile_{k}": v for k, v in compiled["wall_seconds"].items()})
         if placement:
             progress.update("writing the placement viewer")

@@ -8,11 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "lower/lower.h"
 #include "numerics/numerics.h"
 #include "package/assemble.h"
 #include "plan/plan.h"
+#include "report/memory.h"
 #include "report/placement.h"
 #include "workloads/workload.h"
 #include "ipu/ipu.h"
@@ -27,8 +29,17 @@ static double seconds(void)
 static const char *INJECT_NAMES[] = {"none", "drop-transfer", "overlap-allocation",
                                       "skip-padding-clear", "overwrite-parameter"};
 
+/* Where and under what name memory profiles go (no directory: none). */
+typedef struct profile_sink {
+    char *directory;
+    const char *scope;
+    uint32_t budget;
+    uint32_t written;
+} profile_sink;
+
 static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, ipu_profile *p,
-                                uint32_t *budget, int *inject, int *attention, char **report_path)
+                                uint32_t *budget, int *inject, int *attention, char **report_path,
+                                char **profile_directory)
 {
     json_error_t error;
     json_t *o = json_loads(options_json, 0, &error);
@@ -50,6 +61,10 @@ static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, ipu_prof
     const char *path = json_string_value(json_object_get(o, "placement_report"));
     *report_path = path ? strdup(path) : NULL;
     if (path && !*report_path)
+        status = IPU_NO_MEMORY(ctx);
+    const char *dir = json_string_value(json_object_get(o, "memory_profile_directory"));
+    *profile_directory = dir ? strdup(dir) : NULL;
+    if (dir && !*profile_directory)
         status = IPU_NO_MEMORY(ctx);
     json_t *mode = json_object_get(o, "attention");
     *attention = IPU_ATTENTION_AUTO;
@@ -81,9 +96,75 @@ static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, ipu_prof
     json_decref(o);
     if (status != IPU_OK) {
         free(*report_path);
-        *report_path = NULL;
+        free(*profile_directory);
+        *report_path = *profile_directory = NULL;
     }
     return status;
+}
+
+/* Write one candidate's memory profile as DIR/memory-<scope>-<pid>-<serial>.json
+ * (the first serial not taken), atomically. */
+static ipu_status write_profile(ipu_ctx *ctx, profile_sink *sink, const ipu_low_program *prog,
+                                const ipu_graph *g, const char *status_name, uint32_t plan_budget,
+                                json_t *rejection)
+{
+    if (!sink->directory)
+        return IPU_OK;
+    ipu_memory_profile_info info = {sink->scope, status_name, sink->budget, plan_budget, rejection};
+    json_t *profile = NULL;
+    IPU_TRY(ipu_memory_profile(ctx, prog, g, &info, &profile));
+    char path[4096];
+    do
+        snprintf(path, sizeof path, "%s/memory-%s-%ld-%u.json", sink->directory, sink->scope,
+                 (long)getpid(), ++sink->written);
+    while (access(path, F_OK) == 0);
+    char *text = json_dumps(profile, JSON_COMPACT);
+    json_decref(profile);
+    ipu_status status = text ? ipu_write_file_atomic(ctx, path, text, strlen(text)) : IPU_NO_MEMORY(ctx);
+    free(text);
+    return status;
+}
+
+/* Why the search stopped, and where the rejected candidate's storage peaks. */
+static json_t *rejection_json(const char *reason, uint32_t budget)
+{
+    return json_pack("{s:s, s:I}", "reason", reason, "budget", (json_int_t)budget);
+}
+
+/* The search found nothing: profile its smallest candidate (planned without a
+ * budget), keeping the search's error. */
+static void profile_rejection(ipu_ctx *ctx, profile_sink *sink, const ipu_profile *p, const ipu_graph *g,
+                              int attention)
+{
+    if (!sink->directory)
+        return;
+    char reason[1024];
+    ipu_status failure = ctx->status;
+    snprintf(reason, sizeof reason, "%s", ctx->errmsg);
+    ipu_ctx_clear_error(ctx);
+    ipu_plan plan;
+    ipu_low_program prog;
+    memset(&prog, 0, sizeof prog);
+    ipu_status status = ipu_plan_smallest(ctx, p, g, attention, &plan);
+    if (status == IPU_OK) {
+        status = ipu_lower(ctx, &plan, IPU_INJECT_NONE, &prog);
+        json_t *rejection = rejection_json(reason, sink->budget);
+        if (status == IPU_OK)
+            status = write_profile(ctx, sink, &prog, g, "rejected", UINT32_MAX, rejection);
+        json_decref(rejection);
+        ipu_low_free(&prog);
+        ipu_plan_free(&plan);
+    }
+    /* The search's error stands; a profile that could not be made is said in it. */
+    char why[1024];
+    snprintf(why, sizeof why, "%s", status != IPU_OK ? ctx->errmsg : "");
+    char note[2200];
+    snprintf(note, sizeof note, "%s%s%s%s", reason, status != IPU_OK ? " (no rejection profile: " : "", why,
+             status != IPU_OK ? ")" : "");
+    size_t n = strlen(note) < sizeof ctx->errmsg ? strlen(note) : sizeof ctx->errmsg - 1;
+    memcpy(ctx->errmsg, note, n);
+    ctx->errmsg[n] = '\0';
+    ctx->status = failure;
 }
 
 /* Device-typed inputs and parameters, recorded so the package can run again. */
@@ -154,7 +235,10 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     uint32_t budget = 0;
     int inject = IPU_INJECT_NONE, attention = IPU_ATTENTION_AUTO;
     char *report_path = NULL;
-    IPU_TRY(parse_options(ctx, options_json, &p, &budget, &inject, &attention, &report_path));
+    profile_sink sink = {NULL, w->name, 0, 0};
+    IPU_TRY(parse_options(ctx, options_json, &p, &budget, &inject, &attention, &report_path,
+                          &sink.directory));
+    sink.budget = budget;
     ipu_support_map support = {0, 0, calloc(p.tiles, sizeof(uint32_t)), calloc(p.tiles, sizeof(uint32_t))};
     const ipu_graph *g = &w->graph;
     ipu_assembly_record *records = calloc(g->tensor_count ? g->tensor_count : 1, sizeof *records);
@@ -170,12 +254,14 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     uint32_t plan_budget = budget, attempts = 0, first_peak_tile = 0;
     uint64_t first_peak = 0;
     json_t *tries = json_array();
+    int exhausted = 0; /* the search ended without a plan that fits */
     while (status == IPU_OK) {
         attempts++;
         double plan_s = a.plan_seconds, lower_s = a.lower_seconds, package_s = a.package_seconds;
         attempt_free(&a);
         a.plan_seconds = plan_s, a.lower_seconds = lower_s, a.package_seconds = package_s;
         status = plan_and_lower(ctx, &p, g, plan_budget, inject, attention, &a);
+        exhausted = status == IPU_ERR_INVALID_ARGUMENT;
         if (status == IPU_ERR_INVALID_ARGUMENT && attempts > 1) {
             /* A tighter re-plan found nothing: say so in terms of the user's budget. */
             char why[1024];
@@ -188,6 +274,8 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         }
         if (attempts == 1)
             first_peak = a.peak, first_peak_tile = a.peak_tile;
+        if (status == IPU_OK)
+            status = write_profile(ctx, &sink, &a.prog, g, "finalist", plan_budget, NULL);
         int retry = 0;
         if (status == IPU_OK && a.peak > budget) {
             json_array_append_new(tries, json_pack("{s:I, s:I, s:s}", "plan_budget", (json_int_t)plan_budget,
@@ -210,6 +298,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
                                   INJECT_NAMES[inject]);
                 break;
             }
+            exhausted = status == IPU_ERR_INVALID_ARGUMENT;
             if (status == IPU_ERR_INVALID_ARGUMENT && attempts < ATTEMPTS) {
                 json_array_append_new(tries, json_pack("{s:I, s:I, s:s}", "plan_budget",
                                                        (json_int_t)plan_budget, "peak_bytes",
@@ -222,6 +311,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         if (status != IPU_OK || !retry)
             break;
         if (attempts == ATTEMPTS) {
+            exhausted = 1;
             status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                               "no plan fits the memory budget of %u bytes per tile after %u attempts: "
                               "the last estimate needs %llu bytes on tile %u",
@@ -234,6 +324,8 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         uint64_t cut = excess / 2 + plan_budget / 32;
         plan_budget = cut < plan_budget ? (uint32_t)(plan_budget - cut) : 0;
     }
+    if (status == IPU_ERR_INVALID_ARGUMENT && exhausted)
+        profile_rejection(ctx, &sink, &p, g, attention);
     /* The placement report, written atomically where the caller asked. */
     if (status == IPU_OK && report_path) {
         json_t *placement = ipu_placement_report(&a.prog, g, &support);
@@ -266,6 +358,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     json_decref(tries);
     attempt_free(&a);
     free(report_path);
+    free(sink.directory);
     free(support.code_end);
     free(support.descriptor_end);
     for (size_t t = 0; bytes && t < g->tensor_count; t++)

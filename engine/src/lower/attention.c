@@ -61,7 +61,7 @@ static ipu_status bring_part(attention *A, uint32_t chunk, int keys, int values,
     char name[64];
     snprintf(name, sizeof name, "%.32s@op%zu.%s", A->L->g->tensors[A->kv_tensor].name, A->index,
              keys && values ? "kv" : keys ? "k" : "v");
-    ipu_status status = low_layout_buffers(A->L, &part, A->kv_tensor, 1, name, ids);
+    ipu_status status = low_layout_buffers(A->L, &part, A->kv_tensor, 1, IPU_LOW_OPERAND, name, ids);
     if (status == IPU_OK)
         status = low_redistribute(A->L, &A->L->plan->home[A->kv_tensor], low_home_ids(A->L, A->kv_tensor),
                                   &part, *ids, A->label);

@@ -28,6 +28,7 @@ ipu_status low_begin_step(lowering *L, int kind, const char *label)
     memset(s, 0, sizeof *s);
     s->kind = kind;
     s->init = (uint8_t)L->init;
+    s->op = L->op;
     s->first = (uint32_t)(kind == IPU_LOW_COMPUTE    ? p->kernel_count
                           : kind == IPU_LOW_EXCHANGE ? p->xfer_count
                                                      : p->host_count);
@@ -69,6 +70,10 @@ ipu_status low_new_buffer(lowering *L, uint32_t tile, uint32_t size, uint32_t te
     b->tensor = tensor;
     b->alias = IPU_LOW_LITERAL;
     b->members = 1;
+    b->payload = size;
+    b->op = L->op;
+    b->value = IPU_LOW_LITERAL;
+    b->kind = IPU_LOW_SCRATCH;
     b->aperture = (uint8_t)aperture;
     snprintf(b->name, sizeof b->name, "%.55s", name);
     L->cleared[p->buffer_count] = 0;
@@ -124,9 +129,40 @@ static int is_padded(const ipu_layout *l, uint32_t j)
     return ipu_layout_stride(l, cols) != cols * l->elem;
 }
 
-ipu_status low_layout_buffers(lowering *L, const ipu_layout *l, uint32_t tensor, uint32_t members,
-                                 const char *name, uint32_t **out)
+/* The value a layout instance's blocks belong to. */
+static ipu_status new_value(lowering *L, const ipu_layout *l, uint32_t tensor, uint32_t members, int kind,
+                            const char *name, uint32_t *id)
 {
+    ipu_low_program *p = L->prog;
+    IPU_TRY(IPU_GROW(L->ctx, p->values, p->value_count, p->value_capacity));
+    ipu_low_value *v = &p->values[p->value_count];
+    memset(v, 0, sizeof *v);
+    snprintf(v->name, sizeof v->name, "%.63s", name);
+    v->tensor = tensor;
+    v->op = kind == IPU_LOW_TENSOR ? IPU_LOW_LITERAL : L->op;
+    v->kind = (uint8_t)kind;
+    v->members = members;
+    v->rows = l->rows, v->cols = l->cols, v->elem = l->elem;
+    v->row_parts = l->row_parts, v->col_parts = l->col_parts, v->replicas = l->replicas;
+    p->value_count++;
+    size_t blocks = block_count(l);
+    v->row_bounds = malloc((l->row_parts + 1) * sizeof(uint32_t));
+    v->col_bounds = malloc((l->col_parts + 1) * sizeof(uint32_t));
+    v->tiles = malloc(blocks * sizeof(uint32_t));
+    if (!v->row_bounds || !v->col_bounds || !v->tiles)
+        return IPU_NO_MEMORY(L->ctx);
+    memcpy(v->row_bounds, l->row_bounds, (l->row_parts + 1) * sizeof(uint32_t));
+    memcpy(v->col_bounds, l->col_bounds, (l->col_parts + 1) * sizeof(uint32_t));
+    memcpy(v->tiles, l->tiles, blocks * sizeof(uint32_t));
+    *id = (uint32_t)p->value_count - 1;
+    return IPU_OK;
+}
+
+ipu_status low_layout_buffers(lowering *L, const ipu_layout *l, uint32_t tensor, uint32_t members,
+                              int kind, const char *name, uint32_t **out)
+{
+    uint32_t value = 0;
+    IPU_TRY(new_value(L, l, tensor, members, kind, name, &value));
     uint32_t *ids = calloc(block_count(l), sizeof *ids);
     if (!ids)
         return IPU_NO_MEMORY(L->ctx);
@@ -143,8 +179,15 @@ ipu_status low_layout_buffers(lowering *L, const ipu_layout *l, uint32_t tensor,
                 ipu_status status = low_new_buffer(L, ipu_layout_tile(l, i, j, r),
                                                ipu_layout_block_bytes(l, i, j) * members, tensor,
                                                is_padded(l, j), 0, label, &ids[b]);
-                if (status == IPU_OK)
-                    L->prog->buffers[ids[b]].members = members;
+                if (status == IPU_OK) {
+                    ipu_low_buffer *buf = &L->prog->buffers[ids[b]];
+                    uint32_t r0, r1, c0, c1;
+                    ipu_layout_block(l, i, j, &r0, &r1, &c0, &c1);
+                    buf->members = members;
+                    buf->payload = (r1 - r0) * (c1 - c0) * l->elem;
+                    buf->value = value;
+                    buf->kind = (uint8_t)kind;
+                }
                 if (status != IPU_OK) {
                     free(ids);
                     return status;
@@ -239,7 +282,7 @@ ipu_status low_redistribute(lowering *L, const ipu_layout *s, const uint32_t *sr
         char name[64];
         snprintf(name, sizeof name, "%.40s.staging",
                  tensor != IPU_LOW_LITERAL ? L->g->tensors[tensor].name : "exchange");
-        status = low_layout_buffers(L, &t, tensor, 1, name, &ids);
+        status = low_layout_buffers(L, &t, tensor, 1, IPU_LOW_STAGING, name, &ids);
         if (status == IPU_OK)
             status = move_pieces(L, src, &t, ids, &hop1, label);
         if (status == IPU_OK)
@@ -266,7 +309,7 @@ ipu_status low_operand(lowering *L, size_t index, int slot, uint32_t tensor, con
     if (!*own) {
         char name[64];
         snprintf(name, sizeof name, "%.40s@op%zu", L->g->tensors[tensor].name, index);
-        IPU_TRY(low_layout_buffers(L, l, tensor, 1, name, own));
+        IPU_TRY(low_layout_buffers(L, l, tensor, 1, IPU_LOW_OPERAND, name, own));
     }
     IPU_TRY(low_redistribute(L, &L->plan->home[tensor], low_home_ids(L, tensor), l, *own, label));
     *ids = *own;
@@ -624,6 +667,12 @@ void ipu_low_free(ipu_low_program *prog)
         free(prog->steps[s].phase.dsts);
     }
     free(prog->buffers);
+    for (size_t v = 0; prog->values && v < prog->value_count; v++) {
+        free(prog->values[v].row_bounds);
+        free(prog->values[v].col_bounds);
+        free(prog->values[v].tiles);
+    }
+    free(prog->values);
     free(prog->kernels);
     free(prog->xfers);
     free(prog->xdsts);
@@ -637,6 +686,7 @@ static ipu_status lower_ops(lowering *L, size_t first, size_t end, uint32_t **pa
 {
     for (size_t i = first; i < end; i++) {
         int kind = L->g->ops[i].kind;
+        L->op = (uint32_t)i;
         if (kind == IPU_IR_LAYERNORM) {
             IPU_TRY(ipu_lower_layernorm(L, i));
         } else if (kind == IPU_IR_ATTENTION || kind == IPU_IR_MAP_POOL) {
@@ -653,6 +703,7 @@ static ipu_status lower_ops(lowering *L, size_t first, size_t end, uint32_t **pa
             IPU_TRY(lower_elementwise(L, i));
         }
     }
+    L->op = IPU_LOW_LITERAL;
     return IPU_OK;
 }
 
@@ -670,7 +721,7 @@ static ipu_status lower_program(lowering *L, uint32_t **partials)
         if (alias && t == r->carried_init)
             continue;
         IPU_TRY(low_layout_buffers(L, &L->plan->home[t], (uint32_t)t, g->tensors[t].sequence,
-                               g->tensors[t].name, &L->blocks[t]));
+                                   IPU_LOW_TENSOR, g->tensors[t].name, &L->blocks[t]));
     }
     if (alias) {
         size_t n = block_count(&L->plan->home[r->carried]);
@@ -769,7 +820,7 @@ ipu_status ipu_lower(ipu_ctx *ctx, const ipu_plan *plan, int inject, ipu_low_pro
     out->profile = plan->profile;
     out->inject = inject;
     const ipu_graph *g = plan->graph;
-    lowering L = {ctx, plan, g, out, NULL, NULL, NULL, NULL, 0, 0, 0};
+    lowering L = {ctx, plan, g, out, NULL, NULL, NULL, NULL, 0, IPU_LOW_LITERAL, 0, 0};
     L.blocks = calloc(g->tensor_count, sizeof *L.blocks);
     L.operands = calloc(g->op_count ? g->op_count : 1, sizeof *L.operands);
     uint32_t **partials = calloc(g->op_count ? g->op_count : 1, sizeof *partials);
@@ -793,40 +844,67 @@ ipu_status ipu_lower(ipu_ctx *ctx, const ipu_plan *plan, int inject, ipu_low_pro
     return status;
 }
 
+ipu_status ipu_low_sweep(ipu_ctx *ctx, uint32_t tiles, uint32_t steps, uint32_t slots,
+                         const ipu_low_live *items, size_t count, uint64_t **out)
+{
+    /* +bytes at first, -bytes after last, then a running sum per tile and slot. */
+    for (size_t n = 0; n < count; n++)
+        IPU_ASSERT(ctx, items[n].tile < tiles && items[n].first <= items[n].last &&
+                            items[n].last < steps && items[n].slot < slots);
+    size_t row = (size_t)(steps + 1) * slots;
+    int64_t *delta = calloc((size_t)tiles * row, sizeof *delta);
+    size_t cells = (size_t)tiles * steps * slots;
+    *out = calloc(cells ? cells : 1, sizeof **out);
+    if (!delta || !*out) {
+        free(delta), free(*out);
+        *out = NULL;
+        return IPU_NO_MEMORY(ctx);
+    }
+    for (size_t n = 0; n < count; n++) {
+        const ipu_low_live *x = &items[n];
+        delta[x->tile * row + (size_t)x->first * slots + x->slot] += (int64_t)x->bytes;
+        delta[x->tile * row + (size_t)(x->last + 1) * slots + x->slot] -= (int64_t)x->bytes;
+    }
+    for (uint32_t t = 0; t < tiles; t++)
+        for (uint32_t k = 0; k < slots; k++) {
+            int64_t live = 0;
+            for (uint32_t s = 0; s < steps; s++) {
+                live += delta[t * row + (size_t)s * slots + k];
+                (*out)[((size_t)t * steps + s) * slots + k] = (uint64_t)live;
+            }
+        }
+    free(delta);
+    return IPU_OK;
+}
+
 ipu_status ipu_low_peaks(ipu_ctx *ctx, const ipu_low_program *prog, uint64_t *peak,
                          uint32_t *peak_tile, uint32_t *peak_step, uint64_t **per_tile)
 {
-    uint32_t tiles = prog->profile.tiles;
-    size_t steps = prog->step_count ? prog->step_count : 1;
-    /* Sweep: +size at first, -size after last, per tile. */
-    int64_t *delta = calloc((size_t)tiles * (steps + 1), sizeof *delta);
-    uint64_t *best = calloc(tiles, sizeof *best);
+    uint32_t tiles = prog->profile.tiles, steps = prog->step_count ? (uint32_t)prog->step_count : 1;
+    ipu_low_live *items = malloc((prog->buffer_count ? prog->buffer_count : 1) * sizeof *items);
+    uint64_t *best = calloc(tiles, sizeof *best), *live = NULL;
     uint32_t *best_step = calloc(tiles, sizeof *best_step);
-    if (!delta || !best || !best_step) {
-        free(delta), free(best), free(best_step);
-        return IPU_NO_MEMORY(ctx);
-    }
-    for (size_t b = 0; b < prog->buffer_count; b++) {
+    ipu_status status = items && best && best_step ? IPU_OK : IPU_NO_MEMORY(ctx);
+    for (size_t b = 0; status == IPU_OK && b < prog->buffer_count; b++) {
         const ipu_low_buffer *buf = &prog->buffers[b];
-        delta[(size_t)buf->tile * (steps + 1) + buf->first] += buf->size;
-        delta[(size_t)buf->tile * (steps + 1) + buf->last + 1] -= buf->size;
+        items[b] = (ipu_low_live){buf->tile, buf->first, buf->last, 0, buf->size};
     }
+    if (status == IPU_OK)
+        status = ipu_low_sweep(ctx, tiles, steps, 1, items, prog->buffer_count, &live);
     *peak = 0, *peak_tile = 0, *peak_step = 0;
-    for (uint32_t t = 0; t < tiles; t++) {
-        int64_t live = 0;
-        for (size_t s = 0; s < steps; s++) {
-            live += delta[(size_t)t * (steps + 1) + s];
-            if ((uint64_t)live > best[t])
-                best[t] = (uint64_t)live, best_step[t] = (uint32_t)s;
-        }
+    for (uint32_t t = 0; status == IPU_OK && t < tiles; t++) {
+        for (uint32_t s = 0; s < steps; s++)
+            if (live[(size_t)t * steps + s] > best[t])
+                best[t] = live[(size_t)t * steps + s], best_step[t] = s;
         if (best[t] > *peak)
             *peak = best[t], *peak_tile = t, *peak_step = best_step[t];
     }
-    free(delta);
+    free(items);
+    free(live);
     free(best_step);
-    if (per_tile)
+    if (status == IPU_OK && per_tile)
         *per_tile = best;
     else
         free(best);
-    return IPU_OK;
+    return status;
 }

@@ -17,6 +17,7 @@ typedef struct lowering {
     uint8_t *cleared;    /* per buffer: padding already cleared */
     uint8_t *padded;     /* per buffer: rows carry padding */
     int init;            /* emitting the init program */
+    uint32_t op;         /* the op being lowered, IPU_LOW_LITERAL outside ops */
     uint32_t body_first, body_end; /* main-program steps of the Repeat body */
 } lowering;
 
@@ -34,9 +35,10 @@ ipu_status low_emit_kernel(lowering *L, uint32_t tile, int entry, uint32_t argc,
                            const ipu_low_arg *args, int32_t advance_arg, uint32_t advance);
 /* Clear a padded buffer before the kernel or exchange that first writes it. */
 ipu_status low_clear(lowering *L, uint32_t buffer);
-/* A buffer per present block of every replica (absent ones get IPU_LOW_LITERAL). */
+/* A buffer per present block of every replica (absent ones get IPU_LOW_LITERAL),
+ * recorded as one value of the given kind (ipu_low_buffer_kind). */
 ipu_status low_layout_buffers(lowering *L, const ipu_layout *l, uint32_t tensor, uint32_t members,
-                              const char *name, uint32_t **out);
+                              int kind, const char *name, uint32_t **out);
 /* One step moving src's blocks into dst's: local copies, then an exchange. */
 ipu_status low_redistribute(lowering *L, const ipu_layout *s, const uint32_t *src,
                             const ipu_layout *d, const uint32_t *dst, const char *label);

@@ -24,7 +24,7 @@ static ipu_status current_member(lowering *L, size_t index, int slot, const char
     uint32_t **own = &L->operands[index][slot];
     char name[64];
     snprintf(name, sizeof name, "%.40s@op%zu", t->name, index);
-    IPU_TRY(low_layout_buffers(L, &L->plan->ops[index].b, tensor, 1, name, own));
+    IPU_TRY(low_layout_buffers(L, &L->plan->ops[index].b, tensor, 1, IPU_LOW_OPERAND, name, own));
     size_t blocks = (size_t)home->row_parts * home->col_parts;
     uint32_t *staging = calloc(blocks, sizeof *staging);
     if (!staging)

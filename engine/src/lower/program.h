@@ -29,8 +29,17 @@ typedef enum ipu_inject {
     IPU_INJECT_OVERWRITE_PARAMETER = 4  /* lowering: a parameter is zeroed after its last use */
 } ipu_inject;
 
+/* What a buffer holds (memory profiles group and classify by it). */
+enum ipu_low_buffer_kind {
+    IPU_LOW_TENSOR = 0,    /* a block of a tensor's home layout */
+    IPU_LOW_OPERAND = 1,   /* a block of a tensor on an op's operand layout */
+    IPU_LOW_STAGING = 2,   /* a block of a two-hop exchange's staging layout */
+    IPU_LOW_SCRATCH = 3    /* op-local: partials, reduce and host staging, attention state... */
+};
+
 typedef struct ipu_low_buffer {
     uint32_t tile, size, alignment;
+    uint32_t payload;     /* bytes of data per member, before row padding and rounding */
     uint32_t first, last; /* inclusive lifetime in steps */
     uint8_t aperture;     /* host staging: must lie in the aperture */
     uint8_t persistent;   /* parameters: the whole program */
@@ -38,9 +47,23 @@ typedef struct ipu_low_buffer {
     uint32_t tensor;      /* owning tensor, IPU_LOW_LITERAL for staging */
     uint32_t alias;       /* another tensor stored here (the carried value's initial one) */
     uint32_t members;     /* parameter sequences: members stored back to back (1 otherwise) */
+    uint32_t op;          /* the op being lowered when it was made, IPU_LOW_LITERAL outside ops */
+    uint32_t value;       /* layout blocks: index into the program's values; else IPU_LOW_LITERAL */
+    uint8_t kind;         /* ipu_low_buffer_kind */
     char name[56];
     uint32_t address;     /* set by placement */
 } ipu_low_buffer;
+
+/* One layout instance's blocks (an allocation root of memory profiles):
+ * a tensor's home, an operand copy or a staging layout. */
+typedef struct ipu_low_value {
+    char name[64];
+    uint32_t tensor, op;   /* op: IPU_LOW_LITERAL for homes */
+    uint8_t kind;          /* ipu_low_buffer_kind */
+    uint32_t members;
+    uint32_t rows, cols, elem, row_parts, col_parts, replicas;
+    uint32_t *row_bounds, *col_bounds, *tiles; /* copies of the layout's (layout.h) */
+} ipu_low_value;
 
 typedef struct ipu_low_arg {
     uint32_t buffer; /* IPU_LOW_LITERAL: value is the argument itself */
@@ -81,6 +104,7 @@ typedef struct ipu_low_step {
     uint8_t init;              /* part of the init program */
     uint32_t first, count;     /* kernels, transfers or host entries */
     char label[48];
+    uint32_t op;               /* the op it lowers, IPU_LOW_LITERAL for host rounds and carries */
     ipu_xphase phase;          /* exchange steps: the scheduled phase */
 } ipu_low_step;
 
@@ -95,6 +119,8 @@ typedef struct ipu_low_program {
     ipu_profile profile;
     ipu_low_buffer *buffers;
     size_t buffer_count, buffer_capacity;
+    ipu_low_value *values;
+    size_t value_count, value_capacity;
     ipu_low_kernel *kernels;
     size_t kernel_count, kernel_capacity;
     ipu_low_xfer *xfers;
@@ -113,9 +139,23 @@ typedef struct ipu_low_program {
 
 void ipu_low_free(ipu_low_program *prog);
 
-/* The liveness walker (plan estimate and placement share it): per tile, the
- * largest sum of live buffer bytes over the steps; *peak_tile and
- * *peak_step say where the largest one is. */
+/* An interval of live bytes: on tile, from step first to last (inclusive),
+ * counted in one of the walker's slots (a class of storage). */
+typedef struct ipu_low_live {
+    uint32_t tile, first, last, slot;
+    uint64_t bytes;
+} ipu_low_live;
+
+/* The liveness walker, which the compile's estimate, placement's retry and
+ * the memory profiles share: per tile, step and slot, the sum of the bytes
+ * of the intervals live there, in *out[(tile * steps + step) * slots + slot]
+ * (freed by the caller). */
+ipu_status ipu_low_sweep(ipu_ctx *ctx, uint32_t tiles, uint32_t steps, uint32_t slots,
+                         const ipu_low_live *items, size_t count, uint64_t **out);
+
+/* Per tile, the largest sum of live buffer bytes over the program's steps
+ * (the walker over every buffer's lifetime); *peak_tile and *peak_step say
+ * where the largest one is. */
 ipu_status ipu_low_peaks(ipu_ctx *ctx, const ipu_low_program *prog, uint64_t *peak,
                          uint32_t *peak_tile, uint32_t *peak_step, uint64_t **per_tile);
 

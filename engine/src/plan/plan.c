@@ -105,8 +105,11 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
                         break;
                     continue;
                 }
-                if (!valid++ || grid.tile_bytes < smallest.tile_bytes)
+                if (!valid++ || grid.tile_bytes < smallest.tile_bytes ||
+                    (grid.tile_bytes == smallest.tile_bytes && better(&grid, &smallest)))
                     smallest = grid;
+                if (plan->smallest)
+                    continue;
                 /* Fits now, and leaves the later matmuls room to run. */
                 if (grid.tile_bytes + reserved > plan->budget ||
                     grid.b_bytes + reserved + later_transient > plan->budget ||
@@ -116,6 +119,8 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
                 if (!fits++ || better(&grid, &best))
                     best = grid;
             }
+    if (plan->smallest && valid)
+        best = smallest, fits = 1;
     if (!fits)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                         "plan: no grid for op %zu (matmul %ux%ux%u) fits the memory budget of %u "
@@ -207,10 +212,11 @@ const char *ipu_attention_mode_name(int mode)
                                                 : "auto";
 }
 
-ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g, uint32_t budget,
-                          int attention, ipu_plan *out)
+static ipu_status plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g, uint32_t budget,
+                             int attention, int smallest, ipu_plan *out)
 {
     memset(out, 0, sizeof *out);
+    out->smallest = smallest;
     out->profile = *p;
     out->graph = g;
     out->budget = budget;
@@ -283,6 +289,18 @@ ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g
     if (status != IPU_OK)
         ipu_plan_free(out);
     return status;
+}
+
+ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g, uint32_t budget,
+                          int attention, ipu_plan *out)
+{
+    return plan_graph(ctx, p, g, budget, attention, 0, out);
+}
+
+ipu_status ipu_plan_smallest(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g, int attention,
+                             ipu_plan *out)
+{
+    return plan_graph(ctx, p, g, UINT32_MAX, attention, 1, out);
 }
 
 json_t *ipu_plan_json(const ipu_plan *plan)

@@ -67,6 +67,7 @@ typedef struct ipu_plan {
     double replication; /* how many times its smallest block a parameter may take */
     uint32_t next_tile; /* where the next grid smaller than the device starts */
     uint64_t transient_room; /* the largest transient matmul footprint the budget allows for */
+    int smallest;     /* every matmul takes its smallest-footprint grid, whatever the budget */
 } ipu_plan;
 
 /* Cost and footprint of one grid; 0 when the grid does not suit the shape. */
@@ -87,6 +88,10 @@ static inline uint32_t ipu_reduce_tree_half(uint32_t n) { return n / 2; }
 
 ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g, uint32_t budget,
                           int attention, ipu_plan *out);
+/* The smallest candidate: every matmul on its smallest-footprint grid and
+ * no budget; what a rejected search profiles. */
+ipu_status ipu_plan_smallest(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g, int attention,
+                             ipu_plan *out);
 /* The work units of an attention or MAP pooling op: one per (image b,
  * head h, query band q), on tile (b * heads + h) * bands + q.  Its layouts:
  *   queries (op plan a): attention: over [q | k | v], row band b * bands + q,
