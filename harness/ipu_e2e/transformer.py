@@ -13,7 +13,7 @@ import os
 import time
 from pathlib import Path
 
-from . import npy, placement_report, runner
+from . import memory_report, native, npy, placement_report, runner
 from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError, positive_int
 from .native import Workload, check_outputs
 
@@ -182,8 +182,14 @@ def dump(directory, workload, outputs):
             npy.write_npy(directory / f"{t['name']}.npy", outputs[t["name"]], t["dtype"], shape)
 
 
+def memory_pages(directory, progress):
+    """Pages beside the memory profiles this process wrote; returns their JSON paths."""
+    progress.update("writing the memory profile pages")
+    return memory_report.write_pages(directory, os.getpid())
+
+
 def execute(ctx, args, profile, package, progress, started):
-    wall = {}
+    wall, memory_profiles = {}, []
     attention = args.attention if family(args.workload) == "vit" else None
     if package is None:
         progress.update("generating inputs and weights")
@@ -193,9 +199,21 @@ def execute(ctx, args, profile, package, progress, started):
         placement = None
         if args.memory_profile_directory:
             placement = args.memory_profile_directory / f"placement-{os.getpid()}.json"
-        package, compiled = workload.compile(profile, args.memory_budget, placement_report=placement,
-                                             attention=attention, memory_profiles=args.memory_profile_directory)
+        try:
+            package, compiled = workload.compile(profile, args.memory_budget, placement_report=placement,
+                                                 attention=attention,
+                                                 memory_profiles=args.memory_profile_directory)
+        except native.IpuError as error:
+            # A search that found no plan still leaves its profiles: their pages, and the error names them.
+            if args.memory_profile_directory:
+                written = memory_pages(args.memory_profile_directory, progress)
+                if written:
+                    error.message += f" (memory profiles: {', '.join(p.name for p in written)} in " \
+                                     f"{args.memory_profile_directory})"
+            raise
         wall.update({f"compile_{k}": v for k, v in compiled["wall_seconds"].items()})
+        if args.memory_profile_directory:
+            memory_profiles = memory_pages(args.memory_profile_directory, progress)
         if placement:
             progress.update("writing the placement viewer")
             placement_report.write_placement_html(placement, placement.with_suffix(".html"))
@@ -216,6 +234,8 @@ def execute(ctx, args, profile, package, progress, started):
               "package": {k: info[k] for k in ("code_bytes", "descriptor_bytes", "data_bytes", "segments")}}
     if attention:
         result["attention"] = attention
+    if memory_profiles:
+        result["memory_profiles"] = [p.name for p in memory_profiles]
     if compiled:
         result.update(estimate={"cycles": compiled["plan"]["cycles"], **compiled["estimate"]},
                       plan=compiled["plan"], support=compiled["package"])
@@ -300,6 +320,8 @@ def report(result, out):
                 where += f", {mode} attention" + "".join(f", {k.replace('_', ' ')} {v}" for k, v in details.items())
             print(f"    op {op['op']:<3} {op['kind']:<9} {op['output']:<16} {op['cycles']:>9} cycles "
                   f"{op['tile_bytes']:>8} bytes{where}", file=out)
+    if result.get("memory_profiles"):
+        print(f"  memory profiles: {', '.join(result['memory_profiles'])} (and .html)", file=out)
     print(f"  simulated {result['cycles']} cycles ({result['ms']:.4f} ms), compute roofline ratio "
           f"{result['roofline_ratio']:.2f}", file=out)
     print("  wall: " + ", ".join(f"{k} {v:.2f} s" for k, v in result["wall_seconds"].items()), file=out)

@@ -29,18 +29,19 @@ from ipu_e2e import native, profiles
 
 
 def compile_with_profiles(tmp_path, options, tiles, budget=None):
-    """Compile in-process; returns (profiles by serial, placement report or None, error or None)."""
+    """Compile in-process; returns (profiles by serial, placement report or None, error or None,
+    the compile's report or None)."""
     ctx = native.Context()
     workload = native.Workload(ctx, options)
-    error, placement = None, tmp_path / "placement.json"
+    error, report, placement = None, None, tmp_path / "placement.json"
     try:
-        workload.compile(profiles.load(ctx, "c600", tiles), budget, placement_report=placement,
-                         memory_profiles=tmp_path)
+        _, report = workload.compile(profiles.load(ctx, "c600", tiles), budget, placement_report=placement,
+                                     memory_profiles=tmp_path)
     except native.IpuError as e:
         error = str(e)
     found = sorted(tmp_path.glob("memory-*.json"), key=lambda p: int(p.stem.rsplit("-", 1)[1]))
     return ([json.loads(p.read_text()) for p in found],
-            json.loads(placement.read_text()) if placement.exists() else None, error)
+            json.loads(placement.read_text()) if placement.exists() else None, error, report)
 
 
 def pad8(n):
@@ -139,13 +140,15 @@ def random_mlp(rng):
 def test_random_mlp_profiles_match_layouts_and_placed_storage(tmp_path, seed):
     rng = random.Random(seed)
     tiles, options = random_mlp(rng)
-    found, placement, error = compile_with_profiles(tmp_path, options, tiles)
+    found, placement, error, report = compile_with_profiles(tmp_path, options, tiles)
     assert error is None, f"seed {seed}: {options} on {tiles} tiles: {error}"
     assert found and all(p["status"] == "finalist" for p in found)
     for profile in found:
         check_profile(profile)
     final = found[-1]
     assert final["fits"]
+    # The profile's peak is the compile's own liveness estimate (per program step).
+    assert final["peak"]["total"] == report["estimate"]["peak_bytes"]
     steps = final["timeline"]["steps"]
     assert concrete_usage(final, placement) == [[s + i for s, i in step["tile_usage"]] for step in steps]
     # A Repeat body's steps say how often they run; its parameters hold every member.
@@ -158,8 +161,9 @@ def test_random_mlp_profiles_match_layouts_and_placed_storage(tmp_path, seed):
 
 def test_vit_profile_matches_placed_storage(tmp_path):
     options = {"workload": "vit", "tokens": 20, "heads": 4, "head_dim": 8, "hidden": 40, "layers": 2}
-    found, placement, error = compile_with_profiles(tmp_path, options, 16)
+    found, placement, error, report = compile_with_profiles(tmp_path, options, 16)
     assert error is None and found
+    assert found[-1]["peak"]["total"] == report["estimate"]["peak_bytes"]
     final = found[-1]
     check_profile(final)
     kinds = {s["kind"] for s in final["timeline"]["steps"]}
@@ -170,7 +174,7 @@ def test_vit_profile_matches_placed_storage(tmp_path):
 
 def test_a_budget_nothing_fits_leaves_a_rejected_profile(tmp_path):
     options = {"workload": "mlp", "tokens": 33, "channels": 64, "hidden": 96}
-    found, placement, error = compile_with_profiles(tmp_path, options, 16, budget=2048)
+    found, placement, error, _ = compile_with_profiles(tmp_path, options, 16, budget=2048)
     assert error is not None and "2048" in error and placement is None
     rejected = [p for p in found if p["status"] == "rejected"]
     assert len(rejected) == 1 and rejected[0] is found[-1]

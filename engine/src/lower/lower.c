@@ -707,6 +707,39 @@ static ipu_status lower_ops(lowering *L, size_t first, size_t end, uint32_t **pa
     return IPU_OK;
 }
 
+/* A value (a layout instance) lives as a whole: every block from the first
+ * step any of them is used in to the last, so its storage is one
+ * allocation root with one lifetime (host rounds, say, touch blocks in
+ * different steps), its untouched blocks included. */
+static ipu_status whole_values(lowering *L)
+{
+    ipu_low_program *prog = L->prog;
+    size_t n = prog->value_count ? prog->value_count : 1;
+    uint32_t *first = malloc(n * sizeof *first), *last = malloc(n * sizeof *last);
+    if (!first || !last) {
+        free(first), free(last);
+        return IPU_NO_MEMORY(L->ctx);
+    }
+    memset(first, 0xFF, n * sizeof *first);
+    memset(last, 0xFF, n * sizeof *last);
+    for (size_t b = 0; b < prog->buffer_count; b++) {
+        const ipu_low_buffer *buf = &prog->buffers[b];
+        if (buf->value == IPU_LOW_LITERAL || buf->first == IPU_LOW_LITERAL)
+            continue;
+        if (first[buf->value] == IPU_LOW_LITERAL || buf->first < first[buf->value])
+            first[buf->value] = buf->first;
+        if (last[buf->value] == IPU_LOW_LITERAL || buf->last > last[buf->value])
+            last[buf->value] = buf->last;
+    }
+    for (size_t b = 0; b < prog->buffer_count; b++) {
+        ipu_low_buffer *buf = &prog->buffers[b];
+        if (buf->value != IPU_LOW_LITERAL && first[buf->value] != IPU_LOW_LITERAL)
+            buf->first = first[buf->value], buf->last = last[buf->value];
+    }
+    free(first), free(last);
+    return IPU_OK;
+}
+
 static ipu_status lower_program(lowering *L, uint32_t **partials)
 {
     const ipu_graph *g = L->g;
@@ -802,6 +835,7 @@ static ipu_status lower_program(lowering *L, uint32_t **partials)
      * is written there before it is read in every iteration, so it keeps its
      * own steps and others may use its bytes in the rest of the body. */
     uint32_t last = (uint32_t)prog->step_count - 1;
+    IPU_TRY(whole_values(L));
     for (size_t b = 0; b < prog->buffer_count; b++) {
         ipu_low_buffer *buf = &prog->buffers[b];
         if (buf->first == IPU_LOW_LITERAL)

@@ -41,23 +41,32 @@ static int in_body(const ipu_low_program *prog, size_t step)
            step < (size_t)prog->repeat_first + prog->repeat_count;
 }
 
-/* A new group starts where the label, op, program or Repeat membership changes. */
+/* A new group starts where the label, op, program or Repeat membership
+ * changes, and after any step where a buffer's life ends: inside a group
+ * buffers only start, so what is live anywhere in it is live at its last
+ * step, and a group's usage is exactly the largest of its steps'. */
 static ipu_status group_steps(builder *b)
 {
     const ipu_low_program *prog = b->prog;
     size_t steps = prog->step_count ? prog->step_count : 1;
     b->group_of = calloc(steps, sizeof *b->group_of);
     b->group_first = calloc(steps, sizeof *b->group_first);
-    if (!b->group_of || !b->group_first)
+    uint8_t *ends = calloc(steps, 1);
+    if (!b->group_of || !b->group_first || !ends) {
+        free(ends);
         return IPU_NO_MEMORY(b->ctx);
+    }
+    for (size_t i = 0; i < prog->buffer_count; i++)
+        ends[prog->buffers[i].last] = 1;
     b->groups = 1;
     for (size_t s = 1; s < prog->step_count; s++) {
         const ipu_low_step *x = &prog->steps[s], *y = &prog->steps[s - 1];
-        if (strcmp(x->label, y->label) || x->op != y->op || x->init != y->init ||
+        if (ends[s - 1] || strcmp(x->label, y->label) || x->op != y->op || x->init != y->init ||
             in_body(prog, s) != in_body(prog, s - 1))
             b->group_first[b->groups++] = (uint32_t)s;
         b->group_of[s] = b->groups - 1;
     }
+    free(ends);
     return IPU_OK;
 }
 
@@ -129,6 +138,23 @@ static uint64_t live_at(const builder *b, uint32_t tile, uint32_t group, int slo
     return b->live[((size_t)tile * b->groups + group) * SLOTS + slot];
 }
 
+/* The op whose plan chose a value's layout: an operand's own op; for a home,
+ * the op producing the tensor, else its first reader (graph inputs,
+ * parameters and the carried value are homed where they are first needed). */
+static uint32_t layout_op(const ipu_graph *g, const ipu_low_value *v)
+{
+    if (v->op != IPU_LOW_LITERAL)
+        return v->op;
+    for (size_t i = 0; i < g->op_count; i++)
+        if (g->ops[i].out == v->tensor)
+            return (uint32_t)i;
+    for (size_t i = 0; i < g->op_count; i++)
+        for (int k = 0; k < ipu_ir_op_arity(g->ops[i].kind); k++)
+            if (g->ops[i].in[k] == v->tensor)
+                return (uint32_t)i;
+    return IPU_LOW_LITERAL;
+}
+
 static json_t *u32_array(const uint32_t *v, size_t n)
 {
     json_t *a = json_array();
@@ -171,6 +197,8 @@ static json_t *value_json(const builder *b, uint32_t v, const uint64_t *bytes, c
         "first_step", (json_int_t)b->value_first[v], "last_step", (json_int_t)b->value_last[v],
         "tile_shards", u64_array(shards, b->tiles), "tile_bytes", u64_array(bytes, b->tiles));
     json_object_set_new(value, "op", x->op == IPU_LOW_LITERAL ? json_null() : json_integer(x->op));
+    uint32_t chosen = layout_op(b->g, x);
+    json_object_set_new(value, "layout_op", chosen == IPU_LOW_LITERAL ? json_null() : json_integer(chosen));
     return value;
 }
 
@@ -295,6 +323,65 @@ static json_t *step_json(const builder *b, uint32_t group, json_t *values, peak 
     return step;
 }
 
+/* Where a rejected candidate is over the budget: every step whose fullest
+ * tile exceeds it, and at the peak, the largest values on the peak tile
+ * with the op that chose each one's layout.  When that op runs after the
+ * peak step (an input homed where its first reader wants it, say), choosing
+ * the layout raised this earlier peak: raised_by names those ops. */
+static json_t *rejection_detail(const builder *b, json_t *values, json_t *steps, const peak *pk,
+                                uint32_t budget)
+{
+    json_t *over = json_array(), *largest = json_array(), *raised = json_array();
+    for (uint32_t gi = 0; gi < b->groups; gi++) {
+        json_t *st = json_array_get(steps, gi), *u = json_object_get(st, "usage");
+        json_int_t total = json_integer_value(json_array_get(u, 0)) + json_integer_value(json_array_get(u, 1));
+        if (total > budget)
+            json_array_append_new(over, json_pack("{s:I, s:O, s:O, s:O, s:I}", "step", (json_int_t)gi, "label",
+                                                  json_object_get(st, "label"), "op", json_object_get(st, "op"),
+                                                  "tile", json_object_get(st, "peak_tile"), "usage", total));
+    }
+    json_t *peak_step = json_array_get(steps, pk->step);
+    json_t *live = json_object_get(peak_step, "live");
+    size_t n = json_array_size(live);
+    uint8_t *taken = calloc(n ? n : 1, 1);
+    for (int k = 0; taken && k < 5; k++) {
+        size_t pick = n;
+        json_int_t most = 0;
+        for (size_t i = 0; i < n; i++) {
+            json_t *v = json_array_get(values, (size_t)json_integer_value(json_array_get(live, i)));
+            json_int_t bytes = json_integer_value(json_array_get(json_object_get(v, "tile_bytes"), pk->tile));
+            if (!taken[i] && bytes > most)
+                most = bytes, pick = i;
+        }
+        if (pick == n)
+            break;
+        taken[pick] = 1;
+        json_int_t id = json_integer_value(json_array_get(live, pick));
+        json_t *v = json_array_get(values, (size_t)id), *chosen = json_object_get(v, "layout_op");
+        json_array_append_new(largest, json_pack("{s:I, s:O, s:I, s:O}", "value", id, "name",
+                                                 json_object_get(v, "name"), "bytes", most, "layout_op", chosen));
+        /* The chooser's first step comes after the peak step. */
+        for (uint32_t gi = pk->step + 1; json_is_integer(chosen) && gi < b->groups; gi++) {
+            json_t *op = json_object_get(json_array_get(steps, gi), "op");
+            if (json_is_integer(op) && json_integer_value(op) == json_integer_value(chosen)) {
+                int first = 1;
+                for (uint32_t e = 0; e < pk->step; e++) {
+                    json_t *eo = json_object_get(json_array_get(steps, e), "op");
+                    first &= !(json_is_integer(eo) && json_integer_value(eo) == json_integer_value(chosen));
+                }
+                if (first)
+                    json_array_append(raised, chosen);
+                break;
+            }
+        }
+    }
+    free(taken);
+    return json_pack("{s:o, s:{s:I, s:O, s:O, s:I, s:I, s:o}, s:o}", "over_budget", over, "peak", "step",
+                     (json_int_t)pk->step, "label", json_object_get(peak_step, "label"), "op",
+                     json_object_get(peak_step, "op"), "tile", (json_int_t)pk->tile, "usage",
+                     (json_int_t)pk->total, "largest", largest, "raised_by", raised);
+}
+
 ipu_status ipu_memory_profile(ipu_ctx *ctx, const ipu_low_program *prog, const ipu_graph *g,
                               const ipu_memory_profile_info *info, json_t **out)
 {
@@ -334,8 +421,13 @@ ipu_status ipu_memory_profile(ipu_ctx *ctx, const ipu_low_program *prog, const i
         (json_int_t)pk.step, "exchange_rows", (json_int_t)rows, "exchange_rows_tile", (json_int_t)rows_tile);
     if (profile)
         json_object_set_new(profile, "fits", json_boolean(pk.total <= info->budget));
-    if (profile && info->rejection)
-        json_object_set(profile, "rejection", info->rejection);
+    if (profile && info->rejection) {
+        json_t *rejection = json_deep_copy(info->rejection);
+        json_t *detail = rejection_detail(&b, values, steps, &pk, info->budget);
+        json_object_update(rejection, detail);
+        json_decref(detail);
+        json_object_set_new(profile, "rejection", rejection);
+    }
     builder_free(&b);
     *out = profile;
     return profile ? IPU_OK : IPU_NO_MEMORY(ctx);

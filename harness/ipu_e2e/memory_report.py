@@ -1,0 +1,57 @@
+"""The standalone planner memory profile page: write_memory_html(json_path,
+html_path) turns one of the compiler's memory profiles
+(memory-<workload>-<pid>-<serial>.json, version 3, written by
+engine/src/report/memory.c) into one self-contained page beside it, and
+write_pages(directory, pid) does so for every profile a process wrote.  The
+page's template, script and style sheet live in reports/memory/; the
+profile is embedded unchanged, and the file is written atomically.
+"""
+import json
+from pathlib import Path
+
+from . import artifacts
+from .report import REPORTS, inline_page
+
+MEMORY = REPORTS / "memory"
+
+
+def _refuse_constant(name):
+    raise ValueError(f"memory profile: {name} is not a JSON number")
+
+
+def check_profile(profile):
+    """Raises ValueError unless profile (a parsed dict) is a version 3 memory profile."""
+    if not isinstance(profile, dict):
+        raise ValueError(f"memory profile: expected a JSON object, got {type(profile).__name__}")
+    if profile.get("version") != 3 or profile.get("kind") != "memory-profile":
+        raise ValueError(f"memory profile: expected kind 'memory-profile' version 3, got "
+                         f"kind {profile.get('kind')!r} version {profile.get('version')!r}")
+    missing = [k for k in ("scope", "status", "budget", "tiles", "timeline", "peak") if k not in profile]
+    timeline = profile.get("timeline")
+    if isinstance(timeline, dict):
+        missing += [f"timeline.{k}" for k in ("values", "steps") if not isinstance(timeline.get(k), list)]
+    if missing:
+        raise ValueError(f"memory profile: missing {', '.join(missing)}")
+
+
+def render_memory_html(json_text):
+    """The page for one memory profile (its JSON text), as a str."""
+    check_profile(json.loads(json_text, parse_constant=_refuse_constant))
+    # Outside strings, JSON has no '<': replacing it everywhere only touches string contents,
+    # where \u003c parses back to '<'.
+    return inline_page(MEMORY, "memory.css", "memory.js", json_text.strip().replace("<", "\\u003c"))
+
+
+def write_memory_html(json_path, html_path):
+    """Writes the standalone page for the memory profile at json_path to html_path (atomically)."""
+    text = Path(json_path).read_text(encoding="utf-8")
+    artifacts.write_bytes(html_path, render_memory_html(text).encode("utf-8"))
+
+
+def write_pages(directory, pid):
+    """A page beside every memory profile process pid wrote in directory; returns the JSON paths."""
+    written = sorted(Path(directory).glob(f"memory-*-{pid}-*.json"),
+                     key=lambda p: int(p.stem.rsplit("-", 1)[1]))
+    for path in written:
+        write_memory_html(path, path.with_suffix(".html"))
+    return written

@@ -1,0 +1,289 @@
+/* memory.js: the planner memory profile page (template.html).  It reads the
+   profile (JSON version 3, engine/src/report/memory.c) from
+   #memory-profile-data and shows, for one selected tile, standard,
+   interleaved and total live storage over the steps; the page opens on the
+   tile and step with the largest total.  Peak buttons select a peak's step
+   and tile; the tile selector keeps its tile while the step moves (slider,
+   arrows, a click on the chart, the arrow keys); "Step's peak tile" selects
+   the fullest tile of the current step.  The table lists the allocations
+   live on that tile at that step (largest first), with payload apart from
+   alignment and tails, resident copies, scratch on its own line and the
+   tile's usage; a row expands to its layout and aliases; the filter keeps
+   names that contain its text; parameter sequences are one row each unless
+   ungrouped, when every member has its own.  window.memoryProfile.state()
+   says what is selected (for tests). */
+(function () {
+  "use strict";
+  const R = window.ipuReport;
+  const $ = (id) => document.getElementById(id);
+  const fmt = (n) => Number(n).toLocaleString("en-US");
+  const svgNS = "http://www.w3.org/2000/svg";
+
+  let profile, values, steps, tiles;
+  const state = { tile: 0, step: 0, filter: "", grouped: true, expanded: new Set() };
+
+  function check(p) {
+    if (!p || p.version !== 3 || p.kind !== "memory-profile")
+      throw new Error("expected a version 3 memory profile");
+    if (!p.timeline || !Array.isArray(p.timeline.values) || !Array.isArray(p.timeline.steps) ||
+        !p.timeline.steps.length)
+      throw new Error("the profile has no timeline");
+  }
+
+  /* The largest usage of one class (0 standard, 1 interleaved, 2 total): [bytes, step, tile]. */
+  function peakOf(which) {
+    let best = [-1, 0, 0];
+    steps.forEach((s, si) => s.tile_usage.forEach((u, t) => {
+      const v = which === 2 ? u[0] + u[1] : u[which];
+      if (v > best[0]) best = [v, si, t];
+    }));
+    return best;
+  }
+
+  function select(step, tile) {
+    state.step = R.clamp(step, 0, steps.length - 1);
+    if (tile !== undefined) state.tile = R.clamp(tile, 0, tiles - 1);
+    render();
+  }
+
+  function card(label, value, note) {
+    const div = document.createElement("div");
+    div.className = "card";
+    for (const [cls, text] of [["label", label], ["value", value], ["note", note || ""]]) {
+      const span = document.createElement("span");
+      span.className = cls;
+      span.textContent = text;
+      div.appendChild(span);
+    }
+    return div;
+  }
+
+  function header() {
+    const p = profile, pk = p.peak;
+    $("meta").textContent = `${p.scope}: ${p.status}${p.fits ? ", fits" : ", over the budget"} — ` +
+      `budget ${fmt(p.budget)} B per tile (planned at ${fmt(p.plan_budget)} B), ${fmt(tiles)} tiles, ` +
+      `${steps.length} steps, ${values.length} allocations`;
+    const std = peakOf(0), inter = peakOf(1), peakStep = steps[pk.step];
+    const cards = $("cards");
+    cards.append(
+      card("Total peak", fmt(pk.total) + " B", `tile ${pk.tile}, step ${pk.step} (${peakStep.label})`),
+      card("Standard peak", fmt(pk.standard) + " B", `tile ${std[2]}, step ${std[1]}`),
+      card("Interleaved peak", fmt(pk.interleaved) + " B", inter[0] > 0 ? `tile ${inter[2]}, step ${inter[1]}` : "none"),
+      card("Old bound at the peak step", fmt(peakStep.coarse_usage) + " B", "sum of maxima over tiles"),
+      card("Exchange rows", fmt(pk.exchange_rows) + " B", `tile ${pk.exchange_rows_tile}; separate, not in the peaks`),
+      card("Support reserve", fmt(p.reserve) + " B", "outside the budget; not added again"));
+    $("peak-interleaved").disabled = inter[0] <= 0;
+    if (inter[0] <= 0) $("peak-interleaved").title = "no storage needs the interleaved region";
+    if (p.rejection) {
+      const r = p.rejection, list = $("rejection-details");
+      $("rejection").hidden = false;
+      $("rejection-reason").textContent = r.reason;
+      const items = [`${r.over_budget.length} of ${steps.length} steps exceed ${fmt(r.budget)} B on some tile`];
+      if (r.peak) {
+        items.push(`peak ${fmt(r.peak.usage)} B on tile ${r.peak.tile} at step ${r.peak.step} (${r.peak.label}); ` +
+          "largest there: " + r.peak.largest.map((v) => `${v.name} ${fmt(v.bytes)} B` +
+          (v.layout_op === null ? "" : ` (layout from op ${v.layout_op})`)).join(", "));
+      }
+      if (r.raised_by && r.raised_by.length)
+        items.push(`choosing input layouts for op ${r.raised_by.join(", op ")} raised this earlier peak`);
+      for (const text of items) {
+        const li = document.createElement("li");
+        li.textContent = text;
+        list.appendChild(li);
+      }
+    }
+  }
+
+  function cssColour(name) {
+    return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  }
+
+  function chart() {
+    const svg = $("chart");
+    const w = svg.clientWidth || 800, h = svg.clientHeight || 260, left = 70, bottom = 18, top = 8;
+    svg.setAttribute("viewBox", `0 0 ${w} ${h}`);
+    while (svg.firstChild) svg.removeChild(svg.firstChild);
+    const series = steps.map((s) => s.tile_usage[state.tile]);
+    const most = Math.max(profile.budget, ...series.map((u) => u[0] + u[1]), 1);
+    const n = steps.length, dx = (w - left - 4) / n;
+    const x = (i) => left + (i + 0.5) * dx, y = (v) => top + (h - top - bottom) * (1 - v / most);
+    const add = (tag, attrs, text) => {
+      const el = document.createElementNS(svgNS, tag);
+      for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
+      if (text !== undefined) el.textContent = text;
+      svg.appendChild(el);
+      return el;
+    };
+    add("rect", { class: "selected", x: left + state.step * dx, y: top, width: Math.max(dx, 1), height: h - top - bottom });
+    for (const frac of [0, 0.5, 1])
+      add("text", { class: "axis", x: 4, y: y(most * frac) + 4 }, fmt(Math.round(most * frac)));
+    add("line", { x1: left, x2: w - 4, y1: y(profile.budget), y2: y(profile.budget),
+                  stroke: cssColour("--c-budget"), "stroke-dasharray": "4 3" });
+    const line = (pick, colour, cls) => add("polyline", {
+      class: cls, fill: "none", stroke: colour, "stroke-width": 2,
+      points: series.map((u, i) => `${x(i).toFixed(1)},${y(pick(u)).toFixed(1)}`).join(" ") });
+    line((u) => u[0], cssColour("--c-standard"), "line-standard");
+    line((u) => u[1], cssColour("--c-interleaved"), "line-interleaved");
+    line((u) => u[0] + u[1], cssColour("--c-total"), "line-total");
+    steps.forEach((s, i) => {
+      const hit = add("rect", { class: "step-hit", x: left + i * dx, y: top, width: Math.max(dx, 1),
+                                height: h - top - bottom, "data-step": i });
+      const u = s.tile_usage[state.tile];
+      hit.appendChild(document.createElementNS(svgNS, "title")).textContent =
+        `step ${i}: ${s.label} — ${fmt(u[0] + u[1])} B on tile ${state.tile}`;
+    });
+  }
+
+  function stepInfo() {
+    const s = steps[state.step], u = s.tile_usage[state.tile], pu = s.usage;
+    const info = $("step-info");
+    info.textContent = "";
+    const parts = [
+      ["Step ", `${state.step} of ${steps.length - 1}`], [": ", s.label],
+      [" (", s.kind + (s.op === null ? "" : ` op ${s.op}`) + (s.executions > 1 ? `, runs ${s.executions} times` : "") + ")"],
+      [". Tile ", String(state.tile)], [": standard ", fmt(u[0])], [" B, interleaved ", fmt(u[1])],
+      [" B, total ", fmt(u[0] + u[1])], [" B. Step's peak tile ", String(s.peak_tile)], [": ", fmt(pu[0] + pu[1])],
+      [" B; old bound (sum of maxima) ", fmt(s.coarse_usage)], [" B.", ""]];
+    for (const [plain, bold] of parts) {
+      info.appendChild(document.createTextNode(plain));
+      if (bold) {
+        const b = document.createElement("b");
+        b.textContent = bold;
+        info.appendChild(b);
+      }
+    }
+    info.dataset.step = String(state.step);
+    info.dataset.tile = String(state.tile);
+  }
+
+  function layoutText(v) {
+    const l = v.layout;
+    const present = l.tiles.filter((t) => t >= 0).length;
+    return `${fmt(l.rows)} x ${fmt(l.cols)} of ${l.elem} B, ${l.row_parts} x ${l.col_parts} blocks` +
+      (l.replicas > 1 ? ` x ${l.replicas} replicas` : "") + ` on ${present} tiles (block 0 on tile ${l.tiles.find((t) => t >= 0)})`;
+  }
+
+  function detailText(v, aliases) {
+    const chosen = v.layout_op === null ? "" : `; layout chosen by op ${v.layout_op}`;
+    return `${v.kind} of '${v.tensor}' (${v.role}), ${v.class}; layout ${layoutText(v)}; live steps ` +
+      `${v.first_step}..${v.last_step}${chosen}; aliases: ${aliases.length ? aliases.map((a) => a.name).join(", ") : "none"}`;
+  }
+
+  function cell(tr, text, cls) {
+    const td = document.createElement("td");
+    td.textContent = text;
+    if (cls) td.className = cls;
+    tr.appendChild(td);
+    return td;
+  }
+
+  function row(body, v, id, name, copies, payload, bytes, cls) {
+    const tr = document.createElement("tr");
+    tr.className = cls;
+    tr.dataset.value = String(id);
+    cell(tr, state.expanded.has(name) ? "▾" : "▸", "toggle");
+    cell(tr, name);
+    cell(tr, v.kind === "tensor" ? v.role : v.kind);
+    cell(tr, v.class);
+    cell(tr, String(copies), "num");
+    cell(tr, fmt(payload), "num");
+    cell(tr, fmt(bytes - payload), "num");
+    cell(tr, fmt(bytes), "num");
+    tr.addEventListener("click", () => {
+      if (state.expanded.has(name)) state.expanded.delete(name);
+      else state.expanded.add(name);
+      table();
+    });
+    body.appendChild(tr);
+    if (state.expanded.has(name)) {
+      const detail = document.createElement("tr");
+      detail.className = "detail-row";
+      detail.dataset.value = String(id);
+      cell(detail, "");
+      const td = cell(detail, detailText(v, values.filter((a) => a.root === id && a !== v)));
+      td.colSpan = 7;
+      body.appendChild(detail);
+    }
+  }
+
+  function table() {
+    const body = $("values-body"), s = steps[state.step], t = state.tile;
+    body.textContent = "";
+    const filter = state.filter.toLowerCase();
+    const live = s.live.map((id) => {
+      const group = values.filter((v) => v.root === id);
+      const bytes = Math.max(...group.map((v) => v.tile_bytes[t]));
+      return { id, v: values[id], bytes, names: group.map((v) => v.name) };
+    }).filter((e) => e.bytes > 0 && (!filter || e.names.some((n) => n.toLowerCase().includes(filter))));
+    live.sort((a, b) => b.bytes - a.bytes || a.id - b.id);
+    let listed = 0;
+    for (const e of live) {
+      const v = e.v, payload = v.tile_shards[t] * v.copies;
+      if (v.copies > 1 && !state.grouped) {
+        for (let m = 0; m < v.copies; m++)
+          row(body, v, e.id, `${v.name}[${m}]`, 1, v.tile_shards[t], e.bytes / v.copies, "value-row member-row");
+      } else {
+        row(body, v, e.id, v.name, v.copies, payload, e.bytes, v.copies > 1 ? "value-row group-row" : "value-row");
+      }
+      listed += e.bytes;
+    }
+    const scratch = s.tile_scratch[t][0] + s.tile_scratch[t][1], usage = s.tile_usage[t][0] + s.tile_usage[t][1];
+    $("scratch-bytes").textContent = fmt(scratch);
+    $("usage-bytes").textContent = fmt(usage);
+    body.dataset.listed = String(listed);
+  }
+
+  function render() {
+    $("tile").value = String(state.tile);
+    $("step").value = String(state.step);
+    chart();
+    stepInfo();
+    table();
+  }
+
+  function wire() {
+    $("tile").max = String(tiles - 1);
+    $("step").max = String(steps.length - 1);
+    $("tile").addEventListener("change", () => {
+      const t = parseInt($("tile").value, 10);
+      select(state.step, Number.isFinite(t) ? t : state.tile);
+    });
+    $("step").addEventListener("input", () => select(parseInt($("step").value, 10)));
+    $("prev-step").addEventListener("click", () => select(state.step - 1));
+    $("next-step").addEventListener("click", () => select(state.step + 1));
+    $("step-peak-tile").addEventListener("click", () => select(state.step, steps[state.step].peak_tile));
+    $("peak-total").addEventListener("click", () => select(profile.peak.step, profile.peak.tile));
+    $("peak-standard").addEventListener("click", () => { const p = peakOf(0); select(p[1], p[2]); });
+    $("peak-interleaved").addEventListener("click", () => { const p = peakOf(1); select(p[1], p[2]); });
+    $("filter").addEventListener("input", () => { state.filter = $("filter").value; table(); });
+    $("group-sequences").addEventListener("change", () => { state.grouped = $("group-sequences").checked; table(); });
+    $("chart").addEventListener("click", (event) => {
+      const step = event.target.getAttribute && event.target.getAttribute("data-step");
+      if (step !== null && step !== undefined) select(parseInt(step, 10));
+    });
+    document.addEventListener("keydown", (event) => {
+      if (event.target.tagName === "INPUT") return;
+      if (event.key === "ArrowLeft") select(state.step - 1);
+      if (event.key === "ArrowRight") select(state.step + 1);
+    });
+    window.addEventListener("resize", chart);
+  }
+
+  try {
+    profile = JSON.parse($("memory-profile-data").textContent);
+    check(profile);
+    values = profile.timeline.values;
+    steps = profile.timeline.steps;
+    tiles = profile.tiles;
+    state.tile = profile.peak.tile;
+    state.step = profile.peak.step;
+    header();
+    wire();
+    render();
+  } catch (e) {
+    R.fail("memory profile", e.message);
+  }
+  window.memoryProfile = Object.freeze({
+    state: () => ({ tile: state.tile, step: state.step, grouped: state.grouped, filter: state.filter }),
+  });
+})();
