@@ -322,13 +322,15 @@ class Workload:
         return self._floats(lib().ipu_reference_output, name)
 
     def compile(self, profile, memory_budget=None, inject=None, placement_report=None, attention=None,
-                memory_profiles=None):
+                memory_profiles=None, search=None):
         """Plan, lower, schedule, place and package for a device profile;
         returns (Package, report dict).  inject: a test's fault in one stage;
         placement_report: a path for the placement report JSON; attention:
         "auto", "flash" or "materialized" for workloads with attention;
         memory_profiles: a directory for the planner's memory profiles
-        (memory-<workload>-<pid>-<serial>.json), written even when no plan fits."""
+        (memory-<workload>-<pid>-<serial>.json), written even when no plan fits;
+        search: the planner's search options (search_budget, catalogue_budget,
+        frontier_cap, catalogue_group; None or absent: their defaults)."""
         handle, report = ctypes.c_void_p(), ctypes.c_void_p()
         options = {"profile": profile, "memory_budget": memory_budget}
         if inject:
@@ -337,6 +339,7 @@ class Workload:
             options["placement_report"] = str(placement_report)
         if memory_profiles:
             options["memory_profile_directory"] = str(memory_profiles)
+        options.update({k: v for k, v in (search or {}).items() if v is not None})
         if attention:
             options["attention"] = attention
         options = json.dumps(options).encode()

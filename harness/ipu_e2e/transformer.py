@@ -23,8 +23,9 @@ ATTENTION_MODES = ("auto", "flash", "materialized")
 # device-precision reference that rounds like the device.
 MIN_COSINE = {"fp32": 0.99, "device": 0.999}
 # Flags every transformer workload takes (their defaults are the parser's).
-SHARED = ("batch", "memory_budget", "seed", "reference_run", "reference_fp32", "reference_inferences",
-          "dump_tensors", "memory_profile_directory", "tokens", "channels", "hidden")
+SHARED = ("batch", "memory_budget", "search_budget", "catalogue_budget", "frontier_cap", "catalogue_group",
+          "seed", "reference_run", "reference_fp32", "reference_inferences", "dump_tensors",
+          "memory_profile_directory", "tokens", "channels", "hidden")
 # Flags of one family, with the value they take when not given (None: the engine's default).
 ONLY = {"mlp": {"precision": "fp8", "blocks": 1},
         "vit": {"layers": None, "heads": None, "head_dim": None, "attention": "auto"}}
@@ -68,6 +69,16 @@ def add_arguments(p):
     group.add_argument("--batch", type=int, choices=(1, 2, 4), default=1, help="images (default: 1)")
     group.add_argument("--memory-budget", type=budget, default=None, metavar="BYTES|default",
                        help="planner memory budget per tile (default: the profile's)")
+    group.add_argument("--search-budget", type=budget, default=None, metavar="BYTES|default",
+                       help="budget per tile the planner's search must fit (default: --memory-budget)")
+    group.add_argument("--catalogue-budget", type=budget, default=None, metavar="BYTES|default",
+                       help="budget per tile the candidate catalogue is built for: partitions with a larger "
+                            "operand block are left out (default: --memory-budget)")
+    group.add_argument("--frontier-cap", type=positive_int, default=None, metavar="N",
+                       help="candidates kept per enumeration group and in each matmul's shortlist "
+                            "(default: 32)")
+    group.add_argument("--catalogue-group", type=positive_int, default=None, metavar="N",
+                       help="partitions per enumeration group (default: 4096)")
     group.add_argument("--seed", type=int, default=0, metavar="S", help="seed of inputs and weights")
     group.add_argument("--reference-run", action="store_true", help="check against the host reference")
     group.add_argument("--reference-fp32", action="store_true",
@@ -182,6 +193,12 @@ def dump(directory, workload, outputs):
             npy.write_npy(directory / f"{t['name']}.npy", outputs[t["name"]], t["dtype"], shape)
 
 
+def search_options(args):
+    """The planner's search options the user gave (compile option names)."""
+    return {"search_budget": args.search_budget, "catalogue_budget": args.catalogue_budget,
+            "frontier_cap": args.frontier_cap, "catalogue_group": args.catalogue_group}
+
+
 def memory_pages(directory, progress):
     """Pages beside the memory profiles this process wrote; returns their JSON paths."""
     progress.update("writing the memory profile pages")
@@ -202,7 +219,8 @@ def execute(ctx, args, profile, package, progress, started):
         try:
             package, compiled = workload.compile(profile, args.memory_budget, placement_report=placement,
                                                  attention=attention,
-                                                 memory_profiles=args.memory_profile_directory)
+                                                 memory_profiles=args.memory_profile_directory,
+                                                 search=search_options(args))
         except native.IpuError as error:
             # A search that found no plan still leaves its profiles: their pages, and the error names them.
             if args.memory_profile_directory:
@@ -238,7 +256,7 @@ def execute(ctx, args, profile, package, progress, started):
         result["memory_profiles"] = [p.name for p in memory_profiles]
     if compiled:
         result.update(estimate={"cycles": compiled["plan"]["cycles"], **compiled["estimate"]},
-                      plan=compiled["plan"], support=compiled["package"])
+                      plan=compiled["plan"], support=compiled["package"], search=compiled["attempts"])
     outcome = runner.run_checked(ctx, package, progress, args.profile_directory, result,
                                  args.reference_inferences)
     if outcome is None:
@@ -311,17 +329,21 @@ def report(result, out):
     if "estimate" in result:
         e = result["estimate"]
         print(f"  estimate: {e['cycles']} cycles, peak {e['peak_bytes']} bytes on tile {e['peak_tile']} "
-              f"(budget {e['budget']})", file=out)
+              f"(search budget {e['search_budget']}, {len(result['search']) + 1} candidate plan(s))", file=out)
         for op in result["plan"]["ops"]:
             grid = op.get("grid")
-            where = f" grid {grid['rows']}x{grid['cols']}x{grid['reduction']} ({grid['candidates']} fit)" if grid else ""
+            cat = op.get("catalogue")
+            where = f" grid {grid['rows']}x{grid['cols']}x{grid['reduction']} ({cat['retained']} retained of " \
+                    f"{cat['enumerated']}, {cat['fit']} fit)" if grid else ""
             if "attention" in op:
                 mode, details = attention_of(op)
                 where += f", {mode} attention" + "".join(f", {k.replace('_', ' ')} {v}" for k, v in details.items())
             print(f"    op {op['op']:<3} {op['kind']:<9} {op['output']:<16} {op['cycles']:>9} cycles "
                   f"{op['tile_bytes']:>8} bytes{where}", file=out)
-    if result.get("memory_profiles"):
-        print(f"  memory profiles: {', '.join(result['memory_profiles'])} (and .html)", file=out)
+    names = result.get("memory_profiles")
+    if names:
+        shown = ", ".join(names) if len(names) <= 3 else f"{names[0]} .. {names[-1]}"
+        print(f"  memory profiles: {len(names)} ({shown}, each with a .html page)", file=out)
     print(f"  simulated {result['cycles']} cycles ({result['ms']:.4f} ms), compute roofline ratio "
           f"{result['roofline_ratio']:.2f}", file=out)
     print("  wall: " + ", ".join(f"{k} {v:.2f} s" for k, v in result["wall_seconds"].items()), file=out)

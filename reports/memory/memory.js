@@ -61,7 +61,7 @@
   function header() {
     const p = profile, pk = p.peak;
     $("meta").textContent = `${p.scope}: ${p.status}${p.fits ? ", fits" : ", over the budget"} — ` +
-      `budget ${fmt(p.budget)} B per tile (planned at ${fmt(p.plan_budget)} B), ${fmt(tiles)} tiles, ` +
+      `search budget ${fmt(p.budget)} B per tile (memory budget ${fmt(p.memory_budget)} B), ${fmt(tiles)} tiles, ` +
       `${steps.length} steps, ${values.length} allocations`;
     const std = peakOf(0), inter = peakOf(1), peakStep = steps[pk.step];
     const cards = $("cards");

@@ -1,8 +1,11 @@
-/* compile.c: the compiler's one-way pipeline for a workload: plan, lower,
- * (exchange scheduling, placement and packaging inside assemble), with each
- * stage's wall time, the planner's estimate, the liveness walker's per-tile
- * peak and the recorded inputs and parameters that let the package run
- * again on the same data.
+/* compile.c: the compiler's one-way pipeline for a workload: the search
+ * (plan, lower, the liveness walker's per-tile peak; a candidate that does
+ * not fit caps the matmul charged most at its peak and plans again, see
+ * shrink.h), then exchange scheduling, placement and packaging inside
+ * assemble, with each stage's wall time, the planner's estimate, memory
+ * profiles of the finalists (and of a rejected search's smallest candidate)
+ * and the recorded inputs and parameters that let the package run again on
+ * the same data.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "driver/shrink.h"
 #include "lower/lower.h"
 #include "numerics/numerics.h"
 #include "package/assemble.h"
@@ -33,41 +37,80 @@ static const char *INJECT_NAMES[] = {"none", "drop-transfer", "overlap-allocatio
 typedef struct profile_sink {
     char *directory;
     const char *scope;
-    uint32_t budget;
+    uint32_t budget, memory_budget;
     uint32_t written;
 } profile_sink;
 
-static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, ipu_profile *p,
-                                uint32_t *budget, int *inject, int *attention, char **report_path,
-                                char **profile_directory)
+typedef struct compile_options {
+    ipu_profile profile;
+    uint32_t budget;          /* --memory-budget */
+    ipu_plan_options plan;    /* search and catalogue budgets, frontier, attention */
+    int inject;
+    char *report_path, *profile_directory;
+} compile_options;
+
+/* A budget option: absent or null gives fallback; else a positive byte count. */
+static ipu_status budget_option(ipu_ctx *ctx, json_t *o, const char *key, const char *flag, uint32_t fallback,
+                                uint32_t *out)
 {
+    json_t *b = json_object_get(o, key);
+    if (!b || json_is_null(b))
+        *out = fallback;
+    else if (json_is_integer(b) && json_integer_value(b) > 0 && json_integer_value(b) <= 0xFFFFFFFF)
+        *out = (uint32_t)json_integer_value(b);
+    else
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "%s: expected a positive number of bytes or 'default'",
+                        flag);
+    return IPU_OK;
+}
+
+/* A count option in [1, limit]: absent or null gives fallback. */
+static ipu_status count_option(ipu_ctx *ctx, json_t *o, const char *key, const char *flag, uint32_t fallback,
+                               uint32_t limit, uint32_t *out)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v))
+        *out = fallback;
+    else if (json_is_integer(v) && json_integer_value(v) >= 1 && json_integer_value(v) <= limit)
+        *out = (uint32_t)json_integer_value(v);
+    else
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "%s: expected a whole number from 1 to %u", flag, limit);
+    return IPU_OK;
+}
+
+static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, compile_options *c)
+{
+    memset(c, 0, sizeof *c);
     json_error_t error;
     json_t *o = json_loads(options_json, 0, &error);
     if (!json_is_object(o)) {
         json_decref(o);
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "compile options: invalid JSON: %s", error.text);
     }
-    ipu_status status = ipu_profile_from_json(ctx, json_object_get(o, "profile"), 0, p);
-    json_t *b = json_object_get(o, "memory_budget");
-    if (status == IPU_OK) {
-        if (!b || json_is_null(b))
-            *budget = ipu_profile_default_budget(p);
-        else if (json_is_integer(b) && json_integer_value(b) > 0 && json_integer_value(b) <= 0xFFFFFFFF)
-            *budget = (uint32_t)json_integer_value(b);
-        else
-            status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                              "--memory-budget: expected a positive number of bytes or 'default'");
-    }
+    ipu_status status = ipu_profile_from_json(ctx, json_object_get(o, "profile"), 0, &c->profile);
+    if (status == IPU_OK)
+        status = budget_option(ctx, o, "memory_budget", "--memory-budget",
+                               ipu_profile_default_budget(&c->profile), &c->budget);
+    if (status == IPU_OK)
+        status = budget_option(ctx, o, "search_budget", "--search-budget", c->budget, &c->plan.budget);
+    if (status == IPU_OK)
+        status = budget_option(ctx, o, "catalogue_budget", "--catalogue-budget", c->budget,
+                               &c->plan.catalogue.budget);
+    if (status == IPU_OK)
+        status = count_option(ctx, o, "frontier_cap", "--frontier-cap", 32, 1u << 16, &c->plan.catalogue.frontier_cap);
+    if (status == IPU_OK)
+        status = count_option(ctx, o, "catalogue_group", "--catalogue-group", 4096, 1u << 24,
+                              &c->plan.catalogue.group_size);
     const char *path = json_string_value(json_object_get(o, "placement_report"));
-    *report_path = path ? strdup(path) : NULL;
-    if (path && !*report_path)
+    c->report_path = path ? strdup(path) : NULL;
+    if (path && !c->report_path)
         status = IPU_NO_MEMORY(ctx);
     const char *dir = json_string_value(json_object_get(o, "memory_profile_directory"));
-    *profile_directory = dir ? strdup(dir) : NULL;
-    if (dir && !*profile_directory)
+    c->profile_directory = dir ? strdup(dir) : NULL;
+    if (dir && !c->profile_directory)
         status = IPU_NO_MEMORY(ctx);
     json_t *mode = json_object_get(o, "attention");
-    *attention = IPU_ATTENTION_AUTO;
+    c->plan.attention = IPU_ATTENTION_AUTO;
     if (status == IPU_OK && mode && !json_is_null(mode)) {
         const char *text = json_string_value(mode);
         int m = IPU_ATTENTION_AUTO;
@@ -78,10 +121,10 @@ static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, ipu_prof
                               "--attention: expected auto, flash or materialized, got %s%s%s",
                               text ? "'" : "", text ? text : "a non-string", text ? "'" : "");
         else
-            *attention = m;
+            c->plan.attention = m;
     }
     const char *name = json_string_value(json_object_get(o, "inject"));
-    *inject = IPU_INJECT_NONE;
+    c->inject = IPU_INJECT_NONE;
     for (int i = 0; name && status == IPU_OK; i++) {
         if (i == (int)(sizeof INJECT_NAMES / sizeof *INJECT_NAMES)) {
             status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "compile option 'inject': unknown '%s'",
@@ -89,15 +132,15 @@ static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, ipu_prof
             break;
         }
         if (strcmp(name, INJECT_NAMES[i]) == 0) {
-            *inject = i;
+            c->inject = i;
             break;
         }
     }
     json_decref(o);
     if (status != IPU_OK) {
-        free(*report_path);
-        free(*profile_directory);
-        *report_path = *profile_directory = NULL;
+        free(c->report_path);
+        free(c->profile_directory);
+        c->report_path = c->profile_directory = NULL;
     }
     return status;
 }
@@ -105,12 +148,12 @@ static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, ipu_prof
 /* Write one candidate's memory profile as DIR/memory-<scope>-<pid>-<serial>.json
  * (the first serial not taken), atomically. */
 static ipu_status write_profile(ipu_ctx *ctx, profile_sink *sink, const ipu_low_program *prog,
-                                const ipu_graph *g, const char *status_name, uint32_t plan_budget,
+                                const ipu_graph *g, const char *status_name,
                                 json_t *rejection)
 {
     if (!sink->directory)
         return IPU_OK;
-    ipu_memory_profile_info info = {sink->scope, status_name, sink->budget, plan_budget, rejection};
+    ipu_memory_profile_info info = {sink->scope, status_name, sink->budget, sink->memory_budget, rejection};
     json_t *profile = NULL;
     IPU_TRY(ipu_memory_profile(ctx, prog, g, &info, &profile));
     char path[4096];
@@ -134,7 +177,7 @@ static json_t *rejection_json(const char *reason, uint32_t budget)
 /* The search found nothing: profile its smallest candidate (planned without a
  * budget), keeping the search's error. */
 static void profile_rejection(ipu_ctx *ctx, profile_sink *sink, const ipu_profile *p, const ipu_graph *g,
-                              int attention)
+                              const ipu_plan_options *options)
 {
     if (!sink->directory)
         return;
@@ -145,12 +188,15 @@ static void profile_rejection(ipu_ctx *ctx, profile_sink *sink, const ipu_profil
     ipu_plan plan;
     ipu_low_program prog;
     memset(&prog, 0, sizeof prog);
-    ipu_status status = ipu_plan_smallest(ctx, p, g, attention, &plan);
+    ipu_plan_options smallest = *options;
+    smallest.smallest = 1;
+    smallest.caps = NULL;
+    ipu_status status = ipu_plan_graph(ctx, p, g, &smallest, &plan);
     if (status == IPU_OK) {
         status = ipu_lower(ctx, &plan, IPU_INJECT_NONE, &prog);
         json_t *rejection = rejection_json(reason, sink->budget);
         if (status == IPU_OK)
-            status = write_profile(ctx, sink, &prog, g, "rejected", UINT32_MAX, rejection);
+            status = write_profile(ctx, sink, &prog, g, "rejected", rejection);
         json_decref(rejection);
         ipu_low_free(&prog);
         ipu_plan_free(&plan);
@@ -193,9 +239,12 @@ typedef struct attempt {
     ipu_low_program prog;
     uint64_t peak;
     uint32_t peak_tile, peak_step;
-    double plan_seconds, lower_seconds, package_seconds;
     json_t *assembly;
 } attempt;
+
+typedef struct timings {
+    double plan, refine, package; /* refine: lowering and the liveness walker, per candidate */
+} timings;
 
 static void attempt_free(attempt *a)
 {
@@ -206,132 +255,139 @@ static void attempt_free(attempt *a)
     memset(a, 0, sizeof *a);
 }
 
-/* Plan at plan_budget and lower; stop before packaging when the liveness
- * peak exceeds the real budget. */
+/* Plan under the options, lower, and take the liveness walker's peak. */
 static ipu_status plan_and_lower(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g,
-                                 uint32_t plan_budget, int inject, int attention, attempt *a)
+                                 const ipu_plan_options *options, int inject, attempt *a, timings *t)
 {
     double t0 = seconds();
     ipu_progress(ctx, "plan", 0, 0);
-    IPU_TRY(ipu_plan_graph(ctx, p, g, plan_budget, attention, &a->plan));
+    IPU_TRY(ipu_plan_graph(ctx, p, g, options, &a->plan));
     double t1 = seconds();
     ipu_progress(ctx, "lower", 0, 0);
-    IPU_TRY(ipu_lower(ctx, &a->plan, inject, &a->prog));
-    a->plan_seconds += t1 - t0;
-    a->lower_seconds += seconds() - t1;
-    return ipu_low_peaks(ctx, &a->prog, &a->peak, &a->peak_tile, &a->peak_step, NULL);
+    ipu_status status = ipu_lower(ctx, &a->plan, inject, &a->prog);
+    if (status == IPU_OK)
+        status = ipu_low_peaks(ctx, &a->prog, &a->peak, &a->peak_tile, &a->peak_step, NULL);
+    t->plan += t1 - t0;
+    t->refine += seconds() - t1;
+    return status;
 }
 
-/* Planning searches under the budget: when the liveness walker's peak (or
- * placement) says a plan does not fit, plan again with a tighter budget. */
-#define ATTEMPTS 8
+/* The search: candidate plans until one fits the search budget and places;
+ * one that does not caps a matmul (shrink.h).  Each cap removes at least one
+ * retained candidate, so the search ends; this bounds it further. */
+#define ATTEMPTS 64
+
+static json_t *try_json(const attempt *a, const char *outcome, long shrunk)
+{
+    json_t *t = json_pack("{s:I, s:I, s:I, s:s}", "peak_bytes", (json_int_t)a->peak, "peak_tile",
+                          (json_int_t)a->peak_tile, "peak_step", (json_int_t)a->peak_step, "outcome", outcome);
+    json_object_set_new(t, "capped_op", shrunk >= 0 ? json_integer(shrunk) : json_null());
+    return t;
+}
 
 ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_json,
                        ipu_package **out, char **report_json)
 {
     if (!w || !options_json || !out)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_compile: NULL argument");
-    ipu_profile p;
-    uint32_t budget = 0;
-    int inject = IPU_INJECT_NONE, attention = IPU_ATTENTION_AUTO;
-    char *report_path = NULL;
-    profile_sink sink = {NULL, w->name, 0, 0};
-    IPU_TRY(parse_options(ctx, options_json, &p, &budget, &inject, &attention, &report_path,
-                          &sink.directory));
-    sink.budget = budget;
-    ipu_support_map support = {0, 0, calloc(p.tiles, sizeof(uint32_t)), calloc(p.tiles, sizeof(uint32_t))};
+    compile_options c;
+    IPU_TRY(parse_options(ctx, options_json, &c));
+    const ipu_profile *p = &c.profile;
     const ipu_graph *g = &w->graph;
+    profile_sink sink = {c.profile_directory, w->name, c.plan.budget, c.budget, 0};
+    ipu_support_map support = {0, 0, calloc(p->tiles, sizeof(uint32_t)), calloc(p->tiles, sizeof(uint32_t))};
     ipu_assembly_record *records = calloc(g->tensor_count ? g->tensor_count : 1, sizeof *records);
     void **bytes = calloc(g->tensor_count ? g->tensor_count : 1, sizeof *bytes);
+    uint64_t *caps = calloc(g->op_count ? g->op_count : 1, sizeof *caps);
     size_t record_count = 0;
-    ipu_status status = records && bytes && support.code_end && support.descriptor_end
+    ipu_status status = records && bytes && caps && support.code_end && support.descriptor_end
                             ? IPU_OK
                             : IPU_NO_MEMORY(ctx);
     if (status == IPU_OK)
         status = make_records(ctx, w, records, bytes, &record_count);
+    c.plan.caps = caps;
     attempt a;
     memset(&a, 0, sizeof a);
-    uint32_t plan_budget = budget, attempts = 0, first_peak_tile = 0;
+    timings t = {0, 0, 0};
+    uint32_t attempts = 0, first_peak_tile = 0;
     uint64_t first_peak = 0;
     json_t *tries = json_array();
     int exhausted = 0; /* the search ended without a plan that fits */
     while (status == IPU_OK) {
         attempts++;
-        double plan_s = a.plan_seconds, lower_s = a.lower_seconds, package_s = a.package_seconds;
         attempt_free(&a);
-        a.plan_seconds = plan_s, a.lower_seconds = lower_s, a.package_seconds = package_s;
-        status = plan_and_lower(ctx, &p, g, plan_budget, inject, attention, &a);
+        status = plan_and_lower(ctx, p, g, &c.plan, c.inject, &a, &t);
         exhausted = status == IPU_ERR_INVALID_ARGUMENT;
         if (status == IPU_ERR_INVALID_ARGUMENT && attempts > 1) {
-            /* A tighter re-plan found nothing: say so in terms of the user's budget. */
+            /* A capped re-plan found nothing: say so in terms of the user's budget. */
             char why[1024];
             snprintf(why, sizeof why, "%s", ipu_ctx_errmsg(ctx));
             ipu_ctx_clear_error(ctx);
             status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                              "no plan fits the memory budget of %u bytes per tile: the first plan's "
-                              "estimate needed %llu bytes on tile %u; planning again at %u bytes: %s",
-                              budget, (unsigned long long)first_peak, first_peak_tile, plan_budget, why);
+                              "no plan fits the memory budget of %u bytes per tile: the first candidate "
+                              "needed %llu bytes on tile %u; after %u smaller choices: %s",
+                              c.plan.budget, (unsigned long long)first_peak, first_peak_tile, attempts - 1, why);
         }
+        if (status != IPU_OK)
+            break;
         if (attempts == 1)
             first_peak = a.peak, first_peak_tile = a.peak_tile;
-        if (status == IPU_OK)
-            status = write_profile(ctx, &sink, &a.prog, g, "finalist", plan_budget, NULL);
-        int retry = 0;
-        if (status == IPU_OK && a.peak > budget) {
-            json_array_append_new(tries, json_pack("{s:I, s:I, s:s}", "plan_budget", (json_int_t)plan_budget,
-                                                   "peak_bytes", (json_int_t)a.peak, "outcome",
-                                                   "estimate over budget"));
-            retry = 1;
+        status = write_profile(ctx, &sink, &a.prog, g, "finalist", NULL);
+        long shrunk = -1;
+        if (status == IPU_OK && a.peak > c.plan.budget) {
+            shrunk = ipu_shrink_at_peak(&a.plan, &a.prog, a.peak_tile, a.peak_step, caps);
+            json_array_append_new(tries, try_json(&a, "estimate over budget", shrunk));
         } else if (status == IPU_OK) {
-            double t = seconds();
+            double t0 = seconds();
             ipu_progress(ctx, "package", 0, 0);
             json_t *meta = json_pack("{s:s, s:s, s:s}", "workload", w->name, "check", "reference",
                                      "options", w->options_json);
             status = ipu_assemble(ctx, &a.prog, meta, records, record_count, out, &a.assembly,
-                                  report_path ? &support : NULL);
-            a.package_seconds += seconds() - t;
+                                  c.report_path ? &support : NULL);
+            t.package += seconds() - t0;
             if (status == IPU_OK && a.prog.inject != IPU_INJECT_NONE) {
                 ipu_package_free(*out);
                 *out = NULL;
                 status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                                   "compile option 'inject': this program has no place for '%s'",
-                                  INJECT_NAMES[inject]);
+                                  INJECT_NAMES[c.inject]);
                 break;
             }
-            exhausted = status == IPU_ERR_INVALID_ARGUMENT;
-            if (status == IPU_ERR_INVALID_ARGUMENT && attempts < ATTEMPTS) {
-                json_array_append_new(tries, json_pack("{s:I, s:I, s:s}", "plan_budget",
-                                                       (json_int_t)plan_budget, "peak_bytes",
-                                                       (json_int_t)a.peak, "outcome", ipu_ctx_errmsg(ctx)));
-                ipu_ctx_clear_error(ctx);
-                status = IPU_OK;
-                retry = 1;
+            if (status != IPU_ERR_INVALID_ARGUMENT)
+                break; /* placed and packaged, or failed for another reason */
+            /* Placement could not fit it: shrink as for an estimate over budget. */
+            char why[1024];
+            snprintf(why, sizeof why, "%s", ipu_ctx_errmsg(ctx));
+            shrunk = ipu_shrink_at_peak(&a.plan, &a.prog, a.peak_tile, a.peak_step, caps);
+            json_array_append_new(tries, try_json(&a, why, shrunk));
+            if (shrunk < 0 || attempts == ATTEMPTS) {
+                exhausted = 1;
+                break; /* the placement error stands */
             }
+            ipu_ctx_clear_error(ctx);
+            status = IPU_OK;
         }
-        if (status != IPU_OK || !retry)
+        if (status != IPU_OK)
             break;
-        if (attempts == ATTEMPTS) {
+        if (shrunk < 0 || attempts == ATTEMPTS) {
             exhausted = 1;
             status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                              "no plan fits the memory budget of %u bytes per tile after %u attempts: "
-                              "the last estimate needs %llu bytes on tile %u",
-                              budget, attempts, (unsigned long long)a.peak, a.peak_tile);
+                              "no plan fits the memory budget of %u bytes per tile: after %u candidate "
+                              "plans the last needs %llu bytes on tile %u at program step %u, and %s",
+                              c.plan.budget, attempts, (unsigned long long)a.peak, a.peak_tile, a.peak_step,
+                              shrunk < 0 ? "no matmul holding memory there has a smaller candidate"
+                                         : "the search stopped at its attempt limit");
             break;
         }
-        /* Tighten by half the excess and a margin for fragmentation: the
-         * plans' own footprints are only part of the peak. */
-        uint64_t excess = a.peak > budget ? a.peak - budget : 0;
-        uint64_t cut = excess / 2 + plan_budget / 32;
-        plan_budget = cut < plan_budget ? (uint32_t)(plan_budget - cut) : 0;
     }
     if (status == IPU_ERR_INVALID_ARGUMENT && exhausted)
-        profile_rejection(ctx, &sink, &p, g, attention);
+        profile_rejection(ctx, &sink, p, g, &c.plan);
     /* The placement report, written atomically where the caller asked. */
-    if (status == IPU_OK && report_path) {
+    if (status == IPU_OK && c.report_path) {
         json_t *placement = ipu_placement_report(&a.prog, g, &support);
         char *text = placement ? json_dumps(placement, JSON_COMPACT) : NULL;
         json_decref(placement);
-        status = text ? ipu_write_file_atomic(ctx, report_path, text, strlen(text)) : IPU_NO_MEMORY(ctx);
+        status = text ? ipu_write_file_atomic(ctx, c.report_path, text, strlen(text)) : IPU_NO_MEMORY(ctx);
         free(text);
         if (status != IPU_OK) {
             ipu_package_free(*out);
@@ -340,12 +396,12 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     }
     if (status == IPU_OK && report_json) {
         json_t *report = json_pack(
-            "{s:o, s:O, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:{s:f, s:f, s:f}}", "plan",
+            "{s:o, s:O, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:{s:f, s:f, s:f, s:f}}", "plan",
             ipu_plan_json(&a.plan), "package", a.assembly, "estimate", "peak_bytes", (json_int_t)a.peak,
             "peak_tile", (json_int_t)a.peak_tile, "peak_step", (json_int_t)a.peak_step, "budget",
-            (json_int_t)budget, "plan_budget", (json_int_t)plan_budget, "attempts", tries,
-            "wall_seconds", "plan", a.plan_seconds, "lower", a.lower_seconds, "package",
-            a.package_seconds);
+            (json_int_t)c.budget, "search_budget", (json_int_t)c.plan.budget, "attempts", tries,
+            "wall_seconds", "plan", t.plan, "lower", t.refine, "package", t.package, "search",
+            t.plan + t.refine);
         tries = NULL;
         *report_json = report ? json_dumps(report, JSON_COMPACT) : NULL;
         json_decref(report);
@@ -357,12 +413,13 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     }
     json_decref(tries);
     attempt_free(&a);
-    free(report_path);
-    free(sink.directory);
+    free(c.report_path);
+    free(c.profile_directory);
+    free(caps);
     free(support.code_end);
     free(support.descriptor_end);
-    for (size_t t = 0; bytes && t < g->tensor_count; t++)
-        free(bytes[t]);
+    for (size_t i = 0; bytes && i < g->tensor_count; i++)
+        free(bytes[i]);
     free(bytes);
     free(records);
     return status;

@@ -76,6 +76,7 @@ int ipu_matmul_grid_cost(const ipu_profile *p, uint32_t m, uint32_t n, uint32_t 
     out->compute_cycles = gemm_cycles(p, in_dtype, out_dtype, mb, nb, kb);
     out->operand_cycles = ipu_plan_exchange_cycles(p, a_block);
     out->tile_bytes = a_block + b_block + c_block;
+    out->a_bytes = a_block;
     out->b_bytes = b_block;
     if (gk > 1) {
         uint64_t piece_rows = ceil_div(mb, gk), piece = piece_rows * stride(nb, outsz);

@@ -20,22 +20,13 @@ void ipu_plan_free(ipu_plan *plan)
     for (size_t i = 0; plan->ops && i < plan->graph->op_count; i++) {
         ipu_layout_free(&plan->ops[i].a);
         ipu_layout_free(&plan->ops[i].b);
+        free(plan->ops[i].catalogue.grids);
     }
     free(plan->home);
     free(plan->ops);
     free(plan->smallest_param);
     free(plan->smallest_transient);
     memset(plan, 0, sizeof *plan);
-}
-
-static int better(const ipu_matmul_grid *a, const ipu_matmul_grid *b)
-{
-    if (a->cycles != b->cycles)
-        return a->cycles < b->cycles;
-    if (a->tile_bytes != b->tile_bytes)
-        return a->tile_bytes < b->tile_bytes;
-    uint64_t ta = (uint64_t)a->gm * a->gn * a->gk, tb = (uint64_t)b->gm * b->gn * b->gk;
-    return ta < tb;
 }
 
 /* The smallest parameter block and the smallest transient footprint (all
@@ -83,6 +74,15 @@ static uint64_t later_needs(const ipu_plan *plan, size_t index, uint64_t *larges
     return params;
 }
 
+/* Whether grid fits beside `reserved` bytes, leaving later matmuls room; bytes
+ * is its coarse or its exact footprint. */
+static int fits_budget(const ipu_plan *plan, size_t index, const ipu_matmul_grid *grid, uint64_t bytes,
+                       uint64_t reserved, uint64_t later_transient, int resident)
+{
+    return bytes + reserved <= plan->budget && grid->b_bytes + reserved + later_transient <= plan->budget &&
+           !(resident && (double)grid->b_bytes > plan->replication * (double)plan->smallest_param[index]);
+}
+
 static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
 {
     const ipu_graph *g = plan->graph;
@@ -92,51 +92,56 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
                         *c = &g->tensors[op->out];
     uint32_t m = a->rows, k = a->cols, n = b->cols, members = b->sequence;
     ipu_op_plan *o = &plan->ops[index];
-    ipu_matmul_grid best = {0}, smallest = {0}, grid;
-    uint32_t fits = 0, valid = 0;
+    ipu_catalogue_options co = plan->options.catalogue;
+    if (plan->options.smallest)
+        co.budget = UINT32_MAX;
+    IPU_TRY(ipu_catalogue_matmul(ctx, p, m, n, k, a->dtype, c->dtype, members, &co, &o->catalogue));
+    const ipu_catalogue *cat = &o->catalogue;
+    uint64_t cap = plan->options.caps ? plan->options.caps[index] : 0;
     uint64_t later_transient, later_params = later_needs(plan, index, &later_transient);
     uint64_t reserved = plan->param_bytes + later_params;
-    for (uint32_t gm = 1; gm <= m && gm <= p->tiles; gm++)
-        for (uint32_t gn = 1; (uint64_t)gm * gn <= p->tiles; gn++)
-            for (uint32_t gk = 1; (uint64_t)gm * gn * gk <= p->tiles; gk++) {
-                if (!ipu_matmul_grid_cost(p, m, n, k, a->dtype, c->dtype, members, gm, gn, gk, &grid)) {
-                    /* Larger gk only makes bands thinner. */
-                    if (gk > 1)
-                        break;
-                    continue;
-                }
-                if (!valid++ || grid.tile_bytes < smallest.tile_bytes ||
-                    (grid.tile_bytes == smallest.tile_bytes && better(&grid, &smallest)))
-                    smallest = grid;
-                if (plan->smallest)
-                    continue;
-                /* Fits now, and leaves the later matmuls room to run. */
-                if (grid.tile_bytes + reserved > plan->budget ||
-                    grid.b_bytes + reserved + later_transient > plan->budget ||
-                    (b->role == IPU_ROLE_PARAM &&
-                     (double)grid.b_bytes > plan->replication * (double)plan->smallest_param[index]))
-                    continue;
-                if (!fits++ || better(&grid, &best))
-                    best = grid;
-            }
-    if (plan->smallest && valid)
-        best = smallest, fits = 1;
-    if (!fits)
+    int resident = b->role == IPU_ROLE_PARAM;
+    const ipu_matmul_grid *best = NULL;
+    /* Fastest first: the first that fits is the choice; the rest are counted. */
+    for (uint32_t i = 0; i < cat->count; i++) {
+        const ipu_matmul_grid *grid = &cat->grids[i];
+        if (cap && grid->exact_bytes > cap)
+            continue;
+        if (plan->options.smallest) {
+            best = grid; /* the frontier's last is its smallest */
+            continue;
+        }
+        int ok = fits_budget(plan, index, grid, grid->tile_bytes, reserved, later_transient, resident);
+        if (!ok) {
+            o->refined++;
+            ok = fits_budget(plan, index, grid, grid->exact_bytes, reserved, later_transient, resident);
+        }
+        if (ok && !o->fits++)
+            best = grid;
+    }
+    if (!best) {
+        const ipu_matmul_grid *smallest = cat->count ? &cat->grids[cat->count - 1] : NULL;
+        if (!smallest)
+            return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                            "plan: no grid for op %zu (matmul %ux%ux%u) fits the catalogue budget of %u bytes "
+                            "per tile: all %llu partitions have an operand block larger than that",
+                            index, m, k, n, co.budget, (unsigned long long)cat->enumerated);
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                         "plan: no grid for op %zu (matmul %ux%ux%u) fits the memory budget of %u "
-                        "bytes per tile: the smallest footprint is %llu bytes (grid %ux%ux%u) on top "
-                        "of %llu bytes resident or needed by later matmuls",
-                        index, m, k, n, plan->budget, (unsigned long long)smallest.tile_bytes,
-                        smallest.gm, smallest.gn, smallest.gk, (unsigned long long)reserved);
-    o->grid = best;
-    o->cycles = best.cycles;
-    o->tile_bytes = best.tile_bytes;
-    o->candidates = fits;
+                        "bytes per tile: of %u retained candidates the smallest needs %llu bytes "
+                        "(grid %ux%ux%u) on top of %llu bytes resident or needed by later matmuls%s",
+                        index, m, k, n, plan->budget, cat->count, (unsigned long long)smallest->exact_bytes,
+                        smallest->gm, smallest->gn, smallest->gk, (unsigned long long)reserved,
+                        cap ? " (after a whole plan with a larger one did not fit)" : "");
+    }
+    o->grid = *best;
+    o->cycles = best->cycles;
+    o->tile_bytes = best->exact_bytes;
     ipu_layout result;
-    IPU_TRY(ipu_matmul_layouts(ctx, m, n, k, a->dtype, c->dtype, &best, &o->a, &o->b, &result));
+    IPU_TRY(ipu_matmul_layouts(ctx, m, n, k, a->dtype, c->dtype, best, &o->a, &o->b, &result));
     /* Grids smaller than the device start where the last small one ended,
      * so their blocks (weights above all) do not pile up on the first tiles. */
-    uint32_t used = best.gm * best.gn * best.gk;
+    uint32_t used = best->gm * best->gn * best->gk;
     if (used < p->tiles) {
         ipu_layout_rotate(&o->a, plan->next_tile, p->tiles);
         ipu_layout_rotate(&o->b, plan->next_tile, p->tiles);
@@ -212,11 +217,13 @@ const char *ipu_attention_mode_name(int mode)
                                                 : "auto";
 }
 
-static ipu_status plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g, uint32_t budget,
-                             int attention, int smallest, ipu_plan *out)
+ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g,
+                          const ipu_plan_options *options, ipu_plan *out)
 {
     memset(out, 0, sizeof *out);
-    out->smallest = smallest;
+    out->options = *options;
+    uint32_t budget = options->smallest ? UINT32_MAX : options->budget;
+    int attention = options->attention;
     out->profile = *p;
     out->graph = g;
     out->budget = budget;
@@ -291,18 +298,6 @@ static ipu_status plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph
     return status;
 }
 
-ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g, uint32_t budget,
-                          int attention, ipu_plan *out)
-{
-    return plan_graph(ctx, p, g, budget, attention, 0, out);
-}
-
-ipu_status ipu_plan_smallest(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g, int attention,
-                             ipu_plan *out)
-{
-    return plan_graph(ctx, p, g, UINT32_MAX, attention, 1, out);
-}
-
 json_t *ipu_plan_json(const ipu_plan *plan)
 {
     const ipu_graph *g = plan->graph;
@@ -314,16 +309,26 @@ json_t *ipu_plan_json(const ipu_plan *plan)
                                   ipu_ir_op_name(op->kind), "output", g->tensors[op->out].name,
                                   "cycles", (json_int_t)o->cycles, "tile_bytes",
                                   (json_int_t)o->tile_bytes);
-        if (op->kind == IPU_IR_MATMUL)
+        if (op->kind == IPU_IR_MATMUL) {
+            const ipu_catalogue *c = &o->catalogue;
             json_object_set_new(entry, "grid",
-                                json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "rows",
+                                json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "rows",
                                           (json_int_t)o->grid.gm, "cols", (json_int_t)o->grid.gn,
-                                          "reduction", (json_int_t)o->grid.gk, "candidates",
-                                          (json_int_t)o->candidates, "compute",
+                                          "reduction", (json_int_t)o->grid.gk, "compute",
                                           (json_int_t)o->grid.compute_cycles, "operands",
                                           (json_int_t)o->grid.operand_cycles, "reduce",
                                           (json_int_t)o->grid.reduce_cycles, "tiles",
-                                          (json_int_t)o->grid.gm * o->grid.gn * o->grid.gk));
+                                          (json_int_t)o->grid.gm * o->grid.gn * o->grid.gk, "coarse_bytes",
+                                          (json_int_t)o->grid.tile_bytes, "exact_bytes",
+                                          (json_int_t)o->grid.exact_bytes));
+            json_object_set_new(entry, "catalogue",
+                                json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "enumerated",
+                                          (json_int_t)c->enumerated, "filtered", (json_int_t)c->filtered,
+                                          "groups", (json_int_t)c->groups, "frontier", (json_int_t)c->frontier,
+                                          "shortlisted", (json_int_t)c->shortlisted, "retained",
+                                          (json_int_t)c->count, "fit", (json_int_t)o->fits, "refined",
+                                          (json_int_t)o->refined));
+        }
         if (op->kind == IPU_IR_ATTENTION || op->kind == IPU_IR_MAP_POOL)
             json_object_set_new(entry, "attention",
                                 json_pack("{s:s, s:I, s:I, s:I}", "mode",
@@ -333,8 +338,12 @@ json_t *ipu_plan_json(const ipu_plan *plan)
                                           (json_int_t)o->chunk_keys));
         json_array_append_new(ops, entry);
     }
-    return json_pack("{s:o, s:s, s:I, s:I, s:I, s:I}", "ops", ops, "attention",
+    const ipu_plan_options *po = &plan->options;
+    return json_pack("{s:o, s:s, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I}}", "ops", ops, "attention",
                      ipu_attention_mode_name(plan->attention), "cycles", (json_int_t)plan->cycles,
                      "host_cycles", (json_int_t)plan->host_cycles, "budget", (json_int_t)plan->budget,
-                     "param_bytes", (json_int_t)plan->param_bytes);
+                     "param_bytes", (json_int_t)plan->param_bytes, "search", "budget",
+                     (json_int_t)po->budget, "catalogue_budget", (json_int_t)po->catalogue.budget,
+                     "catalogue_group", (json_int_t)po->catalogue.group_size, "frontier_cap",
+                     (json_int_t)po->catalogue.frontier_cap);
 }

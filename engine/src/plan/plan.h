@@ -25,9 +25,33 @@
 typedef struct ipu_matmul_grid {
     uint32_t gm, gn, gk;
     uint64_t compute_cycles, operand_cycles, reduce_cycles, cycles;
-    uint64_t tile_bytes; /* op-local footprint on the fullest tile */
-    uint64_t b_bytes;    /* of which B's block (every member of a sequence) */
+    uint64_t tile_bytes; /* op-local footprint: the sum of the largest blocks (coarse bound) */
+    uint64_t a_bytes;    /* of which A's largest block */
+    uint64_t b_bytes;    /* of which B's largest block (every member of a sequence) */
+    uint64_t exact_bytes; /* op-local footprint of the fullest tile (catalogue: detailed model) */
 } ipu_matmul_grid;
+
+/* How a matmul's catalogue is built (catalogue.c). */
+typedef struct ipu_catalogue_options {
+    uint32_t budget;       /* catalogue budget: partitions whose A or B block exceeds it are filtered */
+    uint32_t group_size;   /* partitions per enumeration group */
+    uint32_t frontier_cap; /* largest frontier kept per group and in the shortlist */
+} ipu_catalogue_options;
+
+/* A matmul's retained candidates, fastest first, and how many each stage kept. */
+typedef struct ipu_catalogue {
+    ipu_matmul_grid *grids;
+    uint32_t count;
+    uint64_t enumerated, filtered;
+    uint32_t groups, frontier, shortlisted;
+} ipu_catalogue;
+
+ipu_status ipu_catalogue_matmul(ipu_ctx *ctx, const ipu_profile *p, uint32_t m, uint32_t n, uint32_t k,
+                                int in_dtype, int out_dtype, uint32_t members,
+                                const ipu_catalogue_options *o, ipu_catalogue *out);
+/* The exact op-local footprint of a grid's fullest tile (uneven bands included). */
+uint64_t ipu_matmul_tile_footprint(uint32_t m, uint32_t n, uint32_t k, int in_dtype, int out_dtype,
+                                   uint32_t members, const ipu_matmul_grid *g);
 
 /* How attention and MAP pooling compute (compile option "attention"). */
 typedef enum ipu_attention_mode {
@@ -40,7 +64,9 @@ typedef struct ipu_op_plan {
     ipu_matmul_grid grid; /* matmuls only */
     uint64_t cycles;      /* estimate for one execution */
     uint64_t tile_bytes;
-    uint32_t candidates;  /* grids that fit the budget (matmuls) */
+    ipu_catalogue catalogue; /* matmuls: the candidates (grids freed with the plan) */
+    uint32_t fits;        /* matmuls: retained candidates that fit the budget */
+    uint32_t refined;     /* matmuls: candidates over the coarse bound judged on their exact footprint */
     /* Operand layouts (empty when an operand is read where it lives):
      * matmul: a = A, b = B with its replicas; add: b = the second input on
      * the result's layout; LayerNorm: a = the input by rows, b = gamma and
@@ -53,9 +79,20 @@ typedef struct ipu_op_plan {
     uint32_t chunk_keys;  /* attention and MAP pooling: keys resident at once */
 } ipu_op_plan;
 
+/* What the planner searches under (compile options of the same names). */
+typedef struct ipu_plan_options {
+    uint32_t budget;        /* search budget per tile */
+    ipu_catalogue_options catalogue;
+    int attention;          /* ipu_attention_mode */
+    int smallest;           /* every matmul takes its smallest candidate, whatever the budget */
+    const uint64_t *caps;   /* per op, may be NULL: the largest exact footprint a matmul may take
+                             * (0: any), set when a whole candidate plan did not fit */
+} ipu_plan_options;
+
 typedef struct ipu_plan {
     ipu_profile profile;
     const ipu_graph *graph;
+    ipu_plan_options options;
     uint32_t budget;
     int attention;    /* ipu_attention_mode requested */
     ipu_layout *home; /* per tensor */
@@ -67,7 +104,6 @@ typedef struct ipu_plan {
     double replication; /* how many times its smallest block a parameter may take */
     uint32_t next_tile; /* where the next grid smaller than the device starts */
     uint64_t transient_room; /* the largest transient matmul footprint the budget allows for */
-    int smallest;     /* every matmul takes its smallest-footprint grid, whatever the budget */
 } ipu_plan;
 
 /* Cost and footprint of one grid; 0 when the grid does not suit the shape. */
@@ -86,12 +122,13 @@ ipu_status ipu_matmul_layouts(ipu_ctx *ctx, uint32_t m, uint32_t n, uint32_t k, 
  * Lowering emits these adds and the cost model charges them. */
 static inline uint32_t ipu_reduce_tree_half(uint32_t n) { return n / 2; }
 
-ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g, uint32_t budget,
-                          int attention, ipu_plan *out);
-/* The smallest candidate: every matmul on its smallest-footprint grid and
- * no budget; what a rejected search profiles. */
-ipu_status ipu_plan_smallest(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g, int attention,
-                             ipu_plan *out);
+/* Plan every op in order: a matmul takes the fastest of its catalogue's
+ * candidates that fits beside what is resident and what later matmuls
+ * need, judged first on the coarse bound, and only when that fails, on its
+ * exact footprint.  With options->smallest, every matmul takes its smallest
+ * candidate and the budget is ignored (a rejected search's profile). */
+ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g,
+                          const ipu_plan_options *options, ipu_plan *out);
 /* The work units of an attention or MAP pooling op: one per (image b,
  * head h, query band q), on tile (b * heads + h) * bands + q.  Its layouts:
  *   queries (op plan a): attention: over [q | k | v], row band b * bands + q,

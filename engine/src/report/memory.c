@@ -414,7 +414,7 @@ ipu_status ipu_memory_profile(ipu_ctx *ctx, const ipu_low_program *prog, const i
         "{s:i, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:{s:o, s:o, s:o}, s:{s:I, s:I, s:I, s:I, s:I, s:I, "
         "s:I}}",
         "version", 3, "kind", "memory-profile", "scope", info->scope, "status", info->status, "budget",
-        (json_int_t)info->budget, "plan_budget", (json_int_t)info->plan_budget, "tiles", (json_int_t)b.tiles,
+        (json_int_t)info->budget, "memory_budget", (json_int_t)info->memory_budget, "tiles", (json_int_t)b.tiles,
         "reserve", (json_int_t)prog->profile.support_reserve, "timeline", "values", values, "steps", steps,
         "aliases", alias_of, "peak", "standard", (json_int_t)pk.standard, "interleaved",
         (json_int_t)pk.interleaved, "total", (json_int_t)pk.total, "tile", (json_int_t)pk.tile, "step",

@@ -29,8 +29,8 @@
 typedef struct ipu_memory_profile_info {
     const char *scope;  /* the workload */
     const char *status; /* "finalist" or "rejected" */
-    uint32_t budget;    /* the user's budget per tile */
-    uint32_t plan_budget; /* the budget this candidate was planned at */
+    uint32_t budget;    /* the search budget per tile the candidate is judged against */
+    uint32_t memory_budget; /* --memory-budget (the search and catalogue budgets' default) */
     json_t *rejection;  /* borrowed, may be NULL: why the search stopped */
 } ipu_memory_profile_info;
 

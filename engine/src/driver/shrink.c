@@ -1,0 +1,70 @@
+/* shrink.c: charging a candidate plan's peak to matmuls (see shrink.h). */
+#include <stdlib.h>
+
+#include "driver/shrink.h"
+
+static int elementwise(int kind)
+{
+    return kind == IPU_IR_ADD || kind == IPU_IR_GELU || kind == IPU_IR_CAST || kind == IPU_IR_COPY;
+}
+
+/* The op that chose tensor t's home layout: its producer, followed back
+ * through elementwise ops (which keep their input's layout); without a
+ * producer, its first reader.  IPU_LOW_LITERAL when nothing did. */
+static uint32_t layout_chooser(const ipu_graph *g, uint32_t t)
+{
+    for (size_t hops = 0; hops <= g->op_count; hops++) {
+        size_t producer = g->op_count;
+        for (size_t i = 0; i < g->op_count && producer == g->op_count; i++)
+            if (g->ops[i].out == t)
+                producer = i;
+        if (producer == g->op_count) {
+            for (size_t i = 0; i < g->op_count; i++)
+                for (int k = 0; k < ipu_ir_op_arity(g->ops[i].kind); k++)
+                    if (g->ops[i].in[k] == t)
+                        return (uint32_t)i;
+            return IPU_LOW_LITERAL;
+        }
+        if (!elementwise(g->ops[producer].kind))
+            return (uint32_t)producer;
+        t = g->ops[producer].in[0];
+    }
+    return IPU_LOW_LITERAL;
+}
+
+/* The exact footprint of the matmul's next smaller candidate under its cap, 0 if none. */
+static uint64_t smaller_candidate(const ipu_op_plan *o)
+{
+    for (uint32_t i = 0; i < o->catalogue.count; i++)
+        if (o->catalogue.grids[i].exact_bytes < o->grid.exact_bytes)
+            return o->catalogue.grids[i].exact_bytes;
+    return 0;
+}
+
+long ipu_shrink_at_peak(const ipu_plan *plan, const ipu_low_program *prog, uint32_t tile, uint32_t step,
+                        uint64_t *caps)
+{
+    const ipu_graph *g = plan->graph;
+    uint64_t *charged = calloc(g->op_count ? g->op_count : 1, sizeof *charged);
+    if (!charged)
+        return -1;
+    for (size_t b = 0; b < prog->buffer_count; b++) {
+        const ipu_low_buffer *buf = &prog->buffers[b];
+        if (buf->tile != tile || buf->first > step || buf->last < step)
+            continue;
+        uint32_t op = buf->op != IPU_LOW_LITERAL ? buf->op
+                      : buf->tensor != IPU_LOW_LITERAL ? layout_chooser(g, buf->tensor)
+                                                       : IPU_LOW_LITERAL;
+        if (op != IPU_LOW_LITERAL && g->ops[op].kind == IPU_IR_MATMUL)
+            charged[op] += buf->size;
+    }
+    long chosen = -1;
+    for (size_t i = 0; i < g->op_count; i++)
+        if (charged[i] && smaller_candidate(&plan->ops[i]) &&
+            (chosen < 0 || charged[i] > charged[chosen]))
+            chosen = (long)i;
+    if (chosen >= 0)
+        caps[chosen] = plan->ops[chosen].grid.exact_bytes - 1;
+    free(charged);
+    return chosen;
+}
