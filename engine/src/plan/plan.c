@@ -321,13 +321,24 @@ json_t *ipu_plan_json(const ipu_plan *plan)
                                           (json_int_t)o->grid.gm * o->grid.gn * o->grid.gk, "coarse_bytes",
                                           (json_int_t)o->grid.tile_bytes, "exact_bytes",
                                           (json_int_t)o->grid.exact_bytes));
+            /* The retained candidates: grid, estimated cycles, coarse and exact footprints. */
+            json_t *grids = json_array();
+            for (uint32_t r = 0; r < c->count; r++) {
+                const ipu_matmul_grid *x = &c->grids[r];
+                json_array_append_new(grids, json_pack("[I, I, I, I, I, I, I, I]", (json_int_t)x->gm,
+                                                       (json_int_t)x->gn, (json_int_t)x->gk, (json_int_t)x->cycles,
+                                                       (json_int_t)x->tile_bytes, (json_int_t)x->exact_bytes,
+                                                       (json_int_t)x->a_bytes, (json_int_t)x->b_bytes));
+            }
             json_object_set_new(entry, "catalogue",
-                                json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "enumerated",
-                                          (json_int_t)c->enumerated, "filtered", (json_int_t)c->filtered,
-                                          "groups", (json_int_t)c->groups, "frontier", (json_int_t)c->frontier,
-                                          "shortlisted", (json_int_t)c->shortlisted, "retained",
-                                          (json_int_t)c->count, "fit", (json_int_t)o->fits, "refined",
-                                          (json_int_t)o->refined));
+                                json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:[s, s, s, s, s, s, s, s]}",
+                                          "enumerated", (json_int_t)c->enumerated, "filtered",
+                                          (json_int_t)c->filtered, "groups", (json_int_t)c->groups, "frontier",
+                                          (json_int_t)c->frontier, "shortlisted", (json_int_t)c->shortlisted,
+                                          "retained", (json_int_t)c->count, "fit", (json_int_t)o->fits,
+                                          "refined", (json_int_t)o->refined, "candidates", grids, "columns",
+                                          "rows", "cols", "reduction", "cycles", "coarse_bytes", "exact_bytes",
+                                          "a_bytes", "b_bytes"));
         }
         if (op->kind == IPU_IR_ATTENTION || op->kind == IPU_IR_MAP_POOL)
             json_object_set_new(entry, "attention",

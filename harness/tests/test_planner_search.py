@@ -1,0 +1,159 @@
+"""test_planner_search.py: the planner's catalogue and search
+(engine/src/plan/catalogue.c, plan.c, engine/src/driver/shrink.c), checked
+from the compile report against computations made here:
+
+- the catalogue: how many partitions a matmul has (grids with at most one
+  block per tile and no empty band) is counted here; the groups follow from
+  it and the group size; the retained candidates are a frontier (faster ones
+  larger on the fullest tile), no more than the cap, within the catalogue
+  budget, and each one's exact per-tile footprint is recomputed here from
+  the band arithmetic (uneven tails, 8-byte rows, reduction staging);
+- the search: with a budget the fastest candidates do not fit, it tries
+  smaller ones, capping a matmul each time, until a plan fits; the package
+  then runs and matches the reference, and every candidate plan left a
+  memory profile, only the last one fitting;
+- the budgets: a catalogue built at one budget is searched at another, and a
+  catalogue budget nothing passes is refused, naming it; bad flag values
+  exit 2 naming the flag.
+"""
+import json
+import random
+
+import pytest
+
+from ipu_e2e import native, profiles
+
+SIZES = {"f143": 1, "f152": 1, "f16": 2, "f32": 4}
+
+
+def max_band(total, parts, align):
+    units = -(-total // align)
+    if parts > units:
+        return 0
+    return min(-(-units // parts) * align, total)
+
+
+def band(total, parts, align, index):
+    units = -(-total // align)
+    lo, hi = index * units // parts * align, (index + 1) * units // parts * align
+    return min(lo, total), min(hi, total)
+
+
+def pad8(n):
+    return (n + 7) // 8 * 8
+
+
+def partitions(m, n, k, tiles):
+    """Every grid the catalogue enumerates."""
+    out = []
+    for gm in range(1, min(m, tiles) + 1):
+        for gn in range(1, tiles // gm + 1):
+            for gk in range(1, tiles // (gm * gn) + 1):
+                if max_band(k, gk, 4) and max_band(n, gn, 4) and (gk == 1 or m // gm >= gk):
+                    out.append((gm, gn, gk))
+    return out
+
+
+def exact_footprint(m, n, k, insz, outsz, members, gm, gn, gk):
+    best = 0
+    for i in range(gm):
+        r0, r1 = band(m, gm, 1, i)
+        for l in range(gk):
+            k0, k1 = band(k, gk, 4, l)
+            s0, s1 = band(r1 - r0, gk, 1, l)
+            for j in range(gn):
+                n0, n1 = band(n, gn, 4, j)
+                c_row = pad8((n1 - n0) * outsz)
+                size = (r1 - r0) * pad8((k1 - k0) * insz) + (k1 - k0) * pad8((n1 - n0) * insz) * members \
+                    + (r1 - r0) * c_row
+                if gk > 1:
+                    size += gk * (s1 - s0) * c_row
+                best = max(best, size)
+    return best
+
+
+def compile_mlp(options, tiles, budget=None, **search):
+    ctx = native.Context()
+    workload = native.Workload(ctx, options)
+    _, report = workload.compile(profiles.load(ctx, "c600", tiles), budget, search=search)
+    return workload.info(), report
+
+
+def check_catalogues(info, report, tiles, catalogue_budget, cap, group):
+    tensors = {t["name"]: t for t in info["tensors"]}
+    for op in report["plan"]["ops"]:
+        if op["kind"] != "matmul":
+            continue
+        spec = info["ops"][op["op"]]
+        a, b, c = (tensors[name] for name in (*spec["inputs"][:2], spec["output"]))
+        m, k, n = a["rows"], a["cols"], b["cols"]
+        cat = op["catalogue"]
+        assert cat["enumerated"] == len(partitions(m, n, k, tiles))
+        assert cat["groups"] == -(-(cat["enumerated"] - cat["filtered"]) // group)
+        assert 1 <= cat["retained"] <= cat["shortlisted"] <= cap
+        rows = [dict(zip(cat["columns"], r)) for r in cat["candidates"]]
+        assert len(rows) == cat["retained"]
+        for x, y in zip(rows, rows[1:]):
+            assert x["cycles"] <= y["cycles"] and x["exact_bytes"] > y["exact_bytes"]
+        for r in rows:
+            assert r["a_bytes"] <= catalogue_budget and r["b_bytes"] <= catalogue_budget
+            assert r["exact_bytes"] == exact_footprint(m, n, k, SIZES[a["dtype"]], SIZES[c["dtype"]],
+                                                       b["sequence"], r["rows"], r["cols"], r["reduction"])
+            assert r["coarse_bytes"] >= r["exact_bytes"]
+        g = op["grid"]
+        assert (g["rows"], g["cols"], g["reduction"]) in {(r["rows"], r["cols"], r["reduction"]) for r in rows}
+        assert cat["fit"] >= 1
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_catalogue_is_a_capped_frontier_of_every_partition(seed):
+    rng = random.Random(seed)
+    tiles = rng.choice([4, 16, 64])
+    options = {"workload": "mlp", "tokens": rng.randrange(3, 90), "channels": rng.randrange(4, 120),
+               "hidden": rng.randrange(4, 200), "batch": rng.choice([1, 2]),
+               "precision": rng.choice(["fp8", "fp16"]), "blocks": rng.choice([1, 2])}
+    cap, group = rng.choice([2, 5, 32]), rng.choice([7, 64, 4096])
+    info, report = compile_mlp(options, tiles, frontier_cap=cap, catalogue_group=group)
+    budget = report["estimate"]["budget"]
+    assert report["plan"]["search"] == {"budget": budget, "catalogue_budget": budget,
+                                        "catalogue_group": group, "frontier_cap": cap}
+    check_catalogues(info, report, tiles, budget, cap, group)
+
+
+# The fastest candidates of this MLP do not fit 37,632 bytes per tile on 16 tiles.
+TIGHT = ["--workload", "mlp", "--tiles", 16, "--tokens", 92, "--channels", 48, "--hidden", 162,
+         "--precision", "fp16", "--memory-budget", 37632]
+
+
+def test_search_caps_matmuls_until_a_plan_fits_and_runs(cli, tmp_path):
+    done = cli("--quiet", *TIGHT, "--reference-run", "--output", tmp_path, "--memory-profile-directory", tmp_path)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((tmp_path / "result.json").read_text())
+    tries, estimate = result["search"], result["estimate"]
+    assert len(tries) >= 1 and estimate["peak_bytes"] <= 37632 < min(t["peak_bytes"] for t in tries)
+    matmuls = {op["op"] for op in result["plan"]["ops"] if op["kind"] == "matmul"}
+    assert all(t["capped_op"] in matmuls and t["outcome"] == "estimate over budget" for t in tries)
+    assert result["status"] == "PASS"
+    found = sorted(tmp_path.glob("memory-*.json"), key=lambda p: int(p.stem.rsplit("-", 1)[1]))
+    profiles_ = [json.loads(p.read_text()) for p in found]
+    assert len(profiles_) == len(tries) + 1
+    assert [p["fits"] for p in profiles_] == [False] * len(tries) + [True]
+    assert [p["peak"]["total"] for p in profiles_] == [t["peak_bytes"] for t in tries] + [estimate["peak_bytes"]]
+
+
+def test_a_catalogue_built_at_one_budget_is_searched_at_another(cli, tmp_path):
+    done = cli("--quiet", *TIGHT, "--catalogue-budget", 586960, "--search-budget", 40000, "--output", tmp_path)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((tmp_path / "result.json").read_text())
+    search = result["plan"]["search"]
+    assert search["budget"] == 40000 and search["catalogue_budget"] == 586960
+    assert result["estimate"]["peak_bytes"] <= 40000
+    refused = cli("--quiet", *TIGHT, "--catalogue-budget", 1000)
+    assert refused.returncode == 2 and "catalogue budget of 1000 bytes" in refused.stderr
+
+
+@pytest.mark.parametrize("flag, value", [("--frontier-cap", 0), ("--catalogue-group", "x"),
+                                         ("--search-budget", "lots"), ("--catalogue-budget", -3)])
+def test_bad_search_flags_exit_2_naming_them(cli, flag, value):
+    done = cli("--quiet", "--workload", "mlp", "--tiles", 16, flag, value)
+    assert done.returncode == 2 and flag in done.stderr
