@@ -12,6 +12,12 @@ baseline measured in the same run (never asserted in tests).
            throughput running it on every tile; --markdown prints the table.
   viewer   the placement viewer on a generated report of 600k+ allocations in
            headless Chromium: time to first paint and hover response.
+  plan     the planner on the full-size FP8 MLP, batches 1, 2 and 4 at budgets
+           default, 384, 256, 128 and 64 KiB: per case the search's wall time
+           (catalogue and search, plus refinement: lowering each candidate plan
+           and walking its liveness), the share spent in refinement, the
+           candidate plans tried and the outcome (planned with its peak, or
+           rejected); planning time at each budget relative to the default's.
   vit      the full-size ViT (or vit-small): build time (plan to package) and
            peak RSS, device wall time per resident inference, the FP32
            reference's wall time and the ratio of the two, simulated cycles
@@ -19,14 +25,16 @@ baseline measured in the same run (never asserted in tests).
 """
 import argparse
 import importlib.util
+import json
 import resource
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from . import profiles, runner, stress, transformer
 from .command import EXIT_OK, guarded, output_folders, positive_int, write_result
-from .native import Context, Package, Workload, bench_gemm, bench_kernels, check_outputs
+from .native import Context, IpuError, Package, Workload, bench_gemm, bench_kernels, check_outputs
 from .progress import Progress
 
 # The ViT bench's targets: build under 60 s, peak RSS under 4 GiB, device time
@@ -66,6 +74,14 @@ def parser():
     compile_.add_argument("--precision", choices=("fp8", "fp16"), default="fp8", help="(default: fp8)")
     compile_.add_argument("--output", type=Path, metavar="DIR", help="write bench-compile.json to DIR")
     compile_.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    plan = sub.add_parser("plan", help="planning time of the full-size MLP across a memory-budget sweep")
+    plan.add_argument("--device", default="c600", metavar="PROFILE", help="device profile (default: c600)")
+    plan.add_argument("--tiles", type=positive_int, metavar="N", help="override the profile's tile count")
+    plan.add_argument("--batches", default="1,2,4", metavar="LIST", help="batches (default: 1,2,4)")
+    plan.add_argument("--budgets", default="default,393216,262144,131072,65536", metavar="LIST",
+                      help="budgets per tile in bytes, or default (default: default,393216,262144,131072,65536)")
+    plan.add_argument("--output", type=Path, metavar="DIR", help="write bench-plan.json to DIR")
+    plan.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     vit = sub.add_parser("vit", help="build the ViT, run resident inferences, time the FP32 reference")
     vit.add_argument("--workload", choices=("vit", "vit-small"), default="vit", help="(default: vit)")
     vit.add_argument("--device", default="c600", metavar="PROFILE", help="device profile (default: c600)")
@@ -164,6 +180,76 @@ def report_compile(result, out):
           f"(target < 10 s)", file=out)
     print(f"  simulated {result['simulated_cycles']} cycles ({result['simulated_ms']:.4f} ms); planner "
           f"estimate {result['estimate_cycles']} cycles", file=out)
+
+
+def listed(text, flag, convert):
+    try:
+        values = [convert(v.strip()) for v in text.split(",") if v.strip()]
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"{flag}: {error}") from None
+    if not values:
+        raise ValueError(f"{flag}: expected a comma-separated list, got '{text}'")
+    return values
+
+
+def plan_case(ctx, profile, batch, budget, folder):
+    """One compile of the full-size FP8 MLP; its search's figures (from the
+    compile report, or for a rejection from its rejected memory profile)."""
+    workload = Workload(ctx, {"workload": "mlp", "batch": batch})
+    begun = time.perf_counter()
+    try:
+        package, report = workload.compile(profile, budget, memory_profiles=folder)
+    except IpuError as error:
+        wall = time.perf_counter() - begun
+        rejected = [json.loads(p.read_text()) for p in Path(folder).glob("memory-*.json")]
+        rejected = [p for p in rejected if p["status"] == "rejected"]
+        if not rejected:
+            raise
+        search = rejected[0]["rejection"]["search"]
+        case = {"outcome": "rejected", "reason": error.message, "attempts": search["attempts"],
+                "plan_seconds": search["plan_seconds"], "refine_seconds": search["refine_seconds"],
+                "wall_seconds": wall}
+    else:
+        package.close()
+        w = report["wall_seconds"]
+        case = {"outcome": "planned", "attempts": len(report["attempts"]) + 1, "plan_seconds": w["plan"],
+                "refine_seconds": w["lower"], "peak_bytes": report["estimate"]["peak_bytes"],
+                "estimate_cycles": report["plan"]["cycles"], "wall_seconds": time.perf_counter() - begun}
+    workload.close()
+    case["search_seconds"] = case["plan_seconds"] + case["refine_seconds"]
+    case["refinement_share"] = case["refine_seconds"] / case["search_seconds"] if case["search_seconds"] else 0.0
+    return case
+
+
+def bench_plan(args, progress):
+    ctx = Context(progress=lambda stage, done, total: progress.update(f"compile: {stage}"))
+    profile = profiles.load(ctx, args.device, args.tiles or 0)
+    batches = listed(args.batches, "--batches", int)
+    if any(b not in (1, 2, 4) for b in batches):
+        raise ValueError(f"--batches: expected batches from 1, 2 and 4, got '{args.batches}'")
+    budgets = listed(args.budgets, "--budgets", lambda v: None if v == "default" else transformer.budget(v))
+    cases = []
+    for batch in batches:
+        for budget in budgets:
+            progress.update(f"planning batch {batch} at {budget or 'the default budget'}")
+            with tempfile.TemporaryDirectory() as folder:
+                case = plan_case(ctx, profile, batch, budget, folder)
+            cases.append(dict(case, batch=batch, budget=budget or "default"))
+        base = next(c for c in cases if c["batch"] == batch and c["budget"] == (budgets[0] or "default"))
+        for c in cases:
+            if c["batch"] == batch:
+                c["search_vs_first_budget"] = c["search_seconds"] / base["search_seconds"]
+    return {"bench": "plan", "device": profile["name"], "tiles": profile["tiles"], "cases": cases}
+
+
+def report_plan(result, out):
+    print(f"plan bench: full-size FP8 MLP on {result['device']} ({result['tiles']} tiles); search = catalogue "
+          f"and search + refinement (lowering and liveness of each candidate plan)", file=out)
+    for c in result["cases"]:
+        outcome = f"planned, peak {c['peak_bytes']} B" if c["outcome"] == "planned" else "rejected"
+        print(f"  batch {c['batch']} budget {str(c['budget']):>7}: search {c['search_seconds']:6.2f} s "
+              f"(x{c['search_vs_first_budget']:.2f} of the first budget's), refinement "
+              f"{100 * c['refinement_share']:4.1f}%, {c['attempts']:>2} attempt(s), {outcome}", file=out)
 
 
 def bench_vit(args, progress):
@@ -278,7 +364,7 @@ def main(argv=None):
     progress = Progress(quiet=args.quiet)
     work, show = {"device": (bench_device, report), "compile": (bench_compile, report_compile),
                   "kernels": (run_kernels, report_kernels), "viewer": (run_viewer, report_viewer),
-                  "vit": (bench_vit, report_vit)}[args.bench]
+                  "plan": (bench_plan, report_plan), "vit": (bench_vit, report_vit)}[args.bench]
 
     def run():
         output_folders(args.output)

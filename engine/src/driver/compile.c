@@ -168,16 +168,12 @@ static ipu_status write_profile(ipu_ctx *ctx, profile_sink *sink, const ipu_low_
     return status;
 }
 
-/* Why the search stopped, and where the rejected candidate's storage peaks. */
-static json_t *rejection_json(const char *reason, uint32_t budget)
-{
-    return json_pack("{s:s, s:I}", "reason", reason, "budget", (json_int_t)budget);
-}
 
 /* The search found nothing: profile its smallest candidate (planned without a
  * budget), keeping the search's error. */
 static void profile_rejection(ipu_ctx *ctx, profile_sink *sink, const ipu_profile *p, const ipu_graph *g,
-                              const ipu_plan_options *options)
+                              const ipu_plan_options *options, uint32_t attempts, double plan_seconds,
+                              double refine_seconds)
 {
     if (!sink->directory)
         return;
@@ -194,7 +190,11 @@ static void profile_rejection(ipu_ctx *ctx, profile_sink *sink, const ipu_profil
     ipu_status status = ipu_plan_graph(ctx, p, g, &smallest, &plan);
     if (status == IPU_OK) {
         status = ipu_lower(ctx, &plan, IPU_INJECT_NONE, &prog);
-        json_t *rejection = rejection_json(reason, sink->budget);
+        /* Why the search stopped and what it cost; memory.c adds where the candidate peaks. */
+        json_t *rejection = json_pack("{s:s, s:I, s:{s:I, s:f, s:f}}", "reason", reason, "budget",
+                                      (json_int_t)sink->budget, "search", "attempts",
+                                      (json_int_t)attempts, "plan_seconds", plan_seconds, "refine_seconds",
+                                      refine_seconds);
         if (status == IPU_OK)
             status = write_profile(ctx, sink, &prog, g, "rejected", rejection);
         json_decref(rejection);
@@ -261,13 +261,15 @@ static ipu_status plan_and_lower(ipu_ctx *ctx, const ipu_profile *p, const ipu_g
 {
     double t0 = seconds();
     ipu_progress(ctx, "plan", 0, 0);
-    IPU_TRY(ipu_plan_graph(ctx, p, g, options, &a->plan));
+    ipu_status status = ipu_plan_graph(ctx, p, g, options, &a->plan);
     double t1 = seconds();
+    t->plan += t1 - t0;
+    if (status != IPU_OK)
+        return status;
     ipu_progress(ctx, "lower", 0, 0);
-    ipu_status status = ipu_lower(ctx, &a->plan, inject, &a->prog);
+    status = ipu_lower(ctx, &a->plan, inject, &a->prog);
     if (status == IPU_OK)
         status = ipu_low_peaks(ctx, &a->prog, &a->peak, &a->peak_tile, &a->peak_step, NULL);
-    t->plan += t1 - t0;
     t->refine += seconds() - t1;
     return status;
 }
@@ -381,7 +383,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         }
     }
     if (status == IPU_ERR_INVALID_ARGUMENT && exhausted)
-        profile_rejection(ctx, &sink, p, g, &c.plan);
+        profile_rejection(ctx, &sink, p, g, &c.plan, attempts, t.plan, t.refine);
     /* The placement report, written atomically where the caller asked. */
     if (status == IPU_OK && c.report_path) {
         json_t *placement = ipu_placement_report(&a.prog, g, &support);
