@@ -6,26 +6,16 @@ write_pages(directory, pid) does so for every profile a process wrote.  The
 page's template, script and style sheet live in reports/memory/; the
 profile is embedded unchanged, and the file is written atomically.
 """
-import json
 from pathlib import Path
 
 from . import artifacts
-from .report import REPORTS, inline_page
+from .report import REPORTS, inline_page, parse_report
 
 MEMORY = REPORTS / "memory"
 
 
-def _refuse_constant(name):
-    raise ValueError(f"memory profile: {name} is not a JSON number")
-
-
 def check_profile(profile):
-    """Raises ValueError unless profile (a parsed dict) is a version 3 memory profile."""
-    if not isinstance(profile, dict):
-        raise ValueError(f"memory profile: expected a JSON object, got {type(profile).__name__}")
-    if profile.get("version") != 3 or profile.get("kind") != "memory-profile":
-        raise ValueError(f"memory profile: expected kind 'memory-profile' version 3, got "
-                         f"kind {profile.get('kind')!r} version {profile.get('version')!r}")
+    """Raises ValueError unless profile (parsed by report.parse_report) has every section."""
     missing = [k for k in ("scope", "status", "budget", "tiles", "timeline", "peak") if k not in profile]
     timeline = profile.get("timeline")
     if isinstance(timeline, dict):
@@ -36,7 +26,7 @@ def check_profile(profile):
 
 def render_memory_html(json_text):
     """The page for one memory profile (its JSON text), as a str."""
-    check_profile(json.loads(json_text, parse_constant=_refuse_constant))
+    check_profile(parse_report(json_text, "memory profile", "memory-profile", 3))
     # Outside strings, JSON has no '<': replacing it everywhere only touches string contents,
     # where \u003c parses back to '<'.
     return inline_page(MEMORY, "memory.css", "memory.js", json_text.strip().replace("<", "\\u003c"))

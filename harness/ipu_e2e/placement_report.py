@@ -10,28 +10,18 @@ in length) and embedded as the JSON text it is, with every '<' written as
 atomically (artifacts.write_bytes); nothing is written when the report is
 refused.
 """
-import json
 from pathlib import Path
 
 from . import artifacts
-from .report import REPORTS, inline_page
+from .report import REPORTS, inline_page, parse_report
 
 PLACEMENT = REPORTS / "placement"
 COLUMNS = ("tile", "address", "size", "first", "last", "name", "kind", "alias", "members")
 SECTIONS = ("tiles", "device", "steps", "support", "allocations", "names", "footprint", "gaps", "listing", "repeat")
 
 
-def _refuse_constant(name):
-    raise ValueError(f"placement report: {name} is not a JSON number")
-
-
 def check_report(report):
-    """Raises ValueError unless report (a parsed dict) is a version 1 placement report."""
-    if not isinstance(report, dict):
-        raise ValueError(f"placement report: expected a JSON object, got {type(report).__name__}")
-    if report.get("version") != 1 or report.get("kind") != "placement":
-        raise ValueError(f"placement report: expected kind 'placement' version 1, got "
-                         f"{report.get('kind')!r} version {report.get('version')!r}")
+    """Raises ValueError unless report (parsed by report.parse_report) has every section."""
     missing = [key for key in SECTIONS if key not in report]
     if missing:
         raise ValueError(f"placement report: missing {', '.join(missing)}")
@@ -46,8 +36,7 @@ def check_report(report):
 
 def render_placement_html(json_text):
     """The page for one placement report (its JSON text), as a str."""
-    report = json.loads(json_text, parse_constant=_refuse_constant)
-    check_report(report)
+    check_report(parse_report(json_text, "placement report", "placement", 1))
     # Outside strings, JSON has no '<': replacing it everywhere only touches string contents,
     # where \u003c parses back to '<'.
     data = json_text.strip().replace("<", "\\u003c")

@@ -26,6 +26,20 @@ def embedded_json(value):
     return json.dumps(value, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
 
 
+def parse_report(json_text, what, kind, version):
+    """A report's JSON text parsed (NaN and infinities refused) and checked to
+    be an object of this kind and version; ValueError names `what` otherwise."""
+    def refuse(name):
+        raise ValueError(f"{what}: {name} is not a JSON number")
+    report = json.loads(json_text, parse_constant=refuse)
+    if not isinstance(report, dict):
+        raise ValueError(f"{what}: expected a JSON object, got {type(report).__name__}")
+    if report.get("version") != version or report.get("kind") != kind:
+        raise ValueError(f"{what}: expected kind '{kind}' version {version}, got "
+                         f"{report.get('kind')!r} version {report.get('version')!r}")
+    return report
+
+
 def _asset(path, *forbidden):
     """A file inlined into a page, checked for text that would end (or
     confuse) the element it goes into."""

@@ -4,10 +4,12 @@ from the compile report against computations made here:
 
 - the catalogue: how many partitions a matmul has (grids with at most one
   block per tile and no empty band) is counted here; the groups follow from
-  it and the group size; the retained candidates are a frontier (faster ones
-  larger on the fullest tile), no more than the cap, within the catalogue
-  budget, and each one's exact per-tile footprint is recomputed here from
-  the band arithmetic (uneven tails, 8-byte rows, reduction staging);
+  it and the group size; the retained candidates are fastest first, none
+  beaten on cycles, exact footprint and (for weights) resident block by
+  another, no more than the cap per frontier (two for a parameter matmul),
+  within the catalogue budget, and each one's exact per-tile footprint is
+  recomputed here from the band arithmetic (uneven tails, 8-byte rows,
+  reduction staging);
 - the search: with a budget the fastest candidates do not fit, it tries
   smaller ones, capping a matmul each time, until a plan fits; the package
   then runs and matches the reference, and every candidate plan left a
@@ -90,11 +92,18 @@ def check_catalogues(info, report, tiles, catalogue_budget, cap, group):
         cat = op["catalogue"]
         assert cat["enumerated"] == len(partitions(m, n, k, tiles))
         assert cat["groups"] == -(-(cat["enumerated"] - cat["filtered"]) // group)
-        assert 1 <= cat["retained"] <= cat["shortlisted"] <= cap
+        resident = b["role"] == "parameter"
+        assert 1 <= cat["retained"] <= cat["shortlisted"] <= (2 if resident else 1) * cap
         rows = [dict(zip(cat["columns"], r)) for r in cat["candidates"]]
         assert len(rows) == cat["retained"]
-        for x, y in zip(rows, rows[1:]):
-            assert x["cycles"] <= y["cycles"] and x["exact_bytes"] > y["exact_bytes"]
+        assert all(x["cycles"] <= y["cycles"] for x, y in zip(rows, rows[1:]))
+
+        def key(r):
+            return (r["cycles"], r["exact_bytes"], r["b_bytes"] if resident else 0)
+        for i, x in enumerate(rows):
+            for j, y in enumerate(rows):
+                if i != j:
+                    assert not all(u <= v for u, v in zip(key(y), key(x))), (x, y)
         for r in rows:
             assert r["a_bytes"] <= catalogue_budget and r["b_bytes"] <= catalogue_budget
             assert r["exact_bytes"] == exact_footprint(m, n, k, SIZES[a["dtype"]], SIZES[c["dtype"]],

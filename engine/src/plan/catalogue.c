@@ -5,13 +5,17 @@
  * member of a parameter sequence) exceed the catalogue budget are filtered
  * out; the rest are enumerated in groups (group_size partitions in
  * enumeration order), each group keeps its coarse-model frontier: the
- * partitions no other in the group beats on both estimated cycles and the
- * sum-of-maxima footprint (matmul.c), thinned to frontier_cap evenly along
- * the frontier, the fastest and the smallest always kept.  The merged
- * frontiers are shortlisted the same way, then pruned with the detailed
- * model, the exact per-tile footprint (ipu_matmul_tile_footprint): a
- * shortlisted partition stays when no other is at least as fast and smaller
- * on the fullest tile.  The result is sorted fastest first.
+ * partitions no faster one in the group beats on the sum-of-maxima
+ * footprint (matmul.c), thinned to frontier_cap evenly along the frontier,
+ * the fastest and the smallest always kept.  A parameter matmul keeps two
+ * such frontiers, on its resident weight block and on the rest of its
+ * footprint: the search weighs them differently (weights stay for the whole
+ * program, the rest only while the op runs).  The merged frontiers are
+ * shortlisted the same way, then pruned with the detailed model, the exact
+ * per-tile footprint (ipu_matmul_tile_footprint): a shortlisted partition
+ * stays unless another is at least as fast, as small on the fullest tile
+ * and (for a parameter) holds no more weights.  The result is sorted
+ * fastest first.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -63,44 +67,83 @@ static int by_cycles(const void *pa, const void *pb)
     return ta < tb ? -1 : ta > tb;
 }
 
-/* Sort, keep the frontier (each kept partition smaller than every faster
- * one), thin it to cap; returns the new count. */
-static uint32_t frontier(ipu_matmul_grid *v, uint32_t n, uint32_t cap)
+/* What a frontier trades against cycles: B's resident block, the rest of
+ * the op's footprint, or all of it (coarse); or the exact footprint. */
+enum { KEY_RESIDENT, KEY_TRANSIENT, KEY_TOTAL };
+
+static uint64_t key_of(const ipu_matmul_grid *g, int key)
+{
+    return key == KEY_RESIDENT ? g->b_bytes : key == KEY_TRANSIENT ? g->tile_bytes - g->b_bytes : g->tile_bytes;
+}
+
+/* Sort fastest first and keep each key's frontier (the partitions smaller
+ * on that key than every faster one), each thinned to cap evenly along it
+ * with its fastest and smallest kept.  A parameter's block stays resident
+ * while the rest comes and goes, so a parameter matmul keeps two frontiers
+ * (resident block, the rest); others one (the whole footprint).  Returns
+ * the new count, in cycles order. */
+static uint32_t frontier(ipu_matmul_grid *v, uint32_t n, uint32_t cap, int resident, uint32_t *scratch,
+                         uint8_t *keep)
 {
     qsort(v, n, sizeof *v, by_cycles);
-    uint32_t kept = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (!kept || v[i].tile_bytes < v[kept - 1].tile_bytes)
-            v[kept++] = v[i];
-    if (kept > cap && cap >= 2) {
-        for (uint32_t i = 0; i < cap; i++)
-            v[i] = v[(uint64_t)i * (kept - 1) / (cap - 1)];
-        kept = cap;
-    } else if (kept > cap) {
-        kept = cap;
+    memset(keep, 0, n);
+    for (int key = resident ? KEY_RESIDENT : KEY_TOTAL; key <= (resident ? KEY_TRANSIENT : KEY_TOTAL); key++) {
+        uint32_t found = 0;
+        for (uint32_t i = 0; i < n; i++)
+            if (!found || key_of(&v[i], key) < key_of(&v[scratch[found - 1]], key))
+                scratch[found++] = i;
+        uint32_t kept = found < cap ? found : cap;
+        for (uint32_t i = 0; i < kept; i++)
+            keep[scratch[kept < 2 ? 0 : (uint64_t)i * (found - 1) / (kept - 1)]] = 1;
     }
-    return kept;
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (keep[i])
+            v[count++] = v[i];
+    return count;
+}
+
+/* Whether a is at least as good as b on cycles, resident block and exact
+ * footprint, and better on one (ties: the earlier one wins). */
+static int dominates(const ipu_matmul_grid *a, const ipu_matmul_grid *b, int resident)
+{
+    uint64_t ar = resident ? a->b_bytes : 0, br = resident ? b->b_bytes : 0;
+    return a->cycles <= b->cycles && ar <= br && a->exact_bytes <= b->exact_bytes;
+}
+
+/* Append a group's frontier to the merged list. */
+static ipu_status merge(ipu_ctx *ctx, ipu_matmul_grid **merged, size_t *count, size_t *capacity,
+                        const ipu_matmul_grid *kept, uint32_t n)
+{
+    if (*count + n > *capacity) {
+        size_t grown = (*count + n) * 2;
+        ipu_matmul_grid *bigger = realloc(*merged, grown * sizeof **merged);
+        if (!bigger)
+            return IPU_NO_MEMORY(ctx);
+        *merged = bigger, *capacity = grown;
+    }
+    memcpy(*merged + *count, kept, n * sizeof *kept);
+    *count += n;
+    return IPU_OK;
 }
 
 ipu_status ipu_catalogue_matmul(ipu_ctx *ctx, const ipu_profile *p, uint32_t m, uint32_t n, uint32_t k,
-                                int in_dtype, int out_dtype, uint32_t members,
+                                int in_dtype, int out_dtype, uint32_t members, int resident,
                                 const ipu_catalogue_options *o, ipu_catalogue *out)
 {
     memset(out, 0, sizeof *out);
     uint32_t group = o->group_size ? o->group_size : 1, cap = o->frontier_cap ? o->frontier_cap : 1;
-    /* The current group, then the merged frontiers (at most cap per group). */
+    /* The current group, then the merged frontiers (at most 2 cap per group). */
+    size_t merged_capacity = 64, merged_count = 0, work = group > 2 * cap ? group : 2 * cap;
     ipu_matmul_grid *current = malloc((size_t)group * sizeof *current);
-    size_t merged_capacity = 64, merged_count = 0;
     ipu_matmul_grid *merged = malloc(merged_capacity * sizeof *merged);
-    if (!current || !merged) {
-        free(current), free(merged);
-        return IPU_NO_MEMORY(ctx);
-    }
+    uint32_t *scratch = malloc(work * sizeof *scratch);
+    uint8_t *keep = malloc(work);
+    ipu_status status = current && merged && scratch && keep ? IPU_OK : IPU_NO_MEMORY(ctx);
     uint32_t filled = 0;
-    ipu_status status = IPU_OK;
     for (uint32_t gm = 1; gm <= m && gm <= p->tiles && status == IPU_OK; gm++)
         for (uint32_t gn = 1; (uint64_t)gm * gn <= p->tiles && status == IPU_OK; gn++)
-            for (uint32_t gk = 1; (uint64_t)gm * gn * gk <= p->tiles; gk++) {
+            for (uint32_t gk = 1; (uint64_t)gm * gn * gk <= p->tiles && status == IPU_OK; gk++) {
                 ipu_matmul_grid grid;
                 if (!ipu_matmul_grid_cost(p, m, n, k, in_dtype, out_dtype, members, gm, gn, gk, &grid)) {
                     if (gk > 1)
@@ -113,54 +156,45 @@ ipu_status ipu_catalogue_matmul(ipu_ctx *ctx, const ipu_profile *p, uint32_t m, 
                     continue;
                 }
                 current[filled++] = grid;
-                if (filled < group)
-                    continue;
-                out->groups++;
-                uint32_t kept = frontier(current, filled, cap);
-                if (merged_count + kept > merged_capacity) {
-                    size_t grown = (merged_count + kept) * 2;
-                    ipu_matmul_grid *bigger = realloc(merged, grown * sizeof *merged);
-                    if (!bigger) {
-                        status = IPU_NO_MEMORY(ctx);
-                        break;
-                    }
-                    merged = bigger, merged_capacity = grown;
+                if (filled == group) {
+                    out->groups++;
+                    status = merge(ctx, &merged, &merged_count, &merged_capacity, current,
+                                   frontier(current, filled, cap, resident, scratch, keep));
+                    filled = 0;
                 }
-                memcpy(merged + merged_count, current, kept * sizeof *current);
-                merged_count += kept;
-                filled = 0;
             }
     if (status == IPU_OK && filled) {
         out->groups++;
-        uint32_t kept = frontier(current, filled, cap);
-        if (merged_count + kept > merged_capacity) {
-            ipu_matmul_grid *bigger = realloc(merged, (merged_count + kept) * sizeof *merged);
-            if (bigger)
-                merged = bigger, merged_capacity = merged_count + kept;
-            else
-                status = IPU_NO_MEMORY(ctx);
-        }
-        if (status == IPU_OK) {
-            memcpy(merged + merged_count, current, kept * sizeof *current);
-            merged_count += kept;
-        }
+        status = merge(ctx, &merged, &merged_count, &merged_capacity, current,
+                       frontier(current, filled, cap, resident, scratch, keep));
     }
-    free(current);
+    if (status == IPU_OK && merged_count > work) {
+        free(scratch), free(keep);
+        scratch = malloc(merged_count * sizeof *scratch), keep = malloc(merged_count);
+        status = scratch && keep ? IPU_OK : IPU_NO_MEMORY(ctx);
+    }
+    if (status == IPU_OK) {
+        out->frontier = (uint32_t)merged_count;
+        out->shortlisted = frontier(merged, (uint32_t)merged_count, cap, resident, scratch, keep);
+        /* Detailed pruning: the exact footprint of the fullest tile. */
+        for (uint32_t i = 0; i < out->shortlisted; i++)
+            merged[i].exact_bytes = ipu_matmul_tile_footprint(m, n, k, in_dtype, out_dtype, members, &merged[i]);
+        for (uint32_t i = 0; i < out->shortlisted; i++) {
+            keep[i] = 1;
+            for (uint32_t j = 0; j < out->shortlisted && keep[i]; j++)
+                keep[i] = !(j != i && dominates(&merged[j], &merged[i], resident) &&
+                            (j < i || !dominates(&merged[i], &merged[j], resident)));
+        }
+        for (uint32_t i = 0; i < out->shortlisted; i++)
+            if (keep[i])
+                merged[out->count++] = merged[i];
+    }
+    free(current), free(scratch), free(keep);
     if (status != IPU_OK) {
         free(merged);
+        memset(out, 0, sizeof *out);
         return status;
     }
-    out->frontier = (uint32_t)merged_count;
-    out->shortlisted = frontier(merged, (uint32_t)merged_count, cap);
-    /* Detailed pruning on the exact footprint of the fullest tile. */
-    uint32_t retained = 0;
-    for (uint32_t i = 0; i < out->shortlisted; i++) {
-        ipu_matmul_grid g = merged[i];
-        g.exact_bytes = ipu_matmul_tile_footprint(m, n, k, in_dtype, out_dtype, members, &g);
-        if (!retained || g.exact_bytes < merged[retained - 1].exact_bytes)
-            merged[retained++] = g;
-    }
     out->grids = merged;
-    out->count = retained;
     return IPU_OK;
 }

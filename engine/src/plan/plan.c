@@ -83,6 +83,19 @@ static int fits_budget(const ipu_plan *plan, size_t index, const ipu_matmul_grid
            !(resident && (double)grid->b_bytes > plan->replication * (double)plan->smallest_param[index]);
 }
 
+/* The candidate with the smallest exact footprint (then the smallest resident block). */
+static const ipu_matmul_grid *smallest_candidate(const ipu_catalogue *cat)
+{
+    const ipu_matmul_grid *best = NULL;
+    for (uint32_t i = 0; i < cat->count; i++) {
+        const ipu_matmul_grid *g = &cat->grids[i];
+        if (!best || g->exact_bytes < best->exact_bytes ||
+            (g->exact_bytes == best->exact_bytes && g->b_bytes < best->b_bytes))
+            best = g;
+    }
+    return best;
+}
+
 static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
 {
     const ipu_graph *g = plan->graph;
@@ -95,22 +108,18 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
     ipu_catalogue_options co = plan->options.catalogue;
     if (plan->options.smallest)
         co.budget = UINT32_MAX;
-    IPU_TRY(ipu_catalogue_matmul(ctx, p, m, n, k, a->dtype, c->dtype, members, &co, &o->catalogue));
+    int resident = b->role == IPU_ROLE_PARAM;
+    IPU_TRY(ipu_catalogue_matmul(ctx, p, m, n, k, a->dtype, c->dtype, members, resident, &co, &o->catalogue));
     const ipu_catalogue *cat = &o->catalogue;
     uint64_t cap = plan->options.caps ? plan->options.caps[index] : 0;
     uint64_t later_transient, later_params = later_needs(plan, index, &later_transient);
     uint64_t reserved = plan->param_bytes + later_params;
-    int resident = b->role == IPU_ROLE_PARAM;
-    const ipu_matmul_grid *best = NULL;
+    const ipu_matmul_grid *best = plan->options.smallest ? smallest_candidate(cat) : NULL;
     /* Fastest first: the first that fits is the choice; the rest are counted. */
-    for (uint32_t i = 0; i < cat->count; i++) {
+    for (uint32_t i = 0; i < cat->count && !plan->options.smallest; i++) {
         const ipu_matmul_grid *grid = &cat->grids[i];
         if (cap && grid->exact_bytes > cap)
             continue;
-        if (plan->options.smallest) {
-            best = grid; /* the frontier's last is its smallest */
-            continue;
-        }
         int ok = fits_budget(plan, index, grid, grid->tile_bytes, reserved, later_transient, resident);
         if (!ok) {
             o->refined++;
@@ -120,7 +129,7 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
             best = grid;
     }
     if (!best) {
-        const ipu_matmul_grid *smallest = cat->count ? &cat->grids[cat->count - 1] : NULL;
+        const ipu_matmul_grid *smallest = smallest_candidate(cat);
         if (!smallest)
             return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                             "plan: no grid for op %zu (matmul %ux%ux%u) fits the catalogue budget of %u bytes "

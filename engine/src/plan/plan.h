@@ -46,8 +46,9 @@ typedef struct ipu_catalogue {
     uint32_t groups, frontier, shortlisted;
 } ipu_catalogue;
 
+/* resident: B is a parameter (its block stays for the whole program). */
 ipu_status ipu_catalogue_matmul(ipu_ctx *ctx, const ipu_profile *p, uint32_t m, uint32_t n, uint32_t k,
-                                int in_dtype, int out_dtype, uint32_t members,
+                                int in_dtype, int out_dtype, uint32_t members, int resident,
                                 const ipu_catalogue_options *o, ipu_catalogue *out);
 /* The exact op-local footprint of a grid's fullest tile (uneven bands included). */
 uint64_t ipu_matmul_tile_footprint(uint32_t m, uint32_t n, uint32_t k, int in_dtype, int out_dtype,
