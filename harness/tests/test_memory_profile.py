@@ -16,7 +16,11 @@ each live root, the largest tile_bytes among the root and its aliases, plus
 tile_scratch, per class.  Geometries are drawn at random (seeded: the seed is
 in the test id), with uneven shards, padded rows, FP8 and FP16, parameter
 sequences through a Repeat (the carried value's alias), batches, tight budgets
-(several finalists) and the ViT's attention and LayerNorm.  A budget no plan
+(several finalists) and the ViT's attention and LayerNorm; two fixed tiny
+geometries on 64 tiles put the two matmuls' values on disjoint tiles.  One
+test asserts that the cases keep covering wrapped tile offsets, uneven
+shards, padded rows, sequence copies, the alias, replicated operands, and
+values sharing tiles as well as values on disjoint ones.  A budget no plan
 fits must still leave a rejected profile of its smallest candidate.
 """
 import json
@@ -136,10 +140,24 @@ def random_mlp(rng):
                    "blocks": rng.choice([1, 1, 2, 3])}
 
 
-@pytest.mark.parametrize("seed", range(12))
+# Tiny matmuls on 64 tiles: their grids use a few tiles each, placed one after the
+# other, so the weights and activations of the two matmuls own disjoint tiles.
+FIXED = {"disjoint": (64, {"workload": "mlp", "tokens": 3, "channels": 8, "hidden": 8}),
+         "disjoint-repeat": (64, {"workload": "mlp", "tokens": 5, "channels": 12, "hidden": 20, "blocks": 2})}
+CASES = list(range(12)) + sorted(FIXED)
+
+
+def case(name):
+    """(tiles, options): a seeded random geometry, or a fixed one."""
+    if name in FIXED:
+        return FIXED[name][0], dict(FIXED[name][1])
+    return random_mlp(random.Random(name))
+
+
+@pytest.mark.parametrize("seed", CASES)
 def test_random_mlp_profiles_match_layouts_and_placed_storage(tmp_path, seed):
-    rng = random.Random(seed)
-    tiles, options = random_mlp(rng)
+    tiles, options = case(seed)
+    options.setdefault("blocks", 1)
     found, placement, error, report = compile_with_profiles(tmp_path, options, tiles)
     assert error is None, f"seed {seed}: {options} on {tiles} tiles: {error}"
     assert found and all(p["status"] == "finalist" for p in found)
@@ -182,3 +200,52 @@ def test_a_budget_nothing_fits_leaves_a_rejected_profile(tmp_path):
     check_profile(profile)
     assert not profile["fits"] and profile["peak"]["total"] > 2048
     assert profile["rejection"]["budget"] == 2048 and profile["rejection"]["reason"] in error
+
+
+def layout_features(value, tiles):
+    """Which ownership cases a value's layout shows."""
+    lay = value["layout"]
+    present = [t for t in lay["tiles"] if t >= 0]
+    rows = {b - a for a, b in zip(lay["row_bounds"], lay["row_bounds"][1:])}
+    cols = {b - a for a, b in zip(lay["col_bounds"], lay["col_bounds"][1:])}
+    features = set()
+    if any(b < a for a, b in zip(present, present[1:])) and len(set(present)) == len(present):
+        features.add("wrapped tile offsets")
+    if len(present) > len(set(present)):
+        features.add("overlapping ownership")  # replicas: several blocks of one value per tile
+    if lay["replicas"] > 1:
+        features.add("replicated")
+    if len(rows) > 1 or len(cols) > 1:
+        features.add("uneven shards")
+    if value["aligned_size"] > value["shard_size"] * value["copies"]:
+        features.add("padded rows")
+    if value["copies"] > 1:
+        features.add("sequence copies")
+    if value["kind"] == "alias":
+        features.add("alias")
+    return features
+
+
+def test_the_random_geometries_cover_every_ownership_case(tmp_path):
+    """The randomized cases above must keep exercising what the issue lists:
+    wrapped tile offsets, uneven shards, padded rows, sequence copies, the
+    Repeat alias, replicated operands, and tiles holding several values at
+    once (and values on disjoint tiles)."""
+    seen, shared_tile, disjoint = set(), False, False
+    for seed in CASES:
+        tiles, options = case(seed)
+        folder = tmp_path / str(seed)
+        folder.mkdir()
+        found, _, error, _ = compile_with_profiles(folder, options, tiles)
+        assert error is None
+        final = found[-1]
+        values = final["timeline"]["values"]
+        for v in values:
+            seen |= layout_features(v, tiles)
+        for step in final["timeline"]["steps"]:
+            owners = [{t for t, b in enumerate(values[r]["tile_bytes"]) if b} for r in step["live"]]
+            shared_tile |= any(a & b for i, a in enumerate(owners) for b in owners[i + 1:])
+            disjoint |= any(not (a & b) for i, a in enumerate(owners) for b in owners[i + 1:])
+    expected = {"wrapped tile offsets", "replicated", "uneven shards", "padded rows", "sequence copies", "alias"}
+    assert expected <= seen, expected - seen
+    assert shared_tile and disjoint

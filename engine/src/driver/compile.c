@@ -386,7 +386,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         profile_rejection(ctx, &sink, p, g, &c.plan, attempts, t.plan, t.refine);
     /* The placement report, written atomically where the caller asked. */
     if (status == IPU_OK && c.report_path) {
-        json_t *placement = ipu_placement_report(&a.prog, g, &support);
+        json_t *placement = ipu_placement_report(ctx, &a.prog, g, &support);
         char *text = placement ? json_dumps(placement, JSON_COMPACT) : NULL;
         json_decref(placement);
         status = text ? ipu_write_file_atomic(ctx, c.report_path, text, strlen(text)) : IPU_NO_MEMORY(ctx);

@@ -58,38 +58,51 @@ static json_t *allocations(const ipu_low_program *prog, const ipu_graph *g, stri
                      "host staging", "input/output");
 }
 
-/* Per tile and step: live bytes (the estimate) and the span of the live
- * address ranges (lowest start to highest end): what placement used. */
-static json_t *footprints(const ipu_low_program *prog, json_t **gaps)
+/* Per tile and step: live bytes (the estimate: the liveness walker over
+ * every buffer outside the aperture) and the span of the live address
+ * ranges (lowest start to highest end): what placement used. */
+static json_t *footprints(ipu_ctx *ctx, const ipu_low_program *prog, json_t **gaps)
 {
     uint32_t tiles = prog->profile.tiles;
     size_t steps = prog->step_count ? prog->step_count : 1;
-    uint64_t *sum = calloc((size_t)tiles * steps, sizeof *sum);
+    uint64_t *sum = NULL;
     uint32_t *top = calloc((size_t)tiles * steps, sizeof *top);
     uint32_t *low = malloc((size_t)tiles * steps * sizeof *low);
+    ipu_low_live *items = malloc((prog->buffer_count ? prog->buffer_count : 1) * sizeof *items);
     json_t *estimate = json_array(), *placed = json_array();
-    if (low)
-        memset(low, 0xFF, (size_t)tiles * steps * sizeof *low);
-    if (sum && top && low) {
-        for (size_t i = 0; i < prog->buffer_count; i++) {
-            const ipu_low_buffer *b = &prog->buffers[i];
-            if (b->aperture)
-                continue; /* staging lives in the aperture, outside the tensor area */
-            for (uint32_t s = b->first; s <= b->last && s < steps; s++) {
-                sum[(size_t)b->tile * steps + s] += b->size;
-                size_t at = (size_t)b->tile * steps + s;
-                if (b->address + b->size > top[at])
-                    top[at] = b->address + b->size;
-                if (b->address < low[at])
-                    low[at] = b->address;
-            }
+    size_t counted = 0;
+    /* Staging lives in the aperture, outside the tensor area. */
+    for (size_t i = 0; items && i < prog->buffer_count; i++)
+        if (!prog->buffers[i].aperture)
+            items[counted++] = (ipu_low_live){prog->buffers[i].tile, prog->buffers[i].first, prog->buffers[i].last,
+                                           0, prog->buffers[i].size};
+    if (items && ipu_low_sweep(ctx, tiles, (uint32_t)steps, 1, items, counted, &sum) != IPU_OK)
+        sum = NULL;
+    free(items);
+    if (!sum || !top || !low) {
+        free(sum), free(top), free(low);
+        json_decref(estimate), json_decref(placed);
+        *gaps = NULL;
+        return NULL;
+    }
+    memset(low, 0xFF, (size_t)tiles * steps * sizeof *low);
+    for (size_t i = 0; i < prog->buffer_count; i++) {
+        const ipu_low_buffer *b = &prog->buffers[i];
+        if (b->aperture)
+            continue;
+        for (uint32_t s = b->first; s <= b->last && s < steps; s++) {
+            size_t at = (size_t)b->tile * steps + s;
+            if (b->address + b->size > top[at])
+                top[at] = b->address + b->size;
+            if (b->address < low[at])
+                low[at] = b->address;
         }
     }
     /* The largest differences between placed span and estimate. */
     enum { GAPS = 20 };
     uint64_t best[GAPS] = {0};
     uint32_t where[GAPS][2] = {{0}};
-    for (uint32_t t = 0; sum && top && low && t < tiles; t++) {
+    for (uint32_t t = 0; t < tiles; t++) {
         json_t *e = json_array(), *p = json_array();
         for (size_t s = 0; s < steps; s++) {
             size_t at = (size_t)t * steps + s;
@@ -220,7 +233,7 @@ static json_t *listing(const ipu_low_program *prog)
     return json_pack("{s:o, s:o, s:o, s:o}", "step", step, "tile", tile, "text", text, "buffers", uses);
 }
 
-json_t *ipu_placement_report(const ipu_low_program *prog, const ipu_graph *g,
+json_t *ipu_placement_report(ipu_ctx *ctx, const ipu_low_program *prog, const ipu_graph *g,
                              const ipu_support_map *support)
 {
     const ipu_profile *p = &prog->profile;
@@ -238,7 +251,7 @@ json_t *ipu_placement_report(const ipu_low_program *prog, const ipu_graph *g,
         json_array_append_new(desc_end, json_integer(support->descriptor_end[t]));
     }
     json_t *gaps = NULL;
-    json_t *fp = footprints(prog, &gaps);
+    json_t *fp = footprints(ctx, prog, &gaps);
     json_t *report = json_pack(
         "{s:i, s:s, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:o, s:o, s:o, s:I, s:I},"
         " s:{s:I, s:I, s:o, s:I, s:o}, s:o, s:o, s:o, s:o, s:{s:I, s:I, s:I}}",

@@ -21,7 +21,8 @@ typedef struct ipu_support_map {
     uint32_t *descriptor_end; /* per tile */
 } ipu_support_map;
 
-json_t *ipu_placement_report(const ipu_low_program *prog, const ipu_graph *g,
+/* NULL when out of memory. */
+json_t *ipu_placement_report(ipu_ctx *ctx, const ipu_low_program *prog, const ipu_graph *g,
                              const ipu_support_map *support);
 
 #endif
