@@ -199,7 +199,28 @@ def test_a_budget_nothing_fits_leaves_a_rejected_profile(tmp_path):
     profile = rejected[0]
     check_profile(profile)
     assert not profile["fits"] and profile["peak"]["total"] > 2048
-    assert profile["rejection"]["budget"] == 2048 and profile["rejection"]["reason"] in error
+    r = profile["rejection"]
+    assert r["budget"] == 2048 and r["reason"] in error
+    steps = profile["timeline"]["steps"]
+    over = [s["index"] for s in steps if sum(s["usage"]) > 2048]
+    assert [o["step"] for o in r["over_budget"]] == over
+    peak = profile["peak"]
+    assert (r["peak"]["step"], r["peak"]["tile"], r["peak"]["usage"]) == (peak["step"], peak["tile"], peak["total"])
+    # The largest values on the peak tile, and the ops whose layout choice comes after the peak.
+    live = steps[peak["step"]]["live"]
+    sizes = sorted(((profile["timeline"]["values"][v]["tile_bytes"][peak["tile"]], v) for v in live),
+                   key=lambda e: (-e[0], live.index(e[1])))
+    assert [(x["bytes"], x["value"]) for x in r["peak"]["largest"]] == [e for e in sizes if e[0]][:5]
+    first_step = {}
+    for s in steps:
+        if s["op"] is not None:
+            first_step.setdefault(s["op"], s["index"])
+    later = []
+    for x in r["peak"]["largest"]:
+        op = x["layout_op"]
+        if op is not None and first_step.get(op, -1) > peak["step"] and op not in later:
+            later.append(op)
+    assert r["raised_by"] == later
 
 
 def layout_features(value, tiles):

@@ -360,20 +360,18 @@ static json_t *rejection_detail(const builder *b, json_t *values, json_t *steps,
         json_t *v = json_array_get(values, (size_t)id), *chosen = json_object_get(v, "layout_op");
         json_array_append_new(largest, json_pack("{s:I, s:O, s:I, s:O}", "value", id, "name",
                                                  json_object_get(v, "name"), "bytes", most, "layout_op", chosen));
-        /* The chooser's first step comes after the peak step. */
-        for (uint32_t gi = pk->step + 1; json_is_integer(chosen) && gi < b->groups; gi++) {
+        /* The chooser's first step comes after the peak step (each op named once). */
+        uint32_t first = b->groups;
+        for (uint32_t gi = 0; json_is_integer(chosen) && gi < b->groups && first == b->groups; gi++) {
             json_t *op = json_object_get(json_array_get(steps, gi), "op");
-            if (json_is_integer(op) && json_integer_value(op) == json_integer_value(chosen)) {
-                int first = 1;
-                for (uint32_t e = 0; e < pk->step; e++) {
-                    json_t *eo = json_object_get(json_array_get(steps, e), "op");
-                    first &= !(json_is_integer(eo) && json_integer_value(eo) == json_integer_value(chosen));
-                }
-                if (first)
-                    json_array_append(raised, chosen);
-                break;
-            }
+            if (json_is_integer(op) && json_integer_value(op) == json_integer_value(chosen))
+                first = gi;
         }
+        int named = 0;
+        for (size_t r = 0; r < json_array_size(raised); r++)
+            named |= json_equal(json_array_get(raised, r), chosen);
+        if (first < b->groups && first > pk->step && !named)
+            json_array_append(raised, chosen);
     }
     free(taken);
     return json_pack("{s:o, s:{s:I, s:O, s:O, s:I, s:I, s:o}, s:o}", "over_budget", over, "peak", "step",
