@@ -186,6 +186,12 @@ def test_vit_profile_matches_placed_storage(tmp_path):
     check_profile(final)
     kinds = {s["kind"] for s in final["timeline"]["steps"]}
     assert {"attention", "layernorm", "matmul", "host input", "host output"} <= kinds
+    # Parameters of the layer body hold a member per layer; the pooling head's hold one.
+    info = native.Workload(native.Context(), options).info()
+    sequence = {t["name"]: t["sequence"] for t in info["tensors"] if t["role"] == "parameter"}
+    params = [v for v in final["timeline"]["values"] if v["role"] == "parameter" and v["kind"] == "tensor"]
+    assert {v["copies"] for v in params} == {1, 2}
+    assert all(v["copies"] == sequence[v["tensor"]] for v in params)
     assert concrete_usage(final, placement) == [[s + i for s, i in step["tile_usage"]]
                                                 for step in final["timeline"]["steps"]]
 
