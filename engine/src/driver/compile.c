@@ -398,12 +398,11 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     }
     if (status == IPU_OK && report_json) {
         json_t *report = json_pack(
-            "{s:o, s:O, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:{s:f, s:f, s:f, s:f}}", "plan",
+            "{s:o, s:O, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:{s:f, s:f, s:f}}", "plan",
             ipu_plan_json(&a.plan), "package", a.assembly, "estimate", "peak_bytes", (json_int_t)a.peak,
             "peak_tile", (json_int_t)a.peak_tile, "peak_step", (json_int_t)a.peak_step, "budget",
             (json_int_t)c.budget, "search_budget", (json_int_t)c.plan.budget, "attempts", tries,
-            "wall_seconds", "plan", t.plan, "lower", t.refine, "package", t.package, "search",
-            t.plan + t.refine);
+            "wall_seconds", "plan", t.plan, "lower", t.refine, "package", t.package);
         tries = NULL;
         *report_json = report ? json_dumps(report, JSON_COMPACT) : NULL;
         json_decref(report);
