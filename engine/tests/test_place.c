@@ -483,6 +483,8 @@ static void test_failure_message(void **state)
     free(used);
 
     ipu_ctx *ctx = ipu_ctx_create();
+    for (size_t i = 0; i < c.n; i++)
+        c.req[i].address = 0;
     assert_int_equal(run(ctx, &p, &c), IPU_ERR_INVALID_ARGUMENT);
     const char *msg = ipu_ctx_errmsg(ctx);
     char want[4][128];
@@ -496,6 +498,9 @@ static void test_failure_message(void **state)
     for (int i = 0; i < 4; i++)
         if (!strstr(msg, want[i]))
             TSEED_FAIL("message lacks \"%s\": %s", want[i], msg);
+    /* The request that did not fit is marked, and only it. */
+    for (size_t i = 0; i < c.n; i++)
+        assert_true((c.req[i].address == IPU_PLACE_UNPLACED) == (i == 4));
     ipu_ctx_free(ctx);
     case_free(&c);
 }

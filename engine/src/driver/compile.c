@@ -357,10 +357,12 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
             }
             if (status != IPU_ERR_INVALID_ARGUMENT)
                 break; /* placed and packaged, or failed for another reason */
-            /* Placement could not fit it: shrink as for an estimate over budget. */
+            /* Placement could not fit a buffer: shrink where it is, when it starts. */
             char why[1024];
             snprintf(why, sizeof why, "%s", ipu_ctx_errmsg(ctx));
-            shrunk = ipu_shrink_at_peak(&a.plan, &a.prog, a.peak_tile, a.peak_step, caps);
+            const ipu_low_buffer *stuck = a.prog.unplaced != IPU_LOW_LITERAL ? &a.prog.buffers[a.prog.unplaced] : NULL;
+            shrunk = ipu_shrink_at_peak(&a.plan, &a.prog, stuck ? stuck->tile : a.peak_tile,
+                                        stuck ? stuck->first : a.peak_step, caps);
             json_array_append_new(tries, try_json(&a, why, shrunk));
             if (shrunk < 0 || attempts == ATTEMPTS) {
                 exhausted = 1;

@@ -853,6 +853,7 @@ ipu_status ipu_lower(ipu_ctx *ctx, const ipu_plan *plan, int inject, ipu_low_pro
     memset(out, 0, sizeof *out);
     out->profile = plan->profile;
     out->inject = inject;
+    out->unplaced = IPU_LOW_LITERAL;
     const ipu_graph *g = plan->graph;
     lowering L = {ctx, plan, g, out, NULL, NULL, NULL, NULL, 0, IPU_LOW_LITERAL, 0, 0};
     L.blocks = calloc(g->tensor_count, sizeof *L.blocks);

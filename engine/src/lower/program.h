@@ -134,6 +134,7 @@ typedef struct ipu_low_program {
     ipu_low_stream *streams;
     size_t stream_count, stream_capacity;
     uint32_t repeat_first, repeat_count, repeat_iterations; /* main-program steps */
+    uint32_t unplaced;  /* the buffer placement could not fit (set by packaging), else IPU_LOW_LITERAL */
     int inject; /* ipu_inject */
 } ipu_low_program;
 

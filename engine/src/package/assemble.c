@@ -212,6 +212,9 @@ static ipu_status place_buffers(assembly *A, uint32_t code_end, uint32_t desc_ba
         status = ipu_place(A->ctx, p, req, n, conf, conf_count, reserved, A->tiles);
     for (size_t b = 0; b < n && status == IPU_OK; b++)
         prog->buffers[b].address = req[b].address;
+    for (size_t b = 0; b < n && status == IPU_ERR_INVALID_ARGUMENT; b++)
+        if (req[b].address == IPU_PLACE_UNPLACED)
+            prog->unplaced = (uint32_t)b;
     if (status == IPU_OK && prog->inject == IPU_INJECT_OVERLAP_ALLOCATION)
         inject_overlap(prog);
     free(req);

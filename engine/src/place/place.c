@@ -271,7 +271,7 @@ static ipu_status place_tile(ipu_ctx *ctx, place_state *s, uint32_t tile)
     }
     if (at1 == s->n)
         return IPU_OK;
-    const ipu_place_request *a = &s->req[r1];
+    ipu_place_request *a = &s->req[r1];
     if (at2 == s->n) {
         ipu_log(ctx, IPU_LOG_DEBUG,
                 "place: tile %u: lifetime-order best fit failed at request %u '%.80s'; "
@@ -280,6 +280,7 @@ static ipu_status place_tile(ipu_ctx *ctx, place_state *s, uint32_t tile)
     }
     uint32_t r2 = s->ids[s->order[at2]];
     const ipu_place_request *b = &s->req[r2];
+    a->address = IPU_PLACE_UNPLACED;
     return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                     "placement failed on tile %u: request %u '%.80s' (size %u, alignment %u, "
                     "lifetime [%u, %u], range [0x%X, 0x%X)) does not fit: "

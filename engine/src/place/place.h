@@ -32,8 +32,11 @@ typedef struct ipu_place_range {
     uint32_t tile, lo, hi;
 } ipu_place_range;
 
+#define IPU_PLACE_UNPLACED 0xFFFFFFFFu
+
 /* Place every request; on failure the message names the tile, the request,
- * the total free bytes in its lifetime and the largest hole. */
+ * the total free bytes in its lifetime and the largest hole, and that
+ * request's address is IPU_PLACE_UNPLACED. */
 ipu_status ipu_place(ipu_ctx *ctx, const ipu_profile *p, ipu_place_request *requests, size_t count,
                      const ipu_place_conflict *conflicts, size_t conflict_count,
                      const ipu_place_range *reserved, size_t reserved_count);
