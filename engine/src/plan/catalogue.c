@@ -55,7 +55,7 @@ uint64_t ipu_matmul_tile_footprint(uint32_t m, uint32_t n, uint32_t k, int in_dt
     return best;
 }
 
-/* Fastest first, then smaller, then fewer tiles. */
+/* Fastest first, then smaller, then fewer tiles, then the grid itself (a total order). */
 static int by_cycles(const void *pa, const void *pb)
 {
     const ipu_matmul_grid *a = pa, *b = pb;
@@ -64,11 +64,15 @@ static int by_cycles(const void *pa, const void *pb)
     if (a->tile_bytes != b->tile_bytes)
         return a->tile_bytes < b->tile_bytes ? -1 : 1;
     uint64_t ta = (uint64_t)a->gm * a->gn * a->gk, tb = (uint64_t)b->gm * b->gn * b->gk;
-    return ta < tb ? -1 : ta > tb;
+    if (ta != tb)
+        return ta < tb ? -1 : 1;
+    if (a->gm != b->gm)
+        return a->gm < b->gm ? -1 : 1;
+    return a->gn < b->gn ? -1 : a->gn > b->gn;
 }
 
-/* What a frontier trades against cycles: B's resident block, the rest of
- * the op's footprint, or all of it (coarse); or the exact footprint. */
+/* What a frontier trades against cycles (coarse model): B's resident block,
+ * the rest of the op's footprint, or all of it. */
 enum { KEY_RESIDENT, KEY_TRANSIENT, KEY_TOTAL };
 
 static uint64_t key_of(const ipu_matmul_grid *g, int key)
@@ -103,8 +107,8 @@ static uint32_t frontier(ipu_matmul_grid *v, uint32_t n, uint32_t cap, int resid
     return count;
 }
 
-/* Whether a is at least as good as b on cycles, resident block and exact
- * footprint, and better on one (ties: the earlier one wins). */
+/* Whether a is at least as good as b on cycles, exact footprint and (for a
+ * parameter) resident block; the caller breaks ties by order. */
 static int dominates(const ipu_matmul_grid *a, const ipu_matmul_grid *b, int resident)
 {
     uint64_t ar = resident ? a->b_bytes : 0, br = resident ? b->b_bytes : 0;
