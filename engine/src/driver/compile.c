@@ -168,7 +168,6 @@ static ipu_status write_profile(ipu_ctx *ctx, profile_sink *sink, const ipu_low_
     return status;
 }
 
-
 /* The search found nothing: profile its smallest candidate (planned without a
  * budget), keeping the search's error. */
 static void profile_rejection(ipu_ctx *ctx, profile_sink *sink, const ipu_profile *p, const ipu_graph *g,
