@@ -84,13 +84,18 @@ static uint64_t key_of(const ipu_matmul_grid *g, int key)
  * on that key than every faster one), each thinned to cap evenly along it
  * with its fastest and smallest kept.  A parameter's block stays resident
  * while the rest comes and goes, so a parameter matmul keeps two frontiers
- * (resident block, the rest); others one (the whole footprint).  Returns
- * the new count, in cycles order. */
-static uint32_t frontier(ipu_matmul_grid *v, uint32_t n, uint32_t cap, int resident, uint32_t *scratch,
-                         uint8_t *keep)
+ * (resident block, the rest); others one (the whole footprint).  Sets *n
+ * to the new count, in cycles order. */
+static ipu_status frontier(ipu_ctx *ctx, ipu_matmul_grid *v, uint32_t *n_io, uint32_t cap, int resident)
 {
+    uint32_t n = *n_io;
+    uint32_t *scratch = malloc((n ? n : 1) * sizeof *scratch);
+    uint8_t *keep = calloc(n ? n : 1, 1);
+    if (!scratch || !keep) {
+        free(scratch), free(keep);
+        return IPU_NO_MEMORY(ctx);
+    }
     qsort(v, n, sizeof *v, by_cycles);
-    memset(keep, 0, n);
     for (int key = resident ? KEY_RESIDENT : KEY_TOTAL; key <= (resident ? KEY_TRANSIENT : KEY_TOTAL); key++) {
         uint32_t found = 0;
         for (uint32_t i = 0; i < n; i++)
@@ -104,7 +109,9 @@ static uint32_t frontier(ipu_matmul_grid *v, uint32_t n, uint32_t cap, int resid
     for (uint32_t i = 0; i < n; i++)
         if (keep[i])
             v[count++] = v[i];
-    return count;
+    free(scratch), free(keep);
+    *n_io = count;
+    return IPU_OK;
 }
 
 /* Whether a is at least as good as b on cycles, exact footprint and (for a
@@ -137,13 +144,11 @@ ipu_status ipu_catalogue_matmul(ipu_ctx *ctx, const ipu_profile *p, uint32_t m, 
 {
     memset(out, 0, sizeof *out);
     uint32_t group = o->group_size ? o->group_size : 1, cap = o->frontier_cap ? o->frontier_cap : 1;
-    /* The current group, then the merged frontiers (at most 2 cap per group). */
-    size_t merged_capacity = 64, merged_count = 0, work = group > 2 * cap ? group : 2 * cap;
-    ipu_matmul_grid *current = malloc((size_t)group * sizeof *current);
+    /* The current group (grown as it fills), then the merged frontiers. */
+    size_t current_capacity = group < 1024 ? group : 1024, merged_capacity = 64, merged_count = 0;
+    ipu_matmul_grid *current = malloc(current_capacity * sizeof *current);
     ipu_matmul_grid *merged = malloc(merged_capacity * sizeof *merged);
-    uint32_t *scratch = malloc(work * sizeof *scratch);
-    uint8_t *keep = malloc(work);
-    ipu_status status = current && merged && scratch && keep ? IPU_OK : IPU_NO_MEMORY(ctx);
+    ipu_status status = current && merged ? IPU_OK : IPU_NO_MEMORY(ctx);
     uint32_t filled = 0;
     for (uint32_t gm = 1; gm <= m && gm <= p->tiles && status == IPU_OK; gm++)
         for (uint32_t gn = 1; (uint64_t)gm * gn <= p->tiles && status == IPU_OK; gn++)
@@ -159,41 +164,51 @@ ipu_status ipu_catalogue_matmul(ipu_ctx *ctx, const ipu_profile *p, uint32_t m, 
                     out->filtered++;
                     continue;
                 }
+                if (filled == current_capacity) {
+                    size_t grown = current_capacity * 2 < group ? current_capacity * 2 : group;
+                    ipu_matmul_grid *bigger = realloc(current, grown * sizeof *current);
+                    if (!bigger) {
+                        status = IPU_NO_MEMORY(ctx);
+                        break;
+                    }
+                    current = bigger, current_capacity = grown;
+                }
                 current[filled++] = grid;
                 if (filled == group) {
                     out->groups++;
-                    status = merge(ctx, &merged, &merged_count, &merged_capacity, current,
-                                   frontier(current, filled, cap, resident, scratch, keep));
+                    status = frontier(ctx, current, &filled, cap, resident);
+                    if (status == IPU_OK)
+                        status = merge(ctx, &merged, &merged_count, &merged_capacity, current, filled);
                     filled = 0;
                 }
             }
     if (status == IPU_OK && filled) {
         out->groups++;
-        status = merge(ctx, &merged, &merged_count, &merged_capacity, current,
-                       frontier(current, filled, cap, resident, scratch, keep));
+        status = frontier(ctx, current, &filled, cap, resident);
+        if (status == IPU_OK)
+            status = merge(ctx, &merged, &merged_count, &merged_capacity, current, filled);
     }
-    if (status == IPU_OK && merged_count > work) {
-        free(scratch), free(keep);
-        scratch = malloc(merged_count * sizeof *scratch), keep = malloc(merged_count);
-        status = scratch && keep ? IPU_OK : IPU_NO_MEMORY(ctx);
+    free(current);
+    out->frontier = (uint32_t)merged_count;
+    out->shortlisted = (uint32_t)merged_count;
+    if (status == IPU_OK)
+        status = frontier(ctx, merged, &out->shortlisted, cap, resident);
+    /* Detailed pruning: the exact footprint of the fullest tile. */
+    uint8_t *keep = status == IPU_OK ? malloc(out->shortlisted ? out->shortlisted : 1) : NULL;
+    if (status == IPU_OK && !keep)
+        status = IPU_NO_MEMORY(ctx);
+    for (uint32_t i = 0; status == IPU_OK && i < out->shortlisted; i++)
+        merged[i].exact_bytes = ipu_matmul_tile_footprint(m, n, k, in_dtype, out_dtype, members, &merged[i]);
+    for (uint32_t i = 0; status == IPU_OK && i < out->shortlisted; i++) {
+        keep[i] = 1;
+        for (uint32_t j = 0; j < out->shortlisted && keep[i]; j++)
+            keep[i] = !(j != i && dominates(&merged[j], &merged[i], resident) &&
+                        (j < i || !dominates(&merged[i], &merged[j], resident)));
     }
-    if (status == IPU_OK) {
-        out->frontier = (uint32_t)merged_count;
-        out->shortlisted = frontier(merged, (uint32_t)merged_count, cap, resident, scratch, keep);
-        /* Detailed pruning: the exact footprint of the fullest tile. */
-        for (uint32_t i = 0; i < out->shortlisted; i++)
-            merged[i].exact_bytes = ipu_matmul_tile_footprint(m, n, k, in_dtype, out_dtype, members, &merged[i]);
-        for (uint32_t i = 0; i < out->shortlisted; i++) {
-            keep[i] = 1;
-            for (uint32_t j = 0; j < out->shortlisted && keep[i]; j++)
-                keep[i] = !(j != i && dominates(&merged[j], &merged[i], resident) &&
-                            (j < i || !dominates(&merged[i], &merged[j], resident)));
-        }
-        for (uint32_t i = 0; i < out->shortlisted; i++)
-            if (keep[i])
-                merged[out->count++] = merged[i];
-    }
-    free(current), free(scratch), free(keep);
+    for (uint32_t i = 0; status == IPU_OK && i < out->shortlisted; i++)
+        if (keep[i])
+            merged[out->count++] = merged[i];
+    free(keep);
     if (status != IPU_OK) {
         free(merged);
         memset(out, 0, sizeof *out);
