@@ -8,26 +8,18 @@ static int elementwise(int kind)
     return kind == IPU_IR_ADD || kind == IPU_IR_GELU || kind == IPU_IR_CAST || kind == IPU_IR_COPY;
 }
 
-/* The op that chose tensor t's home layout: its producer, followed back
- * through elementwise ops (which keep their input's layout); without a
- * producer, its first reader.  IPU_LOW_LITERAL when nothing did. */
+/* The op that chose tensor t's home layout: the op that homes it
+ * (ipu_ir_homing_op), followed back through elementwise producers (which
+ * keep their input's layout).  IPU_LOW_LITERAL when nothing did. */
 static uint32_t layout_chooser(const ipu_graph *g, uint32_t t)
 {
     for (size_t hops = 0; hops <= g->op_count; hops++) {
-        size_t producer = g->op_count;
-        for (size_t i = 0; i < g->op_count && producer == g->op_count; i++)
-            if (g->ops[i].out == t)
-                producer = i;
-        if (producer == g->op_count) {
-            for (size_t i = 0; i < g->op_count; i++)
-                for (int k = 0; k < ipu_ir_op_arity(g->ops[i].kind); k++)
-                    if (g->ops[i].in[k] == t)
-                        return (uint32_t)i;
+        uint32_t op = ipu_ir_homing_op(g, t);
+        if (op == UINT32_MAX)
             return IPU_LOW_LITERAL;
-        }
-        if (!elementwise(g->ops[producer].kind))
-            return (uint32_t)producer;
-        t = g->ops[producer].in[0];
+        if (g->ops[op].out != t || !elementwise(g->ops[op].kind))
+            return op;
+        t = g->ops[op].in[0];
     }
     return IPU_LOW_LITERAL;
 }

@@ -199,3 +199,15 @@ ipu_status ipu_graph_validate(ipu_ctx *ctx, const ipu_graph *g)
     return IPU_OK;
 #undef BAD
 }
+
+uint32_t ipu_ir_homing_op(const ipu_graph *g, uint32_t t)
+{
+    for (size_t i = 0; i < g->op_count; i++)
+        if (g->ops[i].out == t)
+            return (uint32_t)i;
+    for (size_t i = 0; i < g->op_count; i++)
+        for (int k = 0; k < ipu_ir_op_arity(g->ops[i].kind); k++)
+            if (g->ops[i].in[k] == t)
+                return (uint32_t)i;
+    return UINT32_MAX;
+}

@@ -108,5 +108,9 @@ uint64_t ipu_ir_tensor_bytes(const ipu_ir_tensor *t);
 const char *ipu_ir_op_name(int kind);
 /* The number of inputs an op kind reads (0 for an unknown kind). */
 int ipu_ir_op_arity(int kind);
+/* The op that gives tensor t its home: its producer, else its first reader
+ * (graph inputs, parameters and the carried value are homed where they are
+ * first needed); UINT32_MAX when no op touches it. */
+uint32_t ipu_ir_homing_op(const ipu_graph *g, uint32_t t);
 
 #endif

@@ -138,21 +138,11 @@ static uint64_t live_at(const builder *b, uint32_t tile, uint32_t group, int slo
     return b->live[((size_t)tile * b->groups + group) * SLOTS + slot];
 }
 
-/* The op whose plan chose a value's layout: an operand's own op; for a home,
- * the op producing the tensor, else its first reader (graph inputs,
- * parameters and the carried value are homed where they are first needed). */
+/* The op whose plan chose a value's layout: an operand's own op; for a
+ * home, the op that homes the tensor (ipu_ir_homing_op). */
 static uint32_t layout_op(const ipu_graph *g, const ipu_low_value *v)
 {
-    if (v->op != IPU_LOW_LITERAL)
-        return v->op;
-    for (size_t i = 0; i < g->op_count; i++)
-        if (g->ops[i].out == v->tensor)
-            return (uint32_t)i;
-    for (size_t i = 0; i < g->op_count; i++)
-        for (int k = 0; k < ipu_ir_op_arity(g->ops[i].kind); k++)
-            if (g->ops[i].in[k] == v->tensor)
-                return (uint32_t)i;
-    return IPU_LOW_LITERAL;
+    return v->op != IPU_LOW_LITERAL ? v->op : ipu_ir_homing_op(g, v->tensor);
 }
 
 static json_t *u32_array(const uint32_t *v, size_t n)
