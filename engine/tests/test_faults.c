@@ -774,6 +774,65 @@ static void test_fault_requires_initialize_again(void **state)
     ipu_package_free(good);
 }
 
+/* ---- an exchange phase whose table changes after it ran ------------------------ */
+
+/* Tile 9 sends 4 words from X at cycle 0 and tile T receives them into Y
+ * (with the background transfer); returns tile T's table address. */
+static uint32_t clean_exchange(fx *f, ipu_pkg_builder *b, uint32_t slot)
+{
+    background_exchange(f, b, slot);
+    tpkg_data(b, 9, f->X, 16, 9);
+    tpkg_xrow send = tpkg_send(0, 4, f->X), recv = tpkg_recv(9, f->L, 4, f->Y);
+    tpkg_exchange_table(b, 9, slot, &send, 1);
+    return tpkg_exchange_table(b, T, slot, &recv, 1);
+}
+
+static void test_exchange_fault_after_patch(void **state)
+{
+    fx *f = *state;
+    /* Repeat 3 { step(exchange) }: a table patch sets the cycle of tile T's
+     * receive to L, L, then L + 40, where tile 9 sends nothing.  The first
+     * two iterations pass; the third must be checked again and fault. */
+    ipu_pkg_builder *b = tpkg_builder(f->ctx, &f->p);
+    uint32_t slot = ipu_pkg_new_slot(b), patch_slot = ipu_pkg_new_slot(b);
+    uint32_t table = clean_exchange(f, b, slot);
+    uint32_t cycles[] = {f->L, f->L, f->L + 40};
+    uint32_t cycles_at = tpkg_put_words(b, T, cycles, 3);
+    tpkg_patch patch = {IPU_PATCH_TABLE, table + 4 + 4, cycles_at, 3};
+    tpkg_patch_list(b, T, patch_slot, &patch, 1);
+    emit(f, b, 0, IPU_OP_REPEAT, 3, 1, patch_slot);
+    emit(f, b, 0, IPU_OP_STEP, IPU_NO_SLOT, slot, 0);
+    json_t *fault = run_to_fault(f, tpkg_build(f->ctx, b));
+    TPKG_EXPECT_FAULT(fault, "exchange_unmatched_receive", T, f->Y, f->Y + 16);
+    expect_where(fault, NULL, -1, 0);
+    /* Steps: patch, exchange, patch, exchange, patch, then the faulting exchange. */
+    expect_position(fault, "main", 1, 5);
+}
+
+static void test_exchange_fault_after_debug_write(void **state)
+{
+    fx *f = *state;
+    /* The clean exchange runs twice; then a debug write moves tile T's
+     * receive to cycle L + 40, and the next run must fault. */
+    ipu_pkg_builder *b = tpkg_builder(f->ctx, &f->p);
+    uint32_t slot = ipu_pkg_new_slot(b);
+    uint32_t table = clean_exchange(f, b, slot);
+    emit(f, b, 0, IPU_OP_STEP, IPU_NO_SLOT, slot, 0);
+    ipu_package *pkg = tpkg_build(f->ctx, b);
+    ipu_device *dev = tpkg_device(f->ctx, pkg);
+    assert_int_equal(ipu_device_initialize(f->ctx, dev, pkg), IPU_OK);
+    assert_int_equal(run_status(f, dev), IPU_OK);
+    assert_int_equal(run_status(f, dev), IPU_OK);
+    uint8_t cycle[4] = {(uint8_t)(f->L + 40), 0, 0, 0};
+    assert_int_equal(ipu_device_write(f->ctx, dev, T, table + 4 + 4, cycle, 4), IPU_OK);
+    assert_int_equal(run_status(f, dev), IPU_ERR_DEVICE_FAULT);
+    json_t *fault = keep(f, tpkg_fault(f->ctx, dev));
+    TPKG_EXPECT_FAULT(fault, "exchange_unmatched_receive", T, f->Y, f->Y + 16);
+    expect_where(fault, NULL, -1, 0);
+    ipu_device_free(dev);
+    ipu_package_free(pkg);
+}
+
 static void test_fault_in_init_program(void **state)
 {
     fx *f = *state;
@@ -827,6 +886,8 @@ int main(void)
         T_(test_exchange_port_conflict_paired_partner),
         T_(test_exchange_conflicting_writers),
         T_(test_exchange_read_write_conflict),
+        T_(test_exchange_fault_after_patch),
+        T_(test_exchange_fault_after_debug_write),
         T_(test_missing_kernel),
         T_(test_malformed_descriptor_progression_garbage),
         T_(test_malformed_descriptor_progression_wrong_arg_count),

@@ -35,9 +35,11 @@ static void sim_destroy(void *impl)
     sim *s = impl;
     if (!s)
         return;
+    sim_replay_forget(s);
     for (uint32_t t = 0; s->tiles && t < s->p.tiles; t++) {
         free(s->tiles[t].sends);
         free(s->tiles[t].recvs);
+        free(s->tiles[t].watched);
     }
     for (int i = 0; s->scratch && i < s->threads; i++)
         free(s->scratch[i]);
@@ -56,6 +58,7 @@ static void sim_destroy(void *impl)
 static ipu_status load_package(sim *s, ipu_ctx *ctx, const ipu_package *pkg)
 {
     size_t tiles = s->p.tiles;
+    sim_replay_forget(s);
     if (!s->sram) {
         s->sram = tile_memory(tiles * s->sram_bytes);
         s->shadow = tile_memory(tiles * s->shadow_words * sizeof(uint64_t));
@@ -198,7 +201,9 @@ static int patch_phase(sim *s, uint32_t slot, uint32_t iteration, uint64_t *cycl
 {
     const ipu_package *pkg = s->pkg;
     uint64_t longest = 0;
-#pragma omp parallel for schedule(dynamic, 16) num_threads(s->threads) reduction(max : longest)
+    int stale = 0; /* a patch changed bytes a kept exchange phase was read from */
+#pragma omp parallel for schedule(dynamic, 16) num_threads(s->threads) reduction(max : longest) \
+    reduction(| : stale)
     for (int64_t i = 0; i < (int64_t)s->p.tiles; i++) {
         uint32_t t = (uint32_t)i, list, count;
         if (sim_fetch_u32(s, t, pkg->slot_tables[t] + 4 * slot, &list, "slot table") || !list)
@@ -228,11 +233,15 @@ static int patch_phase(sim *s, uint32_t slot, uint32_t iteration, uint64_t *cycl
                 s->tiles[t].fault.row = (int)e;
                 break;
             }
+            if (ipu_load_u32(sim_ptr(s, t, target)) != value && sim_replay_watches(s, t, target, 4))
+                stale = 1;
             ipu_store_u32(sim_ptr(s, t, target), value);
         }
         if ((uint64_t)count * PATCH_CYCLES > longest)
             longest = (uint64_t)count * PATCH_CYCLES;
     }
+    if (stale)
+        sim_replay_forget(s);
     *cycles = longest;
     return sim_collect_fault(s);
 }
@@ -418,6 +427,8 @@ static ipu_status sim_write(void *impl, ipu_ctx *ctx, uint32_t tile, uint32_t ad
 {
     sim *s = impl;
     IPU_TRY(debug_range(s, ctx, tile, address, size));
+    if (sim_replay_watches(s, tile, address, (uint32_t)size))
+        sim_replay_forget(s);
     memcpy(s->tiles[tile].mem + (address - s->p.sram_base), in, size);
     sim_mark_written(s, tile, address, (uint32_t)size);
     return IPU_OK;

@@ -17,6 +17,25 @@ typedef struct sim_xfer {
     uint32_t source; /* receive: matched source address on the peer */
 } sim_xfer;
 
+/* One copy of a kept exchange phase: bytes from the peer's source address to
+ * the tile's address. */
+typedef struct sim_copy {
+    uint32_t address, source, bytes, peer;
+} sim_copy;
+
+/* An exchange phase that passed every check, kept so that running its slot
+ * again only copies (sim_replay.c says when that is exact). */
+typedef struct sim_replay {
+    uint32_t *first; /* per tile and one past the last: tile t's copies are [first[t], first[t + 1]) */
+    sim_copy *copies;
+    uint64_t cycles; /* the phase's cost */
+} sim_replay;
+
+/* Descriptor bytes [lo, hi) that a kept phase was read from. */
+typedef struct sim_range {
+    uint32_t lo, hi;
+} sim_range;
+
 /* Bytes per bit of a tile's summary of its written bits (8 shadow words, one
  * cache line): reads and writes of chunks known to be fully written skip the
  * per-byte bits, which are the simulator's coldest memory. */
@@ -41,6 +60,13 @@ typedef struct sim_tile {
     /* Exchange rows of the current phase (reused between phases). */
     sim_xfer *sends, *recvs;
     uint32_t send_count, recv_count, send_capacity, recv_capacity;
+    /* The current phase's table (0: none) and row count, and whether a row
+     * reads or changes OUTGOING_BASE. */
+    uint32_t table, table_rows;
+    int uses_base;
+    /* Sorted, disjoint descriptor ranges the kept phases were read from. */
+    sim_range *watched;
+    uint32_t watched_count, watched_capacity;
 } sim_tile;
 
 typedef struct sim {
@@ -54,6 +80,9 @@ typedef struct sim {
     size_t shadow_words; /* per tile */
     uint64_t *full;      /* all tiles' chunk summaries */
     size_t full_words;   /* per tile */
+    /* Kept exchange phases by slot (NULL: none). */
+    sim_replay **replays;
+    uint32_t replay_slots;
     /* Kernel scratch per worker thread, kept between phases. */
     float **scratch;
     size_t *scratch_floats;
@@ -112,6 +141,19 @@ void sim_prefetch_next(sim *s, uint32_t tile, uint32_t slot);
 int sim_collect_fault(sim *s);
 /* Tag every tile fault of this phase with the control position. */
 void sim_stamp(sim *s, ipu_fault *f);
+
+/* ---- kept exchange phases (sim_replay.c) ---- */
+/* The kept phase of an exchange slot, or NULL. */
+const sim_replay *sim_replay_find(const sim *s, uint32_t slot);
+/* Keep the exchange phase of slot that just passed its checks: each tile's
+ * receives with their matched sources, and its cost.  Not kept when a row
+ * uses OUTGOING_BASE, or when the host is out of memory. */
+void sim_replay_keep(sim *s, uint32_t slot, uint64_t cycles);
+/* Would writing [address, address + size) on tile change bytes that a kept
+ * phase was read from? */
+int sim_replay_watches(const sim *s, uint32_t tile, uint32_t address, uint32_t size);
+/* Drop every kept phase. */
+void sim_replay_forget(sim *s);
 
 /* ---- compute and exchange phases ---- */
 int sim_compute_phase(sim *s, uint32_t slot);

@@ -1,0 +1,140 @@
+/* sim_replay.c: exchange phases kept for replay.  A phase's checks (decode,
+ * ports, window matching, conflicting writers, bounds, alignment, protection
+ * and the initialization of send sources) and its cost depend only on:
+ *   - the descriptor bytes it reads: every tile's slot-table entry and table;
+ *   - each tile's OUTGOING_BASE, through SET_BASE, RESET_BASE and relative
+ *     sends;
+ *   - the package's bounds and protected ranges, fixed until the next load;
+ *   - the written bits of send sources, which are only ever set until the
+ *     next load, so a read that was allowed stays allowed.
+ * So a phase that passed, uses no OUTGOING_BASE row and whose descriptor
+ * bytes are unchanged passes again with the same matches and cost: running it
+ * again is its copies.  Descriptor bytes change only by a load, a Repeat patch
+ * or a debug write; each tile keeps the ranges the kept phases were read
+ * from, and a write that would change one of them drops every kept phase.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/sim.h"
+
+const sim_replay *sim_replay_find(const sim *s, uint32_t slot)
+{
+    return slot < s->replay_slots ? s->replays[slot] : NULL;
+}
+
+/* Index of the first watched range of t ending after address. */
+static uint32_t first_after(const sim_tile *t, uint32_t address)
+{
+    uint32_t a = 0, b = t->watched_count;
+    while (a < b) {
+        uint32_t mid = a + (b - a) / 2;
+        if (t->watched[mid].hi <= address)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return a;
+}
+
+int sim_replay_watches(const sim *s, uint32_t tile, uint32_t address, uint32_t size)
+{
+    const sim_tile *t = &s->tiles[tile];
+    uint32_t i = first_after(t, address);
+    return i < t->watched_count && (uint64_t)t->watched[i].lo < (uint64_t)address + size;
+}
+
+/* Add [lo, hi) to t's watched ranges, merged with the ranges it touches. */
+static int watch(sim_tile *t, uint32_t lo, uint32_t hi)
+{
+    uint32_t a = first_after(t, lo > 0 ? lo - 1 : 0), end = a;
+    while (end < t->watched_count && t->watched[end].lo <= hi) {
+        if (t->watched[end].lo < lo)
+            lo = t->watched[end].lo;
+        if (t->watched[end].hi > hi)
+            hi = t->watched[end].hi;
+        end++;
+    }
+    if (end == a) {
+        if (t->watched_count == t->watched_capacity) {
+            uint32_t grown = t->watched_capacity ? 2 * t->watched_capacity : 16;
+            sim_range *p = realloc(t->watched, grown * sizeof *p);
+            if (!p)
+                return 1;
+            t->watched = p;
+            t->watched_capacity = grown;
+        }
+        memmove(t->watched + a + 1, t->watched + a, (t->watched_count - a) * sizeof *t->watched);
+        t->watched_count++;
+    } else {
+        memmove(t->watched + a + 1, t->watched + end,
+                (t->watched_count - end) * sizeof *t->watched);
+        t->watched_count -= end - a - 1;
+    }
+    t->watched[a] = (sim_range){lo, hi};
+    return 0;
+}
+
+void sim_replay_keep(sim *s, uint32_t slot, uint64_t cycles)
+{
+    uint32_t tiles = s->p.tiles;
+    if (slot >= s->pkg->slots)
+        return;
+    size_t total = 0;
+    for (uint32_t t = 0; t < tiles; t++) {
+        if (s->tiles[t].uses_base)
+            return;
+        total += s->tiles[t].recv_count;
+    }
+    if (!s->replays) {
+        if (!(s->replays = calloc(s->pkg->slots, sizeof *s->replays)))
+            return;
+        s->replay_slots = s->pkg->slots;
+    }
+    /* Watch first: a kept phase must never outlive a change to its bytes. */
+    for (uint32_t t = 0; t < tiles; t++) {
+        sim_tile *tile = &s->tiles[t];
+        uint32_t entry = s->pkg->slot_tables[t] + 4 * slot;
+        if (watch(tile, entry, entry + 4) ||
+            (tile->table && watch(tile, tile->table, tile->table + 4 + tile->table_rows * IPU_XROW_SIZE)))
+            return;
+    }
+    sim_replay *r = calloc(1, sizeof *r);
+    if (r) {
+        r->first = malloc(((size_t)tiles + 1) * sizeof *r->first);
+        r->copies = malloc((total ? total : 1) * sizeof *r->copies);
+    }
+    if (!r || !r->first || !r->copies) {
+        if (r)
+            free(r->first), free(r->copies);
+        free(r);
+        return;
+    }
+    uint32_t n = 0;
+    for (uint32_t t = 0; t < tiles; t++) {
+        r->first[t] = n;
+        for (uint32_t i = 0; i < s->tiles[t].recv_count; i++) {
+            const sim_xfer *x = &s->tiles[t].recvs[i];
+            r->copies[n++] = (sim_copy){x->address, x->source, x->words * x->width, x->peer};
+        }
+    }
+    r->first[tiles] = n;
+    r->cycles = cycles;
+    s->replays[slot] = r;
+}
+
+void sim_replay_forget(sim *s)
+{
+    for (uint32_t i = 0; i < s->replay_slots; i++) {
+        if (s->replays[i]) {
+            free(s->replays[i]->first);
+            free(s->replays[i]->copies);
+            free(s->replays[i]);
+        }
+    }
+    free(s->replays);
+    s->replays = NULL;
+    s->replay_slots = 0;
+    for (uint32_t t = 0; s->tiles && t < s->p.tiles; t++)
+        s->tiles[t].watched_count = 0;
+}
