@@ -14,12 +14,14 @@
  * of exp(s - m), unnormalized output), row stride ld_state >= head_dim + 2; it
  * must not share a memory element with Q, K or V (AMP operands), and the scores
  * must not share one with Q or K.  Numerics (defined, not hardware-exact): FP16
- * inputs decode exactly to FP32, dot products accumulate in FP32 (sgemm) and
- * are then multiplied by scale in FP32; softmax subtracts the row max, takes
+ * inputs decode exactly to FP32; each dot product is one chain of FP32 fused
+ * multiply-adds over the head dimension in order (fma_product.c), then
+ * multiplied by scale in FP32; softmax subtracts the row max, takes
  * expf, sums in FP32 in key order and divides each exp by the sum; the flash
  * merge is m' = max(m, max_j s_j), alpha = expf(m - m'), p_j = expf(s_j - m'),
  * l' = alpha l + sum_j p_j (FP32 p), O' = alpha O + P16 V where P16 is p rounded
- * to FP16 (the AMP's input type) and P16 V accumulates in FP32; the initialize
+ * to FP16 (the AMP's input type) and each element of P16 V is one chain of
+ * FP32 fused multiply-adds over the keys in order; the initialize
  * mode (flags without IPU_GEMM_ACCUMULATE) starts from m = -inf, l = 0, O = 0
  * and does not read the state.  Masking: softmax reads only the first `valid`
  * columns of each source row and writes exact +0 to columns valid..cols-1;
@@ -46,10 +48,10 @@
  * Both modes of ATTN_BLOCK cost the same (initialize writes O instead of
  * rescaling it).
  */
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
+#include "kernels/fma_product.h"
 #include "kernels/kernel_def.h"
 #include "numerics/numerics.h"
 
@@ -235,14 +237,14 @@ static size_t scratch_scores(const ipu_kernel_call *call)
 {
     const uint32_t *a = call->args;
     size_t rows = a[SC_ROWS], keys = a[SC_KEYS], d = a[SC_DIM];
-    return rows * d + keys * d + rows * keys;
+    return rows * d + keys * d + rows * keys + d * rows + keys * rows;
 }
 
 static size_t scratch_block(const ipu_kernel_call *call)
 {
     const uint32_t *a = call->args;
     size_t rows = a[BL_ROWS], valid = a[BL_VALID], d = a[BL_DIM];
-    return rows * d + 2 * valid * d + rows * valid + rows * d + rows * 2;
+    return rows * d + 2 * valid * d + rows * valid + rows * d + rows * 2 + d * rows + valid * rows;
 }
 
 static size_t scratch_finish(const ipu_kernel_call *call)
@@ -300,11 +302,20 @@ static void run_softmax(const ipu_kernel_call *call, uint8_t *const ptr[], float
     }
 }
 
-/* S = Q K^T (rows x keys) in FP32, from packed FP32 q (rows x d) and k (keys x d). */
-static void dots(const float *q, const float *k, float *s, size_t rows, size_t keys, size_t d)
+/* S = Q K^T (rows x keys) in FP32, from packed FP32 q (rows x d) and k
+ * (keys x d), computed as S^T = K Q^T (the few query rows are cheaper to
+ * transpose than the keys); t has room for d x rows + keys x rows floats. */
+static void dots(const float *q, const float *k, float *t, float *s, size_t rows, size_t keys,
+                 size_t d)
 {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)keys, (int)d, 1.0f, q,
-                (int)d, k, (int)d, 0.0f, s, (int)keys);
+    float *qt = t, *st = t + d * rows;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < d; c++)
+            qt[c * rows + r] = q[r * d + c];
+    ipu_fma_product(k, qt, st, keys, d, rows);
+    for (size_t j = 0; j < keys; j++)
+        for (size_t r = 0; r < rows; r++)
+            s[r * keys + j] = st[j * rows + r];
 }
 
 static void run_scores(const ipu_kernel_call *call, uint8_t *const ptr[], float *scratch)
@@ -312,10 +323,10 @@ static void run_scores(const ipu_kernel_call *call, uint8_t *const ptr[], float 
     const uint32_t *a = call->args;
     size_t rows = a[SC_ROWS], keys = a[SC_KEYS], d = a[SC_DIM];
     float scale = bits_f32(a[SC_SCALE]);
-    float *q = scratch, *k = q + rows * d, *s = k + keys * d;
+    float *q = scratch, *k = q + rows * d, *s = k + keys * d, *t = s + rows * keys;
     decode_rows(IPU_DT_F16, ptr[0], a[SC_LDQ], q, rows, d);
     decode_rows(IPU_DT_F16, ptr[1], a[SC_LDK], k, keys, d);
-    dots(q, k, s, rows, keys, d);
+    dots(q, k, t, s, rows, keys, d);
     for (size_t i = 0; i < rows * keys; i++)
         s[i] *= scale;
     for (size_t r = 0; r < rows; r++)
@@ -330,11 +341,12 @@ static void run_block(const ipu_kernel_call *call, uint8_t *const ptr[], float *
     float scale = bits_f32(a[BL_SCALE]);
     float *q = scratch, *k = q + rows * d, *v = k + valid * d, *s = v + valid * d;
     float *pv = s + rows * valid, *alpha = pv + rows * d, *rowsum = alpha + rows;
+    float *t = rowsum + rows;
     /* Only the valid keys enter the products: padding rows are never decoded. */
     decode_rows(IPU_DT_F16, ptr[0], a[BL_LDQ], q, rows, d);
     decode_rows(IPU_DT_F16, ptr[1], a[BL_LDK], k, valid, d);
     decode_rows(IPU_DT_F16, ptr[2], a[BL_LDV], v, valid, d);
-    dots(q, k, s, rows, valid, d);
+    dots(q, k, t, s, rows, valid, d);
     for (size_t r = 0; r < rows; r++) {
         uint8_t *st = ptr[3] + r * ld_state * 4;
         float *sr = s + r * valid, m_old = -INFINITY, m_new = scale_max(sr, valid, scale);
@@ -353,8 +365,7 @@ static void run_block(const ipu_kernel_call *call, uint8_t *const ptr[], float *
         rowsum[r] = sum;
         memcpy(st, &m_new, 4);
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)d, (int)valid, 1.0f, s,
-                (int)valid, v, (int)d, 0.0f, pv, (int)d);
+    ipu_fma_product(s, v, pv, rows, valid, d);
     for (size_t r = 0; r < rows; r++) {
         uint8_t *st = ptr[3] + r * ld_state * 4;
         float l = 0.0f, *o = pv + r * d;

@@ -1,0 +1,67 @@
+/* fma_product.c: the attention kernels' FP32 products (S = Q K^T with K
+ * transposed, P V).  Every output is one chain of fused multiply-adds over
+ * the inner dimension in order, so the AVX-512 path, which runs 16 such
+ * chains per instruction, and the portable fmaf loop give the same bits on
+ * every host.  The blocks are small (a few query rows, at most 64 keys in a
+ * flash block), where a BLAS call costs more in setup than in arithmetic.
+ */
+#include <math.h>
+
+#include "kernels/fma_product.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* The first n (clamped to 0..16) lanes of a vector. */
+static __mmask16 lanes(ptrdiff_t n)
+{
+    return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
+}
+
+/* Blocks of 8 rows by 16 columns: eight independent chains per column keep
+ * the FMA units busy despite each chain's latency.  A block past the last
+ * row repeats the last row and does not store it. */
+__attribute__((target("avx512f"))) static void product_avx512(const float *a, const float *b,
+                                                               float *out, size_t rows,
+                                                               size_t inner, size_t cols)
+{
+    for (size_t c = 0; c < cols; c += 16) {
+        __mmask16 m = lanes((ptrdiff_t)(cols - c));
+        for (size_t r = 0; r < rows; r += 8) {
+            const float *ar[8];
+            __m512 acc[8];
+            for (size_t k = 0; k < 8; k++) {
+                ar[k] = a + (r + k < rows ? r + k : rows - 1) * inner;
+                acc[k] = _mm512_setzero_ps();
+            }
+            for (size_t i = 0; i < inner; i++) {
+                __m512 y = _mm512_maskz_loadu_ps(m, b + i * cols + c);
+#pragma GCC unroll 8
+                for (size_t k = 0; k < 8; k++)
+                    acc[k] = _mm512_fmadd_ps(_mm512_set1_ps(ar[k][i]), y, acc[k]);
+            }
+            for (size_t k = 0; k < 8 && r + k < rows; k++)
+                _mm512_mask_storeu_ps(out + (r + k) * cols + c, m, acc[k]);
+        }
+    }
+}
+#endif
+
+void ipu_fma_product(const float *a, const float *b, float *out, size_t rows, size_t inner,
+                     size_t cols)
+{
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx512f")) {
+        product_avx512(a, b, out, rows, inner, cols);
+        return;
+    }
+#endif
+    for (size_t r = 0; r < rows; r++) {
+        for (size_t c = 0; c < cols; c++) {
+            float acc = 0.0f;
+            for (size_t i = 0; i < inner; i++)
+                acc = fmaf(a[r * inner + i], b[i * cols + c], acc);
+            out[r * cols + c] = acc;
+        }
+    }
+}
