@@ -232,6 +232,14 @@ static void decode_f16_run(const unsigned char *restrict s, float *restrict dst,
     }
 }
 
+/* Elements [from, to) one by one. */
+static void encode_f16_elements(const float *src, unsigned char *d, size_t from, size_t to) {
+    for (size_t j = from; j < to; j++) {
+        uint16_t h = f16_encode(src[j]);
+        memcpy(d + 2 * j, &h, sizeof h);
+    }
+}
+
 #if defined(__x86_64__)
 /* Blocks of 8 whose every element takes the common path convert with the
  * F16C instruction (round to nearest even, the same bits as f16_fast); a
@@ -253,11 +261,30 @@ __attribute__((target("avx,f16c"))) static size_t encode_f16_f16c(const float *s
             _mm_storeu_si128((__m128i *)(void *)(d + 2 * i),
                              _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
         } else {
-            for (size_t j = i; j < i + 8; j++) {
-                uint16_t h = f16_encode(src[j]);
-                memcpy(d + 2 * j, &h, sizeof h);
-            }
+            encode_f16_elements(src, d, i, i + 8);
         }
+    }
+    return i;
+}
+#endif
+
+#if defined(__x86_64__)
+/* The same with AVX-512, 16 at a time, up to the first block with an element
+ * off the common path; returns how many it converted.  (Leaving the loop
+ * there keeps its constants in registers.) */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static size_t encode_f16_avx512(
+    const float *src, unsigned char *d, size_t n) {
+    const __m512 lo = _mm512_castsi512_ps(_mm512_set1_epi32(0x38800000 - 1));
+    const __m512 hi = _mm512_castsi512_ps(_mm512_set1_epi32(0x477FF000));
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 x = _mm512_loadu_ps(src + i), m = _mm512_abs_ps(x);
+        if ((_mm512_cmp_ps_mask(m, lo, _CMP_GT_OQ) & _mm512_cmp_ps_mask(m, hi, _CMP_LT_OQ)) !=
+            0xFFFF) {
+            break;
+        }
+        _mm256_storeu_si256((__m256i *)(void *)(d + 2 * i),
+                            _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }
     return i;
 }
@@ -266,14 +293,18 @@ __attribute__((target("avx,f16c"))) static size_t encode_f16_f16c(const float *s
 static void encode_f16_run(const float *src, unsigned char *d, size_t n) {
     size_t i = 0;
 #if defined(__x86_64__)
+    while (has_avx512() && i + 16 <= n) {
+        i += encode_f16_avx512(src + i, d + 2 * i, n - i);
+        if (i + 16 <= n) {
+            encode_f16_elements(src, d, i, i + 16);
+            i += 16;
+        }
+    }
     if (__builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx")) {
-        i = encode_f16_f16c(src, d, n);
+        i += encode_f16_f16c(src + i, d + 2 * i, n - i);
     }
 #endif
-    for (; i < n; i++) {
-        uint16_t h = f16_encode(src[i]);
-        memcpy(d + 2 * i, &h, sizeof h);
-    }
+    encode_f16_elements(src, d, i, n);
 }
 
 #if defined(__x86_64__)
@@ -577,6 +608,18 @@ float ipu_num_gelu(float x)
 }
 
 #if defined(__x86_64__)
+/* FP16 sums of elements [from, to) one by one. */
+static void add_f16_elements(const unsigned char *a, const unsigned char *b, unsigned char *d,
+                             size_t from, size_t to) {
+    for (size_t j = from; j < to; j++) {
+        uint16_t x, y;
+        memcpy(&x, a + 2 * j, sizeof x);
+        memcpy(&y, b + 2 * j, sizeof y);
+        x = f16_encode(f16_decode(x) + f16_decode(y));
+        memcpy(d + 2 * j, &x, sizeof x);
+    }
+}
+
 /* FP16 sums in blocks of 8 through F16C: both operand blocks free of
  * infinities and NaNs, and every FP32 sum in FP16's common range (the
  * conditions of the F16C decode and encode blocks above); any other block
@@ -604,21 +647,15 @@ __attribute__((target("avx,f16c"))) static size_t add_f16_f16c(const unsigned ch
                              _mm256_cvtps_ph(sum, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
             continue;
         }
-        for (size_t j = i; j < i + 8; j++) {
-            uint16_t x, y;
-            memcpy(&x, a + 2 * j, sizeof x);
-            memcpy(&y, b + 2 * j, sizeof y);
-            x = f16_encode(f16_decode(x) + f16_decode(y));
-            memcpy(d + 2 * j, &x, sizeof x);
-        }
+        add_f16_elements(a, b, d, i, i + 8);
     }
     return i;
 }
 #endif
 
 #if defined(__x86_64__)
-/* The same with AVX-512, 16 at a time; stops at the first block that needs
- * the element path (the F16C blocks take it and what is left). */
+/* The same with AVX-512, 16 at a time, up to the first block that needs the
+ * element path; returns how many it summed. */
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static size_t add_f16_avx512(
     const unsigned char *a, const unsigned char *b, unsigned char *d, size_t n) {
     const __m256i exponent = _mm256_set1_epi16(0x7C00);
@@ -645,20 +682,23 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static size_t add_f16_avx51
 
 void ipu_num_add_run(int dtype, const void *a, const void *b, void *dst, size_t n) {
     size_t i = 0;
+    const unsigned char *pa = a, *pb = b;
+    unsigned char *pd = dst;
 #if defined(__x86_64__)
-    if (dtype == IPU_DT_F16 && has_avx512()) {
-        i = add_f16_avx512(a, b, dst, n);
+    while (dtype == IPU_DT_F16 && has_avx512() && i + 16 <= n) {
+        i += add_f16_avx512(pa + 2 * i, pb + 2 * i, pd + 2 * i, n - i);
+        if (i + 16 <= n) {
+            add_f16_elements(pa, pb, pd, i, i + 16);
+            i += 16;
+        }
     }
     if (dtype == IPU_DT_F16 && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx")) {
-        i += add_f16_f16c((const unsigned char *)a + 2 * i, (const unsigned char *)b + 2 * i,
-                          (unsigned char *)dst + 2 * i, n - i);
+        i += add_f16_f16c(pa + 2 * i, pb + 2 * i, pd + 2 * i, n - i);
     }
 #endif
     enum { CHUNK = 256 };
     float x[CHUNK], y[CHUNK];
     size_t size = ipu_dtype_size(dtype);
-    const unsigned char *pa = a, *pb = b;
-    unsigned char *pd = dst;
     for (; i < n; i += CHUNK) {
         size_t count = n - i < CHUNK ? n - i : CHUNK;
         ipu_num_decode(dtype, 0, pa + i * size, x, count);
