@@ -1,5 +1,5 @@
-/* fma_product.c: the attention kernels' FP32 products (S = Q K^T with K
- * transposed, P V).  Every output is one chain of fused multiply-adds over
+/* fma_product.c: the attention kernels' FP32 products (the scores as
+ * S^T = K Q^T, and P V).  Every output is one chain of fused multiply-adds over
  * the inner dimension in order, so the AVX-512 path, which runs 16 such
  * chains per instruction, and the portable fmaf loop give the same bits on
  * every host.  The blocks are small (a few query rows, at most 64 keys in a
