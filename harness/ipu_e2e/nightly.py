@@ -1,0 +1,256 @@
+"""ci/nightly: the nightly regression matrix.  Runs every case of a case list
+(ci/cases.json) as its own process, `ipu-e2e-test` or `ipu-e2e-bench`, and
+checks that its exit code is the one expected (pass: 0; reject: 2, the
+planner refusing a budget).  It reads the figures the command wrote to its
+output folder: simulated cycles and the lowest min cosine of result.json, or
+a bench's JSON with its targets.  These are compared with the case's
+baseline (ci/baselines.json).  A case regresses when its cycles exceed the
+baseline by more than 1%, when its min cosine falls more than 0.001 below
+the baseline's, or when its wall time is over 1.5x a baseline of at least
+5 s (shorter runs are mostly process start).  The
+summary (summary.json and summary.md) is rewritten atomically after every
+case, so an interrupted run keeps the cases it finished.
+"""
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import artifacts
+from .command import EXIT_CHECK_FAILED, EXIT_OK, UsageError, guarded, output_folders
+from .progress import Progress
+
+REPO = Path(__file__).resolve().parents[2]
+COMMANDS = {"test": REPO / "harness" / "bin" / "ipu-e2e-test",
+            "bench": REPO / "harness" / "bin" / "ipu-e2e-bench"}
+EXPECTED_EXIT = {"pass": 0, "reject": 2}
+DEFAULT_TIMEOUT = 1800
+# A regression: cycles above baseline x 1.01, min cosine below baseline -
+# 0.001, wall time above baseline x 1.5 (this host's timing noise is +-20%)
+# when the baseline is at least WALL_FLOOR seconds.
+CYCLES_RATIO, COSINE_DROP, WALL_RATIO, WALL_FLOOR = 1.01, 0.001, 1.5, 5.0
+NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+
+def parser():
+    p = argparse.ArgumentParser(
+        prog="ci/nightly",
+        description="Run the nightly regression matrix: each case's exit code against its expectation and "
+                    "its figures (simulated cycles, min cosine, wall time, bench targets) against the "
+                    "baselines. Exit codes: 0 every case as expected, 1 a case failed or regressed, "
+                    "2 usage or input error, 3 internal error.")
+    p.add_argument("--cases", type=Path, default=REPO / "ci" / "cases.json", metavar="FILE",
+                   help="case list (default: ci/cases.json)")
+    p.add_argument("--baselines", type=Path, default=REPO / "ci" / "baselines.json", metavar="FILE",
+                   help="baselines to compare with (default: ci/baselines.json; missing: nothing to compare)")
+    p.add_argument("--only", metavar="NAME[,NAME...]", help="run only these cases")
+    p.add_argument("--list", action="store_true", help="print the cases and exit")
+    p.add_argument("--output", type=Path, default=Path("nightly"), metavar="DIR",
+                   help="write summary.json, summary.md and each case's output and log to DIR "
+                        "(default: ./nightly)")
+    p.add_argument("--update-baselines", action="store_true",
+                   help="after the run, record the figures of every case that ran as expected as its baseline")
+    p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    return p
+
+
+def read_json(path, what):
+    try:
+        return json.loads(Path(path).read_text())
+    except OSError as error:
+        raise UsageError(f"{path}: cannot read the {what}: {error.strerror}") from None
+    except json.JSONDecodeError as error:
+        raise UsageError(f"{path}: the {what} is not JSON: {error}") from None
+
+
+def load_cases(path):
+    """The case list, checked: every error names the file, the case and the field."""
+    data = read_json(path, "case list")
+    if not isinstance(data, dict) or data.get("version") != 1 or not isinstance(data.get("cases"), list):
+        raise UsageError(f"{path}: expected an object with \"version\": 1 and a \"cases\" list")
+    cases, names = [], set()
+    for index, case in enumerate(data["cases"]):
+        where = f"{path}: case {index}"
+        if not isinstance(case, dict):
+            raise UsageError(f"{where}: expected an object")
+        name = case.get("name")
+        if not isinstance(name, str) or not NAME.match(name) or name in names:
+            raise UsageError(f"{where}: field 'name': expected a new name of lowercase letters, digits and "
+                             f"dashes, got {name!r}")
+        where = f"{path}: case '{name}'"
+        if case.get("command") not in COMMANDS:
+            raise UsageError(f"{where}: field 'command': expected 'test' or 'bench', got {case.get('command')!r}")
+        args = case.get("args")
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            raise UsageError(f"{where}: field 'args': expected a list of strings")
+        if case.get("expect") not in EXPECTED_EXIT:
+            raise UsageError(f"{where}: field 'expect': expected 'pass' or 'reject', got {case.get('expect')!r}")
+        timeout = case.get("timeout_seconds", DEFAULT_TIMEOUT)
+        if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 1:
+            raise UsageError(f"{where}: field 'timeout_seconds': expected a positive integer, got {timeout!r}")
+        unknown = set(case) - {"name", "command", "args", "expect", "timeout_seconds"}
+        if unknown:
+            raise UsageError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+        names.add(name)
+        cases.append(dict(case, timeout_seconds=timeout))
+    return cases
+
+
+def load_baselines(path):
+    if not path.exists():
+        return {}
+    data = read_json(path, "baselines")
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise UsageError(f"{path}: expected an object of case name -> figures")
+    return data
+
+
+def figures_of(case, folder):
+    """The figures a case's command wrote, and the problems found reading them."""
+    if case["command"] == "test":
+        path = folder / "result.json"
+        if not path.exists():
+            return {}, [] if case["expect"] == "reject" else ["no result.json was written"]
+        result = json.loads(path.read_text())
+        figures = {"cycles": result["cycles"]} if isinstance(result.get("cycles"), int) else {}
+        cosines = [c["min_cosine"] for c in result.get("checks", []) if "min_cosine" in c]
+        if cosines:
+            figures["min_cosine"] = min(cosines)
+        return figures, []
+    found = sorted(folder.glob("bench-*.json"))
+    if not found:
+        return {}, ["the bench wrote no bench-*.json"]
+    result = json.loads(found[0].read_text())
+    figures = {}
+    for key, name in (("simulated_cycles_per_inference", "cycles"), ("min_cosine", "min_cosine")):
+        if key in result:
+            figures[name] = result[key]
+    missed = [k for k, met in result.get("targets_met", {}).items() if not met]
+    return figures, [f"bench target not met: {', '.join(missed)}"] if missed else []
+
+
+def compare(figures, baseline):
+    """Regressions of figures against a baseline, as messages."""
+    found = []
+    if "cycles" in figures and "cycles" in baseline and figures["cycles"] > baseline["cycles"] * CYCLES_RATIO:
+        found.append(f"cycles {figures['cycles']} > baseline {baseline['cycles']} x {CYCLES_RATIO}")
+    if ("min_cosine" in figures and "min_cosine" in baseline
+            and figures["min_cosine"] < baseline["min_cosine"] - COSINE_DROP):
+        found.append(f"min cosine {figures['min_cosine']:.6f} < baseline {baseline['min_cosine']:.6f} - "
+                     f"{COSINE_DROP}")
+    if ("wall_seconds" in figures and baseline.get("wall_seconds", 0) >= WALL_FLOOR
+            and figures["wall_seconds"] > baseline["wall_seconds"] * WALL_RATIO):
+        found.append(f"wall {figures['wall_seconds']:.1f} s > baseline {baseline['wall_seconds']:.1f} s x "
+                     f"{WALL_RATIO}")
+    return found
+
+
+def run_case(case, output, baseline):
+    folder = output / "cases" / case["name"]
+    folder.mkdir(parents=True, exist_ok=True)
+    args = [a.replace("{output}", str(folder)) for a in case["args"]]
+    command = [sys.executable, str(COMMANDS[case["command"]]), *args, "--output", str(folder), "--quiet"]
+    began = time.monotonic()
+    try:
+        done = subprocess.run(command, capture_output=True, timeout=case["timeout_seconds"])
+        code, log = done.returncode, done.stdout + done.stderr
+    except subprocess.TimeoutExpired as expired:
+        code, log = None, (expired.stdout or b"") + (expired.stderr or b"")
+    wall = time.monotonic() - began
+    log_path = output / "logs" / f"{case['name']}.log"
+    artifacts.write_bytes(log_path, log)
+    entry = {"name": case["name"], "command": ["ipu-e2e-" + case["command"], *args], "expect": case["expect"],
+             "exit": code, "log": str(log_path.relative_to(output)), "baseline": baseline, "problems": []}
+    if code is None:
+        entry["problems"].append(f"timed out after {case['timeout_seconds']} s")
+    elif code != EXPECTED_EXIT[case["expect"]]:
+        entry["problems"].append(f"exit {code}, expected {EXPECTED_EXIT[case['expect']]} ({case['expect']})")
+    figures, problems = {}, []
+    if code is not None:
+        try:
+            figures, problems = figures_of(case, folder)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            problems = [f"cannot read the figures the command wrote: {error}"]
+    figures["wall_seconds"] = wall
+    entry["figures"] = figures
+    entry["problems"] += problems
+    entry["regressions"] = compare(figures, baseline or {}) if not entry["problems"] else []
+    entry["status"] = "failed" if entry["problems"] else "regressed" if entry["regressions"] else "ok"
+    return entry
+
+
+def delta(figures, baseline, key, form):
+    if key not in figures:
+        return ""
+    text = form(figures[key])
+    if key in baseline:
+        if key == "min_cosine":
+            text += f" ({figures[key] - baseline[key]:+.6f})"
+        elif baseline[key]:
+            text += f" (x{figures[key] / baseline[key]:.3f})"
+    return text
+
+
+def markdown(summary):
+    lines = [f"# Nightly matrix: {summary['passed']} of {len(summary['cases'])} cases as expected", "",
+             "| case | expect | exit | status | cycles (x baseline) | min cosine (change) | wall s (x baseline) "
+             "| notes |", "|---|---|---|---|---|---|---|---|"]
+    for e in summary["cases"]:
+        f, b = e["figures"], e["baseline"] or {}
+        notes = "; ".join(e["problems"] + e["regressions"])
+        lines.append(f"| {e['name']} | {e['expect']} | {e['exit']} | {e['status']} | "
+                     f"{delta(f, b, 'cycles', str)} | {delta(f, b, 'min_cosine', lambda v: f'{v:.6f}')} | "
+                     f"{delta(f, b, 'wall_seconds', lambda v: f'{v:.1f}')} | {notes} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_summary(output, entries):
+    summary = {"cases": entries, "passed": sum(e["status"] == "ok" for e in entries),
+               "limits": {"cycles_ratio": CYCLES_RATIO, "cosine_drop": COSINE_DROP, "wall_ratio": WALL_RATIO,
+                          "wall_floor_seconds": WALL_FLOOR}}
+    artifacts.write_json(output / "summary.json", summary)
+    artifacts.write_bytes(output / "summary.md", markdown(summary).encode())
+
+
+def select(cases, only):
+    if not only:
+        return cases
+    wanted = [n for n in only.split(",") if n]
+    unknown = [n for n in wanted if n not in {c["name"] for c in cases}]
+    if unknown:
+        raise UsageError(f"--only: no case named {', '.join(unknown)}; the cases are "
+                         f"{', '.join(c['name'] for c in cases)}")
+    return [c for c in cases if c["name"] in wanted]
+
+
+def work(args, progress):
+    cases = select(load_cases(args.cases), args.only)
+    if args.list:
+        for c in cases:
+            print(f"{c['name']}: ipu-e2e-{c['command']} {' '.join(c['args'])} (expect {c['expect']})")
+        return EXIT_OK
+    baselines = load_baselines(args.baselines)
+    output_folders(args.output)
+    entries = []
+    for index, case in enumerate(cases):
+        progress.update(f"case {case['name']}", index + 1, len(cases))
+        entries.append(run_case(case, args.output, baselines.get(case["name"])))
+        write_summary(args.output, entries)
+    progress.done()
+    if args.update_baselines:
+        for e in entries:
+            if not e["problems"]:
+                baselines[e["name"]] = e["figures"]
+        artifacts.write_json(args.baselines, baselines)
+    print(markdown({"cases": entries, "passed": sum(e["status"] == "ok" for e in entries)}), end="")
+    return EXIT_OK if all(e["status"] == "ok" for e in entries) else EXIT_CHECK_FAILED
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    progress = Progress(args.quiet)
+    code, result = guarded("ci/nightly", progress, lambda: work(args, progress))
+    return code if code is not None else result

@@ -1,0 +1,107 @@
+"""test_nightly.py: ci/nightly, the nightly regression matrix, on small
+cases (vit-small on 64 tiles, exchange-stress and a rejected MLP on 16
+tiles) from a case list written here.  A clean run passes and records
+baselines equal to the figures each case's own result.json holds.  A
+baseline with fewer cycles than the run makes the case regress (exit 1).
+A case expecting a rejection that passes fails, and so does a case that
+times out.  A malformed case list or an unknown --only name is an input
+error (exit 2) naming the file, case and field.  The repository's
+ci/cases.json loads and lists every case.
+"""
+import json
+import subprocess
+
+NIGHTLY = ["ci/nightly"]
+
+VIT = {"name": "vit-small", "command": "test", "expect": "pass",
+       "args": ["--workload", "vit-small", "--tiles", "64", "--reference-run", "--reference-inferences", "2"]}
+STRESS = {"name": "stress", "command": "test", "expect": "pass",
+          "args": ["--workload", "exchange-stress", "--device", "tiles16"]}
+REJECT = {"name": "tiny-budget", "command": "test", "expect": "reject",
+          "args": ["--workload", "mlp", "--device", "tiles16", "--tokens", "64", "--channels", "64",
+                   "--hidden", "128", "--memory-budget", "2048"]}
+
+
+def nightly(repo, *args):
+    return subprocess.run([str(repo / NIGHTLY[0]), "--quiet", *(str(a) for a in args)], capture_output=True,
+                          text=True, timeout=300, cwd=repo)
+
+
+def write_cases(path, cases):
+    path.write_text(json.dumps({"version": 1, "cases": cases}))
+    return path
+
+
+def test_clean_run_records_the_commands_figures_as_baselines(repo, tmp_path):
+    cases = write_cases(tmp_path / "cases.json", [VIT, STRESS, REJECT])
+    baselines, out = tmp_path / "baselines.json", tmp_path / "out"
+    done = nightly(repo, "--cases", cases, "--baselines", baselines, "--output", out, "--update-baselines")
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert [e["status"] for e in summary["cases"]] == ["ok", "ok", "ok"]
+    assert [e["exit"] for e in summary["cases"]] == [0, 0, 2]
+    recorded = json.loads(baselines.read_text())
+    for name in ("vit-small", "stress"):
+        result = json.loads((out / "cases" / name / "result.json").read_text())
+        assert recorded[name]["cycles"] == result["cycles"]
+    vit = json.loads((out / "cases" / "vit-small" / "result.json").read_text())
+    assert recorded["vit-small"]["min_cosine"] == min(c["min_cosine"] for c in vit["checks"])
+    assert "cycles" not in recorded["tiny-budget"]
+    assert "no grid" in (out / "logs" / "tiny-budget.log").read_text()
+    assert "3 of 3 cases as expected" in (out / "summary.md").read_text()
+    # Against its own baselines the matrix passes again.
+    again = nightly(repo, "--cases", cases, "--baselines", baselines, "--output", tmp_path / "again")
+    assert again.returncode == 0, again.stdout + again.stderr
+
+
+def test_more_cycles_than_the_baseline_is_a_regression(repo, tmp_path):
+    cases = write_cases(tmp_path / "cases.json", [VIT])
+    first = nightly(repo, "--cases", cases, "--baselines", tmp_path / "none.json", "--output", tmp_path / "a")
+    assert first.returncode == 0, first.stderr
+    cycles = json.loads((tmp_path / "a" / "cases" / "vit-small" / "result.json").read_text())["cycles"]
+    baselines = tmp_path / "baselines.json"
+    baselines.write_text(json.dumps({"vit-small": {"cycles": int(cycles / 1.02)}}))
+    done = nightly(repo, "--cases", cases, "--baselines", baselines, "--output", tmp_path / "b")
+    assert done.returncode == 1
+    entry = json.loads((tmp_path / "b" / "summary.json").read_text())["cases"][0]
+    assert entry["status"] == "regressed"
+    assert entry["regressions"] and entry["regressions"][0].startswith(f"cycles {cycles} > baseline")
+    # Within 1% is no regression.
+    baselines.write_text(json.dumps({"vit-small": {"cycles": int(cycles / 1.005)}}))
+    assert nightly(repo, "--cases", cases, "--baselines", baselines, "--output", tmp_path / "c").returncode == 0
+
+
+def test_unexpected_exit_and_timeout_fail(repo, tmp_path):
+    passes = dict(VIT, name="expects-reject", expect="reject")
+    slow = dict(VIT, name="slow", timeout_seconds=1,
+                args=["--workload", "vit-small", "--tiles", "64", "--reference-inferences", "50"])
+    cases = write_cases(tmp_path / "cases.json", [passes, slow])
+    done = nightly(repo, "--cases", cases, "--baselines", tmp_path / "none.json", "--output", tmp_path / "out")
+    assert done.returncode == 1
+    entries = json.loads((tmp_path / "out" / "summary.json").read_text())["cases"]
+    assert [e["status"] for e in entries] == ["failed", "failed"]
+    assert entries[0]["problems"] == ["exit 0, expected 2 (reject)"]
+    assert entries[1]["exit"] is None and entries[1]["problems"] == ["timed out after 1 s"]
+
+
+def test_bad_case_list_and_unknown_case_are_input_errors(repo, tmp_path):
+    bad = dict(VIT)
+    del bad["expect"]
+    done = nightly(repo, "--cases", write_cases(tmp_path / "bad.json", [bad]), "--list")
+    assert done.returncode == 2
+    assert "bad.json: case 'vit-small': field 'expect': expected 'pass' or 'reject', got None" in done.stderr
+    done = nightly(repo, "--cases", write_cases(tmp_path / "ok.json", [VIT]), "--only", "nope", "--list")
+    assert done.returncode == 2 and "no case named nope; the cases are vit-small" in done.stderr
+    (tmp_path / "broken.json").write_text("{")
+    done = nightly(repo, "--cases", tmp_path / "broken.json", "--list")
+    assert done.returncode == 2 and "broken.json: the case list is not JSON" in done.stderr
+
+
+def test_repository_case_list_loads(repo):
+    done = nightly(repo, "--list")
+    assert done.returncode == 0, done.stderr
+    listed = done.stdout.splitlines()
+    cases = json.loads((repo / "ci" / "cases.json").read_text())["cases"]
+    assert len(listed) == len(cases)
+    assert any(line.startswith("vit-auto: ipu-e2e-test --workload vit") for line in listed)
+    assert all(c["expect"] in ("pass", "reject") for c in cases)
