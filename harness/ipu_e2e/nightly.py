@@ -1,7 +1,8 @@
 """ci/nightly: the nightly regression matrix.  Runs every case of a case list
 (ci/cases.json) as its own process, `ipu-e2e-test` or `ipu-e2e-bench`, and
 checks that its exit code is the one expected (pass: 0; reject: 2, the
-planner refusing a budget).  It reads the figures the command wrote to its
+planner refusing a budget).  Each case gets its own output folder (given to
+the command as --output; `{output}` in an argument names it too).  It reads the figures the command wrote to its
 output folder: simulated cycles and the lowest min cosine of result.json, or
 a bench's JSON with its targets.  These are compared with the case's
 baseline (ci/baselines.json).  A case regresses when its cycles exceed the
