@@ -78,13 +78,25 @@ def execute(args, progress):
     return code, result, module
 
 
+def describe_allocation(a):
+    """'name' of tensor, made by op, [address, end) on tile, phases first..last."""
+    made = f", made by {a['op']['label']}" if a.get("op") else ""
+    tensor = f" of tensor '{a['tensor']}'" if a.get("tensor") else ""
+    last = "end" if a["last_phase"] is None else a["last_phase"]
+    return (f"'{a['name']}'{tensor}{made}, [0x{a['address']:X}, 0x{a['address'] + a['size']:X}) on tile "
+            f"{a['tile']}, phases {a['first_phase']}..{last}")
+
+
 def report(result, module, out):
     if result.get("status") == "FAULT":
         f = result["fault"]
+        op = f" {f['op']['label']}," if f.get("op") else ""
         print(f"FAULT {f['kind']} on tile {f['tile']} at [0x{f['address_lo']:X}, 0x{f['address_hi']:X})"
-              f" ({f['program']} op {f['op_index']}, step {f['step']}): {f['detail']}", file=out)
-        if f.get("allocation"):
-            print(f"  owning allocation: {f['allocation']}", file=out)
+              f" ({op} {f['program']} op {f['op_index']}, step {f['step']}, phase {f['phase']}): {f['detail']}",
+              file=out)
+        for key, what in (("allocation", "allocation"), ("other_allocation", "other allocation")):
+            if f.get(key):
+                print(f"  {what}: {describe_allocation(f[key])}", file=out)
         return
     module.report(result, out)
 

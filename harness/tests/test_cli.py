@@ -202,7 +202,7 @@ def test_corrupted_descriptor_faults_with_exit_3(cli, tmp_path):
     fault = json.loads((tmp_path / "result.json").read_text())["fault"]
     assert fault["kind"] == "uninitialized_read" and fault["tile"] == 0
     assert fault["address_lo"] == source + 64 and fault["kernel"] == "copy"
-    assert fault["allocation"] == "stress/destinations"
+    assert fault["allocation"]["name"] == "stress/destinations"
 
 
 def test_bench_help_and_bad_shape(repo):

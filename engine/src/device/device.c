@@ -1,7 +1,7 @@
 /* device.c: the public device calls: binding host stream data by name to a
  * package's streams, dispatching to the device implementation, and turning a
- * fault into JSON (kind, tile, address range, program step, kernel or row,
- * owning allocation).
+ * fault into JSON (kind, tile, address range, program step and phase, the
+ * compiler op, kernel or row, and the allocations involved).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +41,8 @@ static const char *FAULT_NAMES[IPU_FAULT_KIND_COUNT] = {
     "exchange_read_write_conflict",
     "missing_kernel",
     "malformed_descriptor",
+    "operand_outside_allocation",
+    "stale_read",
 };
 
 const char *ipu_fault_kind_name(int kind)
@@ -216,6 +218,34 @@ ipu_status ipu_device_stream(ipu_ctx *ctx, ipu_device *dev, const char *stream,
     return IPU_OK;
 }
 
+/* A compiler op as JSON ({index, kind, name, label}), null when none. */
+static json_t *compiler_op_json(const ipu_package *pkg, uint32_t op)
+{
+    if (!pkg || op == IPU_NO_OP || op >= pkg->compiler_op_count)
+        return json_null();
+    char label[160];
+    ipu_pkg_compiler_op_label(pkg, op, label, sizeof label);
+    const ipu_pkg_compiler_op *c = &pkg->compiler_ops[op];
+    return json_pack("{s:I, s:s, s:s, s:s}", "index", (json_int_t)op, "kind",
+                     ipu_pkg_string(pkg, c->kind_offset), "name", ipu_pkg_string(pkg, c->name_offset),
+                     "label", label);
+}
+
+/* An allocation as JSON: name, owner tensor, compiler op, tile, range and
+ * lifetime in phases (last null: forever); null when none. */
+static json_t *allocation_json(const ipu_package *pkg, int64_t index)
+{
+    if (!pkg || index < 0 || (size_t)index >= pkg->alloc_count)
+        return json_null();
+    const ipu_pkg_alloc *a = &pkg->allocs[index];
+    return json_pack("{s:I, s:s, s:s, s:o, s:I, s:I, s:I, s:I, s:o}", "index", (json_int_t)index,
+                     "name", ipu_pkg_string(pkg, a->name_offset), "tensor",
+                     ipu_pkg_string(pkg, a->tensor_offset), "op", compiler_op_json(pkg, a->op),
+                     "tile", (json_int_t)a->tile, "address", (json_int_t)a->address, "size",
+                     (json_int_t)a->size, "first_phase", (json_int_t)a->first, "last_phase",
+                     a->last == IPU_LIFE_FOREVER ? json_null() : json_integer(a->last));
+}
+
 ipu_status ipu_device_fault_json(ipu_ctx *ctx, const ipu_device *dev, char **out_json)
 {
     if (!dev || !out_json)
@@ -236,10 +266,10 @@ ipu_status ipu_device_fault_json(ipu_ctx *ctx, const ipu_device *dev, char **out
         json_object_set_new(o, "descriptor", f->descriptor >= 0 ? json_integer(f->descriptor) : json_null());
         json_object_set_new(o, "row", f->row >= 0 ? json_integer(f->row) : json_null());
         json_object_set_new(o, "detail", json_string(f->detail));
-        const char *owner = dev->pkg && f->address_hi > f->address_lo
-                                ? ipu_pkg_owner(dev->pkg, f->tile, f->address_lo)
-                                : NULL;
-        json_object_set_new(o, "allocation", owner ? json_string(owner) : json_null());
+        json_object_set_new(o, "phase", json_integer(f->phase));
+        json_object_set_new(o, "op", compiler_op_json(dev->pkg, f->origin));
+        json_object_set_new(o, "allocation", allocation_json(dev->pkg, f->alloc));
+        json_object_set_new(o, "other_allocation", allocation_json(dev->pkg, f->other));
     }
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);

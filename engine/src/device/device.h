@@ -26,6 +26,8 @@ typedef enum ipu_fault_kind {
     IPU_FAULT_EXCHANGE_READ_WRITE_CONFLICT,
     IPU_FAULT_MISSING_KERNEL,
     IPU_FAULT_MALFORMED_DESCRIPTOR,
+    IPU_FAULT_OPERAND_OUTSIDE_ALLOCATION,
+    IPU_FAULT_STALE_READ,
     IPU_FAULT_KIND_COUNT
 } ipu_fault_kind;
 
@@ -41,6 +43,10 @@ typedef struct ipu_fault {
     int entry;                       /* kernel entry, -1 when none */
     int descriptor;                  /* index in the compute list, -1 when none */
     int row;                         /* exchange/host/patch row, -1 when none */
+    uint32_t phase;                  /* program phase (format.h) */
+    uint32_t origin;                 /* compiler op of the phase, IPU_NO_OP when none */
+    int64_t alloc;                   /* allocation of the accessed bytes or operand, -1 when none */
+    int64_t other;                   /* the allocation it reached, or the other operand's, -1 */
     char detail[256];
 } ipu_fault;
 

@@ -1,8 +1,10 @@
 /* sim.c: the simulator as a device: lifecycle, loading a package into SRAM
  * (code entries, descriptors and data marked written; runtime state, code
- * and descriptors protected), the control-program interpreter (BSP steps,
- * host exchange through the aperture, Repeat with patch descriptors applied
- * at each iteration) and the cycle report of a run.
+ * and descriptors protected; the allocations ending at each program phase
+ * listed), the control-program interpreter (BSP steps, host exchange through
+ * the aperture, Repeat with patch descriptors applied at each iteration; the
+ * current phase and compiler op kept for checks and faults, and the lives
+ * ending at a phase ended after it) and the cycle report of a run.
  */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MADV_HUGEPAGE */
 #include <omp.h>
@@ -50,9 +52,43 @@ static void sim_destroy(void *impl)
         munmap(s->sram, (size_t)s->p.tiles * s->sram_bytes);
     if (s->shadow)
         munmap(s->shadow, (size_t)s->p.tiles * s->shadow_words * sizeof(uint64_t));
+    if (s->ended)
+        munmap(s->ended, (size_t)s->p.tiles * s->shadow_words * sizeof(uint64_t));
     free(s->full);
+    free(s->dying_start);
+    free(s->dying);
     json_decref(s->steps);
     free(s);
+}
+
+/* The allocations whose life ends at each program phase, grouped by phase
+ * (counting sort; allocations that live forever end at none). */
+static ipu_status list_lives(sim *s, ipu_ctx *ctx, const ipu_package *pkg)
+{
+    free(s->dying_start);
+    free(s->dying);
+    s->dying = NULL;
+    s->check_allocs = pkg->alloc_count > 0;
+    s->phases = (uint32_t)(2 * (pkg->init_count + pkg->main_count));
+    s->dying_start = calloc((size_t)s->phases + 1, sizeof *s->dying_start);
+    s->dying = malloc((pkg->alloc_count ? pkg->alloc_count : 1) * sizeof *s->dying);
+    if (!s->dying_start || !s->dying)
+        return IPU_NO_MEMORY(ctx);
+    for (size_t i = 0; i < pkg->alloc_count; i++)
+        if (pkg->allocs[i].last != IPU_LIFE_FOREVER)
+            s->dying_start[pkg->allocs[i].last + 1]++;
+    for (uint32_t p = 0; p < s->phases; p++)
+        s->dying_start[p + 1] += s->dying_start[p];
+    uint32_t *fill = calloc((size_t)s->phases + 1, sizeof *fill);
+    if (!fill)
+        return IPU_NO_MEMORY(ctx);
+    for (size_t i = 0; i < pkg->alloc_count; i++) {
+        uint32_t last = pkg->allocs[i].last;
+        if (last != IPU_LIFE_FOREVER)
+            s->dying[s->dying_start[last] + fill[last]++] = (uint32_t)i;
+    }
+    free(fill);
+    return IPU_OK;
 }
 
 static ipu_status load_package(sim *s, ipu_ctx *ctx, const ipu_package *pkg)
@@ -62,17 +98,21 @@ static ipu_status load_package(sim *s, ipu_ctx *ctx, const ipu_package *pkg)
     if (!s->sram) {
         s->sram = tile_memory(tiles * s->sram_bytes);
         s->shadow = tile_memory(tiles * s->shadow_words * sizeof(uint64_t));
+        s->ended = tile_memory(tiles * s->shadow_words * sizeof(uint64_t));
         s->full = calloc(tiles * s->full_words, sizeof(uint64_t));
-        if (!s->sram || !s->shadow || !s->full)
+        if (!s->sram || !s->shadow || !s->ended || !s->full)
             return IPU_NO_MEMORY(ctx);
     } else {
         memset(s->shadow, 0, tiles * s->shadow_words * sizeof(uint64_t));
+        memset(s->ended, 0, tiles * s->shadow_words * sizeof(uint64_t));
         memset(s->full, 0, tiles * s->full_words * sizeof(uint64_t));
     }
+    IPU_TRY(list_lives(s, ctx, pkg));
     for (uint32_t t = 0; t < s->p.tiles; t++) {
         sim_tile *tile = &s->tiles[t];
         tile->mem = s->sram + (size_t)t * s->sram_bytes;
         tile->written = s->shadow + (size_t)t * s->shadow_words;
+        tile->ended = s->ended + (size_t)t * s->shadow_words;
         tile->full = s->full + (size_t)t * s->full_words;
         tile->code_entries = tile->code_bodies = 0;
         tile->outgoing_base = 0;
@@ -177,7 +217,9 @@ static int host_phase(sim *s, ipu_ctx *ctx, uint32_t slot, int in, ipu_host_buff
                 uint32_t at = address + r * tile_stride;
                 uint64_t from = offset + (uint64_t)r * stream_stride;
                 if (sim_check(s, t, at, row_bytes, in ? 2u : 1u, 1, 0,
-                              in ? "host input" : "host output", NULL)) {
+                              in ? "host input" : "host output", NULL) ||
+                    sim_check_allocation(s, t, at, row_bytes, in ? "host input" : "host output",
+                                         NULL)) {
                     s->tiles[t].fault.row = (int)e;
                     faulted = 1;
                 } else if (in) {
@@ -265,10 +307,18 @@ static void record_step(sim *s, const char *kind, uint64_t compute, uint32_t com
     s->step++;
 }
 
+/* Enter phase half (0: compute or host, 1: exchange) of the current op. */
+static void enter_phase(sim *s, const ipu_pkg_op *op, int half)
+{
+    s->phase = 2 * (s->program_base + s->op_index) + (uint32_t)half;
+    s->origin = op->origin[half];
+}
+
 static int run_step(sim *s, const ipu_pkg_op *op)
 {
     uint64_t compute = 0, exchange = 0;
     uint32_t slowest = 0;
+    enter_phase(s, op, 0);
     if (op->a != IPU_NO_SLOT) {
         if (sim_compute_phase(s, op->a))
             return 1;
@@ -280,8 +330,11 @@ static int run_step(sim *s, const ipu_pkg_op *op)
             s->tiles[t].wait_total += compute - s->tiles[t].step_cycles;
         }
     }
+    sim_end_lives(s, s->phase);
+    enter_phase(s, op, 1);
     if (op->b != IPU_NO_SLOT && sim_exchange_phase(s, op->b, &exchange))
         return 1;
+    sim_end_lives(s, s->phase);
     record_step(s, op->b != IPU_NO_SLOT ? "step" : "compute", compute, slowest, s->p.sync_cycles,
                 exchange, 0, 0);
     return 0;
@@ -301,8 +354,11 @@ static int execute(sim *s, ipu_ctx *ctx, const ipu_pkg_op *ops, size_t begin, si
         case IPU_OP_HOST_IN:
         case IPU_OP_HOST_OUT: {
             uint64_t bytes = 0;
+            enter_phase(s, op, 0);
             if (host_phase(s, ctx, op->a, op->op == IPU_OP_HOST_IN, buffers, &bytes, status))
                 return 1;
+            sim_end_lives(s, s->phase);
+            sim_end_lives(s, s->phase + 1);
             double per_cycle = s->p.host_bytes_per_second / s->p.clock_hz;
             uint64_t cycles = (uint64_t)((double)bytes / per_cycle + 0.999999);
             record_step(s, op->op == IPU_OP_HOST_IN ? "host_in" : "host_out", 0, 0,
@@ -310,17 +366,24 @@ static int execute(sim *s, ipu_ctx *ctx, const ipu_pkg_op *ops, size_t begin, si
             break;
         }
         case IPU_OP_REPEAT:
+            /* Validation bounds nesting at 64. */
+            s->loops[s->depth++] = (sim_loop){2 * (s->program_base + (uint32_t)i + 1), 0, op->a};
             for (uint32_t it = 0; it < op->a; it++) {
+                s->loops[s->depth - 1].iteration = it;
                 s->op_index = (uint32_t)i;
+                enter_phase(s, op, 0);
                 if (op->c != IPU_NO_SLOT) {
                     uint64_t cycles = 0;
                     if (patch_phase(s, op->c, it, &cycles))
                         return 1;
                     record_step(s, "patch", 0, 0, 0, 0, 0, cycles);
                 }
+                sim_end_lives(s, s->phase);
+                sim_end_lives(s, s->phase + 1);
                 if (execute(s, ctx, ops, i + 1, i + 1 + op->b, buffers, status))
                     return 1;
             }
+            s->depth--;
             i += op->b;
             break;
         }
@@ -353,16 +416,37 @@ static ipu_status run_program(sim *s, ipu_ctx *ctx, const char *name, const ipu_
     s->steps = json_array();
     memset(s->totals, 0, sizeof s->totals);
     s->program = name;
+    s->program_base = ops == pkg->main_ops ? (uint32_t)pkg->init_count : 0;
+    s->depth = 0;
     s->step = 0;
     ipu_status status = IPU_OK;
     if (execute(s, ctx, ops, 0, count, buffers, &status)) {
         if (status != IPU_OK)
             return status;
         const ipu_fault *f = &s->fault;
+        char op[160], allocs[400] = "";
+        ipu_pkg_compiler_op_label(pkg, f->origin, op, sizeof op);
+        for (int k = 0; k < 2; k++) {
+            int64_t a = k ? f->other : f->alloc;
+            if (a < 0)
+                continue;
+            size_t used = strlen(allocs);
+            snprintf(allocs + used, sizeof allocs - used, "%s '%s' (tensor '%s', phases %u..",
+                     k ? "; reached allocation" : "; allocation",
+                     ipu_pkg_string(pkg, pkg->allocs[a].name_offset),
+                     ipu_pkg_string(pkg, pkg->allocs[a].tensor_offset), pkg->allocs[a].first);
+            used = strlen(allocs);
+            if (pkg->allocs[a].last == IPU_LIFE_FOREVER)
+                snprintf(allocs + used, sizeof allocs - used, "end)");
+            else
+                snprintf(allocs + used, sizeof allocs - used, "%u)", pkg->allocs[a].last);
+        }
         return IPU_FAIL(ctx, IPU_ERR_DEVICE_FAULT,
-                        "device fault %s on tile %u at [0x%X, 0x%X), %s program op %u, step %llu: %s",
+                        "device fault %s on tile %u at [0x%X, 0x%X), %s program op %u%s%s%s, phase "
+                        "%u, step %llu: %s%s",
                         ipu_fault_kind_name(f->kind), f->tile, f->address_lo, f->address_hi,
-                        f->program, f->op_index, (unsigned long long)f->step, f->detail);
+                        f->program, f->op_index, *op ? " (" : "", op, *op ? ")" : "", f->phase,
+                        (unsigned long long)f->step, f->detail, allocs);
     }
     return IPU_OK;
 }

@@ -1,6 +1,8 @@
-/* sim.h: the simulator's state: per-tile SRAM with shadow written-bits,
- * code entries present, OUTGOING_BASE, a fault slot per tile, and the cycle
- * accounts of the current run.  Shared by the memory, compute, exchange and
+/* sim.h: the simulator's state: per-tile SRAM with shadow written-bits (and
+ * the bits of bytes whose allocation's life ended), code entries present,
+ * OUTGOING_BASE, a fault slot per tile, the program phase and the
+ * allocations that end at each phase, and the cycle accounts of the current
+ * run.  Shared by the memory, compute, exchange and
  * control files of the simulator.
  */
 #ifndef IPU_SIM_H
@@ -25,16 +27,19 @@ typedef struct sim_copy {
 
 /* An exchange phase that passed every check, kept so that running its slot
  * again only copies (sim_replay.c says when that is exact). */
-typedef struct sim_replay {
-    uint32_t *first; /* per tile and one past the last: tile t's copies are [first[t], first[t + 1]) */
-    sim_copy *copies;
-    uint64_t cycles; /* the phase's cost */
-} sim_replay;
-
-/* Descriptor bytes [lo, hi) that a kept phase was read from. */
+/* Bytes [lo, hi). */
 typedef struct sim_range {
     uint32_t lo, hi;
 } sim_range;
+
+typedef struct sim_replay {
+    uint32_t *first; /* per tile and one past the last: tile t's copies are [first[t], first[t + 1]) */
+    sim_copy *copies;
+    uint32_t *send_first; /* the same for each tile's send sources */
+    sim_range *sends;
+    uint32_t phase;  /* the program phase it ran at (allocations live then) */
+    uint64_t cycles; /* the phase's cost */
+} sim_replay;
 
 /* Bytes per bit of a tile's summary of its written bits (8 shadow words, one
  * cache line): reads and writes of chunks known to be fully written skip the
@@ -43,7 +48,8 @@ typedef struct sim_range {
 
 typedef struct sim_tile {
     uint8_t *mem;       /* SRAM bytes, index = address - sram_base */
-    uint64_t *written;  /* one bit per byte: written since load */
+    uint64_t *written;  /* one bit per byte: written since load, in the live allocation's life */
+    uint64_t *ended;    /* one bit per byte: written once, then its allocation's life ended */
     uint64_t *full;     /* one bit per SIM_CHUNK bytes: every written bit set */
     uint64_t code_entries; /* supervisor parts present, bit per entry */
     uint64_t code_bodies;  /* worker bodies present, bit per body */
@@ -69,6 +75,11 @@ typedef struct sim_tile {
     uint32_t watched_count, watched_capacity;
 } sim_tile;
 
+/* A Repeat being run: the phase its body starts at and the iteration. */
+typedef struct sim_loop {
+    uint32_t body_phase, iteration, count;
+} sim_loop;
+
 typedef struct sim {
     ipu_profile p;
     const ipu_package *pkg;
@@ -78,8 +89,16 @@ typedef struct sim {
     uint8_t *sram;
     uint64_t *shadow;
     size_t shadow_words; /* per tile */
+    uint64_t *ended;     /* all tiles' ended bits (lazily zeroed pages) */
     uint64_t *full;      /* all tiles' chunk summaries */
     size_t full_words;   /* per tile */
+    /* Allocation checks (a package with an allocation table): the
+     * allocations whose life ends at each phase, [dying_start[p],
+     * dying_start[p + 1]) of dying, by tile. */
+    int check_allocs;
+    uint32_t phases;
+    uint32_t *dying_start;
+    uint32_t *dying;
     /* Kept exchange phases by slot (NULL: none). */
     sim_replay **replays;
     uint32_t replay_slots;
@@ -89,7 +108,12 @@ typedef struct sim {
     int threads;
     /* Where the control interpreter is (copied into faults). */
     const char *program;
+    uint32_t program_base; /* global index of the program's first op: 0 (init) or init_count */
     uint32_t op_index;
+    uint32_t phase;  /* program phase (format.h) */
+    uint32_t origin; /* its compiler op */
+    sim_loop loops[64]; /* the Repeats being run, innermost last */
+    int depth;
     uint64_t step;
     ipu_fault fault; /* the fault that stopped the device */
     /* The current run's cycle report. */
@@ -109,6 +133,17 @@ int sim_fault(sim *s, uint32_t tile, int kind, uint32_t lo, uint32_t hi, const c
  * operand is not NULL. */
 int sim_check(sim *s, uint32_t tile, uint32_t address, uint32_t size, unsigned access,
               uint32_t alignment, int region1, const char *what, const char *operand);
+/* Does [address, +size) lie inside one allocation live at the current phase
+ * (when the package has an allocation table)?  Faults if not, naming the
+ * allocation holding address and the one the access reached. */
+int sim_check_allocation(sim *s, uint32_t tile, uint32_t address, uint32_t size, const char *what,
+                         const char *operand);
+/* Are all of [address, +size)'s bytes written (no fault)? */
+int sim_is_written(sim *s, uint32_t tile, uint32_t address, uint32_t size);
+/* End the lives of the allocations whose last phase is phase: their bytes
+ * lose their written state.  An allocation that began before a Repeat body
+ * it ends in lives through every iteration: it ends only in the last one. */
+void sim_end_lives(sim *s, uint32_t phase);
 /* Is [address, +size) inside a descriptor segment?  Faults if not. */
 int sim_check_descriptor(sim *s, uint32_t tile, uint32_t address, uint32_t size, const char *what);
 static inline uint8_t *sim_ptr(sim *s, uint32_t tile, uint32_t address)
@@ -139,15 +174,17 @@ void sim_prefetch_next(sim *s, uint32_t tile, uint32_t slot);
 /* After a parallel phase: copy the lowest faulting tile's fault to s->fault.
  * Returns 1 when some tile faulted. */
 int sim_collect_fault(sim *s);
-/* Tag every tile fault of this phase with the control position. */
+/* Tag a fault with the control position, phase and compiler op, and the
+ * allocation holding its first byte when it names none. */
 void sim_stamp(sim *s, ipu_fault *f);
 
 /* ---- kept exchange phases (sim_replay.c) ---- */
-/* The kept phase of an exchange slot, or NULL. */
+/* The kept phase of an exchange slot run at the current program phase, or NULL. */
 const sim_replay *sim_replay_find(const sim *s, uint32_t slot);
 /* Keep the exchange phase of slot that just passed its checks: each tile's
- * receives with their matched sources, and its cost.  Not kept when a row
- * uses OUTGOING_BASE, or when the host is out of memory. */
+ * receives with their matched sources, its send sources, the program phase
+ * and its cost.  Not kept when a row uses OUTGOING_BASE, or when the host is
+ * out of memory. */
 void sim_replay_keep(sim *s, uint32_t slot, uint64_t cycles);
 /* Would writing [address, address + size) on tile change bytes that a kept
  * phase was read from? */

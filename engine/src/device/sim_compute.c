@@ -1,8 +1,8 @@
 /* sim_compute.c: a compute phase.  Every tile (in parallel) fetches its
  * compute list from its slot table in SRAM, checks each descriptor (entry
  * known, code present on the tile, arguments well-formed), checks every
- * operand (bounds, alignment, region, protection, initialization, element
- * separation) and runs the kernel body, charging the kernel's cycles.
+ * operand (bounds, alignment, region, protection, initialization, its live
+ * allocation, element separation) and runs the kernel body, charging the kernel's cycles.
  */
 #include <cblas.h>
 #include <omp.h>
@@ -29,7 +29,9 @@ static int check_call(sim *s, uint32_t tile, uint32_t at, ipu_kernel_call *call)
     for (uint32_t i = 0; i < call->operand_count; i++) {
         const ipu_operand *op = &call->operands[i];
         if (sim_check(s, tile, op->address, op->size, op->access, op->alignment, op->region1,
-                      ipu_kernel_name(call->entry), op->name))
+                      ipu_kernel_name(call->entry), op->name) ||
+            sim_check_allocation(s, tile, op->address, op->size, ipu_kernel_name(call->entry),
+                                 op->name))
             return 1;
     }
     for (uint32_t i = 0; i < call->separate_count; i++) {
@@ -40,13 +42,18 @@ static int check_call(sim *s, uint32_t tile, uint32_t at, ipu_kernel_call *call)
         elements(s, b, &b0, &b1);
         if (a0 <= b1 && b0 <= a1) {
             uint32_t shared = a0 > b0 ? a0 : b0;
-            return sim_fault(s, tile, IPU_FAULT_ELEMENT_CONFLICT, shared * s->p.element_bytes,
+            ipu_fault *f = &s->tiles[tile].fault;
+            sim_fault(s, tile, IPU_FAULT_ELEMENT_CONFLICT, shared * s->p.element_bytes,
                              (shared + 1) * s->p.element_bytes,
                              "%s operands '%s' [0x%X, 0x%X) and '%s' [0x%X, 0x%X) share memory "
                              "element %u",
                              ipu_kernel_name(call->entry), a->name, a->address,
                              a->address + a->size, b->name, b->address, b->address + b->size,
                              shared);
+            /* Both operands' allocations (their own, when the table has them). */
+            f->alloc = ipu_pkg_alloc_at(s->pkg, tile, a->address, s->phase);
+            f->other = ipu_pkg_alloc_at(s->pkg, tile, b->address, s->phase);
+            return 1;
         }
     }
     return 0;

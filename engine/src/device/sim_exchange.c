@@ -1,7 +1,8 @@
 /* sim_exchange.c: a statically timed exchange phase read from the encoded
  * tables in tile SRAM.  Decode (rows in order, OUTGOING_BASE applied to
  * relative sends), port checks (one word per cycle per port; paired 64-bit
- * transfers take both ports of the supertile pair), matching every receive
+ * transfers take both ports of the supertile pair; every row inside an
+ * allocation live at the phase), matching every receive
  * window to the sender's window L cycles earlier, conflicting writers, a
  * receive overwriting bytes its own tile sends, then the copy.  The phase
  * costs its horizon (the cycle after the last word arrives: a receive's end,
@@ -101,12 +102,14 @@ static int decode(sim *s, uint32_t tile, uint32_t table)
                 x.address = address + t->outgoing_base;
                 t->uses_base = 1;
             }
-            if (sim_check(s, tile, x.address, words * width, 1u, width, 0, "exchange send", NULL))
+            if (sim_check(s, tile, x.address, words * width, 1u, width, 0, "exchange send", NULL) ||
+                sim_check_allocation(s, tile, x.address, words * width, "exchange send", NULL))
                 return row_fault(s, tile, r);
             if (push(&t->sends, &t->send_count, &t->send_capacity, x))
                 return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, 0, 0, "host out of memory");
         } else {
-            if (sim_check(s, tile, address, words * width, 2u, width, 0, "exchange receive", NULL))
+            if (sim_check(s, tile, address, words * width, 2u, width, 0, "exchange receive", NULL) ||
+                sim_check_allocation(s, tile, address, words * width, "exchange receive", NULL))
                 return row_fault(s, tile, r);
             if (push(&t->recvs, &t->recv_count, &t->recv_capacity, x))
                 return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, 0, 0, "host out of memory");
@@ -342,10 +345,22 @@ static int check_writes(sim *s, uint32_t tile, uint64_t *bits, sim_xfer **scratc
     return clash ? report_clash(s, tile, scratch, capacity) : 0;
 }
 
-/* Run a kept phase again: its copies (sim_replay.c says why that is exact). */
-static void replay(sim *s, const sim_replay *r, uint64_t *cycles)
+/* Run a kept phase again: its copies (sim_replay.c says why that is exact),
+ * once every send source is still written (an ended allocation's life may
+ * have cleared it since).  Returns 0, copying nothing, when one is not: the
+ * full phase then finds and reports the fault. */
+static int replay(sim *s, const sim_replay *r, uint64_t *cycles)
 {
     int64_t tiles = s->p.tiles;
+    int unwritten = 0;
+#pragma omp parallel for schedule(static, 16) num_threads(s->threads) reduction(| : unwritten)
+    for (int64_t i = 0; i < tiles; i++) {
+        uint32_t tile = (uint32_t)i;
+        for (uint32_t c = r->send_first[tile]; c < r->send_first[tile + 1] && !unwritten; c++)
+            unwritten = !sim_is_written(s, tile, r->sends[c].lo, r->sends[c].hi - r->sends[c].lo);
+    }
+    if (unwritten)
+        return 0;
 #pragma omp parallel for schedule(static, 16) num_threads(s->threads)
     for (int64_t i = 0; i < tiles; i++) {
         uint32_t tile = (uint32_t)i;
@@ -356,15 +371,14 @@ static void replay(sim *s, const sim_replay *r, uint64_t *cycles)
         }
     }
     *cycles = r->cycles;
+    return 1;
 }
 
 int sim_exchange_phase(sim *s, uint32_t slot, uint64_t *cycles)
 {
     const sim_replay *kept = sim_replay_find(s, slot);
-    if (kept) {
-        replay(s, kept, cycles);
+    if (kept && replay(s, kept, cycles))
         return 0;
-    }
     int64_t tiles = s->p.tiles;
     uint64_t horizon = 0;
 #pragma omp parallel for schedule(static, 16) num_threads(s->threads)

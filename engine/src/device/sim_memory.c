@@ -1,8 +1,11 @@
 /* sim_memory.c: tile SRAM as the device sees it: accessible range, region 1
  * and alignment rules, protected ranges (runtime state, kernel code,
- * descriptors), the shadow bits that catch reads of bytes never written since
- * load, and the per-tile fault slots that make fault reporting independent of
- * the thread count (the lowest faulting tile wins).
+ * descriptors), the allocation each access must lie in, the shadow bits that
+ * catch reads of bytes never written since load and of bytes whose
+ * allocation's life ended since they were written (poisoning: an ended life
+ * clears the written bits of its bytes and sets their ended bits), and the
+ * per-tile fault slots that make fault reporting independent of the thread
+ * count (the lowest faulting tile wins).
  */
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +25,8 @@ int sim_fault(sim *s, uint32_t tile, int kind, uint32_t lo, uint32_t hi, const c
     f->address_lo = lo;
     f->address_hi = hi;
     f->entry = f->descriptor = f->row = -1;
+    f->alloc = f->other = -1;
+    f->origin = IPU_NO_OP;
     va_list args;
     va_start(args, fmt);
     vsnprintf(f->detail, sizeof f->detail, fmt, args);
@@ -34,6 +39,10 @@ void sim_stamp(sim *s, ipu_fault *f)
     f->program = s->program;
     f->op_index = s->op_index;
     f->step = s->step;
+    f->phase = s->phase;
+    f->origin = s->origin;
+    if (f->alloc < 0 && f->address_hi > f->address_lo && s->pkg)
+        f->alloc = ipu_pkg_alloc_at(s->pkg, f->tile, f->address_lo, s->phase);
 }
 
 int sim_collect_fault(sim *s)
@@ -138,7 +147,8 @@ static int chunks_full(const sim_tile *t, uint32_t offset, uint32_t end)
 }
 
 /* Mark the chunks touching [offset, end) whose written bits are now all set
- * (bits are only ever set until the next load, so a full chunk stays full). */
+ * (a full chunk stays full until a load or an allocation's ended life clears
+ * its bits). */
 static void note_full(const sim *s, sim_tile *t, uint32_t offset, uint32_t end)
 {
     const uint32_t words = SIM_CHUNK / 64;
@@ -229,6 +239,14 @@ int sim_check(sim *s, uint32_t tile, uint32_t address, uint32_t size, unsigned a
             const uint64_t *bits = t->written;
             while (hi < end && !(bits[(hi - p->sram_base) >> 6] >> ((hi - p->sram_base) & 63) & 1))
                 hi++;
+            /* Bytes written once and poisoned since are stale, not uninitialized. */
+            uint32_t at = lo - p->sram_base;
+            if (t->ended[at >> 6] >> (at & 63) & 1)
+                return sim_fault(s, tile, IPU_FAULT_STALE_READ, lo, hi,
+                                 "%s [0x%X, 0x%llX) reads bytes [0x%X, 0x%X) not written since "
+                                 "the life of the allocation that wrote them ended",
+                                 accessor(label, sizeof label, what, operand), address,
+                                 (unsigned long long)end, lo, hi);
             return sim_fault(s, tile, IPU_FAULT_UNINITIALIZED_READ, lo, hi,
                              "%s [0x%X, 0x%llX) reads bytes [0x%X, 0x%X) never written since load",
                              accessor(label, sizeof label, what, operand), address,
@@ -236,6 +254,81 @@ int sim_check(sim *s, uint32_t tile, uint32_t address, uint32_t size, unsigned a
         }
     }
     return 0;
+}
+
+int sim_check_allocation(sim *s, uint32_t tile, uint32_t address, uint32_t size, const char *what,
+                         const char *operand)
+{
+    if (!s->check_allocs || size == 0)
+        return 0;
+    int64_t own;
+    if (ipu_pkg_alloc_find(s->pkg, tile, address, size, s->phase, &own) >= 0)
+        return 0;
+    const ipu_package *pkg = s->pkg;
+    uint64_t end = (uint64_t)address + size;
+    int live = own >= 0 && ipu_pkg_alloc_live(&pkg->allocs[own], s->phase);
+    /* The first byte outside the operand's own live allocation, and whose it is. */
+    uint32_t out = address;
+    if (live)
+        out = pkg->allocs[own].address + pkg->allocs[own].size;
+    int64_t reached = ipu_pkg_alloc_at(pkg, tile, out, s->phase);
+    if (reached == own)
+        reached = -1;
+    char label[128], whose[160] = "", into[120] = "";
+    if (own >= 0)
+        snprintf(whose, sizeof whose, "%s allocation '%s'", live ? "runs past the end of" : "lies in",
+                 ipu_pkg_string(pkg, pkg->allocs[own].name_offset));
+    if (reached >= 0)
+        snprintf(into, sizeof into, " into allocation '%s'",
+                 ipu_pkg_string(pkg, pkg->allocs[reached].name_offset));
+    sim_fault(s, tile, IPU_FAULT_OPERAND_OUTSIDE_ALLOCATION, out, (uint32_t)end,
+              "%s [0x%X, 0x%llX) %s%s%s", accessor(label, sizeof label, what, operand), address,
+              (unsigned long long)end, own < 0 ? "lies in no allocation live at this phase" : whose,
+              own >= 0 && !live ? ", which is not live at this phase" : "", into);
+    s->tiles[tile].fault.alloc = own;
+    s->tiles[tile].fault.other = reached;
+    return 1;
+}
+
+int sim_is_written(sim *s, uint32_t tile, uint32_t address, uint32_t size)
+{
+    if (size == 0)
+        return 1;
+    sim_tile *t = &s->tiles[tile];
+    uint32_t offset = address - s->p.sram_base;
+    return chunks_full(t, offset, offset + size) || first_unwritten(t->written, offset, size) < 0;
+}
+
+/* Clear the written bits of [offset, end) and set its ended bits where a
+ * written bit was set; the chunks it touches are no longer full. */
+static void poison(sim_tile *t, uint32_t offset, uint32_t end)
+{
+    uint32_t first = offset >> 6, last = (end - 1) >> 6;
+    for (uint32_t w = first; w <= last; w++) {
+        uint64_t mask = sim_word_mask(w, offset, end);
+        t->ended[w] |= t->written[w] & mask;
+        t->written[w] &= ~mask;
+    }
+    uint32_t c0 = offset / SIM_CHUNK, c1 = (end - 1) / SIM_CHUNK + 1;
+    for (uint32_t w = c0 >> 6; w <= (c1 - 1) >> 6; w++)
+        t->full[w] &= ~sim_word_mask(w, c0, c1);
+}
+
+void sim_end_lives(sim *s, uint32_t phase)
+{
+    if (!s->check_allocs || phase >= s->phases)
+        return;
+    const ipu_package *pkg = s->pkg;
+    for (uint32_t i = s->dying_start[phase]; i < s->dying_start[phase + 1]; i++) {
+        const ipu_pkg_alloc *a = &pkg->allocs[s->dying[i]];
+        int spans_loop = 0;
+        for (int l = 0; l < s->depth; l++)
+            spans_loop |= a->first < s->loops[l].body_phase &&
+                          s->loops[l].iteration + 1 < s->loops[l].count;
+        if (a->size && !spans_loop)
+            poison(&s->tiles[a->tile], a->address - s->p.sram_base,
+                   a->address - s->p.sram_base + a->size);
+    }
 }
 
 int sim_check_descriptor(sim *s, uint32_t tile, uint32_t address, uint32_t size, const char *what)

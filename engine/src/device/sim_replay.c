@@ -5,11 +5,14 @@
  *   - each tile's OUTGOING_BASE, through SET_BASE, RESET_BASE and relative
  *     sends;
  *   - the package's bounds and protected ranges, fixed until the next load;
- *   - the written bits of send sources, which are only ever set until the
- *     next load, so a read that was allowed stays allowed.
- * So a phase that passed, uses no OUTGOING_BASE row and whose descriptor
- * bytes are unchanged passes again with the same matches and cost: running it
- * again is its copies.  Descriptor bytes change only by a load, a Repeat patch
+ *   - the allocations live at its program phase, fixed for that phase;
+ *   - the written bits of send sources, which an allocation's ended life
+ *     may clear: a replay checks them first and runs the phase in full when
+ *     one is clear (the full phase reports the fault).
+ * So a phase that passed, uses no OUTGOING_BASE row, runs at the same program
+ * phase, whose descriptor bytes are unchanged and whose sources are still
+ * written passes again with the same matches and cost: running it again is
+ * its copies.  Descriptor bytes change only by a load, a Repeat patch
  * or a debug write; each tile keeps the ranges the kept phases were read
  * from, and a write that would change one of them drops every kept phase.
  */
@@ -20,7 +23,8 @@
 
 const sim_replay *sim_replay_find(const sim *s, uint32_t slot)
 {
-    return slot < s->replay_slots ? s->replays[slot] : NULL;
+    const sim_replay *r = slot < s->replay_slots ? s->replays[slot] : NULL;
+    return r && r->phase == s->phase ? r : NULL;
 }
 
 /* Index of the first watched range of t ending after address. */
@@ -75,16 +79,24 @@ static int watch(sim_tile *t, uint32_t lo, uint32_t hi)
     return 0;
 }
 
+static void free_replay(sim_replay *r)
+{
+    if (r)
+        free(r->first), free(r->copies), free(r->send_first), free(r->sends);
+    free(r);
+}
+
 void sim_replay_keep(sim *s, uint32_t slot, uint64_t cycles)
 {
     uint32_t tiles = s->p.tiles;
     if (slot >= s->pkg->slots)
         return;
-    size_t total = 0;
+    size_t total = 0, sends = 0;
     for (uint32_t t = 0; t < tiles; t++) {
         if (s->tiles[t].uses_base)
             return;
         total += s->tiles[t].recv_count;
+        sends += s->tiles[t].send_count;
     }
     if (!s->replays) {
         if (!(s->replays = calloc(s->pkg->slots, sizeof *s->replays)))
@@ -103,11 +115,11 @@ void sim_replay_keep(sim *s, uint32_t slot, uint64_t cycles)
     if (r) {
         r->first = malloc(((size_t)tiles + 1) * sizeof *r->first);
         r->copies = malloc((total ? total : 1) * sizeof *r->copies);
+        r->send_first = malloc(((size_t)tiles + 1) * sizeof *r->send_first);
+        r->sends = malloc((sends ? sends : 1) * sizeof *r->sends);
     }
-    if (!r || !r->first || !r->copies) {
-        if (r)
-            free(r->first), free(r->copies);
-        free(r);
+    if (!r || !r->first || !r->copies || !r->send_first || !r->sends) {
+        free_replay(r);
         return;
     }
     uint32_t n = 0;
@@ -119,19 +131,25 @@ void sim_replay_keep(sim *s, uint32_t slot, uint64_t cycles)
         }
     }
     r->first[tiles] = n;
+    n = 0;
+    for (uint32_t t = 0; t < tiles; t++) {
+        r->send_first[t] = n;
+        for (uint32_t i = 0; i < s->tiles[t].send_count; i++) {
+            const sim_xfer *x = &s->tiles[t].sends[i];
+            r->sends[n++] = (sim_range){x->address, x->address + x->words * x->width};
+        }
+    }
+    r->send_first[tiles] = n;
+    r->phase = s->phase;
     r->cycles = cycles;
+    free_replay(s->replays[slot]); /* kept before at another phase, or its sources cleared */
     s->replays[slot] = r;
 }
 
 void sim_replay_forget(sim *s)
 {
-    for (uint32_t i = 0; i < s->replay_slots; i++) {
-        if (s->replays[i]) {
-            free(s->replays[i]->first);
-            free(s->replays[i]->copies);
-            free(s->replays[i]);
-        }
-    }
+    for (uint32_t i = 0; i < s->replay_slots; i++)
+        free_replay(s->replays[i]);
     free(s->replays);
     s->replays = NULL;
     s->replay_slots = 0;

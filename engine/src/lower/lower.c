@@ -666,6 +666,8 @@ void ipu_low_free(ipu_low_program *prog)
         free(prog->steps[s].phase.xfers);
         free(prog->steps[s].phase.dsts);
     }
+    free(prog->ops);
+    free(prog->tensors);
     free(prog->buffers);
     for (size_t v = 0; prog->values && v < prog->value_count; v++) {
         free(prog->values[v].row_bounds);
@@ -859,7 +861,18 @@ ipu_status ipu_lower(ipu_ctx *ctx, const ipu_plan *plan, int inject, ipu_low_pro
     L.blocks = calloc(g->tensor_count, sizeof *L.blocks);
     L.operands = calloc(g->op_count ? g->op_count : 1, sizeof *L.operands);
     uint32_t **partials = calloc(g->op_count ? g->op_count : 1, sizeof *partials);
-    ipu_status status = L.blocks && L.operands && partials ? IPU_OK : IPU_NO_MEMORY(ctx);
+    out->ops = calloc(g->op_count ? g->op_count : 1, sizeof *out->ops);
+    out->op_count = g->op_count;
+    out->tensors = calloc(g->tensor_count ? g->tensor_count : 1, sizeof *out->tensors);
+    out->tensor_count = g->tensor_count;
+    ipu_status status =
+        L.blocks && L.operands && partials && out->ops && out->tensors ? IPU_OK : IPU_NO_MEMORY(ctx);
+    for (size_t t = 0; status == IPU_OK && t < g->tensor_count; t++)
+        snprintf(out->tensors[t].name, sizeof out->tensors[t].name, "%s", g->tensors[t].name);
+    for (size_t i = 0; status == IPU_OK && i < g->op_count; i++) {
+        snprintf(out->ops[i].kind, sizeof out->ops[i].kind, "%s", ipu_ir_op_name(g->ops[i].kind));
+        snprintf(out->ops[i].name, sizeof out->ops[i].name, "%s", g->tensors[g->ops[i].out].name);
+    }
     if (status == IPU_OK)
         status = lower_program(&L, partials);
     for (size_t t = 0; L.blocks && t < g->tensor_count; t++)

@@ -115,8 +115,24 @@ typedef struct ipu_low_stream {
     uint32_t tensor;
 } ipu_low_stream;
 
+/* A compiler op as packages and faults name it: kind ("matmul") and name
+ * (its output tensor's). */
+typedef struct ipu_low_op {
+    char kind[16];
+    char name[64];
+} ipu_low_op;
+
+/* A graph tensor's name (buffers' tensor indexes these). */
+typedef struct ipu_low_tensor {
+    char name[64];
+} ipu_low_tensor;
+
 typedef struct ipu_low_program {
     ipu_profile profile;
+    ipu_low_op *ops; /* by graph op index (steps' and buffers' op) */
+    size_t op_count;
+    ipu_low_tensor *tensors;
+    size_t tensor_count;
     ipu_low_buffer *buffers;
     size_t buffer_count, buffer_capacity;
     ipu_low_value *values;

@@ -25,6 +25,8 @@ typedef struct assembly {
     uint64_t *code_entries; /* per tile: bit per kernel entry */
     uint32_t **by_tile;     /* per step: kernels or host entries grouped by tile (counting sort) */
     uint32_t **tile_start;  /* per step: tiles + 1 offsets into by_tile */
+    uint32_t *step_op;      /* per step: the control op (of its program) it became */
+    uint8_t *step_half;     /* per step: 0 its compute or host phase, 1 its exchange phase */
 } assembly;
 
 static uint64_t padded4(uint64_t n) { return (n + 3) & ~3ull; }
@@ -274,6 +276,35 @@ static json_t *parameter_ranges(const ipu_low_program *prog)
     return json_pack("{s:o, s:o, s:o}", "tile", tile, "address", address, "size", size);
 }
 
+/* The program phase (format.h) of a step, once both programs are emitted. */
+static uint32_t step_phase(const assembly *A, const ipu_pkg_builder *b, size_t s)
+{
+    size_t base = A->prog->steps[s].init ? 0 : ipu_pkg_program_length(b, 1);
+    return (uint32_t)(2 * (base + A->step_op[s]) + A->step_half[s]);
+}
+
+/* Every buffer's allocation: its address, owner tensor, compiler op and
+ * lifetime in program phases (parameters for ever). */
+static ipu_status add_allocations(assembly *A, ipu_pkg_builder *b)
+{
+    const ipu_low_program *prog = A->prog;
+    ipu_status status = IPU_OK;
+    for (size_t i = 0; i < prog->buffer_count && status == IPU_OK; i++) {
+        const ipu_low_buffer *buf = &prog->buffers[i];
+        const char *tensor = buf->tensor < prog->tensor_count ? prog->tensors[buf->tensor].name : NULL;
+        ipu_pkg_alloc_def def = {buf->tile,
+                                 buf->address,
+                                 buf->size,
+                                 buf->name,
+                                 tensor,
+                                 buf->persistent ? 0 : step_phase(A, b, buf->first),
+                                 buf->persistent ? IPU_LIFE_FOREVER : step_phase(A, b, buf->last),
+                                 buf->op};
+        status = ipu_pkg_define_alloc(b, &def);
+    }
+    return status;
+}
+
 /* Pass 2: encode every step's records and the control programs. */
 static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, uint8_t **patches,
                          uint32_t *patch_count)
@@ -294,6 +325,7 @@ static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, 
         int in_body = !init && s >= prog->repeat_first && s < prog->repeat_first + prog->repeat_count;
         if (!init && prog->repeat_count && s == prog->repeat_first) {
             repeat_op = ipu_pkg_program_length(b, 0);
+            ipu_pkg_set_origin(b, IPU_NO_OP, IPU_NO_OP);
             status = ipu_pkg_emit(b, 0, IPU_OP_REPEAT, prog->repeat_iterations, 1, patch_slot);
         }
         uint32_t slot = ipu_pkg_new_slot(b);
@@ -324,10 +356,15 @@ static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, 
             const ipu_low_step *prev = s ? &prog->steps[s - 1] : NULL;
             int prev_in_body = prev && !prev->init && s - 1 >= prog->repeat_first &&
                                s - 1 < prog->repeat_first + prog->repeat_count;
+            A->step_half[s] = 1;
             if (status == IPU_OK && prev && prev->kind == IPU_LOW_COMPUTE && prev->init == init &&
                 prev_in_body == in_body && !(in_body && s == prog->repeat_first) && len) {
                 ipu_pkg_set_op_b(b, init, len - 1, slot);
+                ipu_pkg_set_op_exchange_origin(b, init, len - 1, step->op);
+                A->step_op[s] = (uint32_t)len - 1;
             } else if (status == IPU_OK) {
+                A->step_op[s] = (uint32_t)len;
+                ipu_pkg_set_origin(b, IPU_NO_OP, step->op);
                 status = ipu_pkg_emit(b, init, IPU_OP_STEP, IPU_NO_SLOT, slot, 0);
             }
         } else {
@@ -394,6 +431,9 @@ static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, 
                     ipu_store_u32(patches[t], ipu_load_u32(patches[t]) + 1);
                 }
             }
+            A->step_op[s] = (uint32_t)ipu_pkg_program_length(b, init);
+            A->step_half[s] = 0;
+            ipu_pkg_set_origin(b, step->op, IPU_NO_OP);
             if (status == IPU_OK && step->kind == IPU_LOW_COMPUTE)
                 status = ipu_pkg_emit(b, init, IPU_OP_STEP, slot, IPU_NO_SLOT, 0);
             else if (status == IPU_OK)
@@ -417,18 +457,20 @@ ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
                         json_t **report, ipu_support_map *support)
 {
     const ipu_profile *p = &prog->profile;
-    assembly A = {ctx, prog, p, p->tiles, NULL, NULL, NULL, NULL};
+    assembly A = {ctx, prog, p, p->tiles, NULL, NULL, NULL, NULL, NULL, NULL};
     size_t steps = prog->step_count ? prog->step_count : 1;
     A.desc_bytes = calloc(A.tiles, sizeof *A.desc_bytes);
     A.code_entries = calloc(A.tiles, sizeof *A.code_entries);
     A.by_tile = calloc(steps, sizeof *A.by_tile);
     A.tile_start = calloc(steps, sizeof *A.tile_start);
+    A.step_op = calloc(steps, sizeof *A.step_op);
+    A.step_half = calloc(steps, sizeof *A.step_half);
     uint32_t *patch_count = calloc(A.tiles, sizeof *patch_count);
     uint8_t **patches = calloc(A.tiles, sizeof *patches);
     uint32_t *stream_ids = calloc(prog->stream_count ? prog->stream_count : 1, sizeof *stream_ids);
     ipu_pkg_builder *b = NULL;
-    ipu_status status = A.desc_bytes && A.code_entries && A.by_tile && A.tile_start && patch_count &&
-                                patches && stream_ids
+    ipu_status status = A.desc_bytes && A.code_entries && A.by_tile && A.tile_start && A.step_op &&
+                                A.step_half && patch_count && patches && stream_ids
                             ? IPU_OK
                             : IPU_NO_MEMORY(ctx);
     if (status == IPU_OK)
@@ -483,12 +525,12 @@ ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
                      : ipu_pkg_add_record(b, records[r].kind, stream_ids[i], 0, records[r].data,
                                           records[r].size);
     }
-    for (size_t i = 0; i < prog->buffer_count && status == IPU_OK; i++) {
-        const ipu_low_buffer *buf = &prog->buffers[i];
-        status = ipu_pkg_add_alloc(b, buf->tile, buf->address, buf->size, buf->name);
-    }
+    for (size_t i = 0; i < prog->op_count && status == IPU_OK; i++)
+        status = ipu_pkg_add_compiler_op(b, prog->ops[i].kind, prog->ops[i].name);
     if (status == IPU_OK)
         status = encode(&A, b, stream_ids, patches, patch_count);
+    if (status == IPU_OK)
+        status = add_allocations(&A, b);
     uint64_t horizon = 0;
     for (size_t s = 0; s < prog->step_count; s++)
         horizon += prog->steps[s].phase.horizon;
@@ -516,6 +558,7 @@ ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
     for (uint32_t t = 0; patches && t < A.tiles; t++)
         free(patches[t]);
     free(A.desc_bytes), free(A.code_entries), free(A.by_tile), free(A.tile_start);
+    free(A.step_op), free(A.step_half);
     free(patch_count), free(patches), free(stream_ids);
     return status;
 }

@@ -28,7 +28,9 @@ struct ipu_pkg_builder {
     size_t binding_count, binding_capacity;
     ipu_buf data, strings;
     size_t segment_capacity, alloc_capacity, init_capacity, main_capacity, stream_capacity,
-        record_capacity;
+        record_capacity, compiler_op_capacity;
+    uint32_t origin[2];          /* of the next control ops */
+    uint32_t last_tensor_offset; /* allocations of one tensor share its name string */
     json_t *meta;
 };
 
@@ -56,6 +58,7 @@ ipu_status ipu_pkg_builder_create(ipu_ctx *ctx, const ipu_profile *profile, uint
         tiles[t].code_cursor = code_base;
     b->ctx = ctx;
     b->pkg = pkg;
+    b->origin[0] = b->origin[1] = IPU_NO_OP;
     b->tiles = tiles;
     b->code_base = code_base;
     b->desc_base = desc_base;
@@ -186,14 +189,49 @@ static ipu_status add_string(ipu_pkg_builder *b, const char *text, uint32_t *off
 ipu_status ipu_pkg_add_alloc(ipu_pkg_builder *b, uint32_t tile, uint32_t address, uint32_t size,
                              const char *name)
 {
-    IPU_TRY(check_tile(b, tile));
+    ipu_pkg_alloc_def def = {tile, address, size, name, NULL, 0, IPU_LIFE_FOREVER, IPU_NO_OP};
+    return ipu_pkg_define_alloc(b, &def);
+}
+
+ipu_status ipu_pkg_define_alloc(ipu_pkg_builder *b, const ipu_pkg_alloc_def *def)
+{
+    IPU_TRY(check_tile(b, def->tile));
     ipu_package *pkg = b->pkg;
     IPU_TRY(IPU_GROW(b->ctx, pkg->allocs, pkg->alloc_count, b->alloc_capacity));
     ipu_pkg_alloc *alloc = &pkg->allocs[pkg->alloc_count];
-    *alloc = (ipu_pkg_alloc){tile, address, size, 0};
-    IPU_TRY(add_string(b, name, &alloc->name_offset));
+    *alloc = (ipu_pkg_alloc){def->tile, def->address, def->size, 0, 0, def->first, def->last, def->op};
+    IPU_TRY(add_string(b, def->name, &alloc->name_offset));
+    const char *tensor = def->tensor ? def->tensor : "";
+    if (pkg->alloc_count && strcmp((const char *)b->strings.data + b->last_tensor_offset, tensor) == 0)
+        alloc->tensor_offset = b->last_tensor_offset;
+    else
+        IPU_TRY(add_string(b, tensor, &alloc->tensor_offset));
+    b->last_tensor_offset = alloc->tensor_offset;
     pkg->alloc_count++;
     return IPU_OK;
+}
+
+ipu_status ipu_pkg_add_compiler_op(ipu_pkg_builder *b, const char *kind, const char *name)
+{
+    ipu_package *pkg = b->pkg;
+    IPU_TRY(IPU_GROW(b->ctx, pkg->compiler_ops, pkg->compiler_op_count, b->compiler_op_capacity));
+    ipu_pkg_compiler_op *op = &pkg->compiler_ops[pkg->compiler_op_count];
+    IPU_TRY(add_string(b, kind, &op->kind_offset));
+    IPU_TRY(add_string(b, name, &op->name_offset));
+    pkg->compiler_op_count++;
+    return IPU_OK;
+}
+
+void ipu_pkg_set_origin(ipu_pkg_builder *b, uint32_t compute, uint32_t exchange)
+{
+    b->origin[0] = compute;
+    b->origin[1] = exchange;
+}
+
+void ipu_pkg_set_op_exchange_origin(ipu_pkg_builder *b, int init, size_t index, uint32_t origin)
+{
+    ipu_pkg_op *ops = init ? b->pkg->init_ops : b->pkg->main_ops;
+    ops[index].origin[1] = origin;
 }
 
 ipu_status ipu_pkg_emit(ipu_pkg_builder *b, int init, uint32_t op, uint32_t a, uint32_t bb,
@@ -202,10 +240,10 @@ ipu_status ipu_pkg_emit(ipu_pkg_builder *b, int init, uint32_t op, uint32_t a, u
     ipu_package *pkg = b->pkg;
     if (init) {
         IPU_TRY(IPU_GROW(b->ctx, pkg->init_ops, pkg->init_count, b->init_capacity));
-        pkg->init_ops[pkg->init_count++] = (ipu_pkg_op){op, a, bb, c};
+        pkg->init_ops[pkg->init_count++] = (ipu_pkg_op){op, a, bb, c, {b->origin[0], b->origin[1]}};
     } else {
         IPU_TRY(IPU_GROW(b->ctx, pkg->main_ops, pkg->main_count, b->main_capacity));
-        pkg->main_ops[pkg->main_count++] = (ipu_pkg_op){op, a, bb, c};
+        pkg->main_ops[pkg->main_count++] = (ipu_pkg_op){op, a, bb, c, {b->origin[0], b->origin[1]}};
     }
     return IPU_OK;
 }

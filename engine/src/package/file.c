@@ -15,6 +15,7 @@ static const char *SECTION_NAMES[IPU_SEC_END] = {
     [IPU_SEC_SEGMENTS] = "segments", [IPU_SEC_ALLOCS] = "allocations",
     [IPU_SEC_STRINGS] = "strings", [IPU_SEC_INIT] = "init program", [IPU_SEC_MAIN] = "main program",
     [IPU_SEC_STREAMS] = "streams", [IPU_SEC_RECORDS] = "records",   [IPU_SEC_DATA] = "data",
+    [IPU_SEC_COMPILER_OPS] = "compiler ops",
 };
 
 void ipu_package_free(ipu_package *pkg)
@@ -25,6 +26,7 @@ void ipu_package_free(ipu_package *pkg)
     free(pkg->meta_json);
     free(pkg->segments);
     free(pkg->allocs);
+    free(pkg->compiler_ops);
     free(pkg->init_ops);
     free(pkg->main_ops);
     free(pkg->streams);
@@ -33,6 +35,9 @@ void ipu_package_free(ipu_package *pkg)
     free(pkg->data);
     free(pkg->tile_segment_start);
     free(pkg->tile_segments);
+    free(pkg->tile_alloc_start);
+    free(pkg->tile_allocs);
+    free(pkg->tile_alloc_reach);
     free(pkg);
 }
 
@@ -83,6 +88,16 @@ static ipu_status encode_section(ipu_ctx *ctx, const ipu_package *pkg, int type,
             IPU_TRY(put_u32(ctx, out, a->address));
             IPU_TRY(put_u32(ctx, out, a->size));
             IPU_TRY(put_u32(ctx, out, a->name_offset));
+            IPU_TRY(put_u32(ctx, out, a->tensor_offset));
+            IPU_TRY(put_u32(ctx, out, a->first));
+            IPU_TRY(put_u32(ctx, out, a->last));
+            IPU_TRY(put_u32(ctx, out, a->op));
+        }
+        return IPU_OK;
+    case IPU_SEC_COMPILER_OPS:
+        for (size_t i = 0; i < pkg->compiler_op_count; i++) {
+            IPU_TRY(put_u32(ctx, out, pkg->compiler_ops[i].kind_offset));
+            IPU_TRY(put_u32(ctx, out, pkg->compiler_ops[i].name_offset));
         }
         return IPU_OK;
     case IPU_SEC_STRINGS:
@@ -96,6 +111,8 @@ static ipu_status encode_section(ipu_ctx *ctx, const ipu_package *pkg, int type,
             IPU_TRY(put_u32(ctx, out, ops[i].a));
             IPU_TRY(put_u32(ctx, out, ops[i].b));
             IPU_TRY(put_u32(ctx, out, ops[i].c));
+            IPU_TRY(put_u32(ctx, out, ops[i].origin[0]));
+            IPU_TRY(put_u32(ctx, out, ops[i].origin[1]));
         }
         return IPU_OK;
     }
@@ -271,8 +288,16 @@ static ipu_status parse_sections(ipu_ctx *ctx, const section_view *sec, ipu_pack
                           sizeof *pkg->allocs, &pkg->alloc_count, (void **)&pkg->allocs));
     d = sec[IPU_SEC_ALLOCS].data;
     for (size_t i = 0; i < pkg->alloc_count; i++, d += IPU_PKG_ALLOC_SIZE)
-        pkg->allocs[i] = (ipu_pkg_alloc){ipu_load_u32(d), ipu_load_u32(d + 4), ipu_load_u32(d + 8),
-                                         ipu_load_u32(d + 12)};
+        pkg->allocs[i] = (ipu_pkg_alloc){ipu_load_u32(d),      ipu_load_u32(d + 4),
+                                         ipu_load_u32(d + 8),  ipu_load_u32(d + 12),
+                                         ipu_load_u32(d + 16), ipu_load_u32(d + 20),
+                                         ipu_load_u32(d + 24), ipu_load_u32(d + 28)};
+    IPU_TRY(records_count(ctx, &sec[IPU_SEC_COMPILER_OPS], IPU_SEC_COMPILER_OPS,
+                          IPU_PKG_COMPILER_OP_SIZE, sizeof *pkg->compiler_ops, &pkg->compiler_op_count,
+                          (void **)&pkg->compiler_ops));
+    d = sec[IPU_SEC_COMPILER_OPS].data;
+    for (size_t i = 0; i < pkg->compiler_op_count; i++, d += IPU_PKG_COMPILER_OP_SIZE)
+        pkg->compiler_ops[i] = (ipu_pkg_compiler_op){ipu_load_u32(d), ipu_load_u32(d + 4)};
     for (int which = 0; which < 2; which++) {
         int type = which ? IPU_SEC_MAIN : IPU_SEC_INIT;
         ipu_pkg_op **ops = which ? &pkg->main_ops : &pkg->init_ops;
@@ -281,8 +306,11 @@ static ipu_status parse_sections(ipu_ctx *ctx, const section_view *sec, ipu_pack
                               (void **)ops));
         d = sec[type].data;
         for (size_t i = 0; i < *count; i++, d += IPU_PKG_OP_SIZE)
-            (*ops)[i] = (ipu_pkg_op){ipu_load_u32(d), ipu_load_u32(d + 4), ipu_load_u32(d + 8),
-                                     ipu_load_u32(d + 12)};
+            (*ops)[i] = (ipu_pkg_op){ipu_load_u32(d),
+                                     ipu_load_u32(d + 4),
+                                     ipu_load_u32(d + 8),
+                                     ipu_load_u32(d + 12),
+                                     {ipu_load_u32(d + 16), ipu_load_u32(d + 20)}};
     }
     IPU_TRY(records_count(ctx, &sec[IPU_SEC_STREAMS], IPU_SEC_STREAMS, IPU_PKG_STREAM_SIZE,
                           sizeof *pkg->streams, &pkg->stream_count, (void **)&pkg->streams));

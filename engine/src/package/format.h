@@ -32,7 +32,7 @@
 #define IPU_PACKAGE_FORMAT_H
 
 #define IPU_PKG_MAGIC "IPUPKG\r\n"
-#define IPU_PKG_VERSION 3u
+#define IPU_PKG_VERSION 4u
 #define IPU_PKG_HEADER_SIZE 64u
 #define IPU_PKG_SECTION_ENTRY_SIZE 24u
 
@@ -42,18 +42,21 @@ enum ipu_pkg_section {
     IPU_SEC_META = 2,     /* workload metadata JSON text (checks, cases) */
     IPU_SEC_TILES = 3,    /* per tile: u32 slot table address */
     IPU_SEC_SEGMENTS = 4, /* u32 tile, kind, address, size, entry, zero, u64 data offset */
-    IPU_SEC_ALLOCS = 5,   /* u32 tile, address, size, name offset (into STRINGS) */
+    IPU_SEC_ALLOCS = 5,   /* u32 tile, address, size, name offset (into STRINGS), tensor name
+                             offset, first phase, last phase, compiler op (IPU_NO_OP: none) */
     IPU_SEC_STRINGS = 6,  /* NUL-terminated strings */
     IPU_SEC_INIT = 7,     /* control ops run once at initialize */
     IPU_SEC_MAIN = 8,     /* control ops run at every invocation */
     IPU_SEC_STREAMS = 9,  /* u32 direction, u32 name offset, u64 size */
     IPU_SEC_RECORDS = 10, /* u32 kind, u32 stream, u32 invocation, u32 zero, u64 data offset, u64 size */
     IPU_SEC_DATA = 11,    /* bytes of segments and records */
-    IPU_SEC_END = 12
+    IPU_SEC_COMPILER_OPS = 12, /* u32 kind offset, u32 name offset (into STRINGS) per compiler op */
+    IPU_SEC_END = 13
 };
 #define IPU_PKG_SEGMENT_SIZE 32u
-#define IPU_PKG_ALLOC_SIZE 16u
-#define IPU_PKG_OP_SIZE 16u
+#define IPU_PKG_ALLOC_SIZE 32u
+#define IPU_PKG_OP_SIZE 24u
+#define IPU_PKG_COMPILER_OP_SIZE 8u
 #define IPU_PKG_STREAM_SIZE 16u
 #define IPU_PKG_RECORD_SIZE 32u
 
@@ -68,7 +71,9 @@ enum ipu_seg_kind {
 
 #define IPU_CODE_BODY 0x10000u
 
-/* Control ops: u32 op, a, b, c. */
+/* Control ops: u32 op, a, b, c, then the compiler op each of its two phases
+ * lowers (origin a: the compute phase or the host transfer; origin b: the
+ * exchange phase; IPU_NO_OP: none). */
 enum ipu_op {
     IPU_OP_STEP = 1,     /* a = compute slot, b = exchange slot (IPU_NO_SLOT: none) */
     IPU_OP_HOST_IN = 2,  /* a = host descriptor slot: stream bytes into the aperture */
@@ -76,6 +81,17 @@ enum ipu_op {
     IPU_OP_REPEAT = 4    /* a = count, b = body length (ops that follow), c = patch slot */
 };
 #define IPU_NO_SLOT 0xFFFFFFFFu
+#define IPU_NO_OP 0xFFFFFFFFu
+
+/* Allocation lifetimes count program phases: the control ops of the init
+ * program, then those of the main program, numbered together (op g), each
+ * with two phases: 2g, its compute phase (or its host transfer, or a
+ * Repeat's patches), and 2g + 1, its exchange phase.  An allocation is live
+ * from its first phase to its last, inclusive, every time they run (each
+ * Repeat iteration, each invocation); after its last phase its bytes lose
+ * their written state.  A last phase of IPU_LIFE_FOREVER never ends
+ * (parameters, hand-built tensors). */
+#define IPU_LIFE_FOREVER 0xFFFFFFFFu
 
 /* Stream directions. */
 enum ipu_stream_dir { IPU_STREAM_PARAM = 0, IPU_STREAM_INPUT = 1, IPU_STREAM_OUTPUT = 2 };

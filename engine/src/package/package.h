@@ -20,12 +20,20 @@ typedef struct ipu_pkg_segment {
 
 typedef struct ipu_pkg_alloc {
     uint32_t tile, address, size;
-    uint32_t name_offset; /* into strings */
+    uint32_t name_offset;   /* into strings */
+    uint32_t tensor_offset; /* into strings: the owner tensor ("" when none) */
+    uint32_t first, last;   /* program phases, inclusive (format.h) */
+    uint32_t op;            /* the compiler op that made it, IPU_NO_OP when none */
 } ipu_pkg_alloc;
 
 typedef struct ipu_pkg_op {
     uint32_t op, a, b, c;
+    uint32_t origin[2]; /* compiler op of the compute (or host) and exchange phases */
 } ipu_pkg_op;
+
+typedef struct ipu_pkg_compiler_op {
+    uint32_t kind_offset, name_offset; /* into strings */
+} ipu_pkg_compiler_op;
 
 typedef struct ipu_pkg_stream {
     uint32_t direction;
@@ -49,6 +57,8 @@ struct ipu_package {
     size_t segment_count;
     ipu_pkg_alloc *allocs;
     size_t alloc_count;
+    ipu_pkg_compiler_op *compiler_ops;
+    size_t compiler_op_count;
     ipu_pkg_op *init_ops;
     size_t init_count;
     ipu_pkg_op *main_ops;
@@ -64,6 +74,12 @@ struct ipu_package {
     /* Per tile, indices of its segments sorted by address (built by validation). */
     uint32_t *tile_segment_start; /* tiles + 1 entries */
     uint32_t *tile_segments;
+    /* Per tile, indices of its allocations sorted by address (built by
+     * validation), and per position the largest end of the allocations up
+     * to it (a search walking down stops where nothing reaches further). */
+    uint32_t *tile_alloc_start; /* tiles + 1 entries */
+    uint32_t *tile_allocs;
+    uint32_t *tile_alloc_reach;
 };
 
 const char *ipu_pkg_string(const ipu_package *pkg, uint32_t offset);
@@ -74,10 +90,30 @@ const ipu_pkg_segment *ipu_pkg_segment_at(const ipu_package *pkg, uint32_t tile,
                                           uint32_t size);
 /* Bytes of a DESCRIPTOR or DATA segment. */
 const uint8_t *ipu_pkg_segment_bytes(const ipu_package *pkg, const ipu_pkg_segment *seg);
-/* Name of the allocation on tile that contains address, NULL when none. */
-const char *ipu_pkg_owner(const ipu_package *pkg, uint32_t tile, uint32_t address);
+/* The allocation on tile holding [address, address + size) whole and live at
+ * phase, -1 when none; with *holder (may be NULL) the live allocation holding
+ * address, else any allocation holding it (-1: none). */
+int64_t ipu_pkg_alloc_find(const ipu_package *pkg, uint32_t tile, uint32_t address, uint32_t size,
+                           uint32_t phase, int64_t *holder);
+/* The allocation on tile holding byte address: one live at phase if any,
+ * else any; -1 when none. */
+int64_t ipu_pkg_alloc_at(const ipu_package *pkg, uint32_t tile, uint32_t address, uint32_t phase);
+/* Is allocation a live at phase? */
+static inline int ipu_pkg_alloc_live(const ipu_pkg_alloc *a, uint32_t phase)
+{
+    return a->first <= phase && phase <= a->last;
+}
+/* Program phase of a control op (format.h): op index of program init or main. */
+static inline uint32_t ipu_pkg_phase(const ipu_package *pkg, int main, size_t op, int exchange)
+{
+    return (uint32_t)(2 * ((main ? pkg->init_count : 0) + op) + (exchange ? 1 : 0));
+}
+/* "op 3 matmul block_out" for a compiler op index; "" for IPU_NO_OP. */
+void ipu_pkg_compiler_op_label(const ipu_package *pkg, uint32_t op, char *out, size_t size);
 
-/* Structural validation; builds the per-tile segment index. */
+/* Build the per-tile allocation index (allocations.c; validation calls it). */
+ipu_status ipu_pkg_index_allocs(ipu_ctx *ctx, ipu_package *pkg);
+/* Structural validation; builds the per-tile segment and allocation indexes. */
 ipu_status ipu_pkg_validate(ipu_ctx *ctx, ipu_package *pkg);
 
 /* ---- builder ---------------------------------------------------------- */
@@ -102,8 +138,24 @@ ipu_status ipu_pkg_add_code(ipu_pkg_builder *b, uint32_t tile, int entry);
 /* Initial contents of writable memory (copied). */
 ipu_status ipu_pkg_add_data(ipu_pkg_builder *b, uint32_t tile, uint32_t address, const void *bytes,
                             uint32_t size);
+/* An allocation that lives for the whole program (hand-built packages). */
 ipu_status ipu_pkg_add_alloc(ipu_pkg_builder *b, uint32_t tile, uint32_t address, uint32_t size,
                              const char *name);
+/* An allocation with its owner tensor (NULL: none), lifetime in program
+ * phases and compiler op (IPU_NO_OP: none). */
+typedef struct ipu_pkg_alloc_def {
+    uint32_t tile, address, size;
+    const char *name, *tensor;
+    uint32_t first, last, op;
+} ipu_pkg_alloc_def;
+ipu_status ipu_pkg_define_alloc(ipu_pkg_builder *b, const ipu_pkg_alloc_def *def);
+/* A compiler op (kind as "matmul", name as "block_out"): ops are numbered in
+ * the order they are added. */
+ipu_status ipu_pkg_add_compiler_op(ipu_pkg_builder *b, const char *kind, const char *name);
+/* The compiler ops the next control ops' two phases lower (IPU_NO_OP: none). */
+void ipu_pkg_set_origin(ipu_pkg_builder *b, uint32_t compute, uint32_t exchange);
+/* Set the exchange-phase origin of op index (a compute op that takes an exchange). */
+void ipu_pkg_set_op_exchange_origin(ipu_pkg_builder *b, int init, size_t index, uint32_t origin);
 /* Append a control op to the init (init != 0) or main program. */
 ipu_status ipu_pkg_emit(ipu_pkg_builder *b, int init, uint32_t op, uint32_t a, uint32_t bb,
                         uint32_t c);

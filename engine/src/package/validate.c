@@ -1,7 +1,7 @@
 /* validate.c: the structural checks every package passes before a device
  * sees it: segments inside accessible SRAM, outside the runtime state, code in
- * region 0, no overlaps on a tile; strings, streams, records and allocations
- * well-formed; control programs with valid slots and Repeat bodies; every slot
+ * region 0, no overlaps on a tile; strings, streams, records, compiler ops and
+ * allocations (lifetimes inside the programs' phases) well-formed; control programs with valid slots and Repeat bodies; every slot
  * pointing at a descriptor segment holding a well-formed record of the kind
  * the programs use it for.  Messages name the defect, the tile and address.
  */
@@ -55,16 +55,6 @@ const ipu_pkg_segment *ipu_pkg_segment_at(const ipu_package *pkg, uint32_t tile,
 const uint8_t *ipu_pkg_segment_bytes(const ipu_package *pkg, const ipu_pkg_segment *seg)
 {
     return pkg->data + seg->data_offset;
-}
-
-const char *ipu_pkg_owner(const ipu_package *pkg, uint32_t tile, uint32_t address)
-{
-    for (size_t i = 0; i < pkg->alloc_count; i++) {
-        const ipu_pkg_alloc *a = &pkg->allocs[i];
-        if (a->tile == tile && address >= a->address && address - a->address < a->size)
-            return ipu_pkg_string(pkg, a->name_offset);
-    }
-    return NULL;
 }
 
 static int valid_string(const ipu_package *pkg, uint32_t offset)
@@ -208,12 +198,26 @@ static ipu_status check_tables(ipu_ctx *ctx, const ipu_package *pkg)
                        (unsigned long long)r->data_offset, pkg->data_size,
                        (unsigned long long)s->size);
     }
+    for (size_t i = 0; i < pkg->compiler_op_count; i++)
+        if (!valid_string(pkg, pkg->compiler_ops[i].kind_offset) ||
+            !valid_string(pkg, pkg->compiler_ops[i].name_offset))
+            return BAD("compiler op %zu has no valid kind or name", i);
+    uint64_t phases = 2 * ((uint64_t)pkg->init_count + pkg->main_count);
     for (size_t i = 0; i < pkg->alloc_count; i++) {
         const ipu_pkg_alloc *a = &pkg->allocs[i];
         if (a->tile >= p->tiles || a->address < p->sram_base ||
-            (uint64_t)a->address + a->size > p->sram_end || !valid_string(pkg, a->name_offset))
+            (uint64_t)a->address + a->size > p->sram_end || !valid_string(pkg, a->name_offset) ||
+            !valid_string(pkg, a->tensor_offset))
             return BAD("allocation %zu (tile %u, 0x%X, %u bytes) is outside the device or unnamed", i,
                        a->tile, a->address, a->size);
+        if (a->first > a->last || (a->last != IPU_LIFE_FOREVER && a->last >= phases))
+            return BAD("allocation %zu ('%s', tile %u) lives from phase %u to %u, expected first <= "
+                       "last < %llu (2 phases per control op) or last = 0x%X (forever)",
+                       i, ipu_pkg_string(pkg, a->name_offset), a->tile, a->first, a->last,
+                       (unsigned long long)phases, IPU_LIFE_FOREVER);
+        if (a->op != IPU_NO_OP && a->op >= pkg->compiler_op_count)
+            return BAD("allocation %zu ('%s', tile %u) names compiler op %u of %zu", i,
+                       ipu_pkg_string(pkg, a->name_offset), a->tile, a->op, pkg->compiler_op_count);
     }
     return IPU_OK;
 }
@@ -239,6 +243,10 @@ static ipu_status check_program(ipu_ctx *ctx, const ipu_package *pkg, const ipu_
         while (depth && ends[depth - 1] == i)
             depth--;
         const ipu_pkg_op *op = &ops[i];
+        for (int k = 0; k < 2; k++)
+            if (op->origin[k] != IPU_NO_OP && op->origin[k] >= pkg->compiler_op_count)
+                return BAD("%s op %zu names compiler op %u of %zu", which, i, op->origin[k],
+                           pkg->compiler_op_count);
         switch (op->op) {
         case IPU_OP_STEP:
             if (op->a == IPU_NO_SLOT && op->b == IPU_NO_SLOT)
@@ -421,6 +429,7 @@ ipu_status ipu_pkg_validate(ipu_ctx *ctx, ipu_package *pkg)
     pkg->tile_segments = NULL;
     IPU_TRY(check_segments(ctx, pkg));
     IPU_TRY(check_tables(ctx, pkg));
+    IPU_TRY(ipu_pkg_index_allocs(ctx, pkg));
     uint8_t *use = calloc(pkg->slots ? pkg->slots : 1, 1);
     if (!use)
         return IPU_NO_MEMORY(ctx);
