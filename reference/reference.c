@@ -142,18 +142,12 @@ static void round_to_type(const ipu_ir_tensor *t, float *values, size_t n)
     }
 }
 
-static ipu_status run_op(eval *e, const ipu_ir_op *op, int64_t iteration)
+/* One op on its input arrays a, b, c (as many as it takes) into out, rounded
+ * to the output's type at device precision (e->rounded set). */
+static ipu_status compute(eval *e, const ipu_ir_op *op, const float *a, const float *b,
+                          const float *c, float *out)
 {
     const ipu_graph *g = &e->w->graph;
-    const float *a = NULL, *b = NULL, *c = NULL;
-    float *out = NULL;
-    int inputs = ipu_ir_op_arity(op->kind);
-    IPU_TRY(value(e, op->in[0], iteration, &a));
-    if (inputs >= 2)
-        IPU_TRY(value(e, op->in[1], iteration, &b));
-    if (inputs >= 3)
-        IPU_TRY(value(e, op->in[2], iteration, &c));
-    IPU_TRY(buffer(e, op->out, &out));
     int64_t n = (int64_t)elements(&g->tensors[op->out]);
     const ipu_ir_tensor *ta = &g->tensors[op->in[0]];
     if (op->kind >= IPU_IR_LAYERNORM && (out == a || out == b || out == c))
@@ -197,6 +191,21 @@ static ipu_status run_op(eval *e, const ipu_ir_op *op, int64_t iteration)
     }
     if (e->rounded)
         round_to_type(&g->tensors[op->out], out, (size_t)n);
+    return IPU_OK;
+}
+
+static ipu_status run_op(eval *e, const ipu_ir_op *op, int64_t iteration)
+{
+    const float *a = NULL, *b = NULL, *c = NULL;
+    float *out = NULL;
+    int inputs = ipu_ir_op_arity(op->kind);
+    IPU_TRY(value(e, op->in[0], iteration, &a));
+    if (inputs >= 2)
+        IPU_TRY(value(e, op->in[1], iteration, &b));
+    if (inputs >= 3)
+        IPU_TRY(value(e, op->in[2], iteration, &c));
+    IPU_TRY(buffer(e, op->out, &out));
+    IPU_TRY(compute(e, op, a, b, c, out));
     ipu_progress(e->ctx, "reference", ++e->done, e->total);
     return IPU_OK;
 }
@@ -311,4 +320,27 @@ ipu_status ipu_reference_fp32(ipu_ctx *ctx, const ipu_workload *w, float ***outp
 ipu_status ipu_reference_device(ipu_ctx *ctx, const ipu_workload *w, float ***outputs)
 {
     return reference(ctx, w, 1, outputs);
+}
+
+ipu_status ipu_reference_device_op(ipu_ctx *ctx, const ipu_workload *w, size_t index,
+                                   const float *const inputs[3], float *out)
+{
+    const ipu_graph *g = &w->graph;
+    if (index >= g->op_count)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "reference: op %zu of %zu", index, g->op_count);
+    const ipu_ir_op *op = &g->ops[index];
+    for (int k = 0; k < ipu_ir_op_arity(op->kind); k++)
+        if (!inputs[k] || inputs[k] == out)
+            return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                            "reference: op %zu (%s) needs input %d apart from its output", index,
+                            ipu_ir_op_name(op->kind), k);
+    float *none = NULL;
+    eval e = {ctx, w, NULL, 0, 0, ipu_reference_blas_threads(), &none};
+    int previous = openblas_get_num_threads();
+    if (previous != 1)
+        openblas_set_num_threads(1);
+    ipu_status status = compute(&e, op, inputs[0], inputs[1], inputs[2], out);
+    if (previous != 1)
+        openblas_set_num_threads(previous);
+    return status;
 }

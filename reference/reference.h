@@ -31,6 +31,13 @@ ipu_status ipu_reference_fp32(ipu_ctx *ctx, const ipu_workload *w, float ***outp
  * numerics library. */
 ipu_status ipu_reference_device(ipu_ctx *ctx, const ipu_workload *w, float ***outputs);
 
+/* One op of w's graph at device precision on given inputs (as many as the op
+ * takes, each rows * cols of its tensor, apart from out): out (rows * cols of
+ * the op's output) is rounded to the output's type and scale.  The per-op
+ * check feeds it the device's own inputs, so each op is judged alone. */
+ipu_status ipu_reference_device_op(ipu_ctx *ctx, const ipu_workload *w, size_t index,
+                                   const float *const inputs[3], float *out);
+
 /* Free an outputs array of count entries (NULL is a no-op). */
 void ipu_reference_free_outputs(float **outputs, size_t count);
 

@@ -323,8 +323,8 @@ ipu_status ipu_reference_output(ipu_ctx *ctx, const ipu_workload *w, const char 
 }
 
 ipu_status ipu_check_outputs(ipu_ctx *ctx, const float *reference, const void *device,
-                             const char *dtype_name, size_t rows, size_t cols, double min_cosine,
-                             char **out_json)
+                             const char *dtype_name, size_t rows, size_t cols,
+                             const char *criteria_json, char **out_json)
 {
     int dtype = dtype_name ? ipu_dtype_parse(dtype_name) : -1;
     if (dtype < 0)
@@ -333,7 +333,9 @@ ipu_status ipu_check_outputs(ipu_ctx *ctx, const float *reference, const void *d
                         dtype_name ? dtype_name : "(null)");
     if (!out_json)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_check_outputs: missing output");
+    ipu_check_criteria criteria;
+    IPU_TRY(ipu_check_parse_criteria(ctx, criteria_json, "atol", &criteria));
     json_t *result;
-    IPU_TRY(ipu_check_rows(ctx, reference, device, dtype, 0, rows, cols, min_cosine, &result));
+    IPU_TRY(ipu_check_rows(ctx, reference, device, dtype, 0, rows, cols, &criteria, &result));
     return take_json(ctx, result, out_json);
 }

@@ -251,6 +251,35 @@ static void test_stale_read_after_reuse(void **state)
     expect_allocation(fault, "allocation", "partials/b", T, f->Y, 64);
 }
 
+/* An allocation of whole and partial 512-byte chunks ends; its successor
+ * rewrites all but a 100-byte run that starts inside one chunk and ends in
+ * the next, then reads everything: the read faults on exactly that run, and
+ * a read of the rewritten bytes alone passes (chunk summaries and per-byte
+ * state agree). */
+static void test_stale_run_across_chunks(void **state)
+{
+    fx *f = *state;
+    uint32_t slots[2];
+    ipu_pkg_builder *b = builder(f, 2, slots);
+    uint32_t base = f->Y + 200, size = 3 * 512 + 300; /* starts and ends inside chunks */
+    uint32_t hole = f->Y + 1000, hole_end = hole + 100;  /* crosses the chunk boundary at Y + 1024 */
+    alloc(f, b, T, base, size, "old", 0, 0);
+    alloc(f, b, T, base, size, "new", 2, 2);
+    alloc(f, b, T, f->X, size, "out", 0, IPU_LIFE_FOREVER);
+    tpkg_kernel first = tpkg_fill(base, size, 1);
+    tpkg_compute_list(b, T, slots[0], &first, 1, 1);
+    tpkg_kernel list[] = {tpkg_fill(base, hole - base, 2), tpkg_fill(hole_end, base + size - hole_end, 3),
+                          tpkg_copy(base, f->X, hole - base), tpkg_copy(hole_end, f->X, base + size - hole_end),
+                          tpkg_copy(base, f->X, size)};
+    tpkg_compute_list(b, T, slots[1], list, 5, 1);
+    step(f, b, slots[0], IPU_NO_SLOT, 0, IPU_NO_OP);
+    step(f, b, slots[1], IPU_NO_SLOT, 1, IPU_NO_OP);
+    json_t *fault = run_to_fault(f, tpkg_build(f->ctx, b));
+    TPKG_EXPECT_FAULT(fault, "stale_read", T, hole, hole_end);
+    assert_int_equal(tpkg_fault_int(fault, "descriptor"), 4);
+    expect_allocation(fault, "allocation", "new", T, base, size);
+}
+
 /* Repeat 2 { op 1: fill P (iteration 0) or Q (iteration 1), then use P },
  * where P and Q live in op 1's phases only; the use is a copy (exchange 0)
  * or an exchange send of P to tile 9 (exchange 1). */
@@ -359,6 +388,7 @@ int main(void)
         T_(test_access_in_no_allocation),
         T_(test_exchange_send_overrun),
         T_(test_stale_read_after_reuse),
+        T_(test_stale_run_across_chunks),
         T_(test_stale_partial_slot_in_repeat),
         T_(test_stale_exchange_source_after_replay),
         T_(test_uninitialized_read_names_allocation),

@@ -89,7 +89,10 @@ static void test_parameter_as_initial_carried_state(void **state)
     size_t count = 0;
     TSEED_OK(ctx, ipu_reference_output(ctx, w, "y", &expect, &count));
     assert_int_equal(count, ROWS * COLS);
-    TSEED_OK(ctx, ipu_check_outputs(ctx, expect, out[1], "f16", ROWS, COLS, 0.999, &check));
+    TSEED_OK(ctx, ipu_check_outputs(ctx, expect, out[1], "f16", ROWS, COLS,
+                                    "{\"min_cosine\": 0.999, \"atol\": 0.01, \"rtol\": 0.01, "
+                                    "\"norm_tolerance\": 0.01}",
+                                    &check));
     json_t *verdict = json_loads(check, 0, NULL);
     if (!json_is_true(json_object_get(verdict, "passed")))
         TSEED_FAIL("device output against the reference: %s", check);

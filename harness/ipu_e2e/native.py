@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 STATUS_NAMES = {
     0: "ok", 1: "invalid_argument", 2: "no_memory", 3: "io", 4: "malformed",
@@ -64,6 +64,7 @@ def _declare(lib):
         "ipu_device_free": (None, [vp]),
         "ipu_device_set_stream": (st, [vp, vp, cp, vp, sz]),
         "ipu_device_initialize": (st, [vp, vp, vp]),
+        "ipu_device_configure": (st, [vp, vp, cp]),
         "ipu_device_run": (st, [vp, vp, out_str]),
         "ipu_device_stream": (st, [vp, vp, cp, ctypes.POINTER(vp), ctypes.POINTER(sz)]),
         "ipu_device_fault_json": (st, [vp, vp, out_str]),
@@ -80,7 +81,8 @@ def _declare(lib):
         "ipu_workload_device_bytes": (st, [vp, vp, cp, ctypes.POINTER(vp), ctypes.POINTER(sz)]),
         "ipu_reference_run": (st, [vp, vp, cp, out_str]),
         "ipu_reference_output": (st, [vp, vp, cp, ctypes.POINTER(vp), ctypes.POINTER(sz)]),
-        "ipu_check_outputs": (st, [vp, vp, vp, cp, sz, sz, ctypes.c_double, out_str]),
+        "ipu_check_outputs": (st, [vp, vp, vp, cp, sz, sz, cp, out_str]),
+        "ipu_check_ops": (st, [vp, vp, vp, cp, out_str]),
     }
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
@@ -226,6 +228,10 @@ class Device:
         data = bytes(data)
         self.ctx.check(lib().ipu_device_set_stream(self.ctx.handle, self.handle, name.encode(), data, len(data)))
 
+    def configure(self, **options):
+        """Device options (allocation_checks=False: only to measure what the checks cost)."""
+        self.ctx.check(lib().ipu_device_configure(self.ctx.handle, self.handle, json.dumps(options).encode()))
+
     def initialize(self, package):
         self.package = package  # keep it alive while the device uses it
         self.ctx.check(lib().ipu_device_initialize(self.ctx.handle, self.handle, package.handle))
@@ -347,6 +353,13 @@ class Workload:
                                          ctypes.byref(report)))
         return Package(self.ctx, handle), json.loads(self.ctx.take_string(report))
 
+    def check_ops(self, package, criteria):
+        """The per-op check of a package compiled from this workload (ipu_check_ops)."""
+        out = ctypes.c_void_p()
+        self.ctx.check(lib().ipu_check_ops(self.ctx.handle, self.handle, package.handle,
+                                           json.dumps(criteria).encode(), ctypes.byref(out)))
+        return json.loads(self.ctx.take_string(out))
+
     def close(self):
         if self.handle:
             lib().ipu_workload_free(self.handle)
@@ -356,9 +369,11 @@ class Workload:
         self.close()
 
 
-def check_outputs(ctx, reference, device, dtype, rows, cols, min_cosine=0.99):
-    """Per-row cosine check of device bytes (dtype "f32", "f16", "f143" or
-    "f152") against FP32 reference bytes; returns the result dict."""
+def check_outputs(ctx, reference, device, dtype, rows, cols, criteria):
+    """Check device bytes (dtype "f32", "f16", "f143" or "f152") against FP32
+    reference bytes: cosine per row, elementwise |d - r| <= atol + rtol |r|
+    and the norm ratio (criteria: min_cosine, atol, rtol, norm_tolerance);
+    returns the result dict."""
     reference, device = bytes(reference), bytes(device)
     if len(reference) != 4 * rows * cols:
         raise ValueError(f"reference has {len(reference)} bytes, expected {4 * rows * cols}")
@@ -367,7 +382,7 @@ def check_outputs(ctx, reference, device, dtype, rows, cols, min_cosine=0.99):
         raise ValueError(f"device data has {len(device)} bytes, expected {size * rows * cols}")
     out = ctypes.c_void_p()
     ctx.check(lib().ipu_check_outputs(ctx.handle, reference, device, dtype.encode(), rows, cols,
-                                      float(min_cosine), ctypes.byref(out)))
+                                      json.dumps(criteria).encode(), ctypes.byref(out)))
     return json.loads(ctx.take_string(out))
 
 

@@ -28,13 +28,15 @@ def parameter_digest(device, package):
     return digest.hexdigest()
 
 
-def run_resident(ctx, package, invocations, progress=None):
+def run_resident(ctx, package, invocations, progress=None, device_options=None):
     """Initialize once, upload parameters once, serve several invocations.
     Returns (last cycle report, outputs of every invocation, the parameter
     digests after the upload and after the last invocation, seconds per
-    invocation)."""
+    invocation).  device_options: Device.configure's (benches only)."""
     info = package.info()
     device = Device(ctx, info["profile"])
+    if device_options:
+        device.configure(**device_options)
     for stream in info["streams"]:
         if stream["direction"] != "output" and stream["records"].get("input"):
             device.set_stream(stream["name"], package.record("input", stream["name"]))

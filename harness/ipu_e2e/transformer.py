@@ -13,18 +13,16 @@ import os
 import time
 from pathlib import Path
 
-from . import memory_report, native, npy, placement_report, runner
+from . import memory_report, native, npy, placement_report, runner, tolerances
 from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError, positive_int
 from .native import Workload, check_outputs
 
 WORKLOADS = ("mlp", "vit", "vit-small")
 ATTENTION_MODES = ("auto", "flash", "materialized")
-# Per-row cosine thresholds: FP32 reference from unquantized values, and the
-# device-precision reference that rounds like the device.
-MIN_COSINE = {"fp32": 0.99, "device": 0.999}
 # Flags every transformer workload takes (their defaults are the parser's).
 SHARED = ("batch", "memory_budget", "search_budget", "catalogue_budget", "frontier_cap", "catalogue_group",
-          "seed", "reference_run", "reference_fp32", "reference_inferences", "dump_tensors",
+          "seed", "reference_run", "reference_fp32", "reference_inferences", "min_cosine", "atol", "rtol",
+          "check_ops", "dump_tensors",
           "memory_profile_directory", "tokens", "channels", "hidden")
 # Flags of one family, with the value they take when not given (None: the engine's default).
 ONLY = {"mlp": {"precision": "fp8", "blocks": 1},
@@ -64,6 +62,26 @@ def budget(text):
     return value
 
 
+def cosine(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [-1, 1], got '{text}'") from None
+    if not -1 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number in [-1, 1], got {value}")
+    return value
+
+
+def tolerance(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got '{text}'") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {value}")
+    return value
+
+
 def add_arguments(p):
     group = p.add_argument_group("mlp, vit and vit-small workloads")
     group.add_argument("--batch", type=int, choices=(1, 2, 4), default=1, help="images (default: 1)")
@@ -82,8 +100,22 @@ def add_arguments(p):
     group.add_argument("--seed", type=int, default=0, metavar="S", help="seed of inputs and weights")
     group.add_argument("--reference-run", action="store_true", help="check against the host reference")
     group.add_argument("--reference-fp32", action="store_true",
-                       help="the reference computes in FP32 from the unquantized values (cosine >= 0.99); "
-                            "without it, at device precision (cosine >= 0.999)")
+                       help="the reference computes in FP32 from the unquantized values; without it, at "
+                            "device precision")
+    group.add_argument("--min-cosine", type=cosine, default=None, metavar="C",
+                       help="per-row cosine threshold of the output check (default: the reference mode's "
+                            "and output type's; see --atol)")
+    group.add_argument("--atol", type=tolerance, default=None, metavar="A",
+                       help="elementwise bound |device - reference| <= A + R |reference| of the output "
+                            "check, with the norm ratio bound beside it; defaults: "
+                            + tolerances.help_text())
+    group.add_argument("--rtol", type=tolerance, default=None, metavar="R",
+                       help="the relative part R of the elementwise bound (default: see --atol)")
+    group.add_argument("--check-ops", action="store_true",
+                       help="run the package once more and check every op's output (each Repeat iteration "
+                            "too) against the device-precision reference of that op from the device's own "
+                            "inputs; names the first op that diverges, its element, tile and address ("
+                            + tolerances.op_help_text() + ")")
     group.add_argument("--reference-inferences", type=positive_int, default=1, metavar="N",
                        help="serve N invocations after one initialize and one parameter upload: every "
                             "output must be bit identical and every parameter byte unchanged (digest)")
@@ -269,9 +301,17 @@ def execute(ctx, args, profile, package, progress, started):
                   macs=total_macs, roofline_ratio=run_result["cycles"] * info["tiles"] / ideal)
     if args.dump_tensors:
         dump(args.dump_tensors, workload, outputs)
+    ops_ok = True
+    if args.check_ops:
+        progress.update("checking every op")
+        begun = time.perf_counter()
+        result["op_check"] = workload.check_ops(package, tolerances.op_criteria())
+        wall["op_check"] = time.perf_counter() - begun
+        ops_ok = result["op_check"]["passed"]
     if not args.reference_run:
-        result["status"] = "RAN" if resident_ok else "FAIL"
-        return (EXIT_OK if resident_ok else EXIT_CHECK_FAILED), result
+        ok = resident_ok and ops_ok
+        result["status"] = "RAN" if ok else "FAIL"
+        return (EXIT_OK if ok else EXIT_CHECK_FAILED), result
     mode = "fp32" if args.reference_fp32 else "device"
     progress.update(f"{'FP32' if args.reference_fp32 else 'device-precision'} reference")
     begun = time.perf_counter()
@@ -283,13 +323,14 @@ def execute(ctx, args, profile, package, progress, started):
         if t["role"] != "output":
             continue
         ref = workload.reference_output(t["name"])
-        check = check_outputs(ctx, ref, outputs[t["name"]], t["dtype"], t["rows"], t["cols"], MIN_COSINE[mode])
+        check = check_outputs(ctx, ref, outputs[t["name"]], t["dtype"], t["rows"], t["cols"],
+                              tolerances.criteria(mode, t["dtype"], args.min_cosine, args.atol, args.rtol))
         check["tensor"] = t["name"]
         checks.append(check)
         if args.dump_tensors:
             npy.write_npy(args.dump_tensors / f"{t['name']}.reference.npy", ref, "f32", (t["rows"], t["cols"]))
     result["checks"] = checks
-    passed = all(c["passed"] for c in checks) and resident_ok
+    passed = all(c["passed"] for c in checks) and resident_ok and ops_ok
     result["status"] = "PASS" if passed else "FAIL"
     return (EXIT_OK if passed else EXIT_CHECK_FAILED), result
 
@@ -324,6 +365,39 @@ def summary(result):
     return line
 
 
+def check_line(c):
+    """One output check: each criterion's figure against its bound, and the
+    element that broke the elementwise bound worst."""
+    worst = c.get("worst_element")
+    line = (f"min cosine {c['min_cosine']:.6f} (row {c['min_cosine_row']}; >= {c['min_cosine_threshold']:g}), "
+            f"{c['failed_rows']} failed rows; max abs error {c['max_abs_error']:.6g}, "
+            f"{c['elementwise_failures']} elements over {c['atol']:g} + {c['rtol']:g} |r|")
+    if c["elementwise_failures"] and worst:
+        line += (f" (worst: row {worst['row']}, column {worst['col']}: expected {worst['expected']:.6g}, got "
+                 f"{worst['got']:.6g}, error {worst['abs_error']:.3g} > {worst['bound']:.3g})")
+    ratio = c.get("norm_ratio")
+    line += f"; norm ratio {ratio:.5f}" if ratio is not None else "; norm ratio undefined"
+    return line + f" (1 +- {c['norm_tolerance']:g})"
+
+
+def op_check_line(o):
+    """The per-op check: how many op outputs were compared and the first one that diverged."""
+    line = (f"  op check: {o['compared']} op outputs compared ({o['ops']} ops, {o['unchecked_ops']} not "
+            f"captured), {o['failed_ops']} failed")
+    d = o["first_divergence"]
+    if not d:
+        return line
+    w = d["check"].get("worst_element") or {}
+    iteration = f", iteration {d['iteration']}" if d["iteration"] is not None else ""
+    where = (f" on tile {d['tile']} at 0x{d['address']:X} (allocation {d['allocation']})"
+             if "tile" in d else "")
+    return (line + f"\n  first divergent op: {d['label']}{iteration}: element (row {w.get('row')}, column "
+            f"{w.get('col')}){where}: expected {w.get('expected', 0):.6g}, got {w.get('got', 0):.6g}, error "
+            f"{w.get('abs_error', 0):.3g} > bound {w.get('bound', 0):.3g}; {d['check']['elementwise_failures']} "
+            f"elements over the bound, min cosine {d['check']['min_cosine']:.6f}, norm ratio "
+            f"{d['check']['norm_ratio']:.5f}")
+
+
 def report(result, out):
     print(summary(result), file=out)
     if "estimate" in result:
@@ -354,6 +428,7 @@ def report(result, out):
               f"{'unchanged' if resident['parameters_unchanged'] else 'CHANGED'} (digest "
               f"{resident['parameter_digest_at_end'][:16]})", file=out)
     for c in result.get("checks", []):
-        print(f"  {c['tensor']} against the {result['reference']['mode']} reference: min cosine {c['min_cosine']:.6f} (row {c['min_cosine_row']}), max abs "
-              f"error {c['max_abs_error']:.6g}, {c['failed_rows']} failed rows", file=out)
+        print(f"  {c['tensor']} against the {result['reference']['mode']} reference: {check_line(c)}", file=out)
+    if "op_check" in result:
+        print(op_check_line(result["op_check"]), file=out)
     print(result["status"], file=out)

@@ -36,7 +36,7 @@ EXPECTED = {
     "malformed-section-outside-file.pkg": ["'data'", "outside the file"],
     "malformed-duplicate-section.pkg": ["'profile'", "twice"],
     "malformed-overlapping-sections.pkg": ["'meta'", "overlaps"],
-    "malformed-missing-section.pkg": ["'compiler ops'", "missing"],
+    "malformed-missing-section.pkg": ["'captures'", "missing"],
     "malformed-profile-digest.pkg": ["profile digest"],
     "malformed-meta-not-object.pkg": ["meta", "JSON object"],
     "malformed-segment-outside-sram.pkg": ["segment", "outside accessible SRAM"],

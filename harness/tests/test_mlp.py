@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from ipu_e2e import native, runner
+from ipu_e2e import native, runner, tolerances
 
 SEED = int(os.environ.get("IPU_TEST_SEED", time.time_ns() % 2**32))
 
@@ -53,7 +53,7 @@ def build(case, inject=None):
 def check(ctx, workload, outputs):
     y = next(t for t in workload.info()["tensors"] if t["role"] == "output")
     return native.check_outputs(ctx, workload.reference_output(y["name"]), outputs[y["name"]], y["dtype"],
-                                y["rows"], y["cols"])
+                                y["rows"], y["cols"], tolerances.criteria("fp32", y["dtype"]))
 
 
 @pytest.mark.parametrize("case", geometries(), ids=lambda c: "x".join(str(c[k]) for k in

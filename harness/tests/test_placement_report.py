@@ -22,7 +22,7 @@ from collections import defaultdict
 
 import pytest
 
-from ipu_e2e import native, placement_report, profiles, runner
+from ipu_e2e import native, placement_report, profiles, runner, tolerances
 
 SMALL = {"workload": "mlp", "tokens": 21, "channels": 37, "hidden": 203}
 CASES = {
@@ -211,7 +211,7 @@ def test_the_placed_program_passes(case):
     for t in case.workload.info()["tensors"]:
         if t["role"] == "output":
             result = native.check_outputs(case.ctx, case.workload.reference_output(t["name"]), outputs[t["name"]],
-                                          t["dtype"], t["rows"], t["cols"])
+                                          t["dtype"], t["rows"], t["cols"], tolerances.criteria("fp32", t["dtype"]))
             assert result["passed"] and result["nonfinite_rows"] == 0, result
             checked += 1
     assert checked == 1

@@ -217,7 +217,8 @@ run = w.reference_run()
 y = w.reference_output("y")
 digest.update(y)
 rows, cols = w.tensor("y")["rows"], w.tensor("y")["cols"]
-check = native.check_outputs(ctx, y, y[4:] + y[:4], "f32", rows, cols)  # shifted by one
+check = native.check_outputs(ctx, y, y[4:] + y[:4], "f32", rows, cols,  # shifted by one
+                             {"min_cosine": 0.99, "atol": 0.1, "rtol": 0.01, "norm_tolerance": 0.01})
 print(json.dumps({"digest": digest.hexdigest(), "blas_threads": run["blas_threads"],
                   "check": check}))
 """
@@ -289,10 +290,14 @@ def test_device_bytes_fp16_are_nearest(ctx, seed):
         np.testing.assert_array_equal(device, values.astype(np.float16).view(np.uint16))
 
 
-def check(ctx, reference, device, dtype="f32", threshold=0.99):
+# The cosine alone decides, unless a test says otherwise.
+COSINE_ONLY = {"atol": 1e30, "rtol": 0.0, "norm_tolerance": 1e30}
+
+
+def check(ctx, reference, device, dtype="f32", threshold=0.99, **criteria):
     rows, cols = reference.shape
     return native.check_outputs(ctx, reference.astype(np.float32).tobytes(), device.tobytes(), dtype,
-                                rows, cols, threshold)
+                                rows, cols, {**COSINE_ONLY, "min_cosine": threshold, **criteria})
 
 
 def row_cosine(a, b):
@@ -363,6 +368,52 @@ def test_check_rejects_bad_arguments(ctx, data):
         check(ctx, data, data, "f8")
     with pytest.raises(native.IpuError, match="threshold"):
         check(ctx, data, data, "f32", 1.5)
+    with pytest.raises(native.IpuError, match="atol -1"):
+        check(ctx, data, data, atol=-1.0)
+    rows, cols = data.shape
+    with pytest.raises(native.IpuError, match="'rtol' must be a number"):
+        native.check_outputs(ctx, data.tobytes(), data.tobytes(), "f32", rows, cols,
+                             {"min_cosine": 0.9, "atol": 0.1, "norm_tolerance": 0.1})
+
+
+@pytest.mark.parametrize("atol,rtol", [(0.05, 0.0), (0.01, 0.1), (0.0, 0.02)])
+def test_check_elementwise_bound(ctx, data, atol, rtol):
+    # Perturb elements by amounts around their bounds; count the failures in numpy.
+    noise = np.random.default_rng(5).uniform(-0.2, 0.2, data.shape).astype(np.float32)
+    device = (data + noise).astype(np.float32)
+    result = check(ctx, data, device, "f32", -1.0, atol=atol, rtol=rtol)
+    r, d = data.astype(np.float64), device.astype(np.float64)
+    err, bound = np.abs(d - r), atol + rtol * np.abs(r)
+    over = err > bound
+    assert result["elementwise_failures"] == int(over.sum()) > 0
+    assert result["passed"] is False and result["elementwise_passed"] is False
+    assert result["cosine_passed"] is True
+    first = int(np.flatnonzero(over)[0])
+    assert result["first_failed_element"]["index"] == first
+    assert (result["first_failed_element"]["row"], result["first_failed_element"]["col"]) == divmod(first, 17)
+    ratio = np.where(bound > 0, err / np.where(bound > 0, bound, 1), err * 1e300)
+    worst = int(np.argmax(ratio))
+    w = result["worst_element"]
+    assert w["index"] == worst and w["expected"] == pytest.approx(r.flat[worst])
+    assert w["got"] == pytest.approx(d.flat[worst]) and w["abs_error"] == pytest.approx(err.flat[worst])
+    assert w["bound"] == pytest.approx(bound.flat[worst])
+    # The smallest atol that passes at this rtol, and that it does pass.
+    needed = float(np.max(err - rtol * np.abs(r)))
+    assert result["atol_needed"] == pytest.approx(needed, rel=1e-12)
+    again = check(ctx, data, device, "f32", -1.0, atol=needed * (1 + 1e-9), rtol=rtol)
+    assert again["elementwise_failures"] == 0 and again["passed"]
+
+
+def test_check_norm_ratio_catches_a_scale_error(ctx, data):
+    # Outputs 4x too small: every cosine is 1, the norm ratio is 1/4.
+    device = (data / 4).astype(np.float32)
+    result = check(ctx, data, device, "f32", 0.999, norm_tolerance=0.01)
+    assert result["min_cosine"] == pytest.approx(1.0, abs=1e-12) and result["cosine_passed"]
+    assert result["norm_ratio"] == pytest.approx(0.25, rel=1e-9)
+    assert result["norm_passed"] is False and result["passed"] is False
+    want = float(np.linalg.norm(data.astype(np.float64) * 1.01) / np.linalg.norm(data.astype(np.float64)))
+    near = check(ctx, data, (data * np.float32(1.01)).astype(np.float32), "f32", 0.999, norm_tolerance=0.02)
+    assert near["norm_ratio"] == pytest.approx(want, rel=1e-6) and near["passed"]
 
 
 @pytest.mark.parametrize("dtype,array", [

@@ -176,6 +176,11 @@ def test_bench_vit_reports_the_targets(repo, tmp_path):
     assert result["identical_outputs"] and result["check_passed"]
     assert result["device_reference_ratio"] == pytest.approx(
         result["device_seconds_per_inference"] / result["reference_seconds"])
-    assert set(result["targets_met"]) == {"build_seconds", "peak_rss_mib", "device_reference_ratio"}
-    for target in ("target < 60 s", "target < 4096 MiB", "target <= 2"):
+    assert set(result["targets_met"]) == {"build_seconds", "peak_rss_mib", "device_reference_ratio",
+                                          "allocation_check_cost"}
+    # The same package without the allocation checks computes the same outputs.
+    assert result["unchecked_outputs_identical"]
+    assert result["allocation_check_cost"] == pytest.approx(
+        result["device_seconds_per_inference"] / result["unchecked_device_seconds_per_inference"] - 1)
+    for target in ("target < 60 s", "target < 4096 MiB", "target <= 2", "target <= 10%"):
         assert target in done.stdout

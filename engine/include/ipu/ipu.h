@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define IPU_ABI_VERSION 1u
+#define IPU_ABI_VERSION 2u
 
 /* Status codes: explicit values, append-only. */
 typedef enum ipu_status {
@@ -86,6 +86,11 @@ void ipu_device_free(ipu_device *dev);
  * or run (input streams). The bytes are copied. */
 ipu_status ipu_device_set_stream(ipu_ctx *ctx, ipu_device *dev, const char *stream,
                                  const void *data, size_t size);
+/* Device options, taking effect at the next initialize.  options_json:
+ * {"allocation_checks": true|false} (default true: operands must lie in a
+ * live allocation and ended lives poison their bytes; false only to measure
+ * what the checks cost). */
+ipu_status ipu_device_configure(ipu_ctx *ctx, ipu_device *dev, const char *options_json);
 /* Load the package into SRAM and run its initialize program. */
 ipu_status ipu_device_initialize(ipu_ctx *ctx, ipu_device *dev, const ipu_package *pkg);
 /* Run one invocation of the main program. *out_json: cycles per step and per
@@ -152,13 +157,29 @@ ipu_status ipu_reference_run(ipu_ctx *ctx, ipu_workload *w, const char *options_
 ipu_status ipu_reference_output(ipu_ctx *ctx, const ipu_workload *w, const char *tensor,
                                 const float **out_data, size_t *out_count);
 /* Check rows x cols device values of type dtype_name ("f32", "f16", "f143",
- * "f152"; FP8 decoded with scale 0) against reference floats: cosine per row
- * in double, a row with a nonfinite value or zero norm fails.  *out_json:
- * min_cosine (+ row), mean_cosine, max_abs_error (+ index), failed_rows,
- * nonfinite_rows, zero_norm_rows, threshold, passed (see reference/check.h). */
+ * "f152"; FP8 decoded with scale 0) against reference floats.  criteria_json:
+ * {"min_cosine": c, "atol": a, "rtol": r, "norm_tolerance": n}, every field
+ * required: cosine per row in double (a row with a nonfinite value or zero
+ * norm fails) at least c, every element |d - r| <= a + r |ref|, and the
+ * tensor's norm ratio within 1 +- n.  *out_json: each criterion's figures
+ * with the worst element and the atol it needs, the criteria and passed
+ * (see reference/check.h). */
 ipu_status ipu_check_outputs(ipu_ctx *ctx, const float *reference, const void *device,
-                             const char *dtype_name, size_t rows, size_t cols, double min_cosine,
-                             char **out_json);
+                             const char *dtype_name, size_t rows, size_t cols,
+                             const char *criteria_json, char **out_json);
+
+/* The per-op check: run pkg (compiled from w) once on a fresh simulator,
+ * read every op's output where the package says it is complete (each Repeat
+ * iteration too), compute the op with the device-precision reference from
+ * the device's own inputs and compare.  criteria_json: {"min_cosine",
+ * "atol_rms" (atol as a fraction of the reference output's RMS), "rtol",
+ * "norm_tolerance"}.  *out_json: passed, compared (op outputs), failed_ops,
+ * unchecked_ops, per_op (checks, failures, lowest cosine, atol needed over
+ * the RMS) and first_divergence (op, kind, name, label, iteration, phase, the
+ * check with its worst element, and the tile, address and allocation holding
+ * that element; null when every op passed). */
+ipu_status ipu_check_ops(ipu_ctx *ctx, const ipu_workload *w, const ipu_package *pkg,
+                         const char *criteria_json, char **out_json);
 
 /* ---- the compiler ------------------------------------------------------ */
 /* Compile a workload for a device: plan, lower, schedule exchange, place and

@@ -57,6 +57,12 @@ typedef struct ipu_host_buffer {
     int present;
 } ipu_host_buffer;
 
+/* Called after every program phase the device runs (phase: format.h's
+ * numbering; iteration: of the innermost Repeat running, IPU_NO_ITERATION
+ * outside one).  A status other than IPU_OK stops the run with it. */
+#define IPU_NO_ITERATION 0xFFFFFFFFu
+typedef ipu_status (*ipu_phase_observer)(void *user, uint32_t phase, uint32_t iteration);
+
 typedef struct ipu_device_iface {
     const char *name;
     /* Load SRAM and run the init program; buffers[i] serves package stream i. */
@@ -64,6 +70,10 @@ typedef struct ipu_device_iface {
                              ipu_host_buffer *buffers);
     /* Run the main program once; *result gets the cycle report. */
     ipu_status (*run)(void *impl, ipu_ctx *ctx, ipu_host_buffer *buffers, json_t **result);
+    /* Check allocations and poison ended lives (on: the default) from the next initialize. */
+    void (*set_allocation_checks)(void *impl, int on);
+    /* Observe every phase's end (NULL: none). */
+    void (*set_observer)(void *impl, ipu_phase_observer observer, void *user);
     const ipu_fault *(*fault)(const void *impl);
     ipu_status (*read)(const void *impl, ipu_ctx *ctx, uint32_t tile, uint32_t address, void *out,
                        size_t size);
@@ -71,6 +81,11 @@ typedef struct ipu_device_iface {
                         size_t size);
     void (*destroy)(void *impl);
 } ipu_device_iface;
+
+/* Observe the phases of the device's next runs (NULL: stop observing); the
+ * per-op check reads each op's output through ipu_device_read as it
+ * completes. */
+void ipu_device_observe(ipu_device *dev, ipu_phase_observer observer, void *user);
 
 /* The simulator: create its state for a profile. */
 ipu_status ipu_sim_create(ipu_ctx *ctx, const ipu_profile *profile, const ipu_device_iface **iface,

@@ -55,6 +55,7 @@ static void sim_destroy(void *impl)
     if (s->ended)
         munmap(s->ended, (size_t)s->p.tiles * s->shadow_words * sizeof(uint64_t));
     free(s->full);
+    free(s->poisoned);
     free(s->dying_start);
     free(s->dying);
     json_decref(s->steps);
@@ -68,7 +69,7 @@ static ipu_status list_lives(sim *s, ipu_ctx *ctx, const ipu_package *pkg)
     free(s->dying_start);
     free(s->dying);
     s->dying = NULL;
-    s->check_allocs = pkg->alloc_count > 0;
+    s->check_allocs = pkg->alloc_count > 0 && !s->allocation_checks_off;
     s->phases = (uint32_t)(2 * (pkg->init_count + pkg->main_count));
     s->dying_start = calloc((size_t)s->phases + 1, sizeof *s->dying_start);
     s->dying = malloc((pkg->alloc_count ? pkg->alloc_count : 1) * sizeof *s->dying);
@@ -100,12 +101,14 @@ static ipu_status load_package(sim *s, ipu_ctx *ctx, const ipu_package *pkg)
         s->shadow = tile_memory(tiles * s->shadow_words * sizeof(uint64_t));
         s->ended = tile_memory(tiles * s->shadow_words * sizeof(uint64_t));
         s->full = calloc(tiles * s->full_words, sizeof(uint64_t));
-        if (!s->sram || !s->shadow || !s->ended || !s->full)
+        s->poisoned = calloc(tiles * s->full_words, sizeof(uint64_t));
+        if (!s->sram || !s->shadow || !s->ended || !s->full || !s->poisoned)
             return IPU_NO_MEMORY(ctx);
     } else {
         memset(s->shadow, 0, tiles * s->shadow_words * sizeof(uint64_t));
         memset(s->ended, 0, tiles * s->shadow_words * sizeof(uint64_t));
         memset(s->full, 0, tiles * s->full_words * sizeof(uint64_t));
+        memset(s->poisoned, 0, tiles * s->full_words * sizeof(uint64_t));
     }
     IPU_TRY(list_lives(s, ctx, pkg));
     for (uint32_t t = 0; t < s->p.tiles; t++) {
@@ -114,8 +117,10 @@ static ipu_status load_package(sim *s, ipu_ctx *ctx, const ipu_package *pkg)
         tile->written = s->shadow + (size_t)t * s->shadow_words;
         tile->ended = s->ended + (size_t)t * s->shadow_words;
         tile->full = s->full + (size_t)t * s->full_words;
+        tile->poisoned = s->poisoned + (size_t)t * s->full_words;
         tile->code_entries = tile->code_bodies = 0;
         tile->outgoing_base = 0;
+        tile->alloc_hint = -1;
         tile->descriptors = NULL;
         tile->writable_lo = tile->writable_hi = 0;
         tile->faulted = 0;
@@ -314,7 +319,19 @@ static void enter_phase(sim *s, const ipu_pkg_op *op, int half)
     s->origin = op->origin[half];
 }
 
-static int run_step(sim *s, const ipu_pkg_op *op)
+/* The end of the current phase: lives ending there end, then the observer
+ * sees it.  Returns 1 (with *status) when the observer stops the run. */
+static int end_phase(sim *s, ipu_status *status)
+{
+    sim_end_lives(s, s->phase);
+    if (!s->observer)
+        return 0;
+    uint32_t iteration = s->depth ? s->loops[s->depth - 1].iteration : IPU_NO_ITERATION;
+    *status = s->observer(s->observer_user, s->phase, iteration);
+    return *status != IPU_OK;
+}
+
+static int run_step(sim *s, const ipu_pkg_op *op, ipu_status *status)
 {
     uint64_t compute = 0, exchange = 0;
     uint32_t slowest = 0;
@@ -330,11 +347,13 @@ static int run_step(sim *s, const ipu_pkg_op *op)
             s->tiles[t].wait_total += compute - s->tiles[t].step_cycles;
         }
     }
-    sim_end_lives(s, s->phase);
+    if (end_phase(s, status))
+        return 1;
     enter_phase(s, op, 1);
     if (op->b != IPU_NO_SLOT && sim_exchange_phase(s, op->b, &exchange))
         return 1;
-    sim_end_lives(s, s->phase);
+    if (end_phase(s, status))
+        return 1;
     record_step(s, op->b != IPU_NO_SLOT ? "step" : "compute", compute, slowest, s->p.sync_cycles,
                 exchange, 0, 0);
     return 0;
@@ -348,16 +367,16 @@ static int execute(sim *s, ipu_ctx *ctx, const ipu_pkg_op *ops, size_t begin, si
         s->op_index = (uint32_t)i;
         switch (op->op) {
         case IPU_OP_STEP:
-            if (run_step(s, op))
+            if (run_step(s, op, status))
                 return 1;
             break;
         case IPU_OP_HOST_IN:
         case IPU_OP_HOST_OUT: {
             uint64_t bytes = 0;
             enter_phase(s, op, 0);
-            if (host_phase(s, ctx, op->a, op->op == IPU_OP_HOST_IN, buffers, &bytes, status))
+            if (host_phase(s, ctx, op->a, op->op == IPU_OP_HOST_IN, buffers, &bytes, status) ||
+                end_phase(s, status))
                 return 1;
-            sim_end_lives(s, s->phase);
             sim_end_lives(s, s->phase + 1);
             double per_cycle = s->p.host_bytes_per_second / s->p.clock_hz;
             uint64_t cycles = (uint64_t)((double)bytes / per_cycle + 0.999999);
@@ -518,8 +537,18 @@ static ipu_status sim_write(void *impl, ipu_ctx *ctx, uint32_t tile, uint32_t ad
     return IPU_OK;
 }
 
+static void sim_set_allocation_checks(void *impl, int on) { ((sim *)impl)->allocation_checks_off = !on; }
+
+static void sim_set_observer(void *impl, ipu_phase_observer observer, void *user)
+{
+    sim *s = impl;
+    s->observer = observer;
+    s->observer_user = user;
+}
+
 static const ipu_device_iface SIM_IFACE = {
-    "simulator", sim_initialize, sim_run, sim_fault_of, sim_read, sim_write, sim_destroy,
+    "simulator",      sim_initialize, sim_run,  sim_set_allocation_checks, sim_set_observer,
+    sim_fault_of,     sim_read,       sim_write, sim_destroy,
 };
 
 ipu_status ipu_sim_create(ipu_ctx *ctx, const ipu_profile *profile, const ipu_device_iface **iface,
@@ -530,7 +559,8 @@ ipu_status ipu_sim_create(ipu_ctx *ctx, const ipu_profile *profile, const ipu_de
         return IPU_NO_MEMORY(ctx);
     s->p = *profile;
     s->sram_bytes = profile->sram_end - profile->sram_base;
-    s->shadow_words = (s->sram_bytes + 63) / 64;
+    /* Per-byte bits for whole chunks (sim_written.c spells a chunk out at once). */
+    s->shadow_words = (s->sram_bytes + SIM_CHUNK - 1) / SIM_CHUNK * (SIM_CHUNK / 64);
     s->full_words = ((s->sram_bytes + SIM_CHUNK - 1) / SIM_CHUNK + 63) / 64;
     s->threads = ctx->threads > 0 ? ctx->threads : omp_get_max_threads();
     s->tiles = calloc(profile->tiles, sizeof *s->tiles);

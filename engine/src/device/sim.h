@@ -50,10 +50,13 @@ typedef struct sim_tile {
     uint8_t *mem;       /* SRAM bytes, index = address - sram_base */
     uint64_t *written;  /* one bit per byte: written since load, in the live allocation's life */
     uint64_t *ended;    /* one bit per byte: written once, then its allocation's life ended */
-    uint64_t *full;     /* one bit per SIM_CHUNK bytes: every written bit set */
+    uint64_t *full;     /* one bit per SIM_CHUNK bytes: every byte written (sim_written.c) */
+    uint64_t *poisoned; /* one bit per SIM_CHUNK bytes: every byte's life ended (sim_written.c) */
     uint64_t code_entries; /* supervisor parts present, bit per entry */
     uint64_t code_bodies;  /* worker bodies present, bit per body */
     uint32_t outgoing_base;
+    /* The allocation the tile's last checked access lay in (the next one mostly does), -1: none. */
+    int64_t alloc_hint;
     /* The descriptor segment of the tile's last fetch: fetches mostly stay in it. */
     const ipu_pkg_segment *descriptors;
     /* An address range the tile's last checked write found free of protection. */
@@ -91,11 +94,13 @@ typedef struct sim {
     size_t shadow_words; /* per tile */
     uint64_t *ended;     /* all tiles' ended bits (lazily zeroed pages) */
     uint64_t *full;      /* all tiles' chunk summaries */
+    uint64_t *poisoned;
     size_t full_words;   /* per tile */
     /* Allocation checks (a package with an allocation table): the
      * allocations whose life ends at each phase, [dying_start[p],
      * dying_start[p + 1]) of dying, by tile. */
     int check_allocs;
+    int allocation_checks_off; /* ipu_device_configure: measuring what the checks cost */
     uint32_t phases;
     uint32_t *dying_start;
     uint32_t *dying;
@@ -114,6 +119,8 @@ typedef struct sim {
     uint32_t origin; /* its compiler op */
     sim_loop loops[64]; /* the Repeats being run, innermost last */
     int depth;
+    ipu_phase_observer observer;
+    void *observer_user;
     uint64_t step;
     ipu_fault fault; /* the fault that stopped the device */
     /* The current run's cycle report. */
@@ -150,7 +157,18 @@ static inline uint8_t *sim_ptr(sim *s, uint32_t tile, uint32_t address)
 {
     return s->tiles[tile].mem + (address - s->p.sram_base);
 }
+
+/* ---- written state (sim_written.c; offsets are from the SRAM base) ---- */
 void sim_mark_written(sim *s, uint32_t tile, uint32_t address, uint32_t size);
+/* Bytes [offset, end) lose their written state (their ended bits are set where they were written). */
+void sim_poison(sim_tile *t, uint32_t offset, uint32_t end);
+/* Is every chunk touching [offset, end) (offset < end) full? */
+int sim_chunks_full(const sim_tile *t, uint32_t offset, uint32_t end);
+/* The first unwritten byte of [offset, end), -1 when none. */
+int64_t sim_first_unwritten(const sim_tile *t, uint32_t offset, uint32_t end);
+int sim_byte_written(const sim_tile *t, uint32_t offset);
+/* Was the byte written, then its allocation's life ended (and not written since)? */
+int sim_byte_ended(const sim_tile *t, uint32_t offset);
 /* In a bitmap of one bit per byte: the bits of word w that [offset, end)
  * covers (offset < end). */
 static inline uint64_t sim_word_mask(uint32_t w, uint32_t offset, uint32_t end)

@@ -1,11 +1,10 @@
 /* sim_memory.c: tile SRAM as the device sees it: accessible range, region 1
  * and alignment rules, protected ranges (runtime state, kernel code,
- * descriptors), the allocation each access must lie in, the shadow bits that
- * catch reads of bytes never written since load and of bytes whose
- * allocation's life ended since they were written (poisoning: an ended life
- * clears the written bits of its bytes and sets their ended bits), and the
- * per-tile fault slots that make fault reporting independent of the thread
- * count (the lowest faulting tile wins).
+ * descriptors), the allocation each access must lie in, reads of bytes never
+ * written since load and of bytes whose allocation's life ended since they
+ * were written (sim_written.c keeps that state; an ended life poisons its
+ * allocation's bytes here), and the per-tile fault slots that make fault
+ * reporting independent of the thread count (the lowest faulting tile wins).
  */
 #include <stdio.h>
 #include <string.h>
@@ -112,75 +111,6 @@ static int find_protected(sim *s, uint32_t tile, uint32_t lo, uint32_t hi, uint3
     return 0;
 }
 
-/* First byte in [offset, offset + size) whose written bit is clear, or -1.
- * The words strictly inside the range are first ANDed together (a loop that
- * vectorises); only a range with a clear bit is searched word by word. */
-static int64_t first_unwritten(const uint64_t *bits, uint32_t offset, uint32_t size)
-{
-    if (size == 0)
-        return -1;
-    uint32_t end = offset + size, first = offset >> 6, last = (end - 1) >> 6;
-    uint64_t all = (bits[first] | ~sim_word_mask(first, offset, end)) &
-                   (bits[last] | ~sim_word_mask(last, offset, end));
-    for (uint32_t w = first + 1; w < last; w++)
-        all &= bits[w];
-    if (all == ~0ull)
-        return -1;
-    for (uint32_t w = first; w <= last; w++) {
-        uint64_t missing = ~bits[w] & sim_word_mask(w, offset, end);
-        if (missing)
-            return ((int64_t)w << 6) + __builtin_ctzll(missing);
-    }
-    return -1;
-}
-
-/* Is every chunk touching [offset, end) (offset < end) known to be fully written? */
-static int chunks_full(const sim_tile *t, uint32_t offset, uint32_t end)
-{
-    uint32_t first = offset / SIM_CHUNK, stop = (end - 1) / SIM_CHUNK + 1;
-    for (uint32_t w = first >> 6; w <= (stop - 1) >> 6; w++) {
-        uint64_t mask = sim_word_mask(w, first, stop);
-        if ((t->full[w] & mask) != mask)
-            return 0;
-    }
-    return 1;
-}
-
-/* Mark the chunks touching [offset, end) whose written bits are now all set
- * (a full chunk stays full until a load or an allocation's ended life clears
- * its bits). */
-static void note_full(const sim *s, sim_tile *t, uint32_t offset, uint32_t end)
-{
-    const uint32_t words = SIM_CHUNK / 64;
-    for (uint32_t c = offset / SIM_CHUNK; c <= (end - 1) / SIM_CHUNK; c++) {
-        uint32_t w0 = c * words, w1 = w0 + words;
-        if (w1 > s->shadow_words)
-            w1 = (uint32_t)s->shadow_words;
-        uint64_t all = ~0ull;
-        for (uint32_t w = w0; w < w1; w++)
-            all &= t->written[w];
-        if (all == ~0ull)
-            t->full[c >> 6] |= 1ull << (c & 63);
-    }
-}
-
-void sim_mark_written(sim *s, uint32_t tile, uint32_t address, uint32_t size)
-{
-    if (size == 0)
-        return;
-    sim_tile *t = &s->tiles[tile];
-    uint32_t offset = address - s->p.sram_base, end = offset + size;
-    if (chunks_full(t, offset, end))
-        return;
-    uint64_t *bits = t->written;
-    uint32_t first = offset >> 6, last = (end - 1) >> 6;
-    bits[first] |= sim_word_mask(first, offset, end);
-    bits[last] |= sim_word_mask(last, offset, end);
-    if (last > first + 1)
-        memset(bits + first + 1, 0xFF, (last - first - 1) * sizeof *bits);
-    note_full(s, t, offset, end);
-}
-
 /* The accessor's name in a fault message, "what" or "what operand 'name'";
  * only a fault builds it. */
 static const char *accessor(char *buf, size_t size, const char *what, const char *operand)
@@ -227,21 +157,17 @@ int sim_check(sim *s, uint32_t tile, uint32_t address, uint32_t size, unsigned a
         }
     }
     sim_tile *t = &s->tiles[tile];
-    uint32_t offset = address - p->sram_base;
-    if ((access & 1u) && !chunks_full(t, offset, offset + size)) {
-        int64_t bad = first_unwritten(t->written, offset, size);
-        if (bad < 0) {
-            note_full(s, t, offset, offset + size);
-        } else {
-            uint32_t lo = (uint32_t)bad + p->sram_base;
-            /* Extend over the run of unwritten bytes inside the access. */
-            uint32_t hi = lo + 1;
-            const uint64_t *bits = t->written;
-            while (hi < end && !(bits[(hi - p->sram_base) >> 6] >> ((hi - p->sram_base) & 63) & 1))
-                hi++;
+    uint32_t offset = address - p->sram_base, stop = offset + size;
+    if ((access & 1u) && !sim_chunks_full(t, offset, stop)) {
+        int64_t bad = sim_first_unwritten(t, offset, stop);
+        if (bad >= 0) {
+            /* The run of unwritten bytes inside the access. */
+            uint32_t at = (uint32_t)bad, run = at + 1;
+            while (run < stop && !sim_byte_written(t, run))
+                run++;
+            uint32_t lo = at + p->sram_base, hi = run + p->sram_base;
             /* Bytes written once and poisoned since are stale, not uninitialized. */
-            uint32_t at = lo - p->sram_base;
-            if (t->ended[at >> 6] >> (at & 63) & 1)
+            if (sim_byte_ended(t, at))
                 return sim_fault(s, tile, IPU_FAULT_STALE_READ, lo, hi,
                                  "%s [0x%X, 0x%llX) reads bytes [0x%X, 0x%X) not written since "
                                  "the life of the allocation that wrote them ended",
@@ -261,10 +187,19 @@ int sim_check_allocation(sim *s, uint32_t tile, uint32_t address, uint32_t size,
 {
     if (!s->check_allocs || size == 0)
         return 0;
-    int64_t own;
-    if (ipu_pkg_alloc_find(s->pkg, tile, address, size, s->phase, &own) >= 0)
-        return 0;
     const ipu_package *pkg = s->pkg;
+    sim_tile *t = &s->tiles[tile];
+    if (t->alloc_hint >= 0) {
+        const ipu_pkg_alloc *a = &pkg->allocs[t->alloc_hint];
+        if (address >= a->address && (uint64_t)address + size <= (uint64_t)a->address + a->size &&
+            ipu_pkg_alloc_live(a, s->phase))
+            return 0;
+    }
+    int64_t own, whole = ipu_pkg_alloc_find(pkg, tile, address, size, s->phase, &own);
+    if (whole >= 0) {
+        t->alloc_hint = whole;
+        return 0;
+    }
     uint64_t end = (uint64_t)address + size;
     int live = own >= 0 && ipu_pkg_alloc_live(&pkg->allocs[own], s->phase);
     /* The first byte outside the operand's own live allocation, and whose it is. */
@@ -290,30 +225,6 @@ int sim_check_allocation(sim *s, uint32_t tile, uint32_t address, uint32_t size,
     return 1;
 }
 
-int sim_is_written(sim *s, uint32_t tile, uint32_t address, uint32_t size)
-{
-    if (size == 0)
-        return 1;
-    sim_tile *t = &s->tiles[tile];
-    uint32_t offset = address - s->p.sram_base;
-    return chunks_full(t, offset, offset + size) || first_unwritten(t->written, offset, size) < 0;
-}
-
-/* Clear the written bits of [offset, end) and set its ended bits where a
- * written bit was set; the chunks it touches are no longer full. */
-static void poison(sim_tile *t, uint32_t offset, uint32_t end)
-{
-    uint32_t first = offset >> 6, last = (end - 1) >> 6;
-    for (uint32_t w = first; w <= last; w++) {
-        uint64_t mask = sim_word_mask(w, offset, end);
-        t->ended[w] |= t->written[w] & mask;
-        t->written[w] &= ~mask;
-    }
-    uint32_t c0 = offset / SIM_CHUNK, c1 = (end - 1) / SIM_CHUNK + 1;
-    for (uint32_t w = c0 >> 6; w <= (c1 - 1) >> 6; w++)
-        t->full[w] &= ~sim_word_mask(w, c0, c1);
-}
-
 void sim_end_lives(sim *s, uint32_t phase)
 {
     if (!s->check_allocs || phase >= s->phases)
@@ -326,8 +237,8 @@ void sim_end_lives(sim *s, uint32_t phase)
             spans_loop |= a->first < s->loops[l].body_phase &&
                           s->loops[l].iteration + 1 < s->loops[l].count;
         if (a->size && !spans_loop)
-            poison(&s->tiles[a->tile], a->address - s->p.sram_base,
-                   a->address - s->p.sram_base + a->size);
+            sim_poison(&s->tiles[a->tile], a->address - s->p.sram_base,
+                       a->address - s->p.sram_base + a->size);
     }
 }
 

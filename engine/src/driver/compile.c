@@ -31,7 +31,7 @@ static double seconds(void)
 }
 
 static const char *INJECT_NAMES[] = {"none", "drop-transfer", "overlap-allocation",
-                                      "skip-padding-clear", "overwrite-parameter"};
+                                      "skip-padding-clear", "overwrite-parameter", "fp8-scale-twice"};
 
 /* Where and under what name memory profiles go (no directory: none). */
 typedef struct profile_sink {

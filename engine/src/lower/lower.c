@@ -491,6 +491,9 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t *partials)
                         &a_ids));
     const uint32_t *b_ids = low_home_ids(L, op->in[1]);
     int f8 = ta->dtype == IPU_DT_F143 || ta->dtype == IPU_DT_F152;
+    /* Injected: the weight's scale folded into the activation's as well (every tile of this GEMM). */
+    int scale_twice = f8 && L->prog->inject == IPU_INJECT_FP8_SCALE_TWICE;
+    int a_scale = ta->scale + (scale_twice ? tb->scale : 0);
     uint32_t out = (uint32_t)ipu_dtype_size(tc->dtype);
     IPU_TRY(low_begin_step(L, IPU_LOW_COMPUTE, label));
     for (uint32_t i = 0; i < gm; i++)
@@ -523,7 +526,7 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t *partials)
                     ipu_low_arg args[] = {BUF(a_buf, 0), BUF(b_buf, 0), BUF(c_buf, 0), LIT(r1 - r0),
                                           LIT(n1 - n0), LIT(k1 - k0),
                                           LIT((uint32_t)ta->dtype | (uint32_t)tb->dtype << 8),
-                                          LIT((uint32_t)(uint8_t)(int8_t)ta->scale |
+                                          LIT((uint32_t)(uint8_t)(int8_t)a_scale |
                                               (uint32_t)(uint8_t)(int8_t)tb->scale << 8),
                                           LIT(tc->dtype), LIT(0), LIT(lda), LIT(ldb), LIT(ldc)};
                     IPU_TRY(low_emit_kernel(L, tile, IPU_K_GEMM_F8, 13, args, advance_arg, members_stride));
@@ -534,6 +537,8 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t *partials)
                     IPU_TRY(low_emit_kernel(L, tile, IPU_K_GEMM_F16, 11, args, advance_arg, members_stride));
                 }
             }
+    if (scale_twice)
+        L->prog->inject = IPU_INJECT_NONE;
     if (gk == 1)
         return IPU_OK;
     /* Reduce-scatter: tile (i, j, l) gathers sub-band l of the other gk - 1
@@ -668,6 +673,7 @@ void ipu_low_free(ipu_low_program *prog)
     }
     free(prog->ops);
     free(prog->tensors);
+    free(prog->captures);
     free(prog->buffers);
     for (size_t v = 0; prog->values && v < prog->value_count; v++) {
         free(prog->values[v].row_bounds);
@@ -740,6 +746,41 @@ static ipu_status whole_values(lowering *L)
     }
     free(first), free(last);
     return IPU_OK;
+}
+
+/* Every op's output blocks (home layout, first replica), readable after the
+ * op's last step. */
+static ipu_status record_captures(lowering *L)
+{
+    ipu_low_program *prog = L->prog;
+    uint32_t *last = malloc((L->g->op_count ? L->g->op_count : 1) * sizeof *last);
+    if (!last)
+        return IPU_NO_MEMORY(L->ctx);
+    for (size_t o = 0; o < L->g->op_count; o++)
+        last[o] = IPU_LOW_LITERAL;
+    for (size_t s = 0; s < prog->step_count; s++)
+        if (prog->steps[s].op < L->g->op_count)
+            last[prog->steps[s].op] = (uint32_t)s;
+    ipu_status status = IPU_OK;
+    for (size_t o = 0; o < L->g->op_count && status == IPU_OK; o++) {
+        uint32_t t = L->g->ops[o].out;
+        const ipu_layout *l = &L->plan->home[t];
+        if (last[o] == IPU_LOW_LITERAL || !L->blocks[t])
+            continue;
+        for (uint32_t i = 0; i < l->row_parts && status == IPU_OK; i++)
+            for (uint32_t j = 0; j < l->col_parts && status == IPU_OK; j++) {
+                uint32_t buffer = L->blocks[t][(size_t)i * l->col_parts + j], r0, r1, c0, c1;
+                if (buffer == IPU_LOW_LITERAL)
+                    continue;
+                ipu_layout_block(l, i, j, &r0, &r1, &c0, &c1);
+                status = IPU_GROW(L->ctx, prog->captures, prog->capture_count, prog->capture_capacity);
+                if (status == IPU_OK)
+                    prog->captures[prog->capture_count++] = (ipu_low_capture){
+                        (uint32_t)o, last[o], buffer, ipu_layout_stride(l, c1 - c0), r0, r1, c0, c1};
+            }
+    }
+    free(last);
+    return status;
 }
 
 static ipu_status lower_program(lowering *L, uint32_t **partials)
@@ -831,6 +872,7 @@ static ipu_status lower_program(lowering *L, uint32_t **partials)
         IPU_TRY(add_stream(L, x->name, IPU_STREAM_OUTPUT, ipu_ir_tensor_bytes(x), (uint32_t)t, &stream));
         IPU_TRY(host_rounds(L, &L->plan->home[t], L->blocks[t], 1, stream, 0, x->name));
     }
+    IPU_TRY(record_captures(L));
     /* Lifetimes: parameters for the whole program.  A value made before the
      * body and touched in it (the carried storage included) lives through
      * the whole body, every iteration; a buffer first touched inside the body

@@ -26,7 +26,8 @@ typedef enum ipu_inject {
     IPU_INJECT_DROP_TRANSFER = 1,       /* exchange: the last transfer of a phase is lost */
     IPU_INJECT_OVERLAP_ALLOCATION = 2,  /* placement: a buffer moved onto a live one */
     IPU_INJECT_SKIP_PADDING_CLEAR = 3,  /* lowering: the first padding clear is left out */
-    IPU_INJECT_OVERWRITE_PARAMETER = 4  /* lowering: a parameter is zeroed after its last use */
+    IPU_INJECT_OVERWRITE_PARAMETER = 4, /* lowering: a parameter is zeroed after its last use */
+    IPU_INJECT_FP8_SCALE_TWICE = 5      /* lowering: the first FP8 GEMM applies the weight scale twice */
 } ipu_inject;
 
 /* What a buffer holds (memory profiles group and classify by it). */
@@ -122,6 +123,15 @@ typedef struct ipu_low_op {
     char name[64];
 } ipu_low_op;
 
+/* Where an op's output can be read once the op is complete (a per-op check
+ * reads it there): one block of its home layout's first replica, rows
+ * [row_lo, row_hi) and columns [col_lo, col_hi) of the tensor stored
+ * row-major in buffer at stride bytes per row, complete after step. */
+typedef struct ipu_low_capture {
+    uint32_t op, step, buffer, stride;
+    uint32_t row_lo, row_hi, col_lo, col_hi;
+} ipu_low_capture;
+
 /* A graph tensor's name (buffers' tensor indexes these). */
 typedef struct ipu_low_tensor {
     char name[64];
@@ -133,6 +143,8 @@ typedef struct ipu_low_program {
     size_t op_count;
     ipu_low_tensor *tensors;
     size_t tensor_count;
+    ipu_low_capture *captures; /* by op, then block */
+    size_t capture_count, capture_capacity;
     ipu_low_buffer *buffers;
     size_t buffer_count, buffer_capacity;
     ipu_low_value *values;

@@ -305,6 +305,23 @@ static ipu_status add_allocations(assembly *A, ipu_pkg_builder *b)
     return status;
 }
 
+/* Every op's output blocks, at their placed addresses, readable after the
+ * phase of the op's last step. */
+static ipu_status add_captures(assembly *A, ipu_pkg_builder *b)
+{
+    const ipu_low_program *prog = A->prog;
+    ipu_status status = IPU_OK;
+    for (size_t i = 0; i < prog->capture_count && status == IPU_OK; i++) {
+        const ipu_low_capture *c = &prog->captures[i];
+        const ipu_low_buffer *buf = &prog->buffers[c->buffer];
+        uint32_t step = c->step;
+        ipu_pkg_capture capture = {c->op,    step_phase(A, b, step), buf->tile, buf->address, c->stride,
+                                   c->row_lo, c->row_hi,            c->col_lo, c->col_hi};
+        status = ipu_pkg_add_capture(b, &capture);
+    }
+    return status;
+}
+
 /* Pass 2: encode every step's records and the control programs. */
 static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, uint8_t **patches,
                          uint32_t *patch_count)
@@ -531,6 +548,8 @@ ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
         status = encode(&A, b, stream_ids, patches, patch_count);
     if (status == IPU_OK)
         status = add_allocations(&A, b);
+    if (status == IPU_OK)
+        status = add_captures(&A, b);
     uint64_t horizon = 0;
     for (size_t s = 0; s < prog->step_count; s++)
         horizon += prog->steps[s].phase.horizon;

@@ -28,7 +28,7 @@ struct ipu_pkg_builder {
     size_t binding_count, binding_capacity;
     ipu_buf data, strings;
     size_t segment_capacity, alloc_capacity, init_capacity, main_capacity, stream_capacity,
-        record_capacity, compiler_op_capacity;
+        record_capacity, compiler_op_capacity, capture_capacity;
     uint32_t origin[2];          /* of the next control ops */
     uint32_t last_tensor_offset; /* allocations of one tensor share its name string */
     json_t *meta;
@@ -219,6 +219,14 @@ ipu_status ipu_pkg_add_compiler_op(ipu_pkg_builder *b, const char *kind, const c
     IPU_TRY(add_string(b, kind, &op->kind_offset));
     IPU_TRY(add_string(b, name, &op->name_offset));
     pkg->compiler_op_count++;
+    return IPU_OK;
+}
+
+ipu_status ipu_pkg_add_capture(ipu_pkg_builder *b, const ipu_pkg_capture *capture)
+{
+    ipu_package *pkg = b->pkg;
+    IPU_TRY(IPU_GROW(b->ctx, pkg->captures, pkg->capture_count, b->capture_capacity));
+    pkg->captures[pkg->capture_count++] = *capture;
     return IPU_OK;
 }
 

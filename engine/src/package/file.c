@@ -15,7 +15,7 @@ static const char *SECTION_NAMES[IPU_SEC_END] = {
     [IPU_SEC_SEGMENTS] = "segments", [IPU_SEC_ALLOCS] = "allocations",
     [IPU_SEC_STRINGS] = "strings", [IPU_SEC_INIT] = "init program", [IPU_SEC_MAIN] = "main program",
     [IPU_SEC_STREAMS] = "streams", [IPU_SEC_RECORDS] = "records",   [IPU_SEC_DATA] = "data",
-    [IPU_SEC_COMPILER_OPS] = "compiler ops",
+    [IPU_SEC_COMPILER_OPS] = "compiler ops", [IPU_SEC_CAPTURES] = "captures",
 };
 
 void ipu_package_free(ipu_package *pkg)
@@ -27,6 +27,7 @@ void ipu_package_free(ipu_package *pkg)
     free(pkg->segments);
     free(pkg->allocs);
     free(pkg->compiler_ops);
+    free(pkg->captures);
     free(pkg->init_ops);
     free(pkg->main_ops);
     free(pkg->streams);
@@ -98,6 +99,15 @@ static ipu_status encode_section(ipu_ctx *ctx, const ipu_package *pkg, int type,
         for (size_t i = 0; i < pkg->compiler_op_count; i++) {
             IPU_TRY(put_u32(ctx, out, pkg->compiler_ops[i].kind_offset));
             IPU_TRY(put_u32(ctx, out, pkg->compiler_ops[i].name_offset));
+        }
+        return IPU_OK;
+    case IPU_SEC_CAPTURES:
+        for (size_t i = 0; i < pkg->capture_count; i++) {
+            const ipu_pkg_capture *c = &pkg->captures[i];
+            const uint32_t words[IPU_PKG_CAPTURE_SIZE / 4] = {
+                c->op, c->phase, c->tile, c->address, c->stride, c->row_lo, c->row_hi, c->col_lo, c->col_hi, 0};
+            for (size_t w = 0; w < IPU_PKG_CAPTURE_SIZE / 4; w++)
+                IPU_TRY(put_u32(ctx, out, words[w]));
         }
         return IPU_OK;
     case IPU_SEC_STRINGS:
@@ -298,6 +308,18 @@ static ipu_status parse_sections(ipu_ctx *ctx, const section_view *sec, ipu_pack
     d = sec[IPU_SEC_COMPILER_OPS].data;
     for (size_t i = 0; i < pkg->compiler_op_count; i++, d += IPU_PKG_COMPILER_OP_SIZE)
         pkg->compiler_ops[i] = (ipu_pkg_compiler_op){ipu_load_u32(d), ipu_load_u32(d + 4)};
+    IPU_TRY(records_count(ctx, &sec[IPU_SEC_CAPTURES], IPU_SEC_CAPTURES, IPU_PKG_CAPTURE_SIZE,
+                          sizeof *pkg->captures, &pkg->capture_count, (void **)&pkg->captures));
+    d = sec[IPU_SEC_CAPTURES].data;
+    for (size_t i = 0; i < pkg->capture_count; i++, d += IPU_PKG_CAPTURE_SIZE) {
+        if (ipu_load_u32(d + 36))
+            return BAD("capture %zu has a nonzero reserved word", i);
+        pkg->captures[i] = (ipu_pkg_capture){ipu_load_u32(d),      ipu_load_u32(d + 4),
+                                             ipu_load_u32(d + 8),  ipu_load_u32(d + 12),
+                                             ipu_load_u32(d + 16), ipu_load_u32(d + 20),
+                                             ipu_load_u32(d + 24), ipu_load_u32(d + 28),
+                                             ipu_load_u32(d + 32)};
+    }
     for (int which = 0; which < 2; which++) {
         int type = which ? IPU_SEC_MAIN : IPU_SEC_INIT;
         ipu_pkg_op **ops = which ? &pkg->main_ops : &pkg->init_ops;

@@ -51,12 +51,15 @@ enum ipu_pkg_section {
     IPU_SEC_RECORDS = 10, /* u32 kind, u32 stream, u32 invocation, u32 zero, u64 data offset, u64 size */
     IPU_SEC_DATA = 11,    /* bytes of segments and records */
     IPU_SEC_COMPILER_OPS = 12, /* u32 kind offset, u32 name offset (into STRINGS) per compiler op */
-    IPU_SEC_END = 13
+    IPU_SEC_CAPTURES = 13,     /* u32 op, phase, tile, address, stride, row lo, row hi, col lo,
+                                  col hi, zero: where an op's output block can be read after phase */
+    IPU_SEC_END = 14
 };
 #define IPU_PKG_SEGMENT_SIZE 32u
 #define IPU_PKG_ALLOC_SIZE 32u
 #define IPU_PKG_OP_SIZE 24u
 #define IPU_PKG_COMPILER_OP_SIZE 8u
+#define IPU_PKG_CAPTURE_SIZE 40u
 #define IPU_PKG_STREAM_SIZE 16u
 #define IPU_PKG_RECORD_SIZE 32u
 

@@ -31,6 +31,14 @@ typedef struct ipu_pkg_op {
     uint32_t origin[2]; /* compiler op of the compute (or host) and exchange phases */
 } ipu_pkg_op;
 
+/* Rows [row_lo, row_hi) x columns [col_lo, col_hi) of compiler op op's
+ * output, row-major at address on tile, stride bytes per row, complete once
+ * phase has run (the per-op check reads them; the device does not). */
+typedef struct ipu_pkg_capture {
+    uint32_t op, phase, tile, address, stride;
+    uint32_t row_lo, row_hi, col_lo, col_hi;
+} ipu_pkg_capture;
+
 typedef struct ipu_pkg_compiler_op {
     uint32_t kind_offset, name_offset; /* into strings */
 } ipu_pkg_compiler_op;
@@ -59,6 +67,8 @@ struct ipu_package {
     size_t alloc_count;
     ipu_pkg_compiler_op *compiler_ops;
     size_t compiler_op_count;
+    ipu_pkg_capture *captures;
+    size_t capture_count;
     ipu_pkg_op *init_ops;
     size_t init_count;
     ipu_pkg_op *main_ops;
@@ -152,6 +162,7 @@ ipu_status ipu_pkg_define_alloc(ipu_pkg_builder *b, const ipu_pkg_alloc_def *def
 /* A compiler op (kind as "matmul", name as "block_out"): ops are numbered in
  * the order they are added. */
 ipu_status ipu_pkg_add_compiler_op(ipu_pkg_builder *b, const char *kind, const char *name);
+ipu_status ipu_pkg_add_capture(ipu_pkg_builder *b, const ipu_pkg_capture *capture);
 /* The compiler ops the next control ops' two phases lower (IPU_NO_OP: none). */
 void ipu_pkg_set_origin(ipu_pkg_builder *b, uint32_t compute, uint32_t exchange);
 /* Set the exchange-phase origin of op index (a compute op that takes an exchange). */

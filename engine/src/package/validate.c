@@ -219,6 +219,18 @@ static ipu_status check_tables(ipu_ctx *ctx, const ipu_package *pkg)
             return BAD("allocation %zu ('%s', tile %u) names compiler op %u of %zu", i,
                        ipu_pkg_string(pkg, a->name_offset), a->tile, a->op, pkg->compiler_op_count);
     }
+    for (size_t i = 0; i < pkg->capture_count; i++) {
+        const ipu_pkg_capture *c = &pkg->captures[i];
+        uint64_t rows = c->row_hi - (uint64_t)c->row_lo, cols = c->col_hi - (uint64_t)c->col_lo;
+        if (c->op >= pkg->compiler_op_count || c->phase >= phases || c->tile >= p->tiles ||
+            c->row_lo >= c->row_hi || c->col_lo >= c->col_hi || cols > c->stride ||
+            c->address < p->sram_base ||
+            c->address + (rows - 1) * c->stride + cols > p->sram_end)
+            return BAD("capture %zu (op %u, phase %u, tile %u at 0x%X: rows %u..%u, columns %u..%u, "
+                       "stride %u) names no op, phase or tile of the package, or leaves SRAM",
+                       i, c->op, c->phase, c->tile, c->address, c->row_lo, c->row_hi, c->col_lo,
+                       c->col_hi, c->stride);
+    }
     return IPU_OK;
 }
 

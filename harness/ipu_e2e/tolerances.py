@@ -1,0 +1,54 @@
+"""The output check's criteria: a per-row cosine, an elementwise bound
+|d - r| <= atol + rtol * |r| and a bound on the tensor's norm ratio (a scale
+error leaves every cosine at 1), per reference mode ("device": the
+reference rounds like the device; "fp32": FP32 from the unquantized values)
+and output dtype.  The defaults come from the noise floor that
+`ipu-e2e-bench noise` measures over correct plans (the worst figure over
+every plan, with the margin stated in MARGINS); `--min-cosine`, `--atol`
+and `--rtol` override them.
+"""
+
+# Per (reference mode, output dtype): the defaults.
+DEFAULTS = {
+    ("device", "f16"): {"min_cosine": 0.995, "atol": 0.25, "rtol": 2 ** -7, "norm_tolerance": 0.05},
+    ("device", "f32"): {"min_cosine": 0.995, "atol": 0.25, "rtol": 2 ** -7, "norm_tolerance": 0.05},
+    ("fp32", "f16"): {"min_cosine": 0.97, "atol": 0.4, "rtol": 0.125, "norm_tolerance": 0.06},
+    ("fp32", "f32"): {"min_cosine": 0.97, "atol": 0.4, "rtol": 0.125, "norm_tolerance": 0.06},
+}
+# How the defaults sit against the measured floor: the cosine threshold is
+# (1 - floor) * cosine_gap_factor below 1, atol and the norm tolerance are the
+# worst measured figure times their factor.
+MARGINS = {"cosine_gap_factor": 2.0, "atol_factor": 2.0, "norm_factor": 2.0}
+
+
+def criteria(mode, dtype, min_cosine=None, atol=None, rtol=None):
+    """The criteria for an output: the defaults of (mode, dtype), each
+    overridden when given."""
+    chosen = dict(DEFAULTS.get((mode, dtype), DEFAULTS[(mode, "f32")]))
+    for key, value in (("min_cosine", min_cosine), ("atol", atol), ("rtol", rtol)):
+        if value is not None:
+            chosen[key] = value
+    return chosen
+
+
+def help_text():
+    """The defaults as --help states them."""
+    return "; ".join(f"{mode} reference, {dtype} output: cosine >= {c['min_cosine']}, atol {c['atol']:g}, "
+                     f"rtol {c['rtol']:g}, norm ratio 1 +- {c['norm_tolerance']:g}"
+                     for (mode, dtype), c in DEFAULTS.items())
+
+
+# The per-op check (--check-ops): each op's device output against the
+# device-precision reference of that op alone, from the device's own inputs;
+# atol_rms is the absolute part as a fraction of the reference output's RMS.
+OP_DEFAULTS = {"min_cosine": 0.999, "atol_rms": 0.02, "rtol": 2 ** -7, "norm_tolerance": 0.01}
+
+
+def op_criteria():
+    return dict(OP_DEFAULTS)
+
+
+def op_help_text():
+    c = OP_DEFAULTS
+    return (f"cosine >= {c['min_cosine']}, |d - r| <= {c['atol_rms']} x RMS(r) + {c['rtol']:g} |r|, norm ratio "
+            f"1 +- {c['norm_tolerance']}")
