@@ -130,13 +130,22 @@ def report_noise(result, out):
     print(f"noise bench: {len(result['plans'])} correct plans, each checked against both references", file=out)
     for key, f in result["floor"].items():
         s, d = f["supported"], f["defaults"]
+        if key == "ops":
+            print(f"  per-op check ({f['compared']} op outputs of {f['plans']} plans): worst cosine "
+                  f"{f['min_cosine']:.8f} ({f['min_cosine_plan']}), atol needed {f['atol_rms_needed']:.4g} x RMS "
+                  f"({f['atol_rms_needed_plan']})", file=out)
+            print(f"    supported with the margins: cosine >= {s['min_cosine']:.8f}, atol {s['atol_rms']:.4g} x RMS; "
+                  f"defaults: cosine >= {d['min_cosine']}, atol {d['atol_rms']:g} x RMS: "
+                  f"{'covered' if f['covered'] else 'NOT covered'}", file=out)
+            continue
         print(f"  {key} ({f['plans']} outputs): worst cosine {f['min_cosine']:.6f} ({f['min_cosine_plan']}), "
               f"atol needed {f['atol_needed']:.4g} at rtol {f['rtol']:g} ({f['atol_needed_plan']}), norm ratio "
               f"1 +- {f['norm_deviation']:.3g} ({f['norm_deviation_plan']})", file=out)
         print(f"    supported with the margins: cosine >= {s['min_cosine']:.6f}, atol {s['atol']:.4g}, norm 1 +- "
               f"{s['norm_tolerance']:.3g}; defaults: cosine >= {d['min_cosine']}, atol {d['atol']:g}, norm 1 +- "
               f"{d['norm_tolerance']:g}: {'covered' if f['covered'] else 'NOT covered'}", file=out)
-    failed = [p["name"] for p in result["plans"] if not all(c["passed"] for c in p["checks"])]
+    failed = [p["name"] for p in result["plans"]
+              if not all(c["passed"] for c in p["checks"]) or not p["op_check"]["passed"]]
     print(f"  plans failing a default check: {', '.join(failed) if failed else 'none'}", file=out)
 
 

@@ -3,10 +3,13 @@ the reference.  Every case is a correct plan (no injected fault): the MLP in
 FP8 and FP16, the ViT with flash and materialized attention, batches 1 and
 2, on 16, 64, 96 and 1472 tiles, at the default budget and at tighter ones.
 Each is compiled, run once and compared with both references ("device":
-rounding like the device, "fp32": FP32 from the unquantized values).  Per
+rounding like the device, "fp32": FP32 from the unquantized values), and
+every op output is checked alone (ipu_check_ops).  Per
 reference mode and output dtype the floor is the worst figure over every
 case: the lowest row cosine, the largest atol the elementwise bound needs at
-the default rtol, the largest departure of the norm ratio from 1.  The
+the default rtol, the largest departure of the norm ratio from 1; for the
+per-op check, the lowest op cosine and the largest atol over RMS an op
+needed.  The
 thresholds that floor supports are derived with tolerances.MARGINS and set
 beside the defaults in use; a default looser than the floor's threshold
 ("covered") never fails a plan like these.
@@ -71,6 +74,10 @@ def measure(ctx, profile_for, case):
                                          "min_cosine": c["min_cosine"], "atol_needed": c["atol_needed"],
                                          "rtol": c["rtol"], "norm_deviation": abs(c["norm_ratio"] - 1),
                                          "passed": c["passed"]})
+        ops = workload.check_ops(package, tolerances.op_criteria())
+        record["op_check"] = {"passed": ops["passed"], "compared": ops["compared"],
+                              "min_cosine": min(o["min_cosine"] for o in ops["per_op"] if o["checks"]),
+                              "atol_rms_needed": max(o["atol_rms_needed"] for o in ops["per_op"])}
     finally:
         workload.close()
     record["seconds"] = time.perf_counter() - begun
@@ -92,6 +99,18 @@ def floor(records):
                     f[figure + "_plan"] = r["name"]
                 f[figure] = worse(f[figure], c[figure])
     m = tolerances.MARGINS
+    ops = [r["op_check"] for r in records]
+    worst_cosine = min(records, key=lambda r: r["op_check"]["min_cosine"])
+    worst_atol = max(records, key=lambda r: r["op_check"]["atol_rms_needed"])
+    default = tolerances.op_criteria()
+    supported = {"min_cosine": 1 - (1 - worst_cosine["op_check"]["min_cosine"]) * m["cosine_gap_factor"],
+                 "atol_rms": worst_atol["op_check"]["atol_rms_needed"] * m["atol_factor"]}
+    op_floor = {"mode": "device", "dtype": "op outputs", "plans": len(ops),
+                "compared": sum(o["compared"] for o in ops),
+                "min_cosine": worst_cosine["op_check"]["min_cosine"], "min_cosine_plan": worst_cosine["name"],
+                "atol_rms_needed": worst_atol["op_check"]["atol_rms_needed"], "atol_rms_needed_plan": worst_atol["name"],
+                "supported": supported, "defaults": default,
+                "covered": default["min_cosine"] <= supported["min_cosine"] and default["atol_rms"] >= supported["atol_rms"]}
     for f in out.values():
         supported = {"min_cosine": 1 - (1 - f["min_cosine"]) * m["cosine_gap_factor"],
                      "atol": f["atol_needed"] * m["atol_factor"],
@@ -101,4 +120,5 @@ def floor(records):
         f["defaults"] = default
         f["covered"] = (default["min_cosine"] <= supported["min_cosine"] and default["atol"] >= supported["atol"]
                         and default["norm_tolerance"] >= supported["norm_tolerance"])
+    out["ops"] = op_floor
     return out

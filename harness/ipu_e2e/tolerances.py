@@ -3,15 +3,21 @@
 error leaves every cosine at 1), per reference mode ("device": the
 reference rounds like the device; "fp32": FP32 from the unquantized values)
 and output dtype.  The defaults come from the noise floor that
-`ipu-e2e-bench noise` measures over correct plans (the worst figure over
-every plan, with the margin stated in MARGINS); `--min-cosine`, `--atol`
-and `--rtol` override them.
+`ipu-e2e-bench noise` measures over 51 correct plans (the worst figure over
+every plan, with the margin stated in MARGINS, rounded outwards); its last
+run here: device/f16 worst cosine 0.997585, atol needed 0.1327, norm 1 +-
+0.0222; fp32/f16 0.986318, 0.198, 0.0261; per-op worst cosine 0.9999998,
+atol 0.00186 x RMS.  The device reference's floor is set by FP8 rounding:
+per op the device and the reference agree to a few FP16 ulps, but an
+attention output that differs in its last bits can round to a neighbouring
+FP8 code, and the next layers carry that on.  `--min-cosine`, `--atol` and
+`--rtol` override the output defaults.
 """
 
 # Per (reference mode, output dtype): the defaults.
 DEFAULTS = {
-    ("device", "f16"): {"min_cosine": 0.995, "atol": 0.25, "rtol": 2 ** -7, "norm_tolerance": 0.05},
-    ("device", "f32"): {"min_cosine": 0.995, "atol": 0.25, "rtol": 2 ** -7, "norm_tolerance": 0.05},
+    ("device", "f16"): {"min_cosine": 0.995, "atol": 0.3, "rtol": 2 ** -7, "norm_tolerance": 0.05},
+    ("device", "f32"): {"min_cosine": 0.995, "atol": 0.3, "rtol": 2 ** -7, "norm_tolerance": 0.05},
     ("fp32", "f16"): {"min_cosine": 0.97, "atol": 0.4, "rtol": 0.125, "norm_tolerance": 0.06},
     ("fp32", "f32"): {"min_cosine": 0.97, "atol": 0.4, "rtol": 0.125, "norm_tolerance": 0.06},
 }
@@ -41,7 +47,7 @@ def help_text():
 # The per-op check (--check-ops): each op's device output against the
 # device-precision reference of that op alone, from the device's own inputs;
 # atol_rms is the absolute part as a fraction of the reference output's RMS.
-OP_DEFAULTS = {"min_cosine": 0.999, "atol_rms": 0.02, "rtol": 2 ** -7, "norm_tolerance": 0.01}
+OP_DEFAULTS = {"min_cosine": 0.9999, "atol_rms": 0.01, "rtol": 2 ** -7, "norm_tolerance": 0.01}
 
 
 def op_criteria():
