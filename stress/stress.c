@@ -38,6 +38,7 @@ typedef struct stress {
     uint64_t *send_busy, *recv_busy; /* slot bitmasks per tile port */
     uint32_t *slot_of;               /* per sending tile */
     uint64_t words_checked;
+    int skip_reset; /* injected: the reset probe keeps the loop's OUTGOING_BASE */
 } stress;
 
 uint32_t ipu_stress_payload(uint32_t case_index, uint32_t tile, uint32_t iteration, uint32_t k)
@@ -129,7 +130,7 @@ static ipu_status emit_loop_tables(stress *st, const stress_case *c, uint32_t ex
     for (uint32_t t = 0; t < T && status == IPU_OK; t++) {
         uint32_t rows = 0, send_row, base_row = 0;
         uint8_t *r = table + 4;
-        if (c->base) {
+        if (c->base && (looped || !st->skip_reset)) {
             /* The loop sets OUTGOING_BASE (patched per iteration); the probe resets it. */
             base_row = rows++;
             put_row(r + IPU_XROW_SIZE * base_row, looped ? IPU_XROW_SET_BASE : IPU_XROW_RESET_BASE,
@@ -306,7 +307,8 @@ static void make_case(stress_case *c, const char *pattern, int interleaved, int 
 }
 
 static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, ipu_profile *profile,
-                                char *pattern, char *sources, uint32_t *iterations, uint32_t *words)
+                                char *pattern, char *sources, uint32_t *iterations, uint32_t *words,
+                                int *skip_reset)
 {
     json_error_t error;
     json_t *o = json_loads(options_json, 0, &error);
@@ -347,6 +349,11 @@ static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, ipu_prof
         status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                           "exchange-stress needs an even number of tiles, at least 4 (got %u)",
                           profile->tiles);
+    const char *inject = json_string_value(json_object_get(o, "inject"));
+    if (status == IPU_OK && inject && strcmp(inject, "outgoing-base-not-reset"))
+        status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                          "--inject: exchange-stress takes only outgoing-base-not-reset, got '%s'", inject);
+    *skip_reset = inject != NULL;
     if (status == IPU_OK) {
         strcpy(pattern, pat);
         strcpy(sources, src);
@@ -392,7 +399,8 @@ ipu_status ipu_stress_build(ipu_ctx *ctx, const char *options_json, ipu_package 
     ipu_profile profile;
     char pattern[16], sources[16];
     stress st = {0};
-    IPU_TRY(parse_options(ctx, options_json, &profile, pattern, sources, &st.iterations, &st.words));
+    IPU_TRY(parse_options(ctx, options_json, &profile, pattern, sources, &st.iterations, &st.words,
+                          &st.skip_reset));
     st.ctx = ctx;
     st.p = &profile;
     st.tiles = profile.tiles;

@@ -28,6 +28,8 @@ baseline measured in the same run (never asserted in tests).
            and FP16): per reference mode and output type the worst cosine,
            elementwise atol and norm ratio, the thresholds they support with
            the stated margin, and whether the defaults in use cover them.
+  mutations every seeded compiler bug of the catalogue on the small workload it
+           has a place in: how it was caught, where, and the op named.
 """
 import argparse
 import importlib.util
@@ -38,9 +40,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import noise_floor, profiles, runner, stress, tolerances, transformer
+from . import mutation_catalogue, noise_floor, profiles, runner, stress, tolerances, transformer
 from .command import EXIT_OK, guarded, output_folders, positive_int, write_result
-from .native import Context, IpuError, Package, Workload, bench_gemm, bench_kernels, check_outputs
+from .native import Context, IpuError, Package, Workload, bench_gemm, bench_kernels, check_outputs, mutations
 from .progress import Progress
 
 # The ViT bench's targets: build under 60 s, peak RSS under 4 GiB, device time
@@ -105,7 +107,20 @@ def parser():
     noise.add_argument("--small-only", action="store_true", help="leave out the 1472-tile plans")
     noise.add_argument("--output", type=Path, metavar="DIR", help="write bench-noise.json to DIR")
     noise.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    mutate = sub.add_parser("mutations", help="every seeded compiler bug: caught, where, which op")
+    mutate.add_argument("--output", type=Path, metavar="DIR", help="write bench-mutations.json to DIR")
+    mutate.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     return p
+
+
+def bench_mutations(args, progress):
+    rows = mutation_catalogue.run(mutations(Context()), progress)
+    return {"bench": "mutations", "mutations": rows, "caught": sum(r["caught"] for r in rows),
+            "targets_met": {"every_mutation_caught": all(r["caught"] for r in rows)}}
+
+
+def report_mutations(result, out):
+    print(mutation_catalogue.markdown(result["mutations"]), end="", file=out)
 
 
 def bench_noise(args, progress):
@@ -430,7 +445,7 @@ def main(argv=None):
     work, show = {"device": (bench_device, report), "compile": (bench_compile, report_compile),
                   "kernels": (run_kernels, report_kernels), "viewer": (run_viewer, report_viewer),
                   "plan": (bench_plan, report_plan), "vit": (bench_vit, report_vit),
-                  "noise": (bench_noise, report_noise)}[args.bench]
+                  "noise": (bench_noise, report_noise), "mutations": (bench_mutations, report_mutations)}[args.bench]
 
     def run():
         output_folders(args.output)

@@ -83,6 +83,7 @@ def _declare(lib):
         "ipu_reference_output": (st, [vp, vp, cp, ctypes.POINTER(vp), ctypes.POINTER(sz)]),
         "ipu_check_outputs": (st, [vp, vp, vp, cp, sz, sz, cp, out_str]),
         "ipu_check_ops": (st, [vp, vp, vp, cp, out_str]),
+        "ipu_mutations_json": (st, [vp, out_str]),
     }
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
@@ -383,6 +384,13 @@ def check_outputs(ctx, reference, device, dtype, rows, cols, criteria):
     out = ctypes.c_void_p()
     ctx.check(lib().ipu_check_outputs(ctx.handle, reference, device, dtype.encode(), rows, cols,
                                       json.dumps(criteria).encode(), ctypes.byref(out)))
+    return json.loads(ctx.take_string(out))
+
+
+def mutations(ctx):
+    """The mutations the compile option "inject" takes: [{name, stage, models}]."""
+    out = ctypes.c_void_p()
+    ctx.check(lib().ipu_mutations_json(ctx.handle, ctypes.byref(out)))
     return json.loads(ctx.take_string(out))
 
 

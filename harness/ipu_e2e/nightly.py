@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import artifacts
+from . import artifacts, mutation_catalogue
 from .command import EXIT_CHECK_FAILED, EXIT_OK, UsageError, guarded, output_folders
 from .progress import Progress
 
@@ -177,6 +177,9 @@ def run_case(case, output, baseline):
             problems = [f"cannot read the figures the command wrote: {error}"]
     figures["wall_seconds"] = wall
     entry["figures"] = figures
+    table = folder / "bench-mutations.json"
+    if table.exists():
+        entry["mutations"] = json.loads(table.read_text())["mutations"]
     entry["problems"] += problems
     entry["regressions"] = compare(figures, baseline or {}) if not entry["problems"] else []
     entry["status"] = "failed" if entry["problems"] else "regressed" if entry["regressions"] else "ok"
@@ -205,6 +208,9 @@ def markdown(summary):
         lines.append(f"| {e['name']} | {e['expect']} | {e['exit']} | {e['status']} | "
                      f"{delta(f, b, 'cycles', str)} | {delta(f, b, 'min_cosine', lambda v: f'{v:.6f}')} | "
                      f"{delta(f, b, 'wall_seconds', lambda v: f'{v:.1f}')} | {notes} |")
+    for e in summary["cases"]:
+        if e.get("mutations"):
+            lines += ["", mutation_catalogue.markdown(e["mutations"]).rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 

@@ -20,12 +20,25 @@ class DeviceFault(Exception):
 
 
 def parameter_digest(device, package):
-    """SHA-256 of every parameter byte on the device, where the package says they live."""
+    """SHA-256 of every parameter byte on the device, where the package says
+    they live, and a short digest per range (to name the first that changed)."""
     ranges = package.info()["meta"].get("parameters", {"tile": [], "address": [], "size": []})
-    digest = hashlib.sha256()
+    digest, each = hashlib.sha256(), []
     for tile, address, size in zip(ranges["tile"], ranges["address"], ranges["size"]):
-        digest.update(device.read(tile, address, size))
-    return digest.hexdigest()
+        data = device.read(tile, address, size)
+        digest.update(data)
+        each.append(hashlib.blake2b(data, digest_size=8).hexdigest())
+    return digest.hexdigest(), each
+
+
+def first_changed_parameter(package, uploaded, final):
+    """The first parameter range whose bytes differ between two digests: tile,
+    address, size, buffer name and the op that reads it; None when none did."""
+    ranges = package.info()["meta"].get("parameters", {})
+    for i, (a, b) in enumerate(zip(uploaded[1], final[1])):
+        if a != b:
+            return {key: ranges[key][i] for key in ("tile", "address", "size", "name", "op") if key in ranges}
+    return None
 
 
 def run_resident(ctx, package, invocations, progress=None, device_options=None):
@@ -118,8 +131,9 @@ def run_checked(ctx, package, progress, profile_directory, result, invocations=1
             result["resident"] = {
                 "inferences": invocations, "seconds_per_inference": seconds,
                 "identical_outputs": all(o == every[0] for o in every[1:]),
-                "parameter_digest_after_upload": uploaded, "parameter_digest_at_end": final,
-                "parameters_unchanged": uploaded == final}
+                "parameter_digest_after_upload": uploaded[0], "parameter_digest_at_end": final[0],
+                "parameters_unchanged": uploaded[0] == final[0],
+                "first_changed_parameter": first_changed_parameter(package, uploaded, final)}
         else:
             run_result, outputs, result["wall_seconds"]["device"] = run(ctx, package, progress)
     except DeviceFault as fault:

@@ -16,8 +16,11 @@ SOURCES = ("standard", "interleaved", "both")
 FLAGS = {"exchange_pattern": "all", "sources": "both", "iterations": 3}
 
 
-def options(profile, pattern, sources, iterations):
-    return {"profile": profile, "pattern": pattern, "sources": sources, "iterations": iterations}
+def options(profile, pattern, sources, iterations, inject=None):
+    chosen = {"profile": profile, "pattern": pattern, "sources": sources, "iterations": iterations}
+    if inject:
+        chosen["inject"] = inject
+    return chosen
 
 
 def check(meta, outputs, expected_of):
@@ -57,7 +60,7 @@ def expected_stream(case, tiles):
 def check_flags(args, defaults):
     """Refuse the transformer workloads' flags; fill this one's defaults."""
     from . import transformer
-    given = [name for name in transformer.FLAGS if getattr(args, name) != defaults[name]]
+    given = [name for name in transformer.FLAGS if getattr(args, name) != defaults[name] and name != "inject"]
     if given:
         raise UsageError(f"--{given[0].replace('_', '-')} applies to {transformer.applies_to(given[0])}")
     for name, value in FLAGS.items():
@@ -69,7 +72,7 @@ def execute(ctx, args, profile, package, progress, started):
     """Build (or take) the package, run it, check every destination word."""
     if package is None:
         package = Package.build_stress(ctx, options(profile, args.exchange_pattern, args.sources,
-                                                    args.iterations))
+                                                    args.iterations, args.inject))
     wall = {"build": time.perf_counter() - started}
     info = package.info()
     meta = info["meta"]

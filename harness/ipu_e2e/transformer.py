@@ -22,7 +22,7 @@ ATTENTION_MODES = ("auto", "flash", "materialized")
 # Flags every transformer workload takes (their defaults are the parser's).
 SHARED = ("batch", "memory_budget", "search_budget", "catalogue_budget", "frontier_cap", "catalogue_group",
           "seed", "reference_run", "reference_fp32", "reference_inferences", "min_cosine", "atol", "rtol",
-          "check_ops", "dump_tensors",
+          "check_ops", "inject", "dump_tensors",
           "memory_profile_directory", "tokens", "channels", "hidden")
 # Flags of one family, with the value they take when not given (None: the engine's default).
 ONLY = {"mlp": {"precision": "fp8", "blocks": 1},
@@ -111,6 +111,9 @@ def add_arguments(p):
                             + tolerances.help_text())
     group.add_argument("--rtol", type=tolerance, default=None, metavar="R",
                        help="the relative part R of the elementwise bound (default: see --atol)")
+    group.add_argument("--inject", metavar="MUTATION", default=None,
+                       help="tests only: compile with one named mutation, a seeded compiler bug (the list: "
+                            "ipu-e2e-test --list-mutations), to see which check catches it and what it names")
     group.add_argument("--check-ops", action="store_true",
                        help="run the package once more and check every op's output (each Repeat iteration "
                             "too) against the device-precision reference of that op from the device's own "
@@ -249,8 +252,8 @@ def execute(ctx, args, profile, package, progress, started):
         if args.memory_profile_directory:
             placement = args.memory_profile_directory / f"placement-{os.getpid()}.json"
         try:
-            package, compiled = workload.compile(profile, args.memory_budget, placement_report=placement,
-                                                 attention=attention,
+            package, compiled = workload.compile(profile, args.memory_budget, inject=args.inject,
+                                                 placement_report=placement, attention=attention,
                                                  memory_profiles=args.memory_profile_directory,
                                                  search=search_options(args))
         except native.IpuError as error:
@@ -326,6 +329,7 @@ def execute(ctx, args, profile, package, progress, started):
         check = check_outputs(ctx, ref, outputs[t["name"]], t["dtype"], t["rows"], t["cols"],
                               tolerances.criteria(mode, t["dtype"], args.min_cosine, args.atol, args.rtol))
         check["tensor"] = t["name"]
+        check["op"] = producing_op(winfo, t["name"])
         checks.append(check)
         if args.dump_tensors:
             npy.write_npy(args.dump_tensors / f"{t['name']}.reference.npy", ref, "f32", (t["rows"], t["cols"]))
@@ -333,6 +337,14 @@ def execute(ctx, args, profile, package, progress, started):
     passed = all(c["passed"] for c in checks) and resident_ok and ops_ok
     result["status"] = "PASS" if passed else "FAIL"
     return (EXIT_OK if passed else EXIT_CHECK_FAILED), result
+
+
+def producing_op(winfo, tensor):
+    """'op 5 copy y': the op whose output the tensor is, as packages name ops."""
+    for i, op in enumerate(winfo["ops"]):
+        if op["output"] == tensor:
+            return f"op {i} {op['op']} {tensor}"
+    return None
 
 
 def attention_of(op):
@@ -427,8 +439,13 @@ def report(result, out):
               f"{'bit identical' if resident['identical_outputs'] else 'DIFFER'}, parameters "
               f"{'unchanged' if resident['parameters_unchanged'] else 'CHANGED'} (digest "
               f"{resident['parameter_digest_at_end'][:16]})", file=out)
+    if resident and resident.get("first_changed_parameter"):
+        p = resident["first_changed_parameter"]
+        print(f"  first changed parameter: {p.get('name')} (read by {p.get('op')}) on tile {p['tile']} at "
+              f"[0x{p['address']:X}, 0x{p['address'] + p['size']:X})", file=out)
     for c in result.get("checks", []):
-        print(f"  {c['tensor']} against the {result['reference']['mode']} reference: {check_line(c)}", file=out)
+        print(f"  {c['tensor']} ({c.get('op')}) against the {result['reference']['mode']} reference: "
+              f"{check_line(c)}", file=out)
     if "op_check" in result:
         print(op_check_line(result["op_check"]), file=out)
     print(result["status"], file=out)

@@ -185,14 +185,16 @@ ipu_status ipu_check_ops(ipu_ctx *ctx, const ipu_workload *w, const ipu_package 
 /* Compile a workload for a device: plan, lower, schedule exchange, place and
  * package.  options_json: {"profile": {...}, "memory_budget": bytes|null
  * (null: the profile's default budget), "attention": "auto" (default),
- * "flash" or "materialized" (how attention and MAP pooling compute), "inject": for tests only, one fault
- * injected into one stage's product: "drop-transfer", "overlap-allocation",
- * "skip-padding-clear" or "overwrite-parameter"}.  The package records the workload's
+ * "flash" or "materialized" (how attention and MAP pooling compute), "inject": for tests only, one
+ * mutation (a seeded bug) in one stage's product, named as ipu_mutations_json lists}.  The package records the workload's
  * device-typed inputs and parameters.  *out_report: the plan (per op: grid,
  * candidates, cycles, footprint; total cycles), the estimate (liveness peak
  * per tile), the package support sizes and each stage's wall time. */
 ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_json,
                        ipu_package **out, char **out_report);
+/* The mutations "inject" takes: [{name, stage, models}], each a realistic
+ * single-point compiler bug (tests only). */
+ipu_status ipu_mutations_json(ipu_ctx *ctx, char **out_json);
 
 #ifdef __cplusplus
 }

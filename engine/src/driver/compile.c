@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "driver/mutations.h"
 #include "driver/shrink.h"
 #include "lower/lower.h"
 #include "numerics/numerics.h"
@@ -30,8 +31,6 @@ static double seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static const char *INJECT_NAMES[] = {"none", "drop-transfer", "overlap-allocation",
-                                      "skip-padding-clear", "overwrite-parameter", "fp8-scale-twice"};
 
 /* Where and under what name memory profiles go (no directory: none). */
 typedef struct profile_sink {
@@ -125,16 +124,13 @@ static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, compile_
     }
     const char *name = json_string_value(json_object_get(o, "inject"));
     c->inject = IPU_INJECT_NONE;
-    for (int i = 0; name && status == IPU_OK; i++) {
-        if (i == (int)(sizeof INJECT_NAMES / sizeof *INJECT_NAMES)) {
-            status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "compile option 'inject': unknown '%s'",
-                              name);
-            break;
-        }
-        if (strcmp(name, INJECT_NAMES[i]) == 0) {
-            c->inject = i;
-            break;
-        }
+    if (name && status == IPU_OK) {
+        const ipu_mutation *m = ipu_mutation_named(name);
+        if (m)
+            c->inject = m->id;
+        else
+            status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                              "compile option 'inject': unknown '%s' (ipu_mutations_json lists them)", name);
     }
     json_decref(o);
     if (status != IPU_OK) {
@@ -213,8 +209,11 @@ static void profile_rejection(ipu_ctx *ctx, profile_sink *sink, const ipu_profil
 }
 
 /* Device-typed inputs and parameters, recorded so the package can run again. */
+/* The device-typed values of every input and parameter as package records;
+ * shifted (a mutation of the driver): the first input's bytes one row out
+ * of place, its first row last. */
 static ipu_status make_records(ipu_ctx *ctx, const ipu_workload *w, ipu_assembly_record *records,
-                               void **bytes, size_t *count)
+                               void **bytes, size_t *count, int shifted)
 {
     const ipu_graph *g = &w->graph;
     *count = 0;
@@ -227,6 +226,17 @@ static ipu_status make_records(ipu_ctx *ctx, const ipu_workload *w, ipu_assembly
         if (!bytes[t])
             return IPU_NO_MEMORY(ctx);
         ipu_num_encode(x->dtype, x->scale, w->values[t], bytes[t], n);
+        size_t row = (size_t)x->cols * ipu_dtype_size(x->dtype), size = n * ipu_dtype_size(x->dtype);
+        if (shifted && x->role == IPU_ROLE_INPUT && x->rows > 1) {
+            shifted = 0;
+            uint8_t *first = malloc(row), *b = bytes[t];
+            if (!first)
+                return IPU_NO_MEMORY(ctx);
+            memcpy(first, b, row);
+            memmove(b, b + row, size - row);
+            memcpy(b + size - row, first, row);
+            free(first);
+        }
         records[(*count)++] =
             (ipu_assembly_record){x->name, IPU_RECORD_INPUT, bytes[t], n * ipu_dtype_size(x->dtype)};
     }
@@ -305,7 +315,10 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
                             ? IPU_OK
                             : IPU_NO_MEMORY(ctx);
     if (status == IPU_OK)
-        status = make_records(ctx, w, records, bytes, &record_count);
+        status = make_records(ctx, w, records, bytes, &record_count,
+                              c.inject == IPU_INJECT_INPUT_RECORD_SHIFTED);
+    /* The driver's own mutation is applied; the stages see none. */
+    int stage_inject = c.inject == IPU_INJECT_INPUT_RECORD_SHIFTED ? IPU_INJECT_NONE : c.inject;
     c.plan.caps = caps;
     attempt a;
     memset(&a, 0, sizeof a);
@@ -317,7 +330,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     while (status == IPU_OK) {
         attempts++;
         attempt_free(&a);
-        status = plan_and_lower(ctx, p, g, &c.plan, c.inject, &a, &t);
+        status = plan_and_lower(ctx, p, g, &c.plan, stage_inject, &a, &t);
         exhausted = status == IPU_ERR_INVALID_ARGUMENT;
         if (status == IPU_ERR_INVALID_ARGUMENT && attempts > 1) {
             /* A capped re-plan found nothing: say so in terms of the user's budget. */
@@ -351,7 +364,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
                 *out = NULL;
                 status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                                   "compile option 'inject': this program has no place for '%s'",
-                                  INJECT_NAMES[c.inject]);
+                                  ipu_mutation_name(c.inject));
                 break;
             }
             if (status != IPU_ERR_INVALID_ARGUMENT)

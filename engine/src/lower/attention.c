@@ -85,6 +85,10 @@ static ipu_status flash(attention *A)
     uint32_t d = s->head_dim, H = s->heads;
     char name[64];
     snprintf(name, sizeof name, "%.40s.state", L->g->tensors[L->g->ops[A->index].out].name);
+    /* Injected: every unit's tail block drops its last key, or takes one more. */
+    int drop_tail = ipu_low_take_inject(&L->prog->inject, IPU_INJECT_ATTN_TAIL_KEY_DROPPED);
+    int extra_key = !drop_tail && s->seq % FLASH_KEYS &&
+                    ipu_low_take_inject(&L->prog->inject, IPU_INJECT_ATTN_MASK_OFF_BY_ONE);
     for (uint32_t c = 0; c < s->key_chunks; c++) {
         uint32_t *ids = NULL, k_first = c * s->chunk_keys;
         uint32_t k_end = k_first + s->chunk_keys < s->seq ? k_first + s->chunk_keys : s->seq;
@@ -99,14 +103,19 @@ static ipu_status flash(attention *A)
                         status = low_new_buffer(L, u->tile, u->rows * (d + 2) * 4, IPU_LOW_LITERAL, 0, 0,
                                                 name, &u->scratch);
                     for (uint32_t k0 = k_first; k0 < k_end && status == IPU_OK; k0 += FLASH_KEYS) {
-                        uint32_t keys = k_end - k0 < FLASH_KEYS ? k_end - k0 : FLASH_KEYS;
+                        uint32_t keys = k_end - k0 < FLASH_KEYS ? k_end - k0 : FLASH_KEYS, valid = keys;
+                        int tail = k0 + keys == s->seq;
+                        if (tail && drop_tail && keys > 1)
+                            valid = keys - 1;
+                        if (tail && extra_key)
+                            keys = valid = keys + 1;
                         ipu_low_arg args[] = {BUF(u->q, 0),
                                               BUF(k, (k0 - k_first) * u->ldk * 2),
                                               BUF(v, (k0 - k_first) * u->ldv * 2),
                                               BUF(u->scratch, 0),
                                               LIT(u->rows),
                                               LIT(keys),
-                                              LIT(keys),
+                                              LIT(valid),
                                               LIT(d),
                                               LIT(u->ldq),
                                               LIT(u->ldk),
@@ -141,6 +150,8 @@ static ipu_status materialized(attention *A)
     const char *out_name = L->g->tensors[L->g->ops[A->index].out].name;
     uint32_t *ids = NULL;
     IPU_TRY(bring_part(A, 0, 1, 0, &ids));
+    /* Injected: every softmax masks the last valid key. */
+    uint32_t valid = seq > 1 && ipu_low_take_inject(&L->prog->inject, IPU_INJECT_SOFTMAX_VALID_SHORT) ? seq - 1 : seq;
     ipu_status status = low_begin_step(L, IPU_LOW_COMPUTE, A->label);
     for (uint32_t n = 0; n < units && status == IPU_OK; n++) {
         unit *u = &A->units[n];
@@ -156,7 +167,7 @@ static ipu_status materialized(attention *A)
             uint32_t rows = u->rows - r0 < chunk ? u->rows - r0 : chunk;
             ipu_low_arg sc[] = {BUF(u->q, r0 * u->ldq * 2), BUF(k, 0), BUF(scores, 0), LIT(rows), LIT(seq),
                                 LIT(d), LIT(u->ldq), LIT(u->ldk), LIT(seq), LIT(A->scale)};
-            ipu_low_arg sm[] = {BUF(scores, 0), BUF(u->scratch, r0 * ldp * 2), LIT(rows), LIT(ldp), LIT(seq),
+            ipu_low_arg sm[] = {BUF(scores, 0), BUF(u->scratch, r0 * ldp * 2), LIT(rows), LIT(ldp), LIT(valid),
                                 LIT(IPU_DT_F32), LIT(IPU_DT_F16), LIT(seq), LIT(ldp), LIT(f32_bits(1.0f))};
             status = low_emit_kernel(L, u->tile, IPU_K_ATTN_SCORES, 10, sc, -1, 0);
             if (status == IPU_OK)
@@ -192,6 +203,8 @@ ipu_status ipu_lower_attention(lowering *L, size_t index)
     ipu_attention_shape *s = &A.s;
     ipu_attention_shape_of(g, op, o->query_bands, o->chunk_keys, s);
     A.scale = f32_bits(1.0f / sqrtf((float)s->head_dim));
+    if (ipu_low_take_inject(&L->prog->inject, IPU_INJECT_ATTN_SCALE_MISSING))
+        A.scale = f32_bits(1.0f);
     snprintf(A.label, sizeof A.label, "op%zu %s %.40s", index, ipu_ir_op_name(op->kind),
              g->tensors[op->out].name);
     const uint32_t *q_ids, *out_ids = low_home_ids(L, op->out);

@@ -29,6 +29,7 @@ ipu_status low_begin_step(lowering *L, int kind, const char *label)
     s->kind = kind;
     s->init = (uint8_t)L->init;
     s->op = L->op;
+    s->origin = L->op;
     s->first = (uint32_t)(kind == IPU_LOW_COMPUTE    ? p->kernel_count
                           : kind == IPU_LOW_EXCHANGE ? p->xfer_count
                                                      : p->host_count);
@@ -107,10 +108,8 @@ ipu_status low_clear(lowering *L, uint32_t buffer)
     if (!L->padded[buffer] || L->cleared[buffer])
         return IPU_OK;
     L->cleared[buffer] = 1;
-    if (L->prog->inject == IPU_INJECT_SKIP_PADDING_CLEAR) {
-        L->prog->inject = IPU_INJECT_NONE; /* only the first one */
+    if (ipu_low_take_inject(&L->prog->inject, IPU_INJECT_SKIP_PADDING_CLEAR))
         return IPU_OK;
-    }
     const ipu_low_buffer *b = &L->prog->buffers[buffer];
     ipu_low_arg args[] = {BUF(buffer, 0), LIT(b->size), LIT(0)};
     return low_emit_kernel(L, b->tile, IPU_K_FILL, 3, args, -1, 0);
@@ -338,6 +337,12 @@ static ipu_status add_host(lowering *L, uint32_t buffer, uint32_t offset, uint32
                            uint64_t stream_offset, uint32_t stream_stride)
 {
     ipu_low_program *p = L->prog;
+    int input = p->streams[stream].direction == IPU_STREAM_INPUT;
+    int output = p->streams[stream].direction == IPU_STREAM_OUTPUT;
+    if (stream_offset >= stream_stride && stream_stride &&
+        ((input && ipu_low_take_inject(&p->inject, IPU_INJECT_HOST_INPUT_SHIFTED)) ||
+         (output && ipu_low_take_inject(&p->inject, IPU_INJECT_HOST_OUTPUT_SHIFTED))))
+        stream_offset -= stream_stride;
     IPU_TRY(IPU_GROW(L->ctx, p->hosts, p->host_count, p->host_capacity));
     p->hosts[p->host_count++] = (ipu_low_host){.buffer = buffer,
                                                .offset = offset,
@@ -522,17 +527,22 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t *partials)
                          ldc = ldc_bytes / out;
                 uint32_t members_stride = ipu_layout_block_bytes(&o->b, l, j);
                 int32_t advance_arg = tb->sequence > 1 ? 1 : -1;
+                uint32_t m = r1 - r0, kk = k1 - k0;
+                if (m > 1 && ipu_low_take_inject(&L->prog->inject, IPU_INJECT_GEMM_ROWS_SHORT))
+                    m--;
+                if (ipu_low_take_inject(&L->prog->inject, IPU_INJECT_GEMM_K_OVERRUN))
+                    kk++;
                 if (f8) {
-                    ipu_low_arg args[] = {BUF(a_buf, 0), BUF(b_buf, 0), BUF(c_buf, 0), LIT(r1 - r0),
-                                          LIT(n1 - n0), LIT(k1 - k0),
+                    ipu_low_arg args[] = {BUF(a_buf, 0), BUF(b_buf, 0), BUF(c_buf, 0), LIT(m),
+                                          LIT(n1 - n0), LIT(kk),
                                           LIT((uint32_t)ta->dtype | (uint32_t)tb->dtype << 8),
                                           LIT((uint32_t)(uint8_t)(int8_t)a_scale |
                                               (uint32_t)(uint8_t)(int8_t)tb->scale << 8),
                                           LIT(tc->dtype), LIT(0), LIT(lda), LIT(ldb), LIT(ldc)};
                     IPU_TRY(low_emit_kernel(L, tile, IPU_K_GEMM_F8, 13, args, advance_arg, members_stride));
                 } else {
-                    ipu_low_arg args[] = {BUF(a_buf, 0), BUF(b_buf, 0), BUF(c_buf, 0), LIT(r1 - r0),
-                                          LIT(n1 - n0), LIT(k1 - k0), LIT(tc->dtype), LIT(0),
+                    ipu_low_arg args[] = {BUF(a_buf, 0), BUF(b_buf, 0), BUF(c_buf, 0), LIT(m),
+                                          LIT(n1 - n0), LIT(kk), LIT(tc->dtype), LIT(0),
                                           LIT(lda), LIT(ldb), LIT(ldc)};
                     IPU_TRY(low_emit_kernel(L, tile, IPU_K_GEMM_F16, 11, args, advance_arg, members_stride));
                 }
@@ -549,6 +559,7 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t *partials)
     uint32_t *staging = calloc(tiles, sizeof *staging);
     if (!staging)
         return IPU_NO_MEMORY(L->ctx);
+    int spare = 0, stale_slot = 0;
     ipu_status status = low_begin_step(L, IPU_LOW_COMPUTE, label);
     for (uint32_t i = 0; i < gm && status == IPU_OK; i++)
         for (uint32_t j = 0; j < gn && status == IPU_OK; j++)
@@ -557,12 +568,15 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t *partials)
                 sub_band(home_c, i, j, l, gk, &row0, &band, &stride);
                 size_t s = ((size_t)i * gn + j) * gk + l;
                 uint32_t tile = home_c->tiles[(size_t)(i * gk + l) * gn + j];
-                status = low_new_buffer(L, tile, (gk - 1) * band * stride, op->out, 0, 0,
-                                        "reduce-staging", &staging[s]);
+                /* Injected (first tile): one spare slot, which the sum then reads. */
+                spare = s == 0 && ipu_low_take_inject(&L->prog->inject, IPU_INJECT_REDUCE_STALE_SLOT);
+                status = low_new_buffer(L, tile, (gk - 1 + (uint32_t)spare) * band * stride, op->out, 0,
+                                        0, "reduce-staging", &staging[s]);
                 if (status == IPU_OK) {
                     L->cleared[staging[s]] = 1; /* fully written by the exchange */
                     low_use(L, staging[s]);
                 }
+                stale_slot |= spare;
             }
     if (status == IPU_OK)
         status = low_begin_step(L, IPU_LOW_EXCHANGE, label);
@@ -602,6 +616,8 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t *partials)
                 uint32_t s = staging[((size_t)i * gn + j) * gk + l];
                 uint32_t tile = L->prog->buffers[result].tile;
                 status = low_clear(L, result);
+                /* Injected (first tile): the sum reads the spare slot no transfer wrote. */
+                uint32_t first_slot = stale_slot && i + j + l == 0 ? (gk - 1) * bytes : 0;
                 for (uint32_t n = gk - 1; n > 1 && status == IPU_OK;) {
                     uint32_t half = ipu_reduce_tree_half(n);
                     ipu_low_arg args[] = {BUF(s, 0), BUF(s, (n - half) * bytes), BUF(s, 0),
@@ -609,10 +625,16 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t *partials)
                     status = low_emit_kernel(L, tile, IPU_K_ADD, 5, args, -1, 0);
                     n -= half;
                 }
-                ipu_low_arg args[] = {BUF(own, row0 * stride), BUF(s, 0), BUF(result, 0), LIT(count),
+                ipu_low_arg args[] = {BUF(own, row0 * stride), BUF(s, first_slot), BUF(result, 0), LIT(count),
                                       LIT(tc->dtype)};
-                if (status == IPU_OK)
+                ipu_low_arg own_only[] = {BUF(own, row0 * stride), BUF(result, 0), LIT(bytes)};
+                ipu_low_arg again[] = {BUF(result, 0), BUF(s, 0), BUF(result, 0), LIT(count), LIT(tc->dtype)};
+                if (status == IPU_OK && ipu_low_take_inject(&L->prog->inject, IPU_INJECT_REDUCE_DROP_PARTIAL))
+                    status = low_emit_kernel(L, tile, IPU_K_COPY, 3, own_only, -1, 0);
+                else if (status == IPU_OK)
                     status = low_emit_kernel(L, tile, IPU_K_ADD, 5, args, -1, 0);
+                if (status == IPU_OK && ipu_low_take_inject(&L->prog->inject, IPU_INJECT_REDUCE_DOUBLE_PARTIAL))
+                    status = low_emit_kernel(L, tile, IPU_K_ADD, 5, again, -1, 0);
             }
     free(staging);
     return status;
@@ -631,6 +653,8 @@ static ipu_status lower_elementwise(lowering *L, size_t index)
     if (op->kind == IPU_IR_ADD)
         IPU_TRY(low_operand(L, index, 1, op->in[1], &L->plan->ops[index].b, label, &in2_ids));
     IPU_TRY(low_begin_step(L, IPU_LOW_COMPUTE, label));
+    /* Injected: every block of this add reads its first input twice. */
+    int wrong_input = op->kind == IPU_IR_ADD && ipu_low_take_inject(&L->prog->inject, IPU_INJECT_ADD_WRONG_INPUT);
     for (uint32_t i = 0; i < lo->row_parts; i++)
         for (uint32_t j = 0; j < lo->col_parts; j++) {
             size_t b = (size_t)i * lo->col_parts + j;
@@ -643,16 +667,23 @@ static ipu_status lower_elementwise(lowering *L, size_t index)
                 uint32_t calls = in_row == out_row ? 1 : rows, count = in_row == out_row ? rows * in_row
                                                                                            : lo->col_bounds[j + 1] - lo->col_bounds[j];
                 for (uint32_t c = 0; c < calls; c++) {
+                    int type = to->dtype;
+                    if (type == IPU_DT_F143 && ipu_low_take_inject(&L->prog->inject, IPU_INJECT_CAST_WRONG_TYPE))
+                        type = IPU_DT_F152;
                     ipu_low_arg args[] = {BUF(src, c * in_row * li->elem), BUF(dst, c * out_row * lo->elem),
                                           LIT(count), LIT(ti->dtype), LIT((uint32_t)ti->scale),
-                                          LIT(to->dtype), LIT((uint32_t)to->scale)};
+                                          LIT(type), LIT((uint32_t)to->scale)};
                     IPU_TRY(low_emit_kernel(L, tile, IPU_K_CAST, 7, args, -1, 0));
                 }
             } else if (op->kind == IPU_IR_GELU) {
-                ipu_low_arg args[] = {BUF(src, 0), BUF(dst, 0), LIT(rows * out_row), LIT(to->dtype)};
+                uint32_t count = rows * out_row;
+                if (ipu_low_take_inject(&L->prog->inject, IPU_INJECT_GELU_COUNT_SHORT))
+                    count--;
+                ipu_low_arg args[] = {BUF(src, 0), BUF(dst, 0), LIT(count), LIT(to->dtype)};
                 IPU_TRY(low_emit_kernel(L, tile, IPU_K_GELU, 4, args, -1, 0));
             } else if (op->kind == IPU_IR_ADD) {
-                ipu_low_arg args[] = {BUF(src, 0), BUF(in2_ids[b], 0), BUF(dst, 0), LIT(rows * out_row),
+                uint32_t second = wrong_input ? src : in2_ids[b];
+                ipu_low_arg args[] = {BUF(src, 0), BUF(second, 0), BUF(dst, 0), LIT(rows * out_row),
                                       LIT(to->dtype)};
                 IPU_TRY(low_emit_kernel(L, tile, IPU_K_ADD, 5, args, -1, 0));
             } else {
@@ -783,6 +814,19 @@ static ipu_status record_captures(lowering *L)
     return status;
 }
 
+/* Steps [from, now) without an op of their own (host rounds, carries) name
+ * the op that homes tensor t in faults. */
+static void name_origin(lowering *L, size_t from, uint32_t t)
+{
+    const ipu_ir_repeat *r = &L->g->repeat;
+    uint32_t op = ipu_ir_homing_op(L->g, t);
+    if (op == UINT32_MAX && r->iterations && t == r->carried_init)
+        op = ipu_ir_homing_op(L->g, r->carried); /* stored in the carried tensor's storage */
+    for (size_t s = from; s < L->prog->step_count; s++)
+        if (L->prog->steps[s].op == IPU_LOW_LITERAL)
+            L->prog->steps[s].origin = op == UINT32_MAX ? IPU_LOW_LITERAL : op;
+}
+
 static ipu_status lower_program(lowering *L, uint32_t **partials)
 {
     const ipu_graph *g = L->g;
@@ -825,7 +869,9 @@ static ipu_status lower_program(lowering *L, uint32_t **partials)
             continue;
         IPU_TRY(add_stream(L, x->name, IPU_STREAM_PARAM, ipu_ir_tensor_bytes(x) * x->sequence,
                            (uint32_t)t, &stream));
+        size_t from = prog->step_count;
         IPU_TRY(host_rounds(L, &L->plan->home[t], L->blocks[t], x->sequence, stream, 1, x->name));
+        name_origin(L, from, (uint32_t)t);
     }
     L->init = 0;
     for (size_t t = 0; t < g->tensor_count; t++) {
@@ -833,26 +879,33 @@ static ipu_status lower_program(lowering *L, uint32_t **partials)
         if (x->role != IPU_ROLE_INPUT)
             continue;
         IPU_TRY(add_stream(L, x->name, IPU_STREAM_INPUT, ipu_ir_tensor_bytes(x), (uint32_t)t, &stream));
+        size_t from = prog->step_count;
         IPU_TRY(host_rounds(L, &L->plan->home[t], L->blocks[t], 1, stream, 1, x->name));
+        name_origin(L, from, (uint32_t)t);
     }
     size_t body = r->iterations ? r->first_op : g->op_count, body_end = r->first_op + r->op_count;
     IPU_TRY(lower_ops(L, 0, body, partials));
-    if (r->iterations && !alias)
+    if (r->iterations && !alias) {
+        size_t from = prog->step_count;
         IPU_TRY(low_redistribute(L, &L->plan->home[r->carried_init], L->blocks[r->carried_init],
                                  &L->plan->home[r->carried], L->blocks[r->carried], "carry in"));
+        name_origin(L, from, r->carried_init);
+    }
     if (r->iterations) {
         L->body_first = (uint32_t)prog->step_count;
         IPU_TRY(lower_ops(L, body, body_end, partials));
-        if (r->carried_next != r->carried)
+        size_t from = prog->step_count;
+        if (r->carried_next != r->carried && !ipu_low_take_inject(&prog->inject, IPU_INJECT_CARRY_DROPPED))
             IPU_TRY(low_redistribute(L, &L->plan->home[r->carried_next], L->blocks[r->carried_next],
                                  &L->plan->home[r->carried], L->blocks[r->carried], "carry"));
+        name_origin(L, from, r->carried_next);
         L->body_end = (uint32_t)prog->step_count;
         prog->repeat_first = L->body_first;
         prog->repeat_count = L->body_end - L->body_first;
         prog->repeat_iterations = r->iterations;
         IPU_TRY(lower_ops(L, body_end, g->op_count, partials));
     }
-    if (prog->inject == IPU_INJECT_OVERWRITE_PARAMETER) {
+    if (ipu_low_take_inject(&prog->inject, IPU_INJECT_OVERWRITE_PARAMETER)) {
         /* Zero the first parameter block after its last use: this invocation
          * is unharmed, the next one computes with zeros. */
         for (size_t b = 0; b < prog->buffer_count; b++) {
@@ -861,7 +914,6 @@ static ipu_status lower_program(lowering *L, uint32_t **partials)
             IPU_TRY(low_begin_step(L, IPU_LOW_COMPUTE, "injected overwrite"));
             ipu_low_arg args[] = {BUF((uint32_t)b, 0), LIT(prog->buffers[b].size), LIT(0)};
             IPU_TRY(low_emit_kernel(L, prog->buffers[b].tile, IPU_K_FILL, 3, args, -1, 0));
-            prog->inject = IPU_INJECT_NONE;
             break;
         }
     }
@@ -870,7 +922,9 @@ static ipu_status lower_program(lowering *L, uint32_t **partials)
         if (x->role != IPU_ROLE_OUTPUT)
             continue;
         IPU_TRY(add_stream(L, x->name, IPU_STREAM_OUTPUT, ipu_ir_tensor_bytes(x), (uint32_t)t, &stream));
+        size_t from = prog->step_count;
         IPU_TRY(host_rounds(L, &L->plan->home[t], L->blocks[t], 1, stream, 0, x->name));
+        name_origin(L, from, (uint32_t)t);
     }
     IPU_TRY(record_captures(L));
     /* Lifetimes: parameters for the whole program.  A value made before the
@@ -888,6 +942,9 @@ static ipu_status lower_program(lowering *L, uint32_t **partials)
             buf->first = 0, buf->last = last;
         if (r->iterations && buf->first < L->body_first && buf->last >= L->body_first)
             buf->last = buf->last > L->body_end - 1 ? buf->last : L->body_end - 1;
+        if (!buf->persistent && !buf->aperture && buf->last > buf->first &&
+            ipu_low_take_inject(&prog->inject, IPU_INJECT_LIFETIME_END_EARLY))
+            buf->last--;
     }
     return IPU_OK;
 }
@@ -910,7 +967,11 @@ ipu_status ipu_lower(ipu_ctx *ctx, const ipu_plan *plan, int inject, ipu_low_pro
     ipu_status status =
         L.blocks && L.operands && partials && out->ops && out->tensors ? IPU_OK : IPU_NO_MEMORY(ctx);
     for (size_t t = 0; status == IPU_OK && t < g->tensor_count; t++)
+    {
         snprintf(out->tensors[t].name, sizeof out->tensors[t].name, "%s", g->tensors[t].name);
+        uint32_t op = ipu_ir_homing_op(g, (uint32_t)t);
+        out->tensors[t].homing_op = op == UINT32_MAX ? IPU_LOW_LITERAL : op;
+    }
     for (size_t i = 0; status == IPU_OK && i < g->op_count; i++) {
         snprintf(out->ops[i].kind, sizeof out->ops[i].kind, "%s", ipu_ir_op_name(g->ops[i].kind));
         snprintf(out->ops[i].name, sizeof out->ops[i].name, "%s", g->tensors[g->ops[i].out].name);

@@ -64,6 +64,10 @@ ipu_status ipu_lower_layernorm(lowering *L, size_t index)
     uint32_t epsilon;
     memcpy(&epsilon, &op->epsilon, sizeof epsilon);
     IPU_TRY(low_begin_step(L, IPU_LOW_COMPUTE, label));
+    if (ipu_low_take_inject(&L->prog->inject, IPU_INJECT_NORM_GAMMA_BETA_SWAPPED)) {
+        const uint32_t *swap = gamma_ids;
+        gamma_ids = beta_ids, beta_ids = swap;
+    }
     for (uint32_t i = 0; i < rows->row_parts; i++) {
         uint32_t tile = ipu_layout_tile(rows, i, 0, 0);
         uint32_t n = rows->row_bounds[i + 1] - rows->row_bounds[i];

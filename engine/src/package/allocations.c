@@ -81,6 +81,7 @@ int64_t ipu_pkg_alloc_find(const ipu_package *pkg, uint32_t tile, uint32_t addre
     }
     uint64_t end = (uint64_t)address + (size ? size : 1);
     int64_t live_holder = -1, any_holder = -1;
+    uint64_t nearest = UINT64_MAX; /* of the holders not live: phases between it and phase */
     for (uint32_t i = lo; i-- > begin && pkg->tile_alloc_reach[i] > address;) {
         const ipu_pkg_alloc *a = &pkg->allocs[pkg->tile_allocs[i]];
         if ((uint64_t)a->address + a->size <= address)
@@ -90,8 +91,11 @@ int64_t ipu_pkg_alloc_find(const ipu_package *pkg, uint32_t tile, uint32_t addre
             return pkg->tile_allocs[i];
         if (live && live_holder < 0)
             live_holder = pkg->tile_allocs[i];
-        if (any_holder < 0)
+        uint64_t distance = live ? 0 : phase < a->first ? a->first - phase : (uint64_t)phase - a->last;
+        if (distance < nearest) {
+            nearest = distance;
             any_holder = pkg->tile_allocs[i];
+        }
     }
     if (holder)
         *holder = live_holder >= 0 ? live_holder : any_holder;

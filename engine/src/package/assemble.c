@@ -78,6 +78,11 @@ static ipu_status size_records(assembly *A, uint32_t *patches_per_tile)
             ipu_xphase *ph = &step->phase;
             ph->count = step->count;
             ph->xfers = calloc(step->count ? step->count : 1, sizeof *ph->xfers);
+            for (uint32_t n = 0; n < step->count && !step->init; n++) {
+                ipu_low_xfer *x = &prog->xfers[step->first + n];
+                if (x->dst_count > 1 && ipu_low_take_inject(&prog->inject, IPU_INJECT_MULTICAST_DROP_DEST))
+                    x->dst_count--;
+            }
             size_t dsts = 0;
             for (uint32_t n = 0; n < step->count; n++)
                 dsts += prog->xfers[step->first + n].dst_count;
@@ -97,9 +102,8 @@ static ipu_status size_records(assembly *A, uint32_t *patches_per_tile)
                     A->desc_bytes[tile] += IPU_XROW_SIZE;
                 }
             }
-            if (prog->inject == IPU_INJECT_DROP_TRANSFER && !step->init && ph->count) {
-                prog->inject = IPU_INJECT_NONE; /* the first main-program phase loses one */
-                ph->count--;
+            if (!step->init && ph->count && ipu_low_take_inject(&prog->inject, IPU_INJECT_DROP_TRANSFER)) {
+                ph->count--; /* the first main-program phase loses one */
                 step->count--;
             }
             IPU_TRY(ipu_exchange_schedule(A->ctx, A->p, ph));
@@ -162,7 +166,6 @@ static void inject_overlap(ipu_low_program *prog)
             const ipu_low_buffer *y = &prog->buffers[b];
             if (y->persistent && y->tile == x->tile && y->size >= x->size) {
                 x->address = y->address;
-                prog->inject = IPU_INJECT_NONE;
                 return;
             }
         }
@@ -210,6 +213,8 @@ static ipu_status place_buffers(assembly *A, uint32_t code_end, uint32_t desc_ba
                 conf[conf_count++] = (ipu_place_conflict){kn->args[x].buffer, kn->args[y].buffer};
         }
     }
+    if (status == IPU_OK && conf_count && ipu_low_take_inject(&prog->inject, IPU_INJECT_SEPARATION_IGNORED))
+        conf_count = 0;
     if (status == IPU_OK)
         status = ipu_place(A->ctx, p, req, n, conf, conf_count, reserved, A->tiles);
     for (size_t b = 0; b < n && status == IPU_OK; b++)
@@ -217,7 +222,7 @@ static ipu_status place_buffers(assembly *A, uint32_t code_end, uint32_t desc_ba
     for (size_t b = 0; b < n && status == IPU_ERR_INVALID_ARGUMENT; b++)
         if (req[b].address == IPU_PLACE_UNPLACED)
             prog->unplaced = (uint32_t)b;
-    if (status == IPU_OK && prog->inject == IPU_INJECT_OVERLAP_ALLOCATION)
+    if (status == IPU_OK && ipu_low_take_inject(&prog->inject, IPU_INJECT_OVERLAP_ALLOCATION))
         inject_overlap(prog);
     free(req);
     free(conf);
@@ -260,20 +265,29 @@ static json_t *kernel_inventory(const ipu_low_program *prog)
     return out;
 }
 
-/* Where the parameters live (tile, address, size, columnar): a resident run
- * checks that these bytes never change after the upload. */
+/* Where the parameters live (tile, address, size, buffer name and the op
+ * that reads them, columnar): a resident run checks that these bytes never
+ * change after the upload and names the first range that did. */
 static json_t *parameter_ranges(const ipu_low_program *prog)
 {
-    json_t *tile = json_array(), *address = json_array(), *size = json_array();
+    json_t *tile = json_array(), *address = json_array(), *size = json_array(), *name = json_array(),
+           *op = json_array();
     for (size_t b = 0; b < prog->buffer_count; b++) {
         const ipu_low_buffer *buf = &prog->buffers[b];
         if (!buf->persistent)
             continue;
+        uint32_t reader = buf->tensor < prog->tensor_count ? prog->tensors[buf->tensor].homing_op : IPU_LOW_LITERAL;
+        char label[160] = "";
+        if (reader < prog->op_count)
+            snprintf(label, sizeof label, "op %u %s %s", reader, prog->ops[reader].kind, prog->ops[reader].name);
         json_array_append_new(tile, json_integer(buf->tile));
         json_array_append_new(address, json_integer(buf->address));
         json_array_append_new(size, json_integer(buf->size));
+        json_array_append_new(name, json_string(buf->name));
+        json_array_append_new(op, json_string(label));
     }
-    return json_pack("{s:o, s:o, s:o}", "tile", tile, "address", address, "size", size);
+    return json_pack("{s:o, s:o, s:o, s:o, s:o}", "tile", tile, "address", address, "size", size, "name",
+                     name, "op", op);
 }
 
 /* The program phase (format.h) of a step, once both programs are emitted. */
@@ -287,7 +301,7 @@ static uint32_t step_phase(const assembly *A, const ipu_pkg_builder *b, size_t s
  * lifetime in program phases (parameters for ever). */
 static ipu_status add_allocations(assembly *A, ipu_pkg_builder *b)
 {
-    const ipu_low_program *prog = A->prog;
+    ipu_low_program *prog = A->prog;
     ipu_status status = IPU_OK;
     for (size_t i = 0; i < prog->buffer_count && status == IPU_OK; i++) {
         const ipu_low_buffer *buf = &prog->buffers[i];
@@ -300,6 +314,12 @@ static ipu_status add_allocations(assembly *A, ipu_pkg_builder *b)
                                  buf->persistent ? 0 : step_phase(A, b, buf->first),
                                  buf->persistent ? IPU_LIFE_FOREVER : step_phase(A, b, buf->last),
                                  buf->op};
+        if (!buf->persistent && !A->prog->steps[buf->first].init) {
+            if (def.size > 8 && ipu_low_take_inject(&A->prog->inject, IPU_INJECT_ALLOCATION_SIZE_SHORT))
+                def.size -= 8;
+            if (def.first < def.last && ipu_low_take_inject(&A->prog->inject, IPU_INJECT_ALLOCATION_STARTS_LATE))
+                def.first++;
+        }
         status = ipu_pkg_define_alloc(b, &def);
     }
     return status;
@@ -352,6 +372,8 @@ static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, 
             for (uint32_t n = 0; n < ph->count; n++) {
                 const ipu_low_xfer *x = &prog->xfers[step->first + n];
                 ph->xfers[n].src_address = prog->buffers[x->src_buffer].address + x->src_offset;
+                if (!init && ipu_low_take_inject(&prog->inject, IPU_INJECT_SEND_OFFSET_WORD))
+                    ph->xfers[n].src_address += 4;
                 for (uint32_t k = 0; k < x->dst_count; k++, d++) {
                     const ipu_low_xdst *q = &prog->xdsts[x->first_dst + k];
                     ph->dsts[d].address = prog->buffers[q->buffer].address + q->offset;
@@ -365,6 +387,12 @@ static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, 
                 status = ipu_buf_append_zeros(A->ctx, &rec, 4 + (size_t)rows * IPU_XROW_SIZE);
                 if (status == IPU_OK)
                     status = ipu_exchange_encode(A->ctx, A->p, ph, t, rec.data);
+                for (uint32_t r = 0; status == IPU_OK && !init && r < rows; r++) {
+                    uint8_t *row = rec.data + 4 + (size_t)r * IPU_XROW_SIZE;
+                    if ((ipu_load_u32(row) & 0xFF) == IPU_XROW_RECV &&
+                        ipu_low_take_inject(&prog->inject, IPU_INJECT_RECEIVE_CYCLE_LATE))
+                        ipu_store_u32(row + 4, ipu_load_u32(row + 4) + 1);
+                }
                 if (status == IPU_OK)
                     status = ipu_pkg_put_slot(b, t, slot, rec.data, rec.size, NULL);
             }
@@ -377,11 +405,11 @@ static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, 
             if (status == IPU_OK && prev && prev->kind == IPU_LOW_COMPUTE && prev->init == init &&
                 prev_in_body == in_body && !(in_body && s == prog->repeat_first) && len) {
                 ipu_pkg_set_op_b(b, init, len - 1, slot);
-                ipu_pkg_set_op_exchange_origin(b, init, len - 1, step->op);
+                ipu_pkg_set_op_exchange_origin(b, init, len - 1, step->origin);
                 A->step_op[s] = (uint32_t)len - 1;
             } else if (status == IPU_OK) {
                 A->step_op[s] = (uint32_t)len;
-                ipu_pkg_set_origin(b, IPU_NO_OP, step->op);
+                ipu_pkg_set_origin(b, IPU_NO_OP, step->origin);
                 status = ipu_pkg_emit(b, init, IPU_OP_STEP, IPU_NO_SLOT, slot, 0);
             }
         } else {
@@ -407,7 +435,8 @@ static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, 
                                     break;
                                 }
                                 marks[mark_count][0] = (uint32_t)rec.size;
-                                marks[mark_count++][1] = k->advance;
+                                marks[mark_count++][1] =
+                                    k->advance + (ipu_low_take_inject(&prog->inject, IPU_INJECT_PATCH_STRIDE_WRONG) ? 4 : 0);
                             }
                             status = ipu_buf_append_u32(A->ctx, &rec, resolve(prog, &k->args[a]));
                         }
@@ -450,7 +479,7 @@ static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, 
             }
             A->step_op[s] = (uint32_t)ipu_pkg_program_length(b, init);
             A->step_half[s] = 0;
-            ipu_pkg_set_origin(b, step->op, IPU_NO_OP);
+            ipu_pkg_set_origin(b, step->origin, IPU_NO_OP);
             if (status == IPU_OK && step->kind == IPU_LOW_COMPUTE)
                 status = ipu_pkg_emit(b, init, IPU_OP_STEP, slot, IPU_NO_SLOT, 0);
             else if (status == IPU_OK)
@@ -528,7 +557,8 @@ ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
         status = ipu_pkg_builder_create(ctx, p, code_base, desc_base, (uint32_t)desc_limit, &b);
     for (uint32_t t = 0; t < A.tiles && status == IPU_OK; t++)
         for (int e = 1; e < IPU_K_ENTRY_END && status == IPU_OK; e++)
-            if (A.code_entries[t] & (1ull << e))
+            if ((A.code_entries[t] & (1ull << e)) &&
+                !ipu_low_take_inject(&prog->inject, IPU_INJECT_MISSING_KERNEL_CODE))
                 status = ipu_pkg_add_code(b, t, e);
     for (size_t i = 0; i < prog->stream_count && status == IPU_OK; i++)
         status = ipu_pkg_add_stream(b, prog->streams[i].name, prog->streams[i].direction,

@@ -102,7 +102,7 @@ const ipu_pkg_segment *ipu_pkg_segment_at(const ipu_package *pkg, uint32_t tile,
 const uint8_t *ipu_pkg_segment_bytes(const ipu_package *pkg, const ipu_pkg_segment *seg);
 /* The allocation on tile holding [address, address + size) whole and live at
  * phase, -1 when none; with *holder (may be NULL) the live allocation holding
- * address, else any allocation holding it (-1: none). */
+ * address, else the one holding it whose life is nearest phase (-1: none). */
 int64_t ipu_pkg_alloc_find(const ipu_package *pkg, uint32_t tile, uint32_t address, uint32_t size,
                            uint32_t phase, int64_t *holder);
 /* The allocation on tile holding byte address: one live at phase if any,
