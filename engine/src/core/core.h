@@ -34,6 +34,12 @@ ipu_status ipu_fail_at(ipu_ctx *ctx, ipu_status status, const char *file, int li
                        const char *fmt, ...) IPU_PRINTF(5, 6);
 #define IPU_FAIL(ctx, status, ...) ipu_fail_at((ctx), (status), __FILE__, __LINE__, __VA_ARGS__)
 #define IPU_NO_MEMORY(ctx) IPU_FAIL((ctx), IPU_ERR_NO_MEMORY, "out of memory")
+/* A check of the compiler's own product failed in `stage` (what: the object
+ * it was checking): the context's error becomes IPU_ERR_INTERNAL, "compiler
+ * inconsistency in the <stage> stage, <what>: <the check's message>". */
+#define IPU_INCONSISTENT(ctx, stage, ...) ipu_inconsistent_at((ctx), (stage), __FILE__, __LINE__, __VA_ARGS__)
+ipu_status ipu_inconsistent_at(ipu_ctx *ctx, const char *stage, const char *file, int line,
+                               const char *fmt, ...) IPU_PRINTF(5, 6);
 
 /* Internal invariants only: never for user input. */
 #define IPU_ASSERT(ctx, cond)                                                         \

@@ -94,3 +94,18 @@ void ipu_progress(ipu_ctx *ctx, const char *stage, uint64_t done, uint64_t total
     if (ctx && ctx->progress_fn)
         ctx->progress_fn(ctx->progress_user, stage, done, total);
 }
+
+ipu_status ipu_inconsistent_at(ipu_ctx *ctx, const char *stage, const char *file, int line,
+                               const char *fmt, ...)
+{
+    char what[256], found[1024];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(what, sizeof what, fmt, args);
+    va_end(args);
+    snprintf(found, sizeof found, "%s", ctx ? ctx->errmsg : "");
+    if (ctx)
+        ipu_ctx_clear_error(ctx);
+    return ipu_fail_at(ctx, IPU_ERR_INTERNAL, file, line, "compiler inconsistency in the %s stage, %s: %s",
+                       stage, what, found);
+}

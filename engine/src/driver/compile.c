@@ -358,6 +358,8 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
                                      "options", w->options_json);
             status = ipu_assemble(ctx, &a.prog, meta, records, record_count, out, &a.assembly,
                                   c.report_path ? &support : NULL);
+            if (status == IPU_ERR_MALFORMED) /* the validator refuses the compiler's own package */
+                status = IPU_INCONSISTENT(ctx, "package", "the package of %s", w->name);
             t.package += seconds() - t0;
             if (status == IPU_OK && a.prog.inject != IPU_INJECT_NONE) {
                 ipu_package_free(*out);

@@ -106,7 +106,8 @@ static ipu_status size_records(assembly *A, uint32_t *patches_per_tile)
                 ph->count--; /* the first main-program phase loses one */
                 step->count--;
             }
-            IPU_TRY(ipu_exchange_schedule(A->ctx, A->p, ph));
+            if (ipu_exchange_schedule(A->ctx, A->p, ph) != IPU_OK)
+                return IPU_INCONSISTENT(A->ctx, "exchange", "phase of step %zu (%s)", s, step->label);
             /* A table header on every tile (a bound, for tiles without rows). */
             for (uint32_t t = 0; t < A->tiles; t++)
                 A->desc_bytes[t] += 4;

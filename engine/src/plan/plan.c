@@ -301,7 +301,8 @@ ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g
             status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                               "plan: tensor '%s' is never used by an op", g->tensors[t].name);
     for (size_t t = 0; status == IPU_OK && t < g->tensor_count; t++)
-        status = ipu_layout_check(ctx, &out->home[t], p->tiles);
+        if (ipu_layout_check(ctx, &out->home[t], p->tiles) != IPU_OK)
+            status = IPU_INCONSISTENT(ctx, "plan", "home layout of tensor '%s'", g->tensors[t].name);
     if (status != IPU_OK)
         ipu_plan_free(out);
     return status;
