@@ -7,6 +7,7 @@ per-op check, a resident run's parameter digest or the output check), where
 The nightly matrix prints the table.
 """
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -25,7 +26,7 @@ STRESS = ["--workload", "exchange-stress", "--tiles", "4", "--exchange-pattern",
 
 # The workload each mutation has a place in (with any extra flags it needs).
 WORKLOADS = {
-    "drop-transfer": VIT_FLASH, "receive-cycle-late": VIT_FLASH, "multicast-drop-destination": VIT_FLASH,
+    "plan-blocks-share-tile": MLP, "drop-transfer": VIT_FLASH, "receive-cycle-late": VIT_FLASH, "multicast-drop-destination": VIT_FLASH,
     "send-offset-word": VIT_FLASH, "overlap-allocation": MLP, "separation-ignored": MLP,
     "skip-padding-clear": VIT_FLASH, "overwrite-parameter": MLP + ["--reference-inferences", "2"],
     "fp8-scale-twice": MLP, "reduce-drop-partial": VIT_SMALL, "reduce-double-partial": VIT_SMALL,
@@ -46,9 +47,16 @@ def command(name):
     return [*args, *checks, "--inject", name]
 
 
-def located(result):
-    """(how, where, op) of a result.json: how it was caught, the tile and
+def located(result, stderr=""):
+    """(how, where, op) of a result.json (or, for an error the compiler found
+    in its own product, of the message): how it was caught, the tile and
     address or the element, and the compiler op named (None: not caught)."""
+    inconsistency = re.search(r"compiler inconsistency in the (\w+) stage, (.*?\(op [^)]*\))(.*)", stderr)
+    if not result and inconsistency:
+        tile = re.search(r"tile \d+", inconsistency.group(3))
+        op = re.search(r"op \d+ \w+ \w+", inconsistency.group(2))
+        return (f"{inconsistency.group(1)} self-check", tile.group(0) if tile else None,
+                op.group(0) if op else None)
     fault = result.get("fault")
     if fault:
         return (f"fault {fault['kind']}", f"tile {fault['tile']} at 0x{fault['address_lo']:X}",
@@ -77,7 +85,7 @@ def run(mutations, progress):
                                   capture_output=True, text=True, timeout=600)
             path = Path(folder) / "result.json"
             result = json.loads(path.read_text()) if path.exists() else {}
-        how, where, op = located(result)
+        how, where, op = located(result, done.stderr)
         rows.append({**m, "workload": WORKLOADS[m["name"]][1], "exit": done.returncode,
                      "caught": done.returncode in (1, 3) and how is not None, "how": how, "where": where,
                      "op": op})

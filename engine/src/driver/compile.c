@@ -319,6 +319,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
                               c.inject == IPU_INJECT_INPUT_RECORD_SHIFTED);
     /* The driver's own mutation is applied; the stages see none. */
     int stage_inject = c.inject == IPU_INJECT_INPUT_RECORD_SHIFTED ? IPU_INJECT_NONE : c.inject;
+    c.plan.inject = stage_inject;
     c.plan.caps = caps;
     attempt a;
     memset(&a, 0, sizeof a);

@@ -10,6 +10,7 @@
 #include "driver/mutations.h"
 
 static const ipu_mutation MUTATIONS[] = {
+    {IPU_INJECT_PLAN_BLOCKS_SHARE_TILE, "plan-blocks-share-tile", "plan", "a home layout puts two blocks on one tile"},
     {IPU_INJECT_DROP_TRANSFER, "drop-transfer", "exchange", "the last transfer of a phase is lost"},
     {IPU_INJECT_RECEIVE_CYCLE_LATE, "receive-cycle-late", "exchange", "one receive row selects its sender a cycle late"},
     {IPU_INJECT_MULTICAST_DROP_DEST, "multicast-drop-destination", "exchange", "a multicast loses its last destination"},

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/inject.h"
 #include "kernels/kernels.h"
 #include "numerics/numerics.h"
 #include "plan/plan.h"
@@ -300,9 +301,25 @@ ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g
         if (!out->home[t].tiles)
             status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                               "plan: tensor '%s' is never used by an op", g->tensors[t].name);
-    for (size_t t = 0; status == IPU_OK && t < g->tensor_count; t++)
-        if (ipu_layout_check(ctx, &out->home[t], p->tiles) != IPU_OK)
+    /* Injected: the first home layout of two or more blocks puts its second on the first's tile. */
+    for (size_t t = 0; status == IPU_OK && options->inject == IPU_INJECT_PLAN_BLOCKS_SHARE_TILE &&
+                       t < g->tensor_count; t++) {
+        ipu_layout *l = &out->home[t];
+        if (l->row_parts * l->col_parts > 1 && ipu_ir_homing_op(g, (uint32_t)t) < g->op_count) {
+            l->tiles[1] = l->tiles[0];
+            break;
+        }
+    }
+    for (size_t t = 0; status == IPU_OK && t < g->tensor_count; t++) {
+        if (ipu_layout_check(ctx, &out->home[t], p->tiles) == IPU_OK)
+            continue;
+        uint32_t op = ipu_ir_homing_op(g, (uint32_t)t);
+        if (op < g->op_count)
+            status = IPU_INCONSISTENT(ctx, "plan", "home layout of tensor '%s' (op %u %s %s)", g->tensors[t].name,
+                                      op, ipu_ir_op_name(g->ops[op].kind), g->tensors[g->ops[op].out].name);
+        else
             status = IPU_INCONSISTENT(ctx, "plan", "home layout of tensor '%s'", g->tensors[t].name);
+    }
     if (status != IPU_OK)
         ipu_plan_free(out);
     return status;

@@ -88,6 +88,7 @@ typedef struct ipu_plan_options {
     int smallest;           /* every matmul takes its smallest candidate, whatever the budget */
     const uint64_t *caps;   /* per op, may be NULL: the largest exact footprint a matmul may take
                              * (0: any), set when a whole candidate plan did not fit */
+    int inject;             /* a test's mutation (lower/program.h); the planner applies its own */
 } ipu_plan_options;
 
 typedef struct ipu_plan {
