@@ -5,8 +5,9 @@ baselines equal to the figures each case's own result.json holds.  A
 baseline with fewer cycles than the run makes the case regress (exit 1).
 A case expecting a rejection that passes fails, and so does a case that
 times out.  A malformed case list or an unknown --only name is an input
-error (exit 2) naming the file, case and field.  The repository's
-ci/cases.json loads and lists every case.
+error (exit 2) naming the file, case and field.  A mutation-catalogue case
+adds its table (how each mutation was caught, where, which op) to the
+summary.  The repository's ci/cases.json loads and lists every case.
 """
 import json
 import subprocess
@@ -95,6 +96,19 @@ def test_bad_case_list_and_unknown_case_are_input_errors(repo, tmp_path):
     (tmp_path / "broken.json").write_text("{")
     done = nightly(repo, "--cases", tmp_path / "broken.json", "--list")
     assert done.returncode == 2 and "broken.json: the case list is not JSON" in done.stderr
+
+
+def test_summary_has_the_mutation_table(repo, tmp_path):
+    mutations = {"name": "bench-mutations", "command": "bench", "expect": "pass", "args": ["mutations"]}
+    out = tmp_path / "out"
+    done = nightly(repo, "--cases", write_cases(tmp_path / "cases.json", [mutations]), "--output", out)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = json.loads((out / "cases" / "bench-mutations" / "bench-mutations.json").read_text())["mutations"]
+    text = (out / "summary.md").read_text()
+    assert f"## Mutations: {len(rows)} of {len(rows)} caught" in text
+    for row in rows:  # one line per mutation, with how it was caught and the op
+        line = next(l for l in text.splitlines() if l.startswith(f"| {row['name']} |"))
+        assert row["how"] in line and row["op"] in line
 
 
 def test_repository_case_list_loads(repo):
