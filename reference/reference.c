@@ -334,8 +334,8 @@ ipu_status ipu_reference_device_op(ipu_ctx *ctx, const ipu_workload *w, size_t i
             return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                             "reference: op %zu (%s) needs input %d apart from its output", index,
                             ipu_ir_op_name(op->kind), k);
-    float *none = NULL;
-    eval e = {ctx, w, NULL, 0, 0, ipu_reference_blas_threads(), &none};
+    float *device_precision = NULL; /* compute rounds when e.rounded is set; it reads no values */
+    eval e = {ctx, w, NULL, 0, 0, ipu_reference_blas_threads(), &device_precision};
     int previous = openblas_get_num_threads();
     if (previous != 1)
         openblas_set_num_threads(1);

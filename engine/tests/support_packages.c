@@ -72,6 +72,23 @@ void tpkg_ok_at(const char *file, int line, ipu_ctx *ctx, ipu_status status, con
     _fail(file, line);
 }
 
+ipu_ctx *tpkg_context(void)
+{
+    ipu_ctx *ctx = ipu_ctx_create();
+    assert_non_null(ctx);
+    ipu_ctx_set_threads(ctx, 2);
+    return ctx;
+}
+
+void tpkg_elements(const ipu_profile *p, uint32_t *x, uint32_t *y, uint32_t *z)
+{
+    uint32_t e = p->element_bytes;
+    *x = (tpkg_data0(p) + e) / e * e;
+    *y = *x + e;
+    *z = *y + e;
+    assert_true(*z + e <= p->region1_base);
+}
+
 ipu_pkg_builder *tpkg_builder(ipu_ctx *ctx, const ipu_profile *p)
 {
     ipu_pkg_builder *b = NULL;

@@ -43,6 +43,12 @@ uint32_t tpkg_desc_base(const ipu_profile *p);
  * region1_base.  Region 1 (from region1_base) is free as well. */
 uint32_t tpkg_data0(const ipu_profile *p);
 
+/* A context running device tiles on 2 threads (fails the test when out of memory). */
+ipu_ctx *tpkg_context(void);
+/* Three region-0 tensor addresses past the data area, each at the start of
+ * its own memory element (and asserted below region 1). */
+void tpkg_elements(const ipu_profile *p, uint32_t *x, uint32_t *y, uint32_t *z);
+
 ipu_pkg_builder *tpkg_builder(ipu_ctx *ctx, const ipu_profile *p);
 /* Finish and validate; the builder is consumed. */
 ipu_package *tpkg_build(ipu_ctx *ctx, ipu_pkg_builder *b);

@@ -40,19 +40,13 @@ static int setup(void **state)
 {
     fx *f = calloc(1, sizeof *f);
     assert_non_null(f);
-    f->ctx = ipu_ctx_create();
-    assert_non_null(f->ctx);
-    ipu_ctx_set_threads(f->ctx, 2);
+    f->ctx = tpkg_context();
     tpkg_profile(f->ctx, TILES, &f->p);
-    uint32_t e = f->p.element_bytes;
-    f->X = (tpkg_data0(&f->p) + e) / e * e;
-    f->Y = f->X + e;
-    f->Z = f->Y + e;
+    tpkg_elements(&f->p, &f->X, &f->Y, &f->Z);
     f->R1 = f->p.region1_base;
     f->L = f->p.exchange_latency;
     /* The tests' addresses assume the c600 geometry. */
-    assert_int_equal(f->R1 % e, 0);
-    assert_true(f->Z + e <= f->R1);
+    assert_int_equal(f->R1 % f->p.element_bytes, 0);
     assert_true(f->L > 4);
     *state = f;
     return 0;

@@ -62,24 +62,21 @@ def budget(text):
     return value
 
 
-def cosine(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [-1, 1], got '{text}'") from None
-    if not -1 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number in [-1, 1], got {value}")
-    return value
+def number_in(lo, hi, expected):
+    """An argparse type: a float with lo <= value <= hi (finite), else the message says `expected`."""
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got '{text}'") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {value}")
+        return value
+    return parse
 
 
-def tolerance(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got '{text}'") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {value}")
-    return value
+cosine = number_in(-1.0, 1.0, "a number in [-1, 1]")
+tolerance = number_in(0.0, float("1e308"), "a finite number >= 0")
 
 
 def add_arguments(p):
