@@ -39,6 +39,7 @@ typedef struct stress {
     uint32_t *slot_of;               /* per sending tile */
     uint64_t words_checked;
     int skip_reset; /* injected: the reset probe keeps the loop's OUTGOING_BASE */
+    size_t cases_emitted; /* compiler ops added: one per case */
 } stress;
 
 uint32_t ipu_stress_payload(uint32_t case_index, uint32_t tile, uint32_t iteration, uint32_t k)
@@ -258,6 +259,10 @@ static ipu_status emit_case(stress *st, const stress_case *c, json_t *cases)
         status = ipu_pkg_add_record(st->b, IPU_RECORD_EXPECTED, stream, 0, expected, bytes);
     free(expected);
     IPU_TRY(status);
+    /* Each case is one op of the program, so a fault names the case. */
+    uint32_t op = (uint32_t)st->cases_emitted++;
+    IPU_TRY(ipu_pkg_add_compiler_op(st->b, "exchange-stress", c->name));
+    ipu_pkg_set_origin(st->b, op, op);
     if (looped)
         IPU_TRY(ipu_pkg_emit(st->b, 0, IPU_OP_REPEAT, st->iterations, 1, patch_slot));
     IPU_TRY(ipu_pkg_emit(st->b, 0, IPU_OP_STEP, IPU_NO_SLOT, exchange_slot, 0));

@@ -243,6 +243,7 @@ static void test_stale_read_after_reuse(void **state)
     assert_int_equal(tpkg_fault_int(fault, "phase"), 2);
     expect_op(fault, 1, "op 1 add residual");
     expect_allocation(fault, "allocation", "partials/b", T, f->Y, 64);
+    expect_allocation(fault, "other_allocation", "partials/a", T, f->Y, 64); /* the bytes' writer */
 }
 
 /* An allocation of whole and partial 512-byte chunks ends; its successor
@@ -272,6 +273,7 @@ static void test_stale_run_across_chunks(void **state)
     TPKG_EXPECT_FAULT(fault, "stale_read", T, hole, hole_end);
     assert_int_equal(tpkg_fault_int(fault, "descriptor"), 4);
     expect_allocation(fault, "allocation", "new", T, base, size);
+    expect_allocation(fault, "other_allocation", "old", T, base, size);
 }
 
 /* Repeat 2 { op 1: fill P (iteration 0) or Q (iteration 1), then use P },
@@ -315,6 +317,8 @@ static void test_stale_partial_slot_in_repeat(void **state)
     assert_int_equal(tpkg_fault_int(fault, "descriptor"), 1);
     expect_op(fault, 0, "op 0 matmul block_out");
     expect_allocation(fault, "allocation", "partials/p", T, f->Y, 64);
+    /* Written only in the first iteration, by the same allocation's earlier life. */
+    expect_allocation(fault, "other_allocation", "partials/p", T, f->Y, 64);
 }
 
 static void test_stale_exchange_source_after_replay(void **state)

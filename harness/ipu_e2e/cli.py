@@ -90,11 +90,13 @@ def describe_allocation(a):
 def report(result, module, out):
     if result.get("status") == "FAULT":
         f = result["fault"]
-        op = f" {f['op']['label']}," if f.get("op") else ""
+        op = f"{f['op']['label']}, " if f.get("op") else ""
         print(f"FAULT {f['kind']} on tile {f['tile']} at [0x{f['address_lo']:X}, 0x{f['address_hi']:X})"
-              f" ({op} {f['program']} op {f['op_index']}, step {f['step']}, phase {f['phase']}): {f['detail']}",
+              f" ({op}{f['program']} op {f['op_index']}, step {f['step']}, phase {f['phase']}): {f['detail']}",
               file=out)
-        for key, what in (("allocation", "allocation"), ("other_allocation", "other allocation")):
+        other = {"stale_read": "bytes written by", "element_conflict": "other operand's allocation"}.get(
+            f["kind"], "reached allocation")
+        for key, what in (("allocation", "allocation"), ("other_allocation", other)):
             if f.get(key):
                 print(f"  {what}: {describe_allocation(f[key])}", file=out)
         return

@@ -445,13 +445,17 @@ static ipu_status run_program(sim *s, ipu_ctx *ctx, const char *name, const ipu_
         const ipu_fault *f = &s->fault;
         char op[160], allocs[400] = "";
         ipu_pkg_compiler_op_label(pkg, f->origin, op, sizeof op);
+        /* What the second allocation is to the fault. */
+        const char *other = f->kind == IPU_FAULT_STALE_READ        ? "; its bytes were written by allocation"
+                            : f->kind == IPU_FAULT_ELEMENT_CONFLICT ? "; the other operand's allocation"
+                                                                    : "; reached allocation";
         for (int k = 0; k < 2; k++) {
             int64_t a = k ? f->other : f->alloc;
             if (a < 0)
                 continue;
             size_t used = strlen(allocs);
             snprintf(allocs + used, sizeof allocs - used, "%s '%s' (tensor '%s', phases %u..",
-                     k ? "; reached allocation" : "; allocation",
+                     k ? other : "; allocation",
                      ipu_pkg_string(pkg, pkg->allocs[a].name_offset),
                      ipu_pkg_string(pkg, pkg->allocs[a].tensor_offset), pkg->allocs[a].first);
             used = strlen(allocs);

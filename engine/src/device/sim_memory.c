@@ -167,12 +167,17 @@ int sim_check(sim *s, uint32_t tile, uint32_t address, uint32_t size, unsigned a
                 run++;
             uint32_t lo = at + p->sram_base, hi = run + p->sram_base;
             /* Bytes written once and poisoned since are stale, not uninitialized. */
-            if (sim_byte_ended(t, at))
-                return sim_fault(s, tile, IPU_FAULT_STALE_READ, lo, hi,
-                                 "%s [0x%X, 0x%llX) reads bytes [0x%X, 0x%X) not written since "
-                                 "the life of the allocation that wrote them ended",
-                                 accessor(label, sizeof label, what, operand), address,
-                                 (unsigned long long)end, lo, hi);
+            if (sim_byte_ended(t, at) && s->pkg) {
+                /* Name the reader's allocation and the one that wrote the bytes before. */
+                sim_fault(s, tile, IPU_FAULT_STALE_READ, lo, hi,
+                          "%s [0x%X, 0x%llX) reads bytes [0x%X, 0x%X) not written since the life of "
+                          "the allocation that wrote them ended",
+                          accessor(label, sizeof label, what, operand), address, (unsigned long long)end,
+                          lo, hi);
+                t->fault.alloc = ipu_pkg_alloc_at(s->pkg, tile, lo, s->phase);
+                t->fault.other = ipu_pkg_alloc_before(s->pkg, tile, lo, s->phase);
+                return 1;
+            }
             return sim_fault(s, tile, IPU_FAULT_UNINITIALIZED_READ, lo, hi,
                              "%s [0x%X, 0x%llX) reads bytes [0x%X, 0x%X) never written since load",
                              accessor(label, sizeof label, what, operand), address,

@@ -108,6 +108,24 @@ int64_t ipu_pkg_alloc_at(const ipu_package *pkg, uint32_t tile, uint32_t address
     return whole >= 0 ? whole : holder;
 }
 
+int64_t ipu_pkg_alloc_before(const ipu_package *pkg, uint32_t tile, uint32_t address, uint32_t phase)
+{
+    int64_t live = ipu_pkg_alloc_find(pkg, tile, address, 1, phase, NULL);
+    if (live < 0 || tile >= pkg->profile.tiles)
+        return -1;
+    int64_t before = -1, latest = -1;
+    for (uint32_t i = pkg->tile_alloc_start[tile]; i < pkg->tile_alloc_start[tile + 1]; i++) {
+        const ipu_pkg_alloc *a = &pkg->allocs[pkg->tile_allocs[i]];
+        if (pkg->tile_allocs[i] == live || address < a->address || address - a->address >= a->size)
+            continue;
+        if (a->last < phase && (before < 0 || a->last > pkg->allocs[before].last))
+            before = pkg->tile_allocs[i];
+        if (latest < 0 || a->last > pkg->allocs[latest].last)
+            latest = pkg->tile_allocs[i];
+    }
+    return before >= 0 ? before : latest >= 0 ? latest : live;
+}
+
 void ipu_pkg_compiler_op_label(const ipu_package *pkg, uint32_t op, char *out, size_t size)
 {
     if (op == IPU_NO_OP || op >= pkg->compiler_op_count) {

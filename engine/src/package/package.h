@@ -108,6 +108,11 @@ int64_t ipu_pkg_alloc_find(const ipu_package *pkg, uint32_t tile, uint32_t addre
 /* The allocation on tile holding byte address: one live at phase if any,
  * else any; -1 when none. */
 int64_t ipu_pkg_alloc_at(const ipu_package *pkg, uint32_t tile, uint32_t address, uint32_t phase);
+/* The allocation that held byte address on tile before the one live at
+ * phase (-1: none live there): of the others holding it, the one whose life
+ * ended last before phase, else (a Repeat body's earlier iteration) the
+ * one ending last of all, else the live one itself. */
+int64_t ipu_pkg_alloc_before(const ipu_package *pkg, uint32_t tile, uint32_t address, uint32_t phase);
 /* Is allocation a live at phase? */
 static inline int ipu_pkg_alloc_live(const ipu_pkg_alloc *a, uint32_t phase)
 {
