@@ -66,6 +66,9 @@ def execute(args, progress):
                   progress=lambda stage, done, total: progress.update(stage, done or None, total or None))
     started = time.perf_counter()
     profile = package = None
+    if args.package and getattr(args, "inject", None):
+        raise UsageError("--inject applies when compiling a workload, not to --package (a saved package "
+                         "replays as it was built)")
     if args.package:
         # A replay runs the workload the package records, whatever --workload says.
         package, args.workload = load_package(ctx, args, progress)

@@ -91,3 +91,10 @@ def test_an_unknown_mutation_is_a_usage_error(cli):
     assert done.returncode == 2 and "unknown 'no-such-bug'" in done.stderr
     done = cli("--quiet", *MLP, "--inject", "attention-scale-missing")
     assert done.returncode == 2 and "no place for 'attention-scale-missing'" in done.stderr
+
+
+def test_inject_with_a_saved_package_is_a_usage_error(cli, tmp_path):
+    saved = tmp_path / "mlp.pkg"
+    assert cli("--quiet", *MLP, "--save-package", saved).returncode == 0
+    done = cli("--quiet", "--package", saved, "--inject", "fp8-scale-twice")
+    assert done.returncode == 2 and "--inject applies when compiling" in done.stderr
