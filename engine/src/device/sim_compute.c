@@ -43,6 +43,8 @@ static int check_call(sim *s, uint32_t tile, uint32_t at, ipu_kernel_call *call)
         if (a0 <= b1 && b0 <= a1) {
             uint32_t shared = a0 > b0 ? a0 : b0;
             ipu_fault *f = &s->tiles[tile].fault;
+            if (s->tiles[tile].faulted)
+                return 1; /* the tile's first fault stands */
             sim_fault(s, tile, IPU_FAULT_ELEMENT_CONFLICT, shared * s->p.element_bytes,
                              (shared + 1) * s->p.element_bytes,
                              "%s operands '%s' [0x%X, 0x%X) and '%s' [0x%X, 0x%X) share memory "

@@ -169,6 +169,8 @@ int sim_check(sim *s, uint32_t tile, uint32_t address, uint32_t size, unsigned a
             /* Bytes written once and poisoned since are stale, not uninitialized. */
             if (sim_byte_ended(t, at) && s->pkg) {
                 /* Name the reader's allocation and the one that wrote the bytes before. */
+                if (t->faulted)
+                    return 1; /* the tile's first fault stands */
                 sim_fault(s, tile, IPU_FAULT_STALE_READ, lo, hi,
                           "%s [0x%X, 0x%llX) reads bytes [0x%X, 0x%X) not written since the life of "
                           "the allocation that wrote them ended",
@@ -214,6 +216,8 @@ int sim_check_allocation(sim *s, uint32_t tile, uint32_t address, uint32_t size,
     int64_t reached = ipu_pkg_alloc_at(pkg, tile, out, s->phase);
     if (reached == own)
         reached = -1;
+    if (t->faulted)
+        return 1; /* the tile's first fault stands */
     char label[128], whose[160] = "", into[120] = "";
     if (own >= 0)
         snprintf(whose, sizeof whose, "%s allocation '%s'", live ? "runs past the end of" : "lies in",
