@@ -184,3 +184,15 @@ def test_bench_vit_reports_the_targets(repo, tmp_path):
         result["device_seconds_per_inference"] / result["unchecked_device_seconds_per_inference"] - 1)
     for target in ("target < 60 s", "target < 4096 MiB", "target <= 2", "target <= 10%"):
         assert target in done.stdout
+
+
+def test_device_options_are_checked():
+    # What the bench switches off to measure the allocation checks; anything else is refused.
+    ctx = native.Context()
+    device = native.Device(ctx, ctx.resolve_profile(json.dumps({"tiles": 4})))
+    device.configure(allocation_checks=False)
+    with pytest.raises(native.IpuError, match="unknown option 'checks'"):
+        device.configure(checks=True)
+    with pytest.raises(native.IpuError, match="must be true or false"):
+        device.configure(allocation_checks=1)
+    device.close()

@@ -154,24 +154,26 @@ ipu_status ipu_device_configure(ipu_ctx *ctx, ipu_device *dev, const char *optio
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_device_configure: NULL argument");
     json_error_t error;
     json_t *o = json_loads(options_json, 0, &error);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "device options: expected a JSON object%s%s",
+                        o ? "" : ": ", o ? "" : error.text);
+    }
     ipu_status status = IPU_OK;
     const char *key;
     json_t *value;
-    if (!json_is_object(o))
-        status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "device options: expected a JSON object%s%s",
-                          o ? "" : ": ", o ? "" : error.text);
-    json_object_foreach(json_is_object(o) ? o : NULL, key, value)
-    {
-        if (status != IPU_OK)
-            break;
-        if (strcmp(key, "allocation_checks") != 0)
+    json_object_foreach(o, key, value) {
+        if (strcmp(key, "allocation_checks") != 0) {
             status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                               "device options: unknown option '%s' (expected allocation_checks)", key);
-        else if (!json_is_boolean(value))
+            break;
+        }
+        if (!json_is_boolean(value)) {
             status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                               "device options: 'allocation_checks' must be true or false");
-        else
-            dev->iface->set_allocation_checks(dev->impl, json_is_true(value));
+            break;
+        }
+        dev->iface->set_allocation_checks(dev->impl, json_is_true(value));
     }
     json_decref(o);
     return status;

@@ -966,8 +966,7 @@ ipu_status ipu_lower(ipu_ctx *ctx, const ipu_plan *plan, int inject, ipu_low_pro
     out->tensor_count = g->tensor_count;
     ipu_status status =
         L.blocks && L.operands && partials && out->ops && out->tensors ? IPU_OK : IPU_NO_MEMORY(ctx);
-    for (size_t t = 0; status == IPU_OK && t < g->tensor_count; t++)
-    {
+    for (size_t t = 0; status == IPU_OK && t < g->tensor_count; t++) {
         snprintf(out->tensors[t].name, sizeof out->tensors[t].name, "%s", g->tensors[t].name);
         uint32_t op = ipu_ir_homing_op(g, (uint32_t)t);
         out->tensors[t].homing_op = op == UINT32_MAX ? IPU_LOW_LITERAL : op;
