@@ -50,6 +50,7 @@ typedef struct eval {
     uint64_t done, total;
     int threads; /* OpenMP threads of the parallel loops */
     float **rounded; /* device precision: inputs and parameters at their device values; else NULL */
+    const ipu_reference_plan *plan; /* device precision: what it knows of the plan (NULL: nothing) */
 } eval;
 
 static uint64_t elements(const ipu_ir_tensor *t) { return (uint64_t)t->rows * t->cols; }
@@ -130,6 +131,73 @@ static ipu_status matmul(eval *e, const ipu_ir_op *op, const float *a, const flo
     return IPU_OK;
 }
 
+static void round_to_type(const ipu_ir_tensor *t, float *values, size_t n);
+
+/* A matmul whose reduction the plan splits (reference.h says how the device
+ * sums the parts): per output row band, each part's partial product from
+ * one single-threaded sgemm over its reduction band, rounded to the output
+ * type; the other parts' partials (in part order) summed by halves, every
+ * add rounded; then the owner's partial plus that sum, rounded.  The last
+ * rounding is the op's own. */
+static ipu_status split_matmul(eval *e, const ipu_ir_op *op, const ipu_reference_split *split,
+                               const float *a, const float *b, float *c)
+{
+    const ipu_ir_tensor *ta = &e->w->graph.tensors[op->in[0]], *tc = &e->w->graph.tensors[op->out];
+    int k = (int)ta->cols, n = (int)tc->cols;
+    uint32_t parts = split->parts;
+    int failed = 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(e->threads) if (split->row_bands > 1)
+    for (int64_t band = 0; band < (int64_t)split->row_bands; band++) {
+        uint32_t r0 = split->row_bounds[band], rows = split->row_bounds[band + 1] - r0;
+        uint32_t own = (uint32_t)band % parts;
+        size_t size = (size_t)rows * n;
+        float *partial = malloc(parts * size * sizeof *partial + 1);
+        if (!partial) {
+#pragma omp atomic write
+            failed = 1;
+            continue;
+        }
+        for (uint32_t q = 0; q < parts && rows; q++) {
+            uint32_t k0 = split->k_bounds[q], depth = split->k_bounds[q + 1] - k0;
+            float *p = partial + q * size;
+            if (depth)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, n, (int)depth, 1.0f,
+                            a + (size_t)r0 * k + k0, k, b + (size_t)k0 * n, n, 0.0f, p, n);
+            else
+                memset(p, 0, size * sizeof *p);
+            round_to_type(tc, p, size);
+        }
+        /* The other parts in part order: slots 0 .. parts - 2, summed by halves. */
+        float **slot = malloc(parts * sizeof *slot);
+        if (!slot) {
+            free(partial);
+#pragma omp atomic write
+            failed = 1;
+            continue;
+        }
+        for (uint32_t q = 0, m = 0; q < parts; q++)
+            if (q != own)
+                slot[m++] = partial + q * size;
+        for (uint32_t count = parts - 1; count > 1;) {
+            uint32_t half = count / 2; /* ipu_reduce_tree_half */
+            for (uint32_t m = 0; m < half; m++) {
+                float *x = slot[m];
+                const float *y = slot[m + count - half];
+                for (size_t i = 0; i < size; i++)
+                    x[i] = x[i] + y[i];
+                round_to_type(tc, x, size);
+            }
+            count -= half;
+        }
+        const float *mine = partial + own * size;
+        for (size_t i = 0; i < size; i++)
+            c[(size_t)r0 * n + i] = mine[i] + slot[0][i];
+        free(slot);
+        free(partial);
+    }
+    return failed ? IPU_NO_MEMORY(e->ctx) : IPU_OK;
+}
+
 /* Round values to what the tensor's device type and scale hold. */
 static void round_to_type(const ipu_ir_tensor *t, float *values, size_t n)
 {
@@ -149,6 +217,9 @@ static ipu_status compute(eval *e, const ipu_ir_op *op, const float *a, const fl
 {
     const ipu_graph *g = &e->w->graph;
     int64_t n = (int64_t)elements(&g->tensors[op->out]);
+    size_t index = (size_t)(op - g->ops);
+    int mode = e->plan && e->rounded ? e->plan->attention[index] : IPU_REF_ATTENTION_FP32;
+    const ipu_reference_split *split = e->plan && e->rounded ? &e->plan->splits[index] : NULL;
     const ipu_ir_tensor *ta = &g->tensors[op->in[0]];
     if (op->kind >= IPU_IR_LAYERNORM && (out == a || out == b || out == c))
         return IPU_FAIL(e->ctx, IPU_ERR_INVALID_ARGUMENT,
@@ -156,7 +227,10 @@ static ipu_status compute(eval *e, const ipu_ir_op *op, const float *a, const fl
                         g->tensors[op->out].name);
     switch (op->kind) {
     case IPU_IR_MATMUL:
-        IPU_TRY(matmul(e, op, a, b, out));
+        if (split && split->parts > 1)
+            IPU_TRY(split_matmul(e, op, split, a, b, out));
+        else
+            IPU_TRY(matmul(e, op, a, b, out));
         break;
     case IPU_IR_GELU:
 #pragma omp parallel for schedule(static) num_threads(e->threads) if (n >= PARALLEL_MIN)
@@ -174,11 +248,11 @@ static ipu_status compute(eval *e, const ipu_ir_op *op, const float *a, const fl
         break;
     case IPU_IR_ATTENTION:
         IPU_TRY(ipu_reference_attention(e->ctx, a, ta->rows, op->seq, op->heads, op->head_dim,
-                                        e->threads, out));
+                                        e->threads, mode, out));
         break;
     case IPU_IR_MAP_POOL:
         IPU_TRY(ipu_reference_map_pool(e->ctx, a, b, g->tensors[op->in[1]].rows, op->seq, op->heads,
-                                       op->head_dim, e->threads, out));
+                                       op->head_dim, e->threads, mode, out));
         break;
     case IPU_IR_CAST: /* FP32 mode: casts do not round */
     case IPU_IR_COPY:
@@ -267,7 +341,8 @@ static ipu_status round_values(ipu_ctx *ctx, const ipu_workload *w, float **roun
     return IPU_OK;
 }
 
-static ipu_status reference(ipu_ctx *ctx, const ipu_workload *w, int device, float ***outputs)
+static ipu_status reference(ipu_ctx *ctx, const ipu_workload *w, int device,
+                            const ipu_reference_plan *plan, float ***outputs)
 {
     const ipu_graph *g = &w->graph;
     if (!w->values)
@@ -276,7 +351,7 @@ static ipu_status reference(ipu_ctx *ctx, const ipu_workload *w, int device, flo
     int previous = openblas_get_num_threads();
     size_t slots = g->tensor_count ? g->tensor_count : 1;
     eval e = {ctx, w, calloc(slots, sizeof(float *)), 0, 0, ipu_reference_blas_threads(),
-              device ? calloc(slots, sizeof(float *)) : NULL};
+              device ? calloc(slots, sizeof(float *)) : NULL, plan};
     ipu_status prepared = e.buf && (!device || e.rounded) ? IPU_OK : IPU_NO_MEMORY(ctx);
     if (prepared == IPU_OK && device)
         prepared = round_values(ctx, w, e.rounded);
@@ -314,16 +389,17 @@ static ipu_status reference(ipu_ctx *ctx, const ipu_workload *w, int device, flo
 
 ipu_status ipu_reference_fp32(ipu_ctx *ctx, const ipu_workload *w, float ***outputs)
 {
-    return reference(ctx, w, 0, outputs);
+    return reference(ctx, w, 0, NULL, outputs);
 }
 
-ipu_status ipu_reference_device(ipu_ctx *ctx, const ipu_workload *w, float ***outputs)
+ipu_status ipu_reference_device(ipu_ctx *ctx, const ipu_workload *w, const ipu_reference_plan *plan,
+                                float ***outputs)
 {
-    return reference(ctx, w, 1, outputs);
+    return reference(ctx, w, 1, plan, outputs);
 }
 
 ipu_status ipu_reference_device_op(ipu_ctx *ctx, const ipu_workload *w, size_t index,
-                                   const float *const inputs[3], float *out)
+                                   const ipu_reference_plan *plan, const float *const inputs[3], float *out)
 {
     const ipu_graph *g = &w->graph;
     if (index >= g->op_count)
@@ -335,7 +411,7 @@ ipu_status ipu_reference_device_op(ipu_ctx *ctx, const ipu_workload *w, size_t i
                             "reference: op %zu (%s) needs input %d apart from its output", index,
                             ipu_ir_op_name(op->kind), k);
     float *device_precision = NULL; /* compute rounds when e.rounded is set; it reads no values */
-    eval e = {ctx, w, NULL, 0, 0, ipu_reference_blas_threads(), &device_precision};
+    eval e = {ctx, w, NULL, 0, 0, ipu_reference_blas_threads(), &device_precision, plan};
     int previous = openblas_get_num_threads();
     if (previous != 1)
         openblas_set_num_threads(1);

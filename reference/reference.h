@@ -15,6 +15,8 @@
 #ifndef IPU_REFERENCE_H
 #define IPU_REFERENCE_H
 
+#include <jansson.h>
+
 #include "workloads/workload.h"
 
 /* The thread count the reference uses (and reports as its BLAS threads). */
@@ -25,18 +27,67 @@ int ipu_reference_blas_threads(void);
  * NULL for the others; release it with ipu_reference_free_outputs.  The
  * values must have been generated (IPU_ERR_STATE otherwise). */
 ipu_status ipu_reference_fp32(ipu_ctx *ctx, const ipu_workload *w, float ***outputs);
+/* How attention and MAP pooling are computed: as FP32 math (sgemm per image
+ * and head), or exactly as the device's flash or materialized kernels do
+ * (attention_exact.c), for the device-precision reference of a plan whose
+ * mode it knows. */
+enum ipu_reference_attention {
+    IPU_REF_ATTENTION_FP32 = 0,
+    IPU_REF_ATTENTION_FLASH = 1,
+    IPU_REF_ATTENTION_MATERIALIZED = 2
+};
+
+/* A matmul whose reduction the plan splits into parts: partial products
+ * over reduction bands [k_bounds[q], k_bounds[q + 1]) are rounded to the
+ * output type; the rows of output band b (rows [row_bounds[b],
+ * row_bounds[b + 1])) are owned by part b % parts, which adds its own partial
+ * to the others' summed by halves, every add rounded (as lowering's
+ * reduce-scatter does). */
+typedef struct ipu_reference_split {
+    uint32_t parts; /* 0 or 1: not split */
+    uint32_t *k_bounds, *row_bounds;
+    uint32_t row_bands;
+} ipu_reference_split;
+
+/* What the device-precision reference knows of a plan, per op: attention
+ * modes (ipu_reference_attention) and matmul splits. */
+typedef struct ipu_reference_plan {
+    int *attention;
+    ipu_reference_split *splits;
+    size_t op_count;
+} ipu_reference_plan;
+
+/* A plan from {"attention": {"<op>": "flash" | "materialized"}, "reductions":
+ * {"<op>": {"k_bounds": [...], "row_bounds": [...]}}} (as a package's meta
+ * records them; absent: FP32 math and unsplit matmuls); the message names a
+ * bad key or value.  Release with ipu_reference_plan_free. */
+ipu_status ipu_reference_plan_parse(ipu_ctx *ctx, const json_t *meta, const ipu_graph *g,
+                                    ipu_reference_plan *plan);
+void ipu_reference_plan_free(ipu_reference_plan *plan);
+
 /* The same graph at device precision: inputs and parameters take their
  * device-typed values, and every op's result is rounded to its tensor's
- * type and scale (GEMMs accumulate in FP32 and round once), with the shared
- * numerics library. */
-ipu_status ipu_reference_device(ipu_ctx *ctx, const ipu_workload *w, float ***outputs);
+ * type and scale (GEMMs accumulate in FP32 and round once, or per part as
+ * the plan splits them), with the shared numerics library; attention and
+ * MAP pooling as the plan's modes compute them.  plan may be NULL (FP32
+ * math, no splits). */
+ipu_status ipu_reference_device(ipu_ctx *ctx, const ipu_workload *w, const ipu_reference_plan *plan,
+                                float ***outputs);
+
+/* Attention of nq query rows (stride ldq) over nk keys and values (stride
+ * ldkv) of one (image, head), as the device's kernels compute it in mode
+ * (flash or materialized); out: nq rows of d floats at stride ldo. */
+ipu_status ipu_reference_attend_exact(ipu_ctx *ctx, int mode, const float *q, size_t ldq, size_t nq,
+                                      const float *k, const float *v, size_t ldkv, size_t nk, size_t d,
+                                      float scale, float *out, size_t ldo);
 
 /* One op of w's graph at device precision on given inputs (as many as the op
  * takes, each rows * cols of its tensor, apart from out): out (rows * cols of
- * the op's output) is rounded to the output's type and scale.  The per-op
+ * the op's output) is rounded to the output's type and scale, computed as the
+ * plan (NULL: none) says.  The per-op
  * check feeds it the device's own inputs, so each op is judged alone. */
 ipu_status ipu_reference_device_op(ipu_ctx *ctx, const ipu_workload *w, size_t index,
-                                   const float *const inputs[3], float *out);
+                                   const ipu_reference_plan *plan, const float *const inputs[3], float *out);
 
 /* Free an outputs array of count entries (NULL is a no-op). */
 void ipu_reference_free_outputs(float **outputs, size_t count);
@@ -48,10 +99,10 @@ ipu_status ipu_reference_layernorm(ipu_ctx *ctx, const float *x, const float *ga
                                    const float *beta, float epsilon, uint32_t rows, uint32_t cols,
                                    int threads, float *out);
 ipu_status ipu_reference_attention(ipu_ctx *ctx, const float *qkv, uint32_t rows, uint32_t seq,
-                                   uint32_t heads, uint32_t head_dim, int threads, float *out);
+                                   uint32_t heads, uint32_t head_dim, int threads, int mode, float *out);
 /* rows: the rows of kv (out has rows / seq). */
 ipu_status ipu_reference_map_pool(ipu_ctx *ctx, const float *q, const float *kv, uint32_t rows,
-                                  uint32_t seq, uint32_t heads, uint32_t head_dim, int threads,
+                                  uint32_t seq, uint32_t heads, uint32_t head_dim, int threads, int mode,
                                   float *out);
 
 #endif

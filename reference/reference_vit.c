@@ -1,11 +1,13 @@
 /* reference_vit.c: the FP32 reference of the transformer ops (ir.h):
  * LayerNorm, self-attention of fused QKV and MAP pooling, following the
  * device kernels' definitions (kernels_norm.c, kernels_attention.c) in FP32.
- * LayerNorm: each row's sum and sum of squared deviations accumulate in FP64
- * in element order, the mean and the biased variance are rounded to FP32,
- * then z = (x - mean) * (1 / sqrtf(var + eps)), y = z * gamma + beta in FP32.
- * Attention, per image and head: S = Q K^T with one single-threaded
- * cblas_sgemm, multiplied by 1/sqrtf(head_dim) in FP32; each row's softmax
+ * LayerNorm: each row's sum and sum of squared deviations (each deviation
+ * in FP32, squared in FP64) accumulate in FP64 in element order, the mean
+ * and the biased variance are rounded to FP32, then z = (x - mean) * (1 /
+ * sqrtf(var + eps)), g = z * gamma, y = g + beta in FP32.
+ * Attention, per image and head (FP32 mode; the device-precision reference
+ * of a plan whose attention mode it knows takes attention_exact.c's device
+ * algorithms instead): S = Q K^T with one single-threaded cblas_sgemm, multiplied by 1/sqrtf(head_dim) in FP32; each row's softmax
  * subtracts its max, takes expf, sums in FP32 in key order and divides; then
  * O = P V with one sgemm into the head's columns.  MAP pooling is the same
  * with one query row (shared by every image) per head.  The work is an
@@ -35,13 +37,16 @@ ipu_status ipu_reference_layernorm(ipu_ctx *ctx, const float *x, const float *ga
             sum += row[c];
         float mean = (float)(sum / cols);
         for (uint32_t c = 0; c < cols; c++) {
-            double d = (double)row[c] - (double)mean;
-            squares += d * d;
+            float d = row[c] - mean; /* as the kernel: the deviation in FP32, its square in FP64 */
+            squares += (double)d * d;
         }
         float var = (float)(squares / cols), inv = 1.0f / sqrtf(var + epsilon);
         float *y = out + (size_t)r * cols;
-        for (uint32_t c = 0; c < cols; c++)
-            y[c] = (row[c] - mean) * inv * gamma[c] + beta[c];
+        for (uint32_t c = 0; c < cols; c++) {
+            float z = (row[c] - mean) * inv;
+            float g = z * gamma[c];
+            y[c] = g + beta[c];
+        }
     }
     return IPU_OK;
 }
@@ -84,7 +89,7 @@ static ipu_status too_large(ipu_ctx *ctx, uint32_t rows, uint32_t seq, uint32_t 
 }
 
 ipu_status ipu_reference_attention(ipu_ctx *ctx, const float *qkv, uint32_t rows, uint32_t seq,
-                                   uint32_t heads, uint32_t head_dim, int threads, float *out)
+                                   uint32_t heads, uint32_t head_dim, int threads, int mode, float *out)
 {
     IPU_TRY(too_large(ctx, rows, seq, heads, head_dim));
     threads = threads > 0 ? threads : 1;
@@ -102,15 +107,23 @@ ipu_status ipu_reference_attention(ipu_ctx *ctx, const float *qkv, uint32_t rows
             continue;
         }
         const float *base = qkv + image * n * 3 * (size_t)c + h * d;
-        attend(base, 3 * c, n, base + c, base + 2 * (size_t)c, 3 * c, n, d, scale, s,
-               out + image * n * (size_t)c + h * d, c);
+        if (mode != IPU_REF_ATTENTION_FP32 &&
+            ipu_reference_attend_exact(NULL, mode, base, 3 * (size_t)c, (size_t)n, base + c, base + 2 * (size_t)c,
+                                       3 * (size_t)c, (size_t)n, (size_t)d, scale,
+                                       out + image * n * (size_t)c + h * d, (size_t)c) != IPU_OK) {
+#pragma omp atomic write
+            failed = 1;
+        } else if (mode == IPU_REF_ATTENTION_FP32) {
+            attend(base, 3 * c, n, base + c, base + 2 * (size_t)c, 3 * c, n, d, scale, s,
+                   out + image * n * (size_t)c + h * d, c);
+        }
         free(s);
     }
     return failed ? IPU_NO_MEMORY(ctx) : IPU_OK;
 }
 
 ipu_status ipu_reference_map_pool(ipu_ctx *ctx, const float *q, const float *kv, uint32_t rows,
-                                  uint32_t seq, uint32_t heads, uint32_t head_dim, int threads,
+                                  uint32_t seq, uint32_t heads, uint32_t head_dim, int threads, int mode,
                                   float *out)
 {
     IPU_TRY(too_large(ctx, rows, seq, heads, head_dim));
@@ -129,8 +142,16 @@ ipu_status ipu_reference_map_pool(ipu_ctx *ctx, const float *q, const float *kv,
             continue;
         }
         const float *base = kv + image * n * 2 * (size_t)c + h * d;
-        attend(q + h * d, c, 1, base, base + c, 2 * c, n, d, scale, s,
-               out + image * (size_t)c + h * d, c);
+        if (mode != IPU_REF_ATTENTION_FP32 &&
+            ipu_reference_attend_exact(NULL, mode, q + h * d, (size_t)c, 1, base, base + c, 2 * (size_t)c,
+                                       (size_t)n, (size_t)d, scale, out + image * (size_t)c + h * d,
+                                       (size_t)c) != IPU_OK) {
+#pragma omp atomic write
+            failed = 1;
+        } else if (mode == IPU_REF_ATTENTION_FP32) {
+            attend(q + h * d, c, 1, base, base + c, 2 * c, n, d, scale, s,
+                   out + image * (size_t)c + h * d, c);
+        }
         free(s);
     }
     return failed ? IPU_NO_MEMORY(ctx) : IPU_OK;

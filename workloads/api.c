@@ -249,8 +249,12 @@ static double seconds_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* {"fp32": true}: the FP32 reference; {"fp32": false} or {}: device precision. */
-static ipu_status reference_mode(ipu_ctx *ctx, const char *options_json, int *fp32)
+/* {"fp32": true}: the FP32 reference; {"fp32": false} or {}: device
+ * precision, with the plan's "attention" modes and "reductions" (as the
+ * package's meta records them, reference.h) computed as the device does.
+ * *plan: freed by the caller. */
+static ipu_status reference_mode(ipu_ctx *ctx, const ipu_workload *w, const char *options_json,
+                                 int *fp32, ipu_reference_plan *plan)
 {
     json_t *o;
     IPU_TRY(parse_options(ctx, options_json, "reference options", &o));
@@ -259,17 +263,21 @@ static ipu_status reference_mode(ipu_ctx *ctx, const char *options_json, int *fp
     ipu_status status = IPU_OK;
     json_object_foreach(o, key, value)
     {
-        if (strcmp(key, "fp32") != 0) {
+        if (strcmp(key, "fp32") != 0 && strcmp(key, "attention") != 0 && strcmp(key, "reductions") != 0) {
             status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                              "reference options: unknown option '%s' (expected fp32)", key);
+                              "reference options: unknown option '%s' (expected fp32, attention or "
+                              "reductions)",
+                              key);
             break;
         }
-        if (!json_is_boolean(value)) {
+        if (!strcmp(key, "fp32") && !json_is_boolean(value)) {
             status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                               "reference options: fp32 must be true or false");
             break;
         }
     }
+    if (status == IPU_OK)
+        status = ipu_reference_plan_parse(ctx, o, &w->graph, plan);
     if (status == IPU_OK)
         *fp32 = json_is_true(json_object_get(o, "fp32"));
     json_decref(o);
@@ -282,11 +290,15 @@ ipu_status ipu_reference_run(ipu_ctx *ctx, ipu_workload *w, const char *options_
     if (!w || !out_json)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_reference_run: missing argument");
     int fp32 = 0;
-    IPU_TRY(reference_mode(ctx, options_json, &fp32));
+    ipu_reference_plan plan = {0};
+    ipu_status status = reference_mode(ctx, w, options_json, &fp32, &plan);
     int threads = ipu_reference_blas_threads();
     double start = seconds_now();
     float **outputs;
-    IPU_TRY(fp32 ? ipu_reference_fp32(ctx, w, &outputs) : ipu_reference_device(ctx, w, &outputs));
+    if (status == IPU_OK)
+        status = fp32 ? ipu_reference_fp32(ctx, w, &outputs) : ipu_reference_device(ctx, w, &plan, &outputs);
+    ipu_reference_plan_free(&plan);
+    IPU_TRY(status);
     double wall = seconds_now() - start;
     ipu_reference_free_outputs(w->reference, w->graph.tensor_count);
     w->reference = outputs;

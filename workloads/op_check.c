@@ -4,8 +4,9 @@
  * (every iteration, for an op of the Repeat body) its blocks are read from
  * tile memory and decoded into the tensor.  The device-precision reference
  * computes the same op from the device's own inputs (the values the device
- * computed for them; inputs and parameters at their device types), so each
- * op is judged alone rather than through its predecessors' rounding, and
+ * computed for them; inputs and parameters at their device types; attention
+ * modes and matmul splits as the package's meta records the plan's), so
+ * each op is judged alone rather than through its predecessors' rounding, and
  * the two are compared by ipu_check_rows (atol = atol_rms x the RMS of the
  * reference op's output: op outputs differ in scale).  The first op in
  * execution order that fails is reported with its iteration, the element
@@ -40,6 +41,7 @@ typedef struct checker {
     ipu_check_criteria c; /* atol: a fraction of the reference output's RMS */
     float **latest;       /* per tensor: the device's latest value of an activation */
     float **typed;        /* per tensor: an input or parameter at its device values */
+    ipu_reference_plan plan; /* attention modes and matmul splits, as the package's meta records them */
     capture_key *keys;    /* captures by phase, then op */
     op_stats *stats;
     float *expected;
@@ -178,7 +180,7 @@ static ipu_status compare(checker *k, uint32_t op, uint32_t phase, uint32_t iter
     for (int i = 0; i < ipu_ir_op_arity(o->kind); i++)
         ready &= (inputs[i] = input_value(k, op, o->in[i], iteration)) != NULL;
     if (ready)
-        IPU_TRY(ipu_reference_device_op(k->ctx, k->w, op, inputs, k->expected));
+        IPU_TRY(ipu_reference_device_op(k->ctx, k->w, op, &k->plan, inputs, k->expected));
     for (const capture_key *c = first; c < end; c++)
         IPU_TRY(read_block(k, &k->pkg->captures[c->index], t, got));
     if (!ready)
@@ -312,7 +314,7 @@ ipu_status ipu_check_ops(ipu_ctx *ctx, const ipu_workload *w, const ipu_package 
                         "op check: the package names %zu compiler ops, the workload has %zu: it was "
                         "not compiled from this workload",
                         pkg->compiler_op_count, g->op_count);
-    checker k = {ctx, w, pkg, NULL, {0, 0, 0, 0}, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, 0};
+    checker k = {ctx, w, pkg, NULL, {0, 0, 0, 0}, NULL, NULL, {0}, NULL, NULL, NULL, NULL, 0, NULL, 0};
     IPU_TRY(ipu_check_parse_criteria(ctx, criteria_json, "atol_rms", &k.c));
     size_t largest = 1, slots = g->tensor_count ? g->tensor_count : 1;
     for (size_t i = 0; i < g->op_count; i++)
@@ -324,6 +326,10 @@ ipu_status ipu_check_ops(ipu_ctx *ctx, const ipu_workload *w, const ipu_package 
     k.stats = calloc(g->op_count ? g->op_count : 1, sizeof *k.stats);
     k.expected = malloc(largest * sizeof(float));
     ipu_status status = k.latest && k.typed && k.keys && k.stats && k.expected ? IPU_OK : IPU_NO_MEMORY(ctx);
+    json_t *meta = status == IPU_OK ? json_loads(pkg->meta_json, 0, NULL) : NULL;
+    if (status == IPU_OK)
+        status = ipu_reference_plan_parse(ctx, meta, g, &k.plan);
+    json_decref(meta);
     for (size_t i = 0; status == IPU_OK && i < pkg->capture_count; i++)
         k.keys[i] = (capture_key){pkg->captures[i].phase, pkg->captures[i].op, (uint32_t)i};
     if (status == IPU_OK)
@@ -357,6 +363,7 @@ ipu_status ipu_check_ops(ipu_ctx *ctx, const ipu_workload *w, const ipu_package 
             free(k.typed[i]);
     }
     free(k.latest), free(k.typed), free(k.keys), free(k.stats), free(k.expected), free(k.block);
+    ipu_reference_plan_free(&k.plan);
     ipu_device_free(k.dev);
     return status;
 }

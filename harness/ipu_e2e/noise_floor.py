@@ -3,20 +3,19 @@ the reference.  Every case is a correct plan (no injected fault): the MLP in
 FP8 and FP16, the ViT with flash and materialized attention, batches 1 and
 2, on 16, 64, 96 and 1472 tiles, at the default budget and at tighter ones.
 Each is compiled, run once and compared with both references ("device":
-rounding like the device, "fp32": FP32 from the unquantized values), and
-every op output is checked alone (ipu_check_ops).  Per
-reference mode and output dtype the floor is the worst figure over every
+computing as the device does, "fp32": FP32 from the unquantized values),
+and every op output is checked alone (ipu_check_ops).  Per reference mode and output dtype the floor is the worst figure over every
 case: the lowest row cosine, the largest atol the elementwise bound needs at
 the default rtol, the largest departure of the norm ratio from 1; for the
 per-op check, the lowest op cosine and the largest atol over RMS an op
-needed.  The
-thresholds that floor supports are derived with tolerances.MARGINS and set
-beside the defaults in use; a default looser than the floor's threshold
+needed.  The thresholds that floor supports (the worst figure times a
+factor, never tighter than an allowance: tolerances.MARGINS) are set beside
+the defaults in use; a default looser than the floor's threshold
 ("covered") never fails a plan like these.
 """
 import time
 
-from . import runner, tolerances
+from . import runner, tolerances, transformer
 from .native import Workload, check_outputs
 
 SMALL_VIT = {"workload": "vit", "tokens": 20, "heads": 4, "head_dim": 8, "hidden": 40, "layers": 2}
@@ -63,7 +62,7 @@ def measure(ctx, profile_for, case):
         _, outputs, _ = runner.run(ctx, package)
         record = {"name": name, "tiles": tiles, "options": options, "compile": compile_options, "checks": []}
         for mode in ("device", "fp32"):
-            workload.reference_run({"fp32": mode == "fp32"})
+            workload.reference_run(transformer.reference_options(mode == "fp32", package.info()))
             for t in workload.info()["tensors"]:
                 if t["role"] != "output":
                     continue
@@ -103,8 +102,10 @@ def floor(records):
     worst_cosine = min(records, key=lambda r: r["op_check"]["min_cosine"])
     worst_atol = max(records, key=lambda r: r["op_check"]["atol_rms_needed"])
     default = tolerances.op_criteria()
-    supported = {"min_cosine": 1 - (1 - worst_cosine["op_check"]["min_cosine"]) * m["cosine_gap_factor"],
-                 "atol_rms": worst_atol["op_check"]["atol_rms_needed"] * m["atol_factor"]}
+    supported = {"min_cosine": 1 - max((1 - worst_cosine["op_check"]["min_cosine"]) * m["cosine_gap_factor"],
+                                       m["cosine_gap_allowance"]),
+                 "atol_rms": max(worst_atol["op_check"]["atol_rms_needed"] * m["atol_factor"],
+                                 m["atol_rms_allowance"])}
     op_floor = {"mode": "device", "dtype": "op outputs", "plans": len(ops),
                 "compared": sum(o["compared"] for o in ops),
                 "min_cosine": worst_cosine["op_check"]["min_cosine"], "min_cosine_plan": worst_cosine["name"],
@@ -112,9 +113,9 @@ def floor(records):
                 "supported": supported, "defaults": default,
                 "covered": default["min_cosine"] <= supported["min_cosine"] and default["atol_rms"] >= supported["atol_rms"]}
     for f in out.values():
-        supported = {"min_cosine": 1 - (1 - f["min_cosine"]) * m["cosine_gap_factor"],
-                     "atol": f["atol_needed"] * m["atol_factor"],
-                     "norm_tolerance": f["norm_deviation"] * m["norm_factor"]}
+        supported = {"min_cosine": 1 - max((1 - f["min_cosine"]) * m["cosine_gap_factor"], m["cosine_gap_allowance"]),
+                     "atol": max(f["atol_needed"] * m["atol_factor"], m["atol_allowance"]),
+                     "norm_tolerance": max(f["norm_deviation"] * m["norm_factor"], m["norm_allowance"])}
         default = tolerances.criteria(f["mode"], f["dtype"])
         f["supported"] = supported
         f["defaults"] = default

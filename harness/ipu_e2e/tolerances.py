@@ -1,30 +1,32 @@
 """The output check's criteria: a per-row cosine, an elementwise bound
 |d - r| <= atol + rtol * |r| and a bound on the tensor's norm ratio (a scale
 error leaves every cosine at 1), per reference mode ("device": the
-reference rounds like the device; "fp32": FP32 from the unquantized values)
-and output dtype.  The defaults come from the noise floor that
-`ipu-e2e-bench noise` measures over 51 correct plans (the worst figure over
-every plan, with the margin stated in MARGINS, rounded outwards); its last
-run here: device/f16 worst cosine 0.997585, atol needed 0.1327, norm 1 +-
-0.0222; fp32/f16 0.986318, 0.198, 0.0261; per-op worst cosine 0.9999998,
-atol 0.00186 x RMS.  The device reference's floor is set by FP8 rounding:
-per op the device and the reference agree to a few FP16 ulps, but an
-attention output that differs in its last bits can round to a neighbouring
-FP8 code, and the next layers carry that on.  `--min-cosine`, `--atol` and
-`--rtol` override the output defaults.
+reference computes as the device does; "fp32": FP32 from the unquantized
+values) and output dtype.  The defaults come from the noise floor that
+`ipu-e2e-bench noise` measures over 51 correct plans: the worst figure over
+every plan times the factor in MARGINS, and never tighter than MARGINS's
+allowance (room for a BLAS whose kernels sum in another order on another
+CPU: a few FP16 ulps), rounded outwards.  Its last run here: the
+device-precision reference (attention in the plan's mode, split matmuls
+summed as the plan splits them) is bit-exact for every ViT and FP8 MLP plan,
+the FP16 MLP needs atol 0.00086 (worst cosine 0.99999998); fp32/f16 worst
+cosine 0.986318, atol 0.198, norm 1 +- 0.0261; per op worst atol 0.00063 x
+RMS.  `--min-cosine`, `--atol` and `--rtol` override the output defaults.
 """
 
 # Per (reference mode, output dtype): the defaults.
 DEFAULTS = {
-    ("device", "f16"): {"min_cosine": 0.995, "atol": 0.3, "rtol": 2 ** -7, "norm_tolerance": 0.05},
-    ("device", "f32"): {"min_cosine": 0.995, "atol": 0.3, "rtol": 2 ** -7, "norm_tolerance": 0.05},
+    ("device", "f16"): {"min_cosine": 0.9999, "atol": 0.02, "rtol": 2 ** -7, "norm_tolerance": 0.002},
+    ("device", "f32"): {"min_cosine": 0.9999, "atol": 0.02, "rtol": 2 ** -7, "norm_tolerance": 0.002},
     ("fp32", "f16"): {"min_cosine": 0.97, "atol": 0.4, "rtol": 0.125, "norm_tolerance": 0.06},
     ("fp32", "f32"): {"min_cosine": 0.97, "atol": 0.4, "rtol": 0.125, "norm_tolerance": 0.06},
 }
 # How the defaults sit against the measured floor: the cosine threshold is
 # (1 - floor) * cosine_gap_factor below 1, atol and the norm tolerance are the
-# worst measured figure times their factor.
-MARGINS = {"cosine_gap_factor": 2.0, "atol_factor": 2.0, "norm_factor": 2.0}
+# worst measured figure times their factor; none tighter than the allowance.
+MARGINS = {"cosine_gap_factor": 2.0, "atol_factor": 2.0, "norm_factor": 2.0,
+           "cosine_gap_allowance": 1e-4, "atol_allowance": 0.02, "norm_allowance": 0.002,
+           "atol_rms_allowance": 0.002}
 
 
 def criteria(mode, dtype, min_cosine=None, atol=None, rtol=None):
@@ -47,7 +49,7 @@ def help_text():
 # The per-op check (--check-ops): each op's device output against the
 # device-precision reference of that op alone, from the device's own inputs;
 # atol_rms is the absolute part as a fraction of the reference output's RMS.
-OP_DEFAULTS = {"min_cosine": 0.9999, "atol_rms": 0.01, "rtol": 2 ** -7, "norm_tolerance": 0.01}
+OP_DEFAULTS = {"min_cosine": 0.9999, "atol_rms": 0.002, "rtol": 2 ** -7, "norm_tolerance": 0.002}
 
 
 def op_criteria():

@@ -315,7 +315,7 @@ def execute(ctx, args, profile, package, progress, started):
     mode = "fp32" if args.reference_fp32 else "device"
     progress.update(f"{'FP32' if args.reference_fp32 else 'device-precision'} reference")
     begun = time.perf_counter()
-    reference = workload.reference_run({"fp32": args.reference_fp32})
+    reference = workload.reference_run(reference_options(args.reference_fp32, info))
     wall["reference"] = time.perf_counter() - begun
     result["reference"] = reference
     checks = []
@@ -334,6 +334,16 @@ def execute(ctx, args, profile, package, progress, started):
     passed = all(c["passed"] for c in checks) and resident_ok and ops_ok
     result["status"] = "PASS" if passed else "FAIL"
     return (EXIT_OK if passed else EXIT_CHECK_FAILED), result
+
+
+def reference_options(fp32, package_info):
+    """The reference's options: FP32, or device precision computing attention
+    in the modes the package's plan chose and summing split matmuls as its
+    plan splits them (the package's meta records both)."""
+    if fp32:
+        return {"fp32": True}
+    meta = package_info["meta"]
+    return {"fp32": False, "attention": meta.get("attention", {}), "reductions": meta.get("reductions", {})}
 
 
 def producing_op(winfo, tensor):

@@ -551,6 +551,15 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t *partials)
         L->prog->inject = IPU_INJECT_NONE;
     if (gk == 1)
         return IPU_OK;
+    /* The split, for a reference that sums the parts as the device does. */
+    ipu_low_op *record = &L->prog->ops[index];
+    record->parts = gk, record->row_bands = home_c->row_parts;
+    record->k_bounds = malloc((gk + 1) * sizeof *record->k_bounds);
+    record->row_bounds = malloc((home_c->row_parts + 1) * sizeof *record->row_bounds);
+    if (!record->k_bounds || !record->row_bounds)
+        return IPU_NO_MEMORY(L->ctx);
+    memcpy(record->k_bounds, o->a.col_bounds, (gk + 1) * sizeof *record->k_bounds);
+    memcpy(record->row_bounds, home_c->row_bounds, (home_c->row_parts + 1) * sizeof *record->row_bounds);
     /* Reduce-scatter: tile (i, j, l) gathers sub-band l of the other gk - 1
      * partials into one staging buffer (slot q, or q - 1 past its own), sums
      * them by halves (ipu_reduce_tree_half) and adds its own piece. */
@@ -701,6 +710,10 @@ void ipu_low_free(ipu_low_program *prog)
     for (size_t s = 0; prog->steps && s < prog->step_count; s++) {
         free(prog->steps[s].phase.xfers);
         free(prog->steps[s].phase.dsts);
+    }
+    for (size_t i = 0; prog->ops && i < prog->op_count; i++) {
+        free(prog->ops[i].k_bounds);
+        free(prog->ops[i].row_bounds);
     }
     free(prog->ops);
     free(prog->tensors);
@@ -974,6 +987,9 @@ ipu_status ipu_lower(ipu_ctx *ctx, const ipu_plan *plan, int inject, ipu_low_pro
     for (size_t i = 0; status == IPU_OK && i < g->op_count; i++) {
         snprintf(out->ops[i].kind, sizeof out->ops[i].kind, "%s", ipu_ir_op_name(g->ops[i].kind));
         snprintf(out->ops[i].name, sizeof out->ops[i].name, "%s", g->tensors[g->ops[i].out].name);
+        if (g->ops[i].kind == IPU_IR_ATTENTION || g->ops[i].kind == IPU_IR_MAP_POOL)
+            snprintf(out->ops[i].attention, sizeof out->ops[i].attention, "%s",
+                     ipu_attention_mode_name(plan->ops[i].attention));
     }
     if (status == IPU_OK)
         status = lower_program(&L, partials);

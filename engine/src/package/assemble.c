@@ -343,6 +343,47 @@ static ipu_status add_captures(assembly *A, ipu_pkg_builder *b)
     return status;
 }
 
+/* The plan's attention mode per attention and MAP pooling op ({"3":
+ * "flash"}): a device-precision reference of this package computes them the
+ * same way. */
+static json_t *attention_modes(const ipu_low_program *prog)
+{
+    json_t *out = json_object();
+    for (size_t i = 0; out && i < prog->op_count; i++) {
+        char key[24];
+        snprintf(key, sizeof key, "%zu", i);
+        if (prog->ops[i].attention[0])
+            json_object_set_new(out, key, json_string(prog->ops[i].attention));
+    }
+    return out;
+}
+
+/* The bounds as a JSON array. */
+static json_t *bounds_json(const uint32_t *bounds, uint32_t parts)
+{
+    json_t *out = json_array();
+    for (uint32_t i = 0; out && i <= parts; i++)
+        json_array_append_new(out, json_integer(bounds[i]));
+    return out;
+}
+
+/* Each matmul whose reduction the plan splits: {"<op>": {"k_bounds": [...],
+ * "row_bounds": [...]}} (its reduction bands and its output's row bands). */
+static json_t *reductions(const ipu_low_program *prog)
+{
+    json_t *out = json_object();
+    for (size_t i = 0; out && i < prog->op_count; i++) {
+        const ipu_low_op *op = &prog->ops[i];
+        if (op->parts < 2)
+            continue;
+        char key[24];
+        snprintf(key, sizeof key, "%zu", i);
+        json_object_set_new(out, key, json_pack("{s:o, s:o}", "k_bounds", bounds_json(op->k_bounds, op->parts),
+                                                "row_bounds", bounds_json(op->row_bounds, op->row_bands)));
+    }
+    return out;
+}
+
 /* Pass 2: encode every step's records and the control programs. */
 static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, uint8_t **patches,
                          uint32_t *patch_count)
@@ -588,6 +629,8 @@ ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
     if (status == IPU_OK && meta) {
         json_object_set(meta, "kernels", inventory);
         json_object_set_new(meta, "parameters", parameter_ranges(prog));
+        json_object_set_new(meta, "attention", attention_modes(prog));
+        json_object_set_new(meta, "reductions", reductions(prog));
     }
     if (status == IPU_OK) {
         ipu_pkg_set_meta(b, meta);

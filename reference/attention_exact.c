@@ -1,0 +1,138 @@
+/* attention_exact.c: attention of one (image, head) computed the way the
+ * device's kernels compute it (kernels_attention.c), for the
+ * device-precision reference when it knows the plan's attention mode.  Both
+ * modes take the scores S = Q K^T as chains of FP32 fused multiply-adds
+ * over head_dim (ipu_fma_product), which do not depend on how the device
+ * groups query rows, then:
+ *   flash: key blocks of 64 from key 0 (the planner's key chunks are
+ *     multiples of 64), each scaling its scores, taking the running maximum,
+ *     exponentials summed in key order, probabilities rounded to FP16, P V
+ *     as fused multiply-add chains over the block's keys, the state rescaled
+ *     by exp(old max - new max); the output is O / l;
+ *   materialized: scores scaled, each row's softmax (max, exponentials
+ *     summed in key order, divided by the sum) rounded to FP16, then P V
+ *     with one sgemm (as the device's FP16 GEMM, which decodes to FP32).
+ * Inputs are the FP16 values of q, k and v; out is FP32 (the caller rounds
+ * the op's output to its type).
+ */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/fma_product.h"
+#include "numerics/numerics.h"
+#include "reference/reference.h"
+
+#define FLASH_KEYS 64
+
+/* Rows of n floats at stride ld, packed. */
+static void pack(const float *src, size_t ld, size_t rows, size_t n, float *dst)
+{
+    for (size_t r = 0; r < rows; r++)
+        memcpy(dst + r * n, src + r * ld, n * sizeof *dst);
+}
+
+/* s (rows x keys) = q k^T as the kernels' dots: S^T = K Q^T by FMA chains. */
+static void dots(const float *q, const float *k, float *qt, float *st, float *s, size_t rows,
+                 size_t keys, size_t d)
+{
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < d; c++)
+            qt[c * rows + r] = q[r * d + c];
+    ipu_fma_product(k, qt, st, keys, d, rows);
+    for (size_t j = 0; j < keys; j++)
+        for (size_t r = 0; r < rows; r++)
+            s[r * keys + j] = st[j * rows + r];
+}
+
+static float scale_max(float *x, size_t n, float scale)
+{
+    float m = -INFINITY;
+    for (size_t j = 0; j < n; j++) {
+        x[j] *= scale;
+        if (x[j] > m)
+            m = x[j];
+    }
+    return m;
+}
+
+ipu_status ipu_reference_attend_exact(ipu_ctx *ctx, int mode, const float *q, size_t ldq, size_t nq,
+                                      const float *k, const float *v, size_t ldkv, size_t nk, size_t d,
+                                      float scale, float *out, size_t ldo)
+{
+    size_t block = mode == IPU_REF_ATTENTION_FLASH ? FLASH_KEYS : nk;
+    block = block < nk ? block : nk;
+    size_t floats = nq * d + 2 * nk * d + d * nq + block * nq + nq * block + nq * d + 4 * nq + nq * d;
+    float *qp = malloc(floats * sizeof *qp);
+    if (!qp)
+        return IPU_NO_MEMORY(ctx);
+    float *kp = qp + nq * d, *vp = kp + nk * d, *qt = vp + nk * d, *st = qt + d * nq;
+    float *s = st + block * nq, *pv = s + nq * block, *m = pv + nq * d, *l = m + nq;
+    float *alpha = l + nq, *rowsum = alpha + nq, *o = rowsum + nq;
+    pack(q, ldq, nq, d, qp);
+    pack(k, ldkv, nk, d, kp);
+    pack(v, ldkv, nk, d, vp);
+    if (mode == IPU_REF_ATTENTION_MATERIALIZED) {
+        dots(qp, kp, qt, st, s, nq, nk, d);
+        for (size_t i = 0; i < nq * nk; i++)
+            s[i] *= scale;
+        for (size_t r = 0; r < nq; r++) {
+            float *row = s + r * nk, mr = scale_max(row, nk, 1.0f), sum = 0.0f;
+            for (size_t j = 0; j < nk; j++) {
+                row[j] = expf(row[j] - mr);
+                sum += row[j];
+            }
+            for (size_t j = 0; j < nk; j++)
+                row[j] = row[j] / sum;
+            ipu_num_round(IPU_DT_F16, 0, row, nk);
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nq, (int)d, (int)nk, 1.0f, s,
+                    (int)nk, vp, (int)d, 0.0f, pv, (int)d);
+        for (size_t r = 0; r < nq; r++)
+            memcpy(out + r * ldo, pv + r * d, d * sizeof *out);
+        free(qp);
+        return IPU_OK;
+    }
+    for (size_t k0 = 0; k0 < nk; k0 += block) {
+        size_t keys = nk - k0 < block ? nk - k0 : block;
+        int accumulate = k0 > 0;
+        dots(qp, kp + k0 * d, qt, st, s, nq, keys, d);
+        for (size_t r = 0; r < nq; r++) {
+            float *sr = s + r * keys, m_old = -INFINITY, m_new = scale_max(sr, keys, scale);
+            if (accumulate) {
+                m_old = m[r];
+                if (m_old > m_new || isnan(m_old))
+                    m_new = m_old;
+            }
+            float sum = 0.0f;
+            for (size_t j = 0; j < keys; j++) {
+                sr[j] = expf(sr[j] - m_new);
+                sum += sr[j];
+            }
+            ipu_num_round(IPU_DT_F16, 0, sr, keys);
+            alpha[r] = accumulate ? expf(m_old - m_new) : 0.0f;
+            rowsum[r] = sum;
+            m[r] = m_new;
+        }
+        ipu_fma_product(s, vp + k0 * d, pv, nq, keys, d);
+        for (size_t r = 0; r < nq; r++) {
+            float lr = 0.0f, *orow = o + r * d;
+            const float *p = pv + r * d;
+            if (accumulate) {
+                lr = alpha[r] * l[r];
+                for (size_t c = 0; c < d; c++)
+                    orow[c] = alpha[r] * orow[c] + p[c];
+            } else {
+                memcpy(orow, p, d * sizeof *orow);
+            }
+            l[r] = lr + rowsum[r];
+        }
+    }
+    for (size_t r = 0; r < nq; r++)
+        for (size_t c = 0; c < d; c++)
+            out[r * ldo + c] = o[r * d + c] / l[r];
+    free(qp);
+    return IPU_OK;
+}
+

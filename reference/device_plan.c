@@ -1,0 +1,93 @@
+/* device_plan.c: what the device-precision reference knows of a plan (see
+ * reference.h ipu_reference_plan), read from the JSON a package's meta
+ * records: the attention mode of each attention and MAP pooling op and the
+ * reduction split of each matmul whose reduction the plan splits.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "reference/reference.h"
+
+#define BAD(...) IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "reference plan: " __VA_ARGS__)
+
+/* The op a key names ("3"), or -1. */
+static long op_of(const char *key, size_t op_count)
+{
+    char *end = NULL;
+    unsigned long op = strtoul(key, &end, 10);
+    return *key && !*end && op < op_count ? (long)op : -1;
+}
+
+/* An array of n + 1 ascending unsigned bounds from 0 to total. */
+static ipu_status bounds(ipu_ctx *ctx, const json_t *array, const char *what, const char *key,
+                         uint32_t total, uint32_t **out, uint32_t *n)
+{
+    size_t count = json_array_size(array);
+    if (!json_is_array(array) || count < 2)
+        return BAD("reductions '%s': '%s' must hold at least two bounds", key, what);
+    *out = malloc(count * sizeof **out);
+    if (!*out)
+        return IPU_NO_MEMORY(ctx);
+    for (size_t i = 0; i < count; i++) {
+        json_t *v = json_array_get(array, i);
+        json_int_t b = json_is_integer(v) ? json_integer_value(v) : -1;
+        if (b < 0 || b > total || (i && b < (*out)[i - 1]) || (i == 0 && b) ||
+            (i + 1 == count && b != total))
+            return BAD("reductions '%s': '%s' must rise from 0 to %u", key, what, total);
+        (*out)[i] = (uint32_t)b;
+    }
+    *n = (uint32_t)(count - 1);
+    return IPU_OK;
+}
+
+ipu_status ipu_reference_plan_parse(ipu_ctx *ctx, const json_t *meta, const ipu_graph *g,
+                                    ipu_reference_plan *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->op_count = g->op_count;
+    plan->attention = calloc(g->op_count ? g->op_count : 1, sizeof *plan->attention);
+    plan->splits = calloc(g->op_count ? g->op_count : 1, sizeof *plan->splits);
+    if (!plan->attention || !plan->splits)
+        return IPU_NO_MEMORY(ctx);
+    const json_t *attention = json_object_get(meta, "attention");
+    const json_t *reductions = json_object_get(meta, "reductions");
+    const char *key;
+    json_t *value;
+    if (attention && !json_is_object(attention))
+        return BAD("'attention' must be an object of op index -> mode");
+    json_object_foreach((json_t *)attention, key, value) {
+        long op = op_of(key, g->op_count);
+        const char *mode = json_string_value(value);
+        if (op < 0 || !mode || (strcmp(mode, "flash") && strcmp(mode, "materialized")) ||
+            (g->ops[op].kind != IPU_IR_ATTENTION && g->ops[op].kind != IPU_IR_MAP_POOL))
+            return BAD("attention '%s': expected an attention or MAP pooling op and \"flash\" or "
+                       "\"materialized\"",
+                       key);
+        plan->attention[op] = !strcmp(mode, "flash") ? IPU_REF_ATTENTION_FLASH : IPU_REF_ATTENTION_MATERIALIZED;
+    }
+    if (reductions && !json_is_object(reductions))
+        return BAD("'reductions' must be an object of op index -> split");
+    json_object_foreach((json_t *)reductions, key, value) {
+        long op = op_of(key, g->op_count);
+        if (op < 0 || g->ops[op].kind != IPU_IR_MATMUL || !json_is_object(value))
+            return BAD("reductions '%s': expected a matmul op and its split", key);
+        ipu_reference_split *s = &plan->splits[op];
+        const ipu_ir_tensor *a = &g->tensors[g->ops[op].in[0]];
+        IPU_TRY(bounds(ctx, json_object_get(value, "k_bounds"), "k_bounds", key, a->cols, &s->k_bounds,
+                       &s->parts));
+        IPU_TRY(bounds(ctx, json_object_get(value, "row_bounds"), "row_bounds", key, a->rows, &s->row_bounds,
+                       &s->row_bands));
+    }
+    return IPU_OK;
+}
+
+void ipu_reference_plan_free(ipu_reference_plan *plan)
+{
+    for (size_t i = 0; plan->splits && i < plan->op_count; i++) {
+        free(plan->splits[i].k_bounds);
+        free(plan->splits[i].row_bounds);
+    }
+    free(plan->attention);
+    free(plan->splits);
+    memset(plan, 0, sizeof *plan);
+}
