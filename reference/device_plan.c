@@ -1,7 +1,7 @@
 /* device_plan.c: what the device-precision reference knows of a plan (see
  * reference.h ipu_reference_plan), read from the JSON a package's meta
  * records: the attention mode of each attention and MAP pooling op and the
- * reduction split of each matmul whose reduction the plan splits.
+ * blocks (and reduction split) of each matmul.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +24,7 @@ static ipu_status bounds(ipu_ctx *ctx, const json_t *array, const char *what, co
 {
     size_t count = json_array_size(array);
     if (!json_is_array(array) || count < 2)
-        return BAD("reductions '%s': '%s' must hold at least two bounds", key, what);
+        return BAD("matmuls '%s': '%s' must hold at least two bounds", key, what);
     *out = malloc(count * sizeof **out);
     if (!*out)
         return IPU_NO_MEMORY(ctx);
@@ -33,7 +33,7 @@ static ipu_status bounds(ipu_ctx *ctx, const json_t *array, const char *what, co
         json_int_t b = json_is_integer(v) ? json_integer_value(v) : -1;
         if (b < 0 || b > total || (i && b < (*out)[i - 1]) || (i == 0 && b) ||
             (i + 1 == count && b != total))
-            return BAD("reductions '%s': '%s' must rise from 0 to %u", key, what, total);
+            return BAD("matmuls '%s': '%s' must rise from 0 to %u", key, what, total);
         (*out)[i] = (uint32_t)b;
     }
     *n = (uint32_t)(count - 1);
@@ -46,11 +46,11 @@ ipu_status ipu_reference_plan_parse(ipu_ctx *ctx, const json_t *meta, const ipu_
     memset(plan, 0, sizeof *plan);
     plan->op_count = g->op_count;
     plan->attention = calloc(g->op_count ? g->op_count : 1, sizeof *plan->attention);
-    plan->splits = calloc(g->op_count ? g->op_count : 1, sizeof *plan->splits);
-    if (!plan->attention || !plan->splits)
+    plan->matmuls = calloc(g->op_count ? g->op_count : 1, sizeof *plan->matmuls);
+    if (!plan->attention || !plan->matmuls)
         return IPU_NO_MEMORY(ctx);
     const json_t *attention = json_object_get(meta, "attention");
-    const json_t *reductions = json_object_get(meta, "reductions");
+    const json_t *matmuls = json_object_get(meta, "matmuls");
     const char *key;
     json_t *value;
     if (attention && !json_is_object(attention))
@@ -65,29 +65,37 @@ ipu_status ipu_reference_plan_parse(ipu_ctx *ctx, const json_t *meta, const ipu_
                        key);
         plan->attention[op] = !strcmp(mode, "flash") ? IPU_REF_ATTENTION_FLASH : IPU_REF_ATTENTION_MATERIALIZED;
     }
-    if (reductions && !json_is_object(reductions))
-        return BAD("'reductions' must be an object of op index -> split");
-    json_object_foreach((json_t *)reductions, key, value) {
+    if (matmuls && !json_is_object(matmuls))
+        return BAD("'matmuls' must be an object of op index -> blocks");
+    json_object_foreach((json_t *)matmuls, key, value) {
         long op = op_of(key, g->op_count);
         if (op < 0 || g->ops[op].kind != IPU_IR_MATMUL || !json_is_object(value))
-            return BAD("reductions '%s': expected a matmul op and its split", key);
-        ipu_reference_split *s = &plan->splits[op];
-        const ipu_ir_tensor *a = &g->tensors[g->ops[op].in[0]];
-        IPU_TRY(bounds(ctx, json_object_get(value, "k_bounds"), "k_bounds", key, a->cols, &s->k_bounds,
-                       &s->parts));
-        IPU_TRY(bounds(ctx, json_object_get(value, "row_bounds"), "row_bounds", key, a->rows, &s->row_bounds,
-                       &s->row_bands));
+            return BAD("matmuls '%s': expected a matmul op and its blocks", key);
+        ipu_reference_blocks *m = &plan->matmuls[op];
+        const ipu_ir_tensor *a = &g->tensors[g->ops[op].in[0]], *b = &g->tensors[g->ops[op].in[1]];
+        IPU_TRY(bounds(ctx, json_object_get(value, "row_blocks"), "row_blocks", key, a->rows, &m->row_blocks,
+                       &m->row_block_count));
+        IPU_TRY(bounds(ctx, json_object_get(value, "col_bounds"), "col_bounds", key, b->cols, &m->col_bounds,
+                       &m->col_block_count));
+        IPU_TRY(bounds(ctx, json_object_get(value, "k_bounds"), "k_bounds", key, a->cols, &m->k_bounds, &m->parts));
+        IPU_TRY(bounds(ctx, json_object_get(value, "row_bounds"), "row_bounds", key, a->rows, &m->row_bounds,
+                       &m->row_bands));
+        if (m->row_bands != m->row_block_count * m->parts)
+            return BAD("matmuls '%s': %u row bands for %u row blocks of %u parts", key, m->row_bands,
+                       m->row_block_count, m->parts);
     }
     return IPU_OK;
 }
 
 void ipu_reference_plan_free(ipu_reference_plan *plan)
 {
-    for (size_t i = 0; plan->splits && i < plan->op_count; i++) {
-        free(plan->splits[i].k_bounds);
-        free(plan->splits[i].row_bounds);
+    for (size_t i = 0; plan->matmuls && i < plan->op_count; i++) {
+        free(plan->matmuls[i].row_blocks);
+        free(plan->matmuls[i].col_bounds);
+        free(plan->matmuls[i].k_bounds);
+        free(plan->matmuls[i].row_bounds);
     }
     free(plan->attention);
-    free(plan->splits);
+    free(plan->matmuls);
     memset(plan, 0, sizeof *plan);
 }

@@ -133,65 +133,69 @@ static ipu_status matmul(eval *e, const ipu_ir_op *op, const float *a, const flo
 
 static void round_to_type(const ipu_ir_tensor *t, float *values, size_t n);
 
-/* A matmul whose reduction the plan splits (reference.h says how the device
- * sums the parts): per output row band, each part's partial product from
- * one single-threaded sgemm over its reduction band, rounded to the output
- * type; the other parts' partials (in part order) summed by halves, every
- * add rounded; then the owner's partial plus that sum, rounded.  The last
- * rounding is the op's own. */
-static ipu_status split_matmul(eval *e, const ipu_ir_op *op, const ipu_reference_split *split,
-                               const float *a, const float *b, float *c)
+/* A matmul in the plan's blocks (reference.h says how the device computes
+ * and sums them): per block and reduction part one single-threaded sgemm of
+ * the device's shape; with several parts each partial is rounded to the
+ * output type and every output row band sums them as its owner does (the
+ * others in part order, by halves, every add rounded, then the owner's plus
+ * that sum).  The last rounding is the op's own. */
+static ipu_status blocked_matmul(eval *e, const ipu_ir_op *op, const ipu_reference_blocks *m,
+                                 const float *a, const float *b, float *c)
 {
     const ipu_ir_tensor *ta = &e->w->graph.tensors[op->in[0]], *tc = &e->w->graph.tensors[op->out];
     int k = (int)ta->cols, n = (int)tc->cols;
-    uint32_t parts = split->parts;
+    uint32_t parts = m->parts, gm = m->row_block_count, gn = m->col_block_count;
     int failed = 0;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(e->threads) if (split->row_bands > 1)
-    for (int64_t band = 0; band < (int64_t)split->row_bands; band++) {
-        uint32_t r0 = split->row_bounds[band], rows = split->row_bounds[band + 1] - r0;
-        uint32_t own = (uint32_t)band % parts;
-        size_t size = (size_t)rows * n;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(e->threads) if ((uint64_t)gm * gn > 1)
+    for (int64_t block = 0; block < (int64_t)gm * gn; block++) {
+        uint32_t i = (uint32_t)(block / gn), j = (uint32_t)(block % gn);
+        uint32_t r0 = m->row_blocks[i], rows = m->row_blocks[i + 1] - r0;
+        uint32_t n0 = m->col_bounds[j], cols = m->col_bounds[j + 1] - n0;
+        size_t size = (size_t)rows * cols;
         float *partial = malloc(parts * size * sizeof *partial + 1);
-        if (!partial) {
+        float **slot = malloc(parts * sizeof *slot);
+        if (!partial || !slot) {
+            free(partial), free(slot);
 #pragma omp atomic write
             failed = 1;
             continue;
         }
-        for (uint32_t q = 0; q < parts && rows; q++) {
-            uint32_t k0 = split->k_bounds[q], depth = split->k_bounds[q + 1] - k0;
+        for (uint32_t q = 0; q < parts && size; q++) {
+            uint32_t k0 = m->k_bounds[q], depth = m->k_bounds[q + 1] - k0;
             float *p = partial + q * size;
             if (depth)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, n, (int)depth, 1.0f,
-                            a + (size_t)r0 * k + k0, k, b + (size_t)k0 * n, n, 0.0f, p, n);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)cols, (int)depth, 1.0f,
+                            a + (size_t)r0 * k + k0, k, b + (size_t)k0 * n + n0, n, 0.0f, p, (int)cols);
             else
                 memset(p, 0, size * sizeof *p);
-            round_to_type(tc, p, size);
+            if (parts > 1)
+                round_to_type(tc, p, size);
         }
-        /* The other parts in part order: slots 0 .. parts - 2, summed by halves. */
-        float **slot = malloc(parts * sizeof *slot);
-        if (!slot) {
-            free(partial);
-#pragma omp atomic write
-            failed = 1;
-            continue;
-        }
-        for (uint32_t q = 0, m = 0; q < parts; q++)
-            if (q != own)
-                slot[m++] = partial + q * size;
-        for (uint32_t count = parts - 1; count > 1;) {
-            uint32_t half = count / 2; /* ipu_reduce_tree_half */
-            for (uint32_t m = 0; m < half; m++) {
-                float *x = slot[m];
-                const float *y = slot[m + count - half];
-                for (size_t i = 0; i < size; i++)
-                    x[i] = x[i] + y[i];
-                round_to_type(tc, x, size);
+        for (uint32_t sub = 0; sub < parts; sub++) {
+            /* Output band i * parts + sub, owned by part sub. */
+            uint32_t b0 = m->row_bounds[i * parts + sub] - r0, band = m->row_bounds[i * parts + sub + 1] - r0 - b0;
+            size_t offset = (size_t)b0 * cols, count = (size_t)band * cols;
+            for (uint32_t q = 0, s = 0; q < parts; q++)
+                if (q != sub || parts == 1)
+                    slot[s++] = partial + q * size + offset;
+            for (uint32_t left = parts - 1; left > 1;) {
+                uint32_t half = left / 2; /* ipu_reduce_tree_half */
+                for (uint32_t s = 0; s < half; s++) {
+                    float *x = slot[s];
+                    const float *y = slot[s + left - half];
+                    for (size_t t = 0; t < count; t++)
+                        x[t] = x[t] + y[t];
+                    round_to_type(tc, x, count);
+                }
+                left -= half;
             }
-            count -= half;
+            const float *own = partial + sub * size + offset;
+            for (uint32_t r = 0; r < band; r++)
+                for (uint32_t col = 0; col < cols; col++) {
+                    size_t t = (size_t)r * cols + col;
+                    c[(size_t)(r0 + b0 + r) * n + n0 + col] = parts > 1 ? own[t] + slot[0][t] : own[t];
+                }
         }
-        const float *mine = partial + own * size;
-        for (size_t i = 0; i < size; i++)
-            c[(size_t)r0 * n + i] = mine[i] + slot[0][i];
         free(slot);
         free(partial);
     }
@@ -219,7 +223,7 @@ static ipu_status compute(eval *e, const ipu_ir_op *op, const float *a, const fl
     int64_t n = (int64_t)elements(&g->tensors[op->out]);
     size_t index = (size_t)(op - g->ops);
     int mode = e->plan && e->rounded ? e->plan->attention[index] : IPU_REF_ATTENTION_FP32;
-    const ipu_reference_split *split = e->plan && e->rounded ? &e->plan->splits[index] : NULL;
+    const ipu_reference_blocks *blocks = e->plan && e->rounded ? &e->plan->matmuls[index] : NULL;
     const ipu_ir_tensor *ta = &g->tensors[op->in[0]];
     if (op->kind >= IPU_IR_LAYERNORM && (out == a || out == b || out == c))
         return IPU_FAIL(e->ctx, IPU_ERR_INVALID_ARGUMENT,
@@ -227,8 +231,8 @@ static ipu_status compute(eval *e, const ipu_ir_op *op, const float *a, const fl
                         g->tensors[op->out].name);
     switch (op->kind) {
     case IPU_IR_MATMUL:
-        if (split && split->parts > 1)
-            IPU_TRY(split_matmul(e, op, split, a, b, out));
+        if (blocks && blocks->row_block_count)
+            IPU_TRY(blocked_matmul(e, op, blocks, a, b, out));
         else
             IPU_TRY(matmul(e, op, a, b, out));
         break;

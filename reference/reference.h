@@ -37,40 +37,42 @@ enum ipu_reference_attention {
     IPU_REF_ATTENTION_MATERIALIZED = 2
 };
 
-/* A matmul whose reduction the plan splits into parts: partial products
- * over reduction bands [k_bounds[q], k_bounds[q + 1]) are rounded to the
- * output type; the rows of output band b (rows [row_bounds[b],
- * row_bounds[b + 1])) are owned by part b % parts, which adds its own partial
- * to the others' summed by halves, every add rounded (as lowering's
- * reduce-scatter does). */
-typedef struct ipu_reference_split {
-    uint32_t parts; /* 0 or 1: not split */
-    uint32_t *k_bounds, *row_bounds;
-    uint32_t row_bands;
-} ipu_reference_split;
+/* How the plan blocks a matmul: the device computes block (i, j, l) with one
+ * GEMM over rows [row_blocks[i], row_blocks[i + 1]), columns [col_bounds[j],
+ * col_bounds[j + 1]) and reduction band [k_bounds[l], k_bounds[l + 1]) (the
+ * sums a BLAS GEMM gives depend on the block's shape).  With parts > 1 the
+ * partials are rounded to the output type, and the rows of output band b
+ * (rows [row_bounds[b], row_bounds[b + 1])) are owned by part b % parts,
+ * which adds its own partial to the others' summed by halves, every add
+ * rounded (as lowering's reduce-scatter does). */
+typedef struct ipu_reference_blocks {
+    uint32_t row_block_count, col_block_count, parts, row_bands; /* 0 blocks: not known */
+    uint32_t *row_blocks, *col_bounds, *k_bounds, *row_bounds;
+} ipu_reference_blocks;
 
 /* What the device-precision reference knows of a plan, per op: attention
- * modes (ipu_reference_attention) and matmul splits. */
+ * modes (ipu_reference_attention) and matmul blocks. */
 typedef struct ipu_reference_plan {
     int *attention;
-    ipu_reference_split *splits;
+    ipu_reference_blocks *matmuls;
     size_t op_count;
 } ipu_reference_plan;
 
-/* A plan from {"attention": {"<op>": "flash" | "materialized"}, "reductions":
- * {"<op>": {"k_bounds": [...], "row_bounds": [...]}}} (as a package's meta
- * records them; absent: FP32 math and unsplit matmuls); the message names a
- * bad key or value.  Release with ipu_reference_plan_free. */
+/* A plan from {"attention": {"<op>": "flash" | "materialized"}, "matmuls":
+ * {"<op>": {"row_blocks": [...], "col_bounds": [...], "k_bounds": [...],
+ * "row_bounds": [...]}}} (as a package's meta records them; absent: FP32
+ * math, matmuls in fixed tiles); the message names a bad key or value.
+ * Release with ipu_reference_plan_free. */
 ipu_status ipu_reference_plan_parse(ipu_ctx *ctx, const json_t *meta, const ipu_graph *g,
                                     ipu_reference_plan *plan);
 void ipu_reference_plan_free(ipu_reference_plan *plan);
 
 /* The same graph at device precision: inputs and parameters take their
  * device-typed values, and every op's result is rounded to its tensor's
- * type and scale (GEMMs accumulate in FP32 and round once, or per part as
- * the plan splits them), with the shared numerics library; attention and
+ * type and scale (GEMMs accumulate in FP32 in the plan's blocks and round
+ * once, or per part as the plan splits them), with the shared numerics library; attention and
  * MAP pooling as the plan's modes compute them.  plan may be NULL (FP32
- * math, no splits). */
+ * math, matmuls in fixed tiles). */
 ipu_status ipu_reference_device(ipu_ctx *ctx, const ipu_workload *w, const ipu_reference_plan *plan,
                                 float ***outputs);
 

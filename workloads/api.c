@@ -250,7 +250,7 @@ static double seconds_now(void)
 }
 
 /* {"fp32": true}: the FP32 reference; {"fp32": false} or {}: device
- * precision, with the plan's "attention" modes and "reductions" (as the
+ * precision, with the plan's "attention" modes and "matmuls" blocks (as the
  * package's meta records them, reference.h) computed as the device does.
  * *plan: freed by the caller. */
 static ipu_status reference_mode(ipu_ctx *ctx, const ipu_workload *w, const char *options_json,
@@ -263,10 +263,9 @@ static ipu_status reference_mode(ipu_ctx *ctx, const ipu_workload *w, const char
     ipu_status status = IPU_OK;
     json_object_foreach(o, key, value)
     {
-        if (strcmp(key, "fp32") != 0 && strcmp(key, "attention") != 0 && strcmp(key, "reductions") != 0) {
+        if (strcmp(key, "fp32") != 0 && strcmp(key, "attention") != 0 && strcmp(key, "matmuls") != 0) {
             status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                              "reference options: unknown option '%s' (expected fp32, attention or "
-                              "reductions)",
+                              "reference options: unknown option '%s' (expected fp32, attention or matmuls)",
                               key);
             break;
         }

@@ -5,7 +5,7 @@
  * tile memory and decoded into the tensor.  The device-precision reference
  * computes the same op from the device's own inputs (the values the device
  * computed for them; inputs and parameters at their device types; attention
- * modes and matmul splits as the package's meta records the plan's), so
+ * modes and matmul blocks as the package's meta records the plan's), so
  * each op is judged alone rather than through its predecessors' rounding, and
  * the two are compared by ipu_check_rows (atol = atol_rms x the RMS of the
  * reference op's output: op outputs differ in scale).  The first op in
@@ -41,7 +41,7 @@ typedef struct checker {
     ipu_check_criteria c; /* atol: a fraction of the reference output's RMS */
     float **latest;       /* per tensor: the device's latest value of an activation */
     float **typed;        /* per tensor: an input or parameter at its device values */
-    ipu_reference_plan plan; /* attention modes and matmul splits, as the package's meta records them */
+    ipu_reference_plan plan; /* attention modes and matmul blocks, as the package's meta records them */
     capture_key *keys;    /* captures by phase, then op */
     op_stats *stats;
     float *expected;

@@ -338,12 +338,12 @@ def execute(ctx, args, profile, package, progress, started):
 
 def reference_options(fp32, package_info):
     """The reference's options: FP32, or device precision computing attention
-    in the modes the package's plan chose and summing split matmuls as its
-    plan splits them (the package's meta records both)."""
+    in the modes the package's plan chose and matmuls in its blocks (the
+    package's meta records both)."""
     if fp32:
         return {"fp32": True}
     meta = package_info["meta"]
-    return {"fp32": False, "attention": meta.get("attention", {}), "reductions": meta.get("reductions", {})}
+    return {"fp32": False, "attention": meta.get("attention", {}), "matmuls": meta.get("matmuls", {})}
 
 
 def producing_op(winfo, tensor):

@@ -480,6 +480,29 @@ static void sub_band(const ipu_layout *c, uint32_t i, uint32_t j, uint32_t l, ui
     *stride = ipu_layout_stride(c, c->col_bounds[j + 1] - c->col_bounds[j]);
 }
 
+/* The matmul's blocks, for a reference that computes them as the device
+ * does: row blocks of gm even bands, the column and reduction bands of its
+ * operand layouts, the output's row bands. */
+static ipu_status record_blocks(lowering *L, size_t index, uint32_t rows, uint32_t gm, const ipu_layout *b,
+                                const ipu_layout *a, const ipu_layout *c)
+{
+    ipu_low_op *record = &L->prog->ops[index];
+    uint32_t gn = b->col_parts, gk = a->col_parts;
+    record->row_block_count = gm, record->col_block_count = gn, record->parts = gk;
+    record->row_blocks = malloc((gm + 1) * sizeof(uint32_t));
+    record->col_bounds = malloc((gn + 1) * sizeof(uint32_t));
+    record->k_bounds = malloc((gk + 1) * sizeof(uint32_t));
+    record->row_bounds = malloc((c->row_parts + 1) * sizeof(uint32_t));
+    if (!record->row_blocks || !record->col_bounds || !record->k_bounds || !record->row_bounds)
+        return IPU_NO_MEMORY(L->ctx);
+    for (uint32_t i = 0; i < gm; i++)
+        ipu_band(rows, gm, 1, i, &record->row_blocks[i], &record->row_blocks[i + 1]);
+    memcpy(record->col_bounds, b->col_bounds, (gn + 1) * sizeof(uint32_t));
+    memcpy(record->k_bounds, a->col_bounds, (gk + 1) * sizeof(uint32_t));
+    memcpy(record->row_bounds, c->row_bounds, (c->row_parts + 1) * sizeof(uint32_t));
+    return IPU_OK;
+}
+
 static ipu_status lower_matmul(lowering *L, size_t index, uint32_t *partials)
 {
     const ipu_graph *g = L->g;
@@ -549,17 +572,9 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t *partials)
             }
     if (scale_twice)
         L->prog->inject = IPU_INJECT_NONE;
+    IPU_TRY(record_blocks(L, index, ta->rows, gm, &o->b, &o->a, home_c));
     if (gk == 1)
         return IPU_OK;
-    /* The split, for a reference that sums the parts as the device does. */
-    ipu_low_op *record = &L->prog->ops[index];
-    record->parts = gk, record->row_bands = home_c->row_parts;
-    record->k_bounds = malloc((gk + 1) * sizeof *record->k_bounds);
-    record->row_bounds = malloc((home_c->row_parts + 1) * sizeof *record->row_bounds);
-    if (!record->k_bounds || !record->row_bounds)
-        return IPU_NO_MEMORY(L->ctx);
-    memcpy(record->k_bounds, o->a.col_bounds, (gk + 1) * sizeof *record->k_bounds);
-    memcpy(record->row_bounds, home_c->row_bounds, (home_c->row_parts + 1) * sizeof *record->row_bounds);
     /* Reduce-scatter: tile (i, j, l) gathers sub-band l of the other gk - 1
      * partials into one staging buffer (slot q, or q - 1 past its own), sums
      * them by halves (ipu_reduce_tree_half) and adds its own piece. */
@@ -712,6 +727,8 @@ void ipu_low_free(ipu_low_program *prog)
         free(prog->steps[s].phase.dsts);
     }
     for (size_t i = 0; prog->ops && i < prog->op_count; i++) {
+        free(prog->ops[i].row_blocks);
+        free(prog->ops[i].col_bounds);
         free(prog->ops[i].k_bounds);
         free(prog->ops[i].row_bounds);
     }

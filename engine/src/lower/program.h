@@ -114,11 +114,12 @@ typedef struct ipu_low_op {
     char kind[16];
     char name[64];
     char attention[16]; /* attention and MAP pooling: the plan's mode ("flash", "materialized"); else "" */
-    /* A matmul whose reduction is split into parts > 1: its reduction bands
-     * (parts + 1 bounds) and its output's row bands (row_bands + 1 bounds;
-     * band b is summed by part b % parts). */
-    uint32_t parts, row_bands;
-    uint32_t *k_bounds, *row_bounds;
+    /* A matmul's blocks (a reference computes them as the device does):
+     * row blocks, column blocks and reduction parts (count + 1 bounds each),
+     * and its output's row bands (row_blocks x parts; band b is summed by
+     * part b % parts). */
+    uint32_t row_block_count, col_block_count, parts;
+    uint32_t *row_blocks, *col_bounds, *k_bounds, *row_bounds;
 } ipu_low_op;
 
 /* Where an op's output can be read once the op is complete (a per-op check

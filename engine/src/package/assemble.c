@@ -367,19 +367,24 @@ static json_t *bounds_json(const uint32_t *bounds, uint32_t parts)
     return out;
 }
 
-/* Each matmul whose reduction the plan splits: {"<op>": {"k_bounds": [...],
- * "row_bounds": [...]}} (its reduction bands and its output's row bands). */
-static json_t *reductions(const ipu_low_program *prog)
+/* Each matmul's blocks: {"<op>": {"row_blocks", "col_bounds", "k_bounds",
+ * "row_bounds"}} (the device's GEMM shapes, reduction parts and the output's
+ * row bands), for a reference that computes them as the device does. */
+static json_t *matmul_blocks(const ipu_low_program *prog)
 {
     json_t *out = json_object();
     for (size_t i = 0; out && i < prog->op_count; i++) {
         const ipu_low_op *op = &prog->ops[i];
-        if (op->parts < 2)
+        if (!op->row_block_count)
             continue;
         char key[24];
         snprintf(key, sizeof key, "%zu", i);
-        json_object_set_new(out, key, json_pack("{s:o, s:o}", "k_bounds", bounds_json(op->k_bounds, op->parts),
-                                                "row_bounds", bounds_json(op->row_bounds, op->row_bands)));
+        json_object_set_new(out, key,
+                            json_pack("{s:o, s:o, s:o, s:o}", "row_blocks",
+                                      bounds_json(op->row_blocks, op->row_block_count), "col_bounds",
+                                      bounds_json(op->col_bounds, op->col_block_count), "k_bounds",
+                                      bounds_json(op->k_bounds, op->parts), "row_bounds",
+                                      bounds_json(op->row_bounds, op->row_block_count * op->parts)));
     }
     return out;
 }
@@ -630,7 +635,7 @@ ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
         json_object_set(meta, "kernels", inventory);
         json_object_set_new(meta, "parameters", parameter_ranges(prog));
         json_object_set_new(meta, "attention", attention_modes(prog));
-        json_object_set_new(meta, "reductions", reductions(prog));
+        json_object_set_new(meta, "matmuls", matmul_blocks(prog));
     }
     if (status == IPU_OK) {
         ipu_pkg_set_meta(b, meta);
