@@ -33,30 +33,6 @@ static void pack(const float *src, size_t ld, size_t rows, size_t n, float *dst)
         memcpy(dst + r * n, src + r * ld, n * sizeof *dst);
 }
 
-/* s (rows x keys) = q k^T as the kernels' dots: S^T = K Q^T by FMA chains. */
-static void dots(const float *q, const float *k, float *qt, float *st, float *s, size_t rows,
-                 size_t keys, size_t d)
-{
-    for (size_t r = 0; r < rows; r++)
-        for (size_t c = 0; c < d; c++)
-            qt[c * rows + r] = q[r * d + c];
-    ipu_fma_product(k, qt, st, keys, d, rows);
-    for (size_t j = 0; j < keys; j++)
-        for (size_t r = 0; r < rows; r++)
-            s[r * keys + j] = st[j * rows + r];
-}
-
-static float scale_max(float *x, size_t n, float scale)
-{
-    float m = -INFINITY;
-    for (size_t j = 0; j < n; j++) {
-        x[j] *= scale;
-        if (x[j] > m)
-            m = x[j];
-    }
-    return m;
-}
-
 ipu_status ipu_reference_attend_exact(ipu_ctx *ctx, int mode, const float *q, size_t ldq, size_t nq,
                                       const float *k, const float *v, size_t ldkv, size_t nk, size_t d,
                                       float scale, float *out, size_t ldo)
@@ -74,11 +50,11 @@ ipu_status ipu_reference_attend_exact(ipu_ctx *ctx, int mode, const float *q, si
     pack(k, ldkv, nk, d, kp);
     pack(v, ldkv, nk, d, vp);
     if (mode == IPU_REF_ATTENTION_MATERIALIZED) {
-        dots(qp, kp, qt, st, s, nq, nk, d);
+        ipu_fma_scores(qp, kp, qt, s, nq, nk, d);
         for (size_t i = 0; i < nq * nk; i++)
             s[i] *= scale;
         for (size_t r = 0; r < nq; r++) {
-            float *row = s + r * nk, mr = scale_max(row, nk, 1.0f), sum = 0.0f;
+            float *row = s + r * nk, mr = ipu_scale_max(row, nk, 1.0f), sum = 0.0f;
             for (size_t j = 0; j < nk; j++) {
                 row[j] = expf(row[j] - mr);
                 sum += row[j];
@@ -97,9 +73,9 @@ ipu_status ipu_reference_attend_exact(ipu_ctx *ctx, int mode, const float *q, si
     for (size_t k0 = 0; k0 < nk; k0 += block) {
         size_t keys = nk - k0 < block ? nk - k0 : block;
         int accumulate = k0 > 0;
-        dots(qp, kp + k0 * d, qt, st, s, nq, keys, d);
+        ipu_fma_scores(qp, kp + k0 * d, qt, s, nq, keys, d);
         for (size_t r = 0; r < nq; r++) {
-            float *sr = s + r * keys, m_old = -INFINITY, m_new = scale_max(sr, keys, scale);
+            float *sr = s + r * keys, m_old = -INFINITY, m_new = ipu_scale_max(sr, keys, scale);
             if (accumulate) {
                 m_old = m[r];
                 if (m_old > m_new || isnan(m_old))

@@ -65,3 +65,27 @@ void ipu_fma_product(const float *a, const float *b, float *out, size_t rows, si
         }
     }
 }
+
+void ipu_fma_scores(const float *q, const float *k, float *t, float *s, size_t rows, size_t keys,
+                    size_t d)
+{
+    float *qt = t, *st = t + d * rows;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < d; c++)
+            qt[c * rows + r] = q[r * d + c];
+    ipu_fma_product(k, qt, st, keys, d, rows);
+    for (size_t j = 0; j < keys; j++)
+        for (size_t r = 0; r < rows; r++)
+            s[r * keys + j] = st[j * rows + r];
+}
+
+float ipu_scale_max(float *x, size_t n, float scale)
+{
+    float m = -INFINITY;
+    for (size_t j = 0; j < n; j++) {
+        x[j] *= scale;
+        if (x[j] > m)
+            m = x[j];
+    }
+    return m;
+}

@@ -1,5 +1,6 @@
 /* fma_product.h: a small FP32 matrix product whose every output is one
- * chain of fused multiply-adds in a fixed order (see the .c file). */
+ * chain of fused multiply-adds in a fixed order (see the .c file), and the
+ * attention scores built on it, shared by the kernels and the reference. */
 #ifndef IPU_FMA_PRODUCT_H
 #define IPU_FMA_PRODUCT_H
 
@@ -10,5 +11,16 @@
  * inner-1 in order, from acc = +0. */
 void ipu_fma_product(const float *a, const float *b, float *out, size_t rows, size_t inner,
                      size_t cols);
+
+/* Attention scores s (rows x keys) = q (rows x d) k^T (keys x d), packed, as
+ * the attention kernels compute them: S^T = K Q^T by ipu_fma_product (the
+ * few query rows are cheaper to transpose than the keys); t has room for
+ * d x rows + keys x rows floats.  The device-precision reference calls the
+ * same function, so both agree bit for bit. */
+void ipu_fma_scores(const float *q, const float *k, float *t, float *s, size_t rows, size_t keys,
+                    size_t d);
+
+/* Scale x[0..n) in place; returns the largest scaled value (-inf when n is 0). */
+float ipu_scale_max(float *x, size_t n, float scale);
 
 #endif

@@ -270,17 +270,6 @@ static void decode_rows(int type, const uint8_t *src, size_t ld, float *dst, siz
 
 /* Scale a row in place and return its max (NaNs are skipped here and spread
  * through the exps). */
-static float scale_max(float *x, size_t n, float scale)
-{
-    float m = -INFINITY;
-    for (size_t j = 0; j < n; j++) {
-        x[j] *= scale;
-        if (x[j] > m)
-            m = x[j];
-    }
-    return m;
-}
-
 static void run_softmax(const ipu_kernel_call *call, uint8_t *const ptr[], float *scratch)
 {
     const uint32_t *a = call->args;
@@ -289,7 +278,7 @@ static void run_softmax(const ipu_kernel_call *call, uint8_t *const ptr[], float
     float scale = bits_f32(a[SM_SCALE]), *x = scratch, *row = scratch + rows * valid;
     decode_rows((int)a[SM_STYPE], ptr[0], a[SM_LDS], x, rows, valid);
     for (size_t r = 0; r < rows; r++) {
-        float *xr = x + r * valid, m = scale_max(xr, valid, scale), sum = 0.0f;
+        float *xr = x + r * valid, m = ipu_scale_max(xr, valid, scale), sum = 0.0f;
         for (size_t j = 0; j < valid; j++) {
             row[j] = expf(xr[j] - m);
             sum += row[j];
@@ -302,22 +291,6 @@ static void run_softmax(const ipu_kernel_call *call, uint8_t *const ptr[], float
     }
 }
 
-/* S = Q K^T (rows x keys) in FP32, from packed FP32 q (rows x d) and k
- * (keys x d), computed as S^T = K Q^T (the few query rows are cheaper to
- * transpose than the keys); t has room for d x rows + keys x rows floats. */
-static void dots(const float *q, const float *k, float *t, float *s, size_t rows, size_t keys,
-                 size_t d)
-{
-    float *qt = t, *st = t + d * rows;
-    for (size_t r = 0; r < rows; r++)
-        for (size_t c = 0; c < d; c++)
-            qt[c * rows + r] = q[r * d + c];
-    ipu_fma_product(k, qt, st, keys, d, rows);
-    for (size_t j = 0; j < keys; j++)
-        for (size_t r = 0; r < rows; r++)
-            s[r * keys + j] = st[j * rows + r];
-}
-
 static void run_scores(const ipu_kernel_call *call, uint8_t *const ptr[], float *scratch)
 {
     const uint32_t *a = call->args;
@@ -326,7 +299,7 @@ static void run_scores(const ipu_kernel_call *call, uint8_t *const ptr[], float 
     float *q = scratch, *k = q + rows * d, *s = k + keys * d, *t = s + rows * keys;
     decode_rows(IPU_DT_F16, ptr[0], a[SC_LDQ], q, rows, d);
     decode_rows(IPU_DT_F16, ptr[1], a[SC_LDK], k, keys, d);
-    dots(q, k, t, s, rows, keys, d);
+    ipu_fma_scores(q, k, t, s, rows, keys, d);
     for (size_t i = 0; i < rows * keys; i++)
         s[i] *= scale;
     for (size_t r = 0; r < rows; r++)
@@ -346,10 +319,10 @@ static void run_block(const ipu_kernel_call *call, uint8_t *const ptr[], float *
     decode_rows(IPU_DT_F16, ptr[0], a[BL_LDQ], q, rows, d);
     decode_rows(IPU_DT_F16, ptr[1], a[BL_LDK], k, valid, d);
     decode_rows(IPU_DT_F16, ptr[2], a[BL_LDV], v, valid, d);
-    dots(q, k, t, s, rows, valid, d);
+    ipu_fma_scores(q, k, t, s, rows, valid, d);
     for (size_t r = 0; r < rows; r++) {
         uint8_t *st = ptr[3] + r * ld_state * 4;
-        float *sr = s + r * valid, m_old = -INFINITY, m_new = scale_max(sr, valid, scale);
+        float *sr = s + r * valid, m_old = -INFINITY, m_new = ipu_scale_max(sr, valid, scale);
         if (accumulate) {
             memcpy(&m_old, st, 4);
             if (m_old > m_new || isnan(m_old))
