@@ -4,6 +4,8 @@
  * chains per instruction, and the portable fmaf loop give the same bits on
  * every host.  The blocks are small (a few query rows, at most 64 keys in a
  * flash block), where a BLAS call costs more in setup than in arithmetic.
+ * The scores built on it and the scaled maximum of a row live here too, so
+ * the kernels and the device-precision reference share them.
  */
 #include <math.h>
 
