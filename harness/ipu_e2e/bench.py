@@ -21,7 +21,8 @@ baseline measured in the same run (never asserted in tests).
   vit      the full-size ViT (or vit-small): build time (plan to package) and
            peak RSS, device wall time per resident inference, the FP32
            reference's wall time and the ratio of the two, the device time
-           with and without the allocation checks, simulated cycles per
+           with and without the allocation checks (their cost: the fastest
+           inference of each), simulated cycles per
            inference; the last output checked against the reference.
   noise    the output check's noise floor over 50+ correct plans (MLP and ViT,
            16 to 1472 tiles, budgets, attention modes, batches 1 and 2, FP8
@@ -347,7 +348,9 @@ def bench_vit(args, progress):
               "build_seconds": build, "build_stages": report["wall_seconds"], "build_peak_rss_mib": build_rss,
               "inferences": args.inferences, "device_seconds_per_inference": per_inference,
               "unchecked_device_seconds_per_inference": unchecked_per_inference,
-              "allocation_check_cost": per_inference / unchecked_per_inference - 1,
+              # The fastest inference of each: the least disturbed by the host's other work.
+              "device_seconds_fastest": min(seconds), "unchecked_device_seconds_fastest": min(unchecked),
+              "allocation_check_cost": min(seconds) / min(unchecked) - 1,
               "unchecked_outputs_identical": unchecked_outputs == outputs,
               "reference_seconds": reference, "device_reference_ratio": per_inference / reference,
               "simulated_cycles_per_inference": run_result["cycles"], "simulated_ms_per_inference": run_result["ms"],
@@ -381,8 +384,9 @@ def report_vit(result, out):
           f"resident inferences (outputs {'bit identical' if result['identical_outputs'] else 'DIFFER'}); FP32 "
           f"reference {result['reference_seconds']:.2f} s; device/reference {result['device_reference_ratio']:.2f}, "
           f"target <= {VIT_TARGETS['device_reference_ratio']}: {verdict('device_reference_ratio')}", file=out)
-    print(f"  allocation checks: {result['device_seconds_per_inference']:.2f} s per inference against "
-          f"{result['unchecked_device_seconds_per_inference']:.2f} s without them (same outputs: "
+    print(f"  allocation checks: fastest inference {result['device_seconds_fastest']:.2f} s against "
+          f"{result['unchecked_device_seconds_fastest']:.2f} s without them (mean "
+          f"{result['unchecked_device_seconds_per_inference']:.2f} s; same outputs: "
           f"{'yes' if result['unchecked_outputs_identical'] else 'NO'}), cost "
           f"{100 * result['allocation_check_cost']:+.1f}%, target <= "
           f"{100 * VIT_TARGETS['allocation_check_cost']:.0f}%: {verdict('allocation_check_cost')}", file=out)
