@@ -2,15 +2,22 @@
 # a release build and runs the default workload; `make test` builds and runs
 # every test: ctest (C), pytest (harness, CLI) and the browser checks.
 #   make test IPU_SANITIZE=ON   the same under ASan+UBSan (build-sanitize/)
+#   make test CC=clang          the same built with clang (build-clang/)
 #   make coverage               instrumented build, all tests, gcovr summary
 PYTHON ?= /usr/bin/python3
 JOBS ?= $(shell nproc)
 IPU_SANITIZE ?= OFF
+# A compiler given on the command line (make test CC=clang) builds in a
+# folder of its own (build-clang), so the default build stays as it is.
+ifeq ($(origin CC),command line)
+COMPILER_SUFFIX := -$(notdir $(CC))
+CMAKE_COMPILER := -DCMAKE_C_COMPILER=$(CC)
+endif
 DEB_PACKAGES = cmake gcc make pkg-config libjansson-dev libopenblas-dev libcmocka-dev zlib1g-dev \
 	python3-pytest python3-selenium python3-numpy chromium chromium-driver gcovr
 
 ifeq ($(IPU_SANITIZE),ON)
-BUILD_DIR ?= build-sanitize
+BUILD_DIR ?= build-sanitize$(COMPILER_SUFFIX)
 BUILD_TYPE ?= RelWithDebInfo
 ASAN_RUNTIME := $(shell gcc -print-file-name=libasan.so)
 UBSAN_RUNTIME := $(shell gcc -print-file-name=libubsan.so)
@@ -19,7 +26,7 @@ UBSAN_RUNTIME := $(shell gcc -print-file-name=libubsan.so)
 TEST_ENV = LD_PRELOAD="$(ASAN_RUNTIME) $(UBSAN_RUNTIME)" ASAN_OPTIONS=detect_leaks=0 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 else
-BUILD_DIR ?= build
+BUILD_DIR ?= build$(COMPILER_SUFFIX)
 BUILD_TYPE ?= Release
 TEST_ENV =
 endif
@@ -42,7 +49,7 @@ deps:
 
 $(BUILD_DIR)/Makefile: CMakeLists.txt
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DIPU_SANITIZE=$(IPU_SANITIZE) \
-		$(CMAKE_FLAGS)
+		$(CMAKE_COMPILER) $(CMAKE_FLAGS)
 
 build: deps $(BUILD_DIR)/Makefile
 	cmake --build $(BUILD_DIR) -j $(JOBS)
@@ -64,4 +71,4 @@ coverage:
 		build-coverage | tail -n 5
 
 clean:
-	rm -rf build build-sanitize build-coverage
+	rm -rf build build-sanitize build-coverage build-clang

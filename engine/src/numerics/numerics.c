@@ -24,8 +24,10 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -205,6 +207,21 @@ static int has_avx512(void) {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl");
 }
+
+/* F16C conversions with AVX (whose OS support __builtin_cpu_supports checks).
+ * F16C is read from CPUID leaf 1 (ECX bit 29), since clang's builtin does not
+ * know the "f16c" name, once: CPUID is slow (a virtual machine traps it), and
+ * the answer is a fact of the host, the same for every thread. */
+static int has_f16c(void) {
+    static _Atomic int known = -1;
+    int f16c = atomic_load_explicit(&known, memory_order_relaxed);
+    if (f16c < 0) {
+        unsigned a, b, c, d;
+        f16c = __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+        atomic_store_explicit(&known, f16c, memory_order_relaxed);
+    }
+    return f16c;
+}
 #endif
 
 static void decode_f16_run(const unsigned char *restrict s, float *restrict dst,
@@ -214,7 +231,7 @@ static void decode_f16_run(const unsigned char *restrict s, float *restrict dst,
     if (has_avx512()) {
         i = decode_f16_avx512(s, dst, n);
     }
-    if (__builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx")) {
+    if (has_f16c()) {
         i += decode_f16_f16c(s + 2 * i, dst + i, n - i);
     }
 #endif
@@ -300,7 +317,7 @@ static void encode_f16_run(const float *src, unsigned char *d, size_t n) {
             i += 16;
         }
     }
-    if (__builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx")) {
+    if (has_f16c()) {
         i += encode_f16_f16c(src + i, d + 2 * i, n - i);
     }
 #endif
@@ -371,7 +388,7 @@ static void decode_table_run(const float *restrict table, int dtype, int scale,
                              float *restrict dst, size_t n) {
 #if defined(__x86_64__)
     size_t done = has_avx512() ? decode_f8_avx512(table, dtype, scale, s, dst, n) : 0;
-    if (__builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx") &&
+    if (has_f16c() &&
         __builtin_cpu_supports("sse4.1")) {
         decode_f8_f16c(table, dtype, scale, s + done, dst + done, n - done);
         return;
@@ -692,7 +709,7 @@ void ipu_num_add_run(int dtype, const void *a, const void *b, void *dst, size_t 
             i += 16;
         }
     }
-    if (dtype == IPU_DT_F16 && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx")) {
+    if (dtype == IPU_DT_F16 && has_f16c()) {
         i += add_f16_f16c(pa + 2 * i, pb + 2 * i, pd + 2 * i, n - i);
     }
 #endif
