@@ -7,7 +7,8 @@
  * sqrtf(var + eps)), g = z * gamma, y = g + beta in FP32.
  * Attention, per image and head (FP32 mode; the device-precision reference
  * of a plan whose attention mode it knows takes attention_exact.c's device
- * algorithms instead): S = Q K^T with one single-threaded cblas_sgemm, multiplied by 1/sqrtf(head_dim) in FP32; each row's softmax
+ * algorithms instead): S = Q K^T with one single-threaded cblas_sgemm,
+ * multiplied by 1/sqrtf(head_dim) in FP32; each row's softmax
  * subtracts its max, takes expf, sums in FP32 in key order and divides; then
  * O = P V with one sgemm into the head's columns.  MAP pooling is the same
  * with one query row (shared by every image) per head.  The work is an
@@ -75,6 +76,21 @@ static void attend(const float *q, int ldq, int nq, const float *k, const float 
                 out, ldo);
 }
 
+/* One (image, head) in mode: FP32 math (attend, with its scores buffer) or
+ * the device's algorithm (attention_exact.c).  Returns 0 when out of memory. */
+static int attend_in(int mode, const float *q, int ldq, int nq, const float *k, const float *v, int ldkv,
+                     int nk, int d, float scale, float *out, int ldo)
+{
+    if (mode != IPU_REF_ATTENTION_FP32)
+        return ipu_reference_attend_exact(NULL, mode, q, (size_t)ldq, (size_t)nq, k, v, (size_t)ldkv,
+                                          (size_t)nk, (size_t)d, scale, out, (size_t)ldo) == IPU_OK;
+    float *s = malloc((size_t)nq * nk * sizeof *s);
+    if (s)
+        attend(q, ldq, nq, k, v, ldkv, nk, d, scale, s, out, ldo);
+    free(s);
+    return s != NULL;
+}
+
 static ipu_status too_large(ipu_ctx *ctx, uint32_t rows, uint32_t seq, uint32_t heads,
                             uint32_t head_dim)
 {
@@ -100,24 +116,12 @@ ipu_status ipu_reference_attention(ipu_ctx *ctx, const float *qkv, uint32_t rows
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (tasks > 1)
     for (int64_t t = 0; t < tasks; t++) {
         size_t image = (size_t)(t / heads), h = (size_t)(t % heads);
-        float *s = malloc((size_t)n * n * sizeof *s);
-        if (!s) {
-#pragma omp atomic write
-            failed = 1;
-            continue;
-        }
         const float *base = qkv + image * n * 3 * (size_t)c + h * d;
-        if (mode != IPU_REF_ATTENTION_FP32 &&
-            ipu_reference_attend_exact(NULL, mode, base, 3 * (size_t)c, (size_t)n, base + c, base + 2 * (size_t)c,
-                                       3 * (size_t)c, (size_t)n, (size_t)d, scale,
-                                       out + image * n * (size_t)c + h * d, (size_t)c) != IPU_OK) {
+        if (!attend_in(mode, base, 3 * c, n, base + c, base + 2 * (size_t)c, 3 * c, n, d, scale,
+                       out + image * n * (size_t)c + h * d, c)) {
 #pragma omp atomic write
             failed = 1;
-        } else if (mode == IPU_REF_ATTENTION_FP32) {
-            attend(base, 3 * c, n, base + c, base + 2 * (size_t)c, 3 * c, n, d, scale, s,
-                   out + image * n * (size_t)c + h * d, c);
         }
-        free(s);
     }
     return failed ? IPU_NO_MEMORY(ctx) : IPU_OK;
 }
@@ -135,24 +139,12 @@ ipu_status ipu_reference_map_pool(ipu_ctx *ctx, const float *q, const float *kv,
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (tasks > 1)
     for (int64_t t = 0; t < tasks; t++) {
         size_t image = (size_t)(t / heads), h = (size_t)(t % heads);
-        float *s = malloc((size_t)n * sizeof *s);
-        if (!s) {
-#pragma omp atomic write
-            failed = 1;
-            continue;
-        }
         const float *base = kv + image * n * 2 * (size_t)c + h * d;
-        if (mode != IPU_REF_ATTENTION_FP32 &&
-            ipu_reference_attend_exact(NULL, mode, q + h * d, (size_t)c, 1, base, base + c, 2 * (size_t)c,
-                                       (size_t)n, (size_t)d, scale, out + image * (size_t)c + h * d,
-                                       (size_t)c) != IPU_OK) {
+        if (!attend_in(mode, q + h * d, c, 1, base, base + c, 2 * c, n, d, scale,
+                       out + image * (size_t)c + h * d, c)) {
 #pragma omp atomic write
             failed = 1;
-        } else if (mode == IPU_REF_ATTENTION_FP32) {
-            attend(q + h * d, c, 1, base, base + c, 2 * c, n, d, scale, s,
-                   out + image * (size_t)c + h * d, c);
         }
-        free(s);
     }
     return failed ? IPU_NO_MEMORY(ctx) : IPU_OK;
 }

@@ -61,8 +61,9 @@ def measure(ctx, profile_for, case):
         package, _ = workload.compile(profile_for(tiles), **compile_options)
         _, outputs, _ = runner.run(ctx, package)
         record = {"name": name, "tiles": tiles, "options": options, "compile": compile_options, "checks": []}
+        info = package.info()
         for mode in ("device", "fp32"):
-            workload.reference_run(transformer.reference_options(mode == "fp32", package.info()))
+            workload.reference_run(transformer.reference_options(mode == "fp32", info))
             for t in workload.info()["tensors"]:
                 if t["role"] != "output":
                     continue

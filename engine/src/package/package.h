@@ -118,11 +118,6 @@ static inline int ipu_pkg_alloc_live(const ipu_pkg_alloc *a, uint32_t phase)
 {
     return a->first <= phase && phase <= a->last;
 }
-/* Program phase of a control op (format.h): op index of program init or main. */
-static inline uint32_t ipu_pkg_phase(const ipu_package *pkg, int main, size_t op, int exchange)
-{
-    return (uint32_t)(2 * ((main ? pkg->init_count : 0) + op) + (exchange ? 1 : 0));
-}
 /* "op 3 matmul block_out" for a compiler op index; "" for IPU_NO_OP. */
 void ipu_pkg_compiler_op_label(const ipu_package *pkg, uint32_t op, char *out, size_t size);
 
