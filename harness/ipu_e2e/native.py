@@ -7,13 +7,13 @@ import json
 import os
 from pathlib import Path
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 STATUS_NAMES = {
     0: "ok", 1: "invalid_argument", 2: "no_memory", 3: "io", 4: "malformed",
-    5: "device_fault", 6: "state", 7: "internal",
+    5: "device_fault", 6: "state", 7: "internal", 8: "cancelled",
 }
-INVALID_ARGUMENT, NO_MEMORY, IO, MALFORMED, DEVICE_FAULT, STATE, INTERNAL = range(1, 8)
+INVALID_ARGUMENT, NO_MEMORY, IO, MALFORMED, DEVICE_FAULT, STATE, INTERNAL, CANCELLED = range(1, 9)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -52,6 +52,7 @@ def _declare(lib):
         "ipu_ctx_clear_error": (None, [vp]),
         "ipu_ctx_set_progress": (None, [vp, _PROGRESS, vp]),
         "ipu_ctx_set_threads": (None, [vp, ctypes.c_int]),
+        "ipu_ctx_cancel": (None, [vp]),
         "ipu_profile_resolve": (st, [vp, cp, u32, out_str]),
         "ipu_package_load": (st, [vp, vp, sz, ctypes.POINTER(vp)]),
         "ipu_package_load_file": (st, [vp, cp, ctypes.POINTER(vp)]),

@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define IPU_ABI_VERSION 2u
+#define IPU_ABI_VERSION 3u
 
 /* Status codes: explicit values, append-only. */
 typedef enum ipu_status {
@@ -28,7 +28,8 @@ typedef enum ipu_status {
     IPU_ERR_MALFORMED = 4,        /* a package or profile failed validation */
     IPU_ERR_DEVICE_FAULT = 5,     /* the device stopped on a fault */
     IPU_ERR_STATE = 6,            /* call out of order (run before initialize) */
-    IPU_ERR_INTERNAL = 7          /* an internal invariant failed */
+    IPU_ERR_INTERNAL = 7,         /* an internal invariant failed */
+    IPU_ERR_CANCELLED = 8         /* ipu_ctx_cancel was called: the work stopped at a boundary */
 } ipu_status;
 
 typedef struct ipu_ctx ipu_ctx;
@@ -55,6 +56,11 @@ void ipu_ctx_set_log(ipu_ctx *ctx, ipu_log_fn fn, void *user);
 void ipu_ctx_set_progress(ipu_ctx *ctx, ipu_progress_fn fn, void *user);
 /* Worker threads for device tiles (0 = OpenMP default). Results do not depend on it. */
 void ipu_ctx_set_threads(ipu_ctx *ctx, int threads);
+/* Ask the work running on this context to stop: safe from any thread and from
+ * a signal handler. Compile stages, device steps, reference ops and checks
+ * look at the request at their boundaries and return IPU_ERR_CANCELLED; the
+ * request stays until the context is freed. */
+void ipu_ctx_cancel(ipu_ctx *ctx);
 
 /* ---- device profiles --------------------------------------------------- */
 /* Validate a profile JSON (fields as fixtures/profiles/c600.json; missing

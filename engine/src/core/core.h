@@ -7,6 +7,7 @@
 #define IPU_CORE_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,6 +22,7 @@ struct ipu_ctx {
     ipu_progress_fn progress_fn;
     void *progress_user;
     int threads;
+    atomic_int cancelled; /* set by ipu_ctx_cancel, from any thread */
 };
 
 #if defined(__GNUC__)
@@ -54,6 +56,11 @@ ipu_status ipu_inconsistent_at(ipu_ctx *ctx, const char *stage, const char *file
         if (ipu_try_status_ != IPU_OK)       \
             return ipu_try_status_;          \
     } while (0)
+
+/* IPU_ERR_CANCELLED (recorded as the context's error) once ipu_ctx_cancel was
+ * called, else IPU_OK: long work calls it at its step and stage boundaries. */
+ipu_status ipu_check_cancel_at(ipu_ctx *ctx, const char *file, int line);
+#define IPU_CHECK_CANCEL(ctx) ipu_check_cancel_at((ctx), __FILE__, __LINE__)
 
 void ipu_log(ipu_ctx *ctx, ipu_log_level level, const char *fmt, ...) IPU_PRINTF(3, 4);
 void ipu_progress(ipu_ctx *ctx, const char *stage, uint64_t done, uint64_t total);

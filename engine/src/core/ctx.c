@@ -1,5 +1,5 @@
 /* ctx.c: the context (first error with file:line, log and progress callbacks,
- * thread count), status names, ipu_free and the ABI version.
+ * thread count, cancel request), status names, ipu_free and the ABI version.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +20,7 @@ const char *ipu_status_name(ipu_status status)
     case IPU_ERR_DEVICE_FAULT: return "device_fault";
     case IPU_ERR_STATE: return "state";
     case IPU_ERR_INTERNAL: return "internal";
+    case IPU_ERR_CANCELLED: return "cancelled";
     }
     return "unknown";
 }
@@ -51,6 +52,19 @@ void ipu_ctx_set_progress(ipu_ctx *ctx, ipu_progress_fn fn, void *user)
 }
 
 void ipu_ctx_set_threads(ipu_ctx *ctx, int threads) { ctx->threads = threads > 0 ? threads : 0; }
+
+void ipu_ctx_cancel(ipu_ctx *ctx)
+{
+    if (ctx)
+        atomic_store(&ctx->cancelled, 1);
+}
+
+ipu_status ipu_check_cancel_at(ipu_ctx *ctx, const char *file, int line)
+{
+    if (!ctx || !atomic_load(&ctx->cancelled))
+        return IPU_OK;
+    return ipu_fail_at(ctx, IPU_ERR_CANCELLED, file, line, "cancelled");
+}
 
 ipu_status ipu_fail_at(ipu_ctx *ctx, ipu_status status, const char *file, int line,
                        const char *fmt, ...)
