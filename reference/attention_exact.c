@@ -40,9 +40,9 @@ ipu_status ipu_reference_attend_exact(ipu_ctx *ctx, int mode, const float *q, si
     size_t block = mode == IPU_REF_ATTENTION_FLASH ? FLASH_KEYS : nk;
     block = block < nk ? block : nk;
     size_t floats = nq * d + 2 * nk * d + d * nq + block * nq + nq * block + nq * d + 4 * nq + nq * d;
-    float *qp = malloc(floats * sizeof *qp);
+    float *qp = ipu_malloc(ctx, floats * sizeof *qp);
     if (!qp)
-        return IPU_NO_MEMORY(ctx);
+        return IPU_ERR_NO_MEMORY; /* the caller records it, outside its parallel loop */
     float *kp = qp + nq * d, *vp = kp + nk * d, *qt = vp + nk * d, *st = qt + d * nq;
     float *s = st + block * nq, *pv = s + nq * block, *m = pv + nq * d, *l = m + nq;
     float *alpha = l + nq, *rowsum = alpha + nq, *o = rowsum + nq;

@@ -217,8 +217,8 @@ ipu_status ipu_check_rows(ipu_ctx *ctx, const float *reference, const void *devi
     if (rows && cols && (!reference || !device))
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "check: missing reference or device data");
     size_t n = rows * cols;
-    float *decoded = malloc(n ? n * sizeof(float) : 1);
-    row_stat *stats = malloc(rows ? rows * sizeof *stats : 1);
+    float *decoded = ipu_malloc(ctx, n ? n * sizeof(float) : 1);
+    row_stat *stats = ipu_malloc(ctx, rows ? rows * sizeof *stats : 1);
     if (!decoded || !stats) {
         free(decoded);
         free(stats);

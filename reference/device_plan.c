@@ -25,7 +25,7 @@ static ipu_status bounds(ipu_ctx *ctx, const json_t *array, const char *what, co
     size_t count = json_array_size(array);
     if (!json_is_array(array) || count < 2)
         return BAD("matmuls '%s': '%s' must hold at least two bounds", key, what);
-    *out = malloc(count * sizeof **out);
+    *out = ipu_malloc(ctx, count * sizeof **out);
     if (!*out)
         return IPU_NO_MEMORY(ctx);
     for (size_t i = 0; i < count; i++) {
@@ -45,8 +45,8 @@ ipu_status ipu_reference_plan_parse(ipu_ctx *ctx, const json_t *meta, const ipu_
 {
     memset(plan, 0, sizeof *plan);
     plan->op_count = g->op_count;
-    plan->attention = calloc(g->op_count ? g->op_count : 1, sizeof *plan->attention);
-    plan->matmuls = calloc(g->op_count ? g->op_count : 1, sizeof *plan->matmuls);
+    plan->attention = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *plan->attention);
+    plan->matmuls = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *plan->matmuls);
     if (!plan->attention || !plan->matmuls)
         return IPU_NO_MEMORY(ctx);
     const json_t *attention = json_object_get(meta, "attention");

@@ -72,7 +72,7 @@ static ipu_status buffer(eval *e, uint32_t id, float **out)
         uint64_t n = elements(t);
         if (n > SIZE_MAX / sizeof(float))
             return IPU_NO_MEMORY(e->ctx);
-        e->buf[id] = calloc((size_t)n, sizeof(float));
+        e->buf[id] = ipu_calloc(e->ctx, (size_t)n, sizeof(float));
         if (!e->buf[id])
             return IPU_NO_MEMORY(e->ctx);
     }
@@ -152,8 +152,8 @@ static ipu_status blocked_matmul(eval *e, const ipu_ir_op *op, const ipu_referen
         uint32_t r0 = m->row_blocks[i], rows = m->row_blocks[i + 1] - r0;
         uint32_t n0 = m->col_bounds[j], cols = m->col_bounds[j + 1] - n0;
         size_t size = (size_t)rows * cols;
-        float *partial = malloc(parts * size * sizeof *partial + 1);
-        float **slot = malloc(parts * sizeof *slot);
+        float *partial = ipu_malloc(e->ctx, parts * size * sizeof *partial + 1);
+        float **slot = ipu_malloc(e->ctx, parts * sizeof *slot);
         if (!partial || !slot) {
             free(partial), free(slot);
 #pragma omp atomic write
@@ -336,7 +336,7 @@ static ipu_status round_values(ipu_ctx *ctx, const ipu_workload *w, float **roun
         if (!is_value(t) || !w->values[i])
             continue;
         size_t n = (size_t)(elements(t) * t->sequence);
-        rounded[i] = malloc(n * sizeof(float));
+        rounded[i] = ipu_malloc(ctx, n * sizeof(float));
         if (!rounded[i])
             return IPU_NO_MEMORY(ctx);
         memcpy(rounded[i], w->values[i], n * sizeof(float));
@@ -354,8 +354,8 @@ static ipu_status reference(ipu_ctx *ctx, const ipu_workload *w, int device,
     IPU_TRY(ipu_graph_validate(ctx, g));
     int previous = openblas_get_num_threads();
     size_t slots = g->tensor_count ? g->tensor_count : 1;
-    eval e = {ctx, w, calloc(slots, sizeof(float *)), 0, 0, ipu_reference_blas_threads(),
-              device ? calloc(slots, sizeof(float *)) : NULL, plan};
+    eval e = {ctx, w, ipu_calloc(ctx, slots, sizeof(float *)), 0, 0, ipu_reference_blas_threads(),
+              device ? ipu_calloc(ctx, slots, sizeof(float *)) : NULL, plan};
     ipu_status prepared = e.buf && (!device || e.rounded) ? IPU_OK : IPU_NO_MEMORY(ctx);
     if (prepared == IPU_OK && device)
         prepared = round_values(ctx, w, e.rounded);

@@ -78,7 +78,9 @@ ipu_status ipu_reference_device(ipu_ctx *ctx, const ipu_workload *w, const ipu_r
 
 /* Attention of nq query rows (stride ldq) over nk keys and values (stride
  * ldkv) of one (image, head), as the device's kernels compute it in mode
- * (flash or materialized); out: nq rows of d floats at stride ldo. */
+ * (flash or materialized); out: nq rows of d floats at stride ldo.  It
+ * runs inside parallel loops: ctx serves only its allocator, and out of
+ * memory returns IPU_ERR_NO_MEMORY without recording it on ctx. */
 ipu_status ipu_reference_attend_exact(ipu_ctx *ctx, int mode, const float *q, size_t ldq, size_t nq,
                                       const float *k, const float *v, size_t ldkv, size_t nk, size_t d,
                                       float scale, float *out, size_t ldo);

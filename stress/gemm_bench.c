@@ -65,10 +65,11 @@ static ipu_status build(ipu_ctx *ctx, const ipu_profile *p, uint32_t m, uint32_t
     return ipu_pkg_build(b, out);
 }
 
-static double direct_sgemm_seconds(uint64_t rows, uint32_t n, uint32_t k, int repeats)
+/* The fastest of repeats direct sgemm calls of the same shape; -1 when out of memory. */
+static double direct_sgemm_seconds(ipu_ctx *ctx, uint64_t rows, uint32_t n, uint32_t k, int repeats)
 {
-    float *a = malloc(rows * k * sizeof *a), *b = malloc((size_t)k * n * sizeof *b);
-    float *c = malloc(rows * n * sizeof *c);
+    float *a = ipu_malloc(ctx, rows * k * sizeof *a), *b = ipu_malloc(ctx, (size_t)k * n * sizeof *b);
+    float *c = ipu_malloc(ctx, rows * n * sizeof *c);
     double best = -1;
     if (a && b && c) {
         for (uint64_t i = 0; i < rows * k; i++)
@@ -122,8 +123,8 @@ ipu_status ipu_bench_gemm(ipu_ctx *ctx, const char *options_json, char **out_jso
     json_decref(report);
     if (status == IPU_OK) {
         double flops = 2.0 * (double)m * (double)n * (double)k * p.tiles;
-        double direct = direct_sgemm_seconds((uint64_t)m * p.tiles, (uint32_t)n, (uint32_t)k, (int)repeats);
-        json_t *r = json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:f, s:f, s:f, s:f, s:f, s:I}", "tiles",
+        double direct = direct_sgemm_seconds(ctx, (uint64_t)m * p.tiles, (uint32_t)n, (uint32_t)k, (int)repeats);
+        json_t *r = direct < 0 ? NULL : json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:f, s:f, s:f, s:f, s:f, s:I}", "tiles",
                               (json_int_t)p.tiles, "m", m, "n", n, "k", k, "precision", precision,
                               "repeats", repeats, "device_seconds", device_best, "device_gflops",
                               flops / device_best * 1e-9, "direct_seconds", direct, "direct_gflops",

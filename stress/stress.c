@@ -124,7 +124,7 @@ static ipu_status emit_loop_tables(stress *st, const stress_case *c, uint32_t ex
     uint32_t flags = c->width == 8 ? IPU_XFLAG_PAIRED : 0;
     uint8_t table[4 + (2 + MAX_RECEIVERS) * IPU_XROW_SIZE];
     uint8_t patches[4 + (1 + MAX_RECEIVERS) * IPU_PATCH_SIZE];
-    uint32_t *sources = malloc(st->iterations * sizeof *sources);
+    uint32_t *sources = ipu_malloc(st->ctx, st->iterations * sizeof *sources);
     if (!sources)
         return IPU_NO_MEMORY(st->ctx);
     ipu_status status = IPU_OK;
@@ -188,7 +188,7 @@ static ipu_status emit_readback(stress *st, const stress_case *c, uint32_t copy_
     uint32_t T = st->tiles, iterations = case_iterations(st, c);
     uint32_t window = window_bytes(st, c), bytes = iterations * c->receivers * window;
     uint32_t payload_words = window / 4;
-    uint32_t *words = malloc((size_t)iterations * window);
+    uint32_t *words = ipu_malloc(st->ctx, (size_t)iterations * window);
     if (!words)
         return IPU_NO_MEMORY(st->ctx);
     ipu_status status = IPU_OK;
@@ -251,7 +251,7 @@ static ipu_status emit_case(stress *st, const stress_case *c, json_t *cases)
     uint32_t exchange_slot = ipu_pkg_new_slot(st->b), patch_slot = ipu_pkg_new_slot(st->b);
     uint32_t copy_slot = ipu_pkg_new_slot(st->b), host_slot = ipu_pkg_new_slot(st->b);
     IPU_TRY(emit_loop_tables(st, c, exchange_slot, patch_slot, looped));
-    uint8_t *expected = malloc(bytes);
+    uint8_t *expected = ipu_malloc(st->ctx, bytes);
     if (!expected)
         return IPU_NO_MEMORY(st->ctx);
     ipu_status status = emit_readback(st, c, copy_slot, host_slot, stream, expected);
@@ -425,9 +425,9 @@ ipu_status ipu_stress_build(ipu_ctx *ctx, const char *options_json, ipu_package 
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                         "--iterations %u with %u words per window does not fit the tile's memory",
                         st.iterations, st.words);
-    st.send_busy = calloc(st.tiles, sizeof *st.send_busy);
-    st.recv_busy = calloc(st.tiles, sizeof *st.recv_busy);
-    st.slot_of = calloc(st.tiles, sizeof *st.slot_of);
+    st.send_busy = ipu_calloc(ctx, st.tiles, sizeof *st.send_busy);
+    st.recv_busy = ipu_calloc(ctx, st.tiles, sizeof *st.recv_busy);
+    st.slot_of = ipu_calloc(ctx, st.tiles, sizeof *st.slot_of);
     json_t *cases = json_array();
     ipu_status status = st.send_busy && st.recv_busy && st.slot_of && cases ? IPU_OK : IPU_NO_MEMORY(ctx);
     if (status == IPU_OK)

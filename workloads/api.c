@@ -226,7 +226,7 @@ ipu_status ipu_workload_device_bytes(ipu_ctx *ctx, const ipu_workload *w, const 
     size_t elem = ipu_dtype_size(t->dtype);
     if (count > SIZE_MAX / elem)
         return IPU_NO_MEMORY(ctx);
-    unsigned char *bytes = malloc(count ? count * elem : 1);
+    unsigned char *bytes = ipu_malloc(ctx, count ? count * elem : 1);
     if (!bytes)
         return IPU_NO_MEMORY(ctx);
     int64_t chunks = (int64_t)((count + ENCODE_CHUNK - 1) / ENCODE_CHUNK);

@@ -81,7 +81,7 @@ ipu_status ipu_mlp_build(ipu_ctx *ctx, const json_t *options, ipu_workload **out
 {
     mlp_options m = {0};
     IPU_TRY(parse(ctx, options, &m));
-    ipu_workload *w = calloc(1, sizeof *w);
+    ipu_workload *w = ipu_calloc(ctx, 1, sizeof *w);
     if (!w)
         return IPU_NO_MEMORY(ctx);
     strcpy(w->name, "mlp");

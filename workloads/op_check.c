@@ -99,7 +99,7 @@ static ipu_status read_block(checker *k, const ipu_pkg_capture *cap, const ipu_i
     size_t elem = ipu_dtype_size(t->dtype), width = cap->col_hi - cap->col_lo;
     size_t bytes = (size_t)(cap->row_hi - cap->row_lo - 1) * cap->stride + width * elem;
     if (bytes > k->block_size) {
-        uint8_t *grown = realloc(k->block, bytes);
+        uint8_t *grown = ipu_realloc(k->ctx, k->block, bytes);
         if (!grown)
             return IPU_NO_MEMORY(k->ctx);
         k->block = grown;
@@ -172,7 +172,7 @@ static ipu_status compare(checker *k, uint32_t op, uint32_t phase, uint32_t iter
     const ipu_ir_op *o = &g->ops[op];
     const ipu_ir_tensor *t = &g->tensors[o->out];
     size_t n = elements(t);
-    if (!k->latest[o->out] && !(k->latest[o->out] = calloc(n ? n : 1, sizeof(float))))
+    if (!k->latest[o->out] && !(k->latest[o->out] = ipu_calloc(k->ctx, n ? n : 1, sizeof(float))))
         return IPU_NO_MEMORY(k->ctx);
     float *got = k->latest[o->out];
     const float *inputs[3] = {NULL, NULL, NULL};
@@ -240,8 +240,8 @@ static ipu_status type_values(checker *k)
         if (!is_value(t) || !k->w->values[i])
             continue;
         size_t n = elements(t) * t->sequence, elem = ipu_dtype_size(t->dtype);
-        uint8_t *bytes = malloc(n > 0 ? n * elem : 1);
-        k->typed[i] = malloc((n ? n : 1) * sizeof(float));
+        uint8_t *bytes = ipu_malloc(k->ctx, n > 0 ? n * elem : 1);
+        k->typed[i] = ipu_malloc(k->ctx, (n ? n : 1) * sizeof(float));
         if (!bytes || !k->typed[i]) {
             free(bytes);
             return IPU_NO_MEMORY(k->ctx);
@@ -320,11 +320,11 @@ ipu_status ipu_check_ops(ipu_ctx *ctx, const ipu_workload *w, const ipu_package 
     for (size_t i = 0; i < g->op_count; i++)
         if (elements(&g->tensors[g->ops[i].out]) > largest)
             largest = elements(&g->tensors[g->ops[i].out]);
-    k.latest = calloc(slots, sizeof *k.latest);
-    k.typed = calloc(slots, sizeof *k.typed);
-    k.keys = malloc((pkg->capture_count ? pkg->capture_count : 1) * sizeof *k.keys);
-    k.stats = calloc(g->op_count ? g->op_count : 1, sizeof *k.stats);
-    k.expected = malloc(largest * sizeof(float));
+    k.latest = ipu_calloc(ctx, slots, sizeof *k.latest);
+    k.typed = ipu_calloc(ctx, slots, sizeof *k.typed);
+    k.keys = ipu_malloc(ctx, (pkg->capture_count ? pkg->capture_count : 1) * sizeof *k.keys);
+    k.stats = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *k.stats);
+    k.expected = ipu_malloc(ctx, largest * sizeof(float));
     ipu_status status = k.latest && k.typed && k.keys && k.stats && k.expected ? IPU_OK : IPU_NO_MEMORY(ctx);
     json_t *meta = status == IPU_OK ? json_loads(pkg->meta_json, 0, NULL) : NULL;
     if (status == IPU_OK)

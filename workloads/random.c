@@ -43,7 +43,7 @@ void ipu_default_values(const ipu_ir_tensor *t, float *scale, float *offset)
 ipu_status ipu_workload_generate(ipu_ctx *ctx, ipu_workload *w)
 {
     ipu_graph *g = &w->graph;
-    w->values = calloc(g->tensor_count, sizeof *w->values);
+    w->values = ipu_calloc(ctx, g->tensor_count, sizeof *w->values);
     if (!w->values)
         return IPU_NO_MEMORY(ctx);
     for (size_t i = 0; i < g->tensor_count; i++) {
@@ -51,7 +51,7 @@ ipu_status ipu_workload_generate(ipu_ctx *ctx, ipu_workload *w)
         if (t->role != IPU_ROLE_INPUT && t->role != IPU_ROLE_PARAM)
             continue;
         uint64_t count = (uint64_t)t->rows * t->cols * t->sequence;
-        float *v = malloc(count * sizeof *v);
+        float *v = ipu_malloc(ctx, count * sizeof *v);
         if (!v)
             return IPU_NO_MEMORY(ctx);
         w->values[i] = v;

@@ -236,7 +236,7 @@ ipu_status ipu_vit_build(ipu_ctx *ctx, const char *name, const json_t *options, 
 {
     vit_options m = {0};
     IPU_TRY(parse(ctx, name, options, &m));
-    ipu_workload *w = calloc(1, sizeof *w);
+    ipu_workload *w = ipu_calloc(ctx, 1, sizeof *w);
     if (!w)
         return IPU_NO_MEMORY(ctx);
     snprintf(w->name, sizeof w->name, "%s", name);

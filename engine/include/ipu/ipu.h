@@ -61,6 +61,15 @@ void ipu_ctx_set_threads(ipu_ctx *ctx, int threads);
  * look at the request at their boundaries and return IPU_ERR_CANCELLED; the
  * request stays until the context is freed. */
 void ipu_ctx_cancel(ipu_ctx *ctx);
+/* Test hooks for out-of-memory paths.  The context counts every allocation
+ * the library makes on its behalf; ipu_ctx_fail_allocation makes the nth one
+ * from the context's creation (1-based) fail as if memory ran out, that one
+ * only (0 = none, the default), so the call making it returns
+ * IPU_ERR_NO_MEMORY.  ipu_ctx_allocations is the count so far.  The
+ * libraries the engine calls (jansson, OpenBLAS, OpenMP) allocate on their
+ * own and are not counted. */
+void ipu_ctx_fail_allocation(ipu_ctx *ctx, uint64_t nth);
+uint64_t ipu_ctx_allocations(const ipu_ctx *ctx);
 
 /* ---- device profiles --------------------------------------------------- */
 /* Validate a profile JSON (fields as fixtures/profiles/c600.json; missing

@@ -1,7 +1,7 @@
 /* core.h: the context every call hangs off (first error with file:line, log
- * and progress callbacks, thread count), status helpers and small utilities
- * shared by all stages: checked allocation, growable byte buffers, atomic file
- * writes and 64-bit digests.
+ * and progress callbacks, thread count, allocation count), status helpers and
+ * small utilities shared by all stages: the context's allocator (alloc.c),
+ * growable byte buffers, atomic file writes and 64-bit digests.
  */
 #ifndef IPU_CORE_H
 #define IPU_CORE_H
@@ -23,6 +23,8 @@ struct ipu_ctx {
     void *progress_user;
     int threads;
     atomic_int cancelled; /* set by ipu_ctx_cancel, from any thread */
+    _Atomic uint64_t allocations; /* made through ipu_malloc and friends */
+    uint64_t fail_allocation;     /* the one that fails (0 = none): a test hook */
 };
 
 #if defined(__GNUC__)
@@ -64,6 +66,15 @@ ipu_status ipu_check_cancel_at(ipu_ctx *ctx, const char *file, int line);
 
 void ipu_log(ipu_ctx *ctx, ipu_log_level level, const char *fmt, ...) IPU_PRINTF(3, 4);
 void ipu_progress(ipu_ctx *ctx, const char *stage, uint64_t done, uint64_t total);
+
+/* The context's allocator: malloc, calloc, realloc and strdup that count
+ * each call on the context (from any thread) and return NULL for the one
+ * ipu_ctx_fail_allocation names.  The caller reports NULL with
+ * IPU_NO_MEMORY; what they return is released with plain free(). */
+void *ipu_malloc(ipu_ctx *ctx, size_t size);
+void *ipu_calloc(ipu_ctx *ctx, size_t count, size_t size);
+void *ipu_realloc(ipu_ctx *ctx, void *pointer, size_t size);
+char *ipu_strdup(ipu_ctx *ctx, const char *text);
 
 /* A growable byte buffer. */
 typedef struct ipu_buf {

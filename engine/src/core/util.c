@@ -16,7 +16,7 @@ ipu_status ipu_buf_reserve(ipu_ctx *ctx, ipu_buf *buf, size_t capacity)
     size_t grown = buf->capacity ? buf->capacity * 2 : 256;
     if (grown < capacity)
         grown = capacity;
-    uint8_t *data = realloc(buf->data, grown);
+    uint8_t *data = ipu_realloc(ctx, buf->data, grown);
     if (!data)
         return IPU_NO_MEMORY(ctx);
     buf->data = data;
@@ -62,7 +62,7 @@ ipu_status ipu_grow(ipu_ctx *ctx, void **items, size_t element_size, size_t coun
     if (count < *capacity)
         return IPU_OK;
     size_t grown = *capacity ? *capacity * 2 : 16;
-    void *data = realloc(*items, grown * element_size);
+    void *data = ipu_realloc(ctx, *items, grown * element_size);
     if (!data)
         return IPU_NO_MEMORY(ctx);
     *items = data;
@@ -99,7 +99,7 @@ ipu_status ipu_read_file(ipu_ctx *ctx, const char *path, uint8_t **out, size_t *
 ipu_status ipu_write_file_atomic(ipu_ctx *ctx, const char *path, const void *data, size_t size)
 {
     size_t length = strlen(path);
-    char *temporary = malloc(length + 32);
+    char *temporary = ipu_malloc(ctx, length + 32);
     if (!temporary)
         return IPU_NO_MEMORY(ctx);
     snprintf(temporary, length + 32, "%s.tmp.%ld", path, (long)getpid());

@@ -54,7 +54,7 @@ ipu_status ipu_device_create(ipu_ctx *ctx, const char *profile_json, ipu_device 
 {
     if (!profile_json || !out)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_device_create: NULL argument");
-    ipu_device *dev = calloc(1, sizeof *dev);
+    ipu_device *dev = ipu_calloc(ctx, 1, sizeof *dev);
     if (!dev)
         return IPU_NO_MEMORY(ctx);
     ipu_status status = ipu_profile_parse(ctx, profile_json, 0, &dev->profile);
@@ -126,7 +126,7 @@ ipu_status ipu_device_set_stream(ipu_ctx *ctx, ipu_device *dev, const char *stre
 {
     if (!dev || !stream || (!data && size))
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_device_set_stream: NULL argument");
-    uint8_t *copy = malloc(size ? size : 1);
+    uint8_t *copy = ipu_malloc(ctx, size ? size : 1);
     if (!copy)
         return IPU_NO_MEMORY(ctx);
     if (size)
@@ -134,7 +134,7 @@ ipu_status ipu_device_set_stream(ipu_ctx *ctx, ipu_device *dev, const char *stre
     if (dev->pkg)
         return bind(ctx, dev, stream, copy, size);
     ipu_status status = IPU_GROW(ctx, dev->pending, dev->pending_count, dev->pending_capacity);
-    char *name = status == IPU_OK ? strdup(stream) : NULL;
+    char *name = status == IPU_OK ? ipu_strdup(ctx, stream) : NULL;
     if (!name) {
         free(copy), free(name);
         return IPU_NO_MEMORY(ctx);
@@ -191,7 +191,7 @@ ipu_status ipu_device_initialize(ipu_ctx *ctx, ipu_device *dev, const ipu_packag
     free_buffers(dev);
     dev->pkg = pkg;
     dev->faulted = 0;
-    dev->buffers = calloc(pkg->stream_count ? pkg->stream_count : 1, sizeof *dev->buffers);
+    dev->buffers = ipu_calloc(ctx, pkg->stream_count ? pkg->stream_count : 1, sizeof *dev->buffers);
     if (!dev->buffers) {
         dev->pkg = NULL;
         return IPU_NO_MEMORY(ctx);

@@ -71,8 +71,8 @@ static ipu_status list_lives(sim *s, ipu_ctx *ctx, const ipu_package *pkg)
     s->dying = NULL;
     s->check_allocs = pkg->alloc_count > 0 && !s->allocation_checks_off;
     s->phases = (uint32_t)(2 * (pkg->init_count + pkg->main_count));
-    s->dying_start = calloc((size_t)s->phases + 1, sizeof *s->dying_start);
-    s->dying = malloc((pkg->alloc_count ? pkg->alloc_count : 1) * sizeof *s->dying);
+    s->dying_start = ipu_calloc(ctx, (size_t)s->phases + 1, sizeof *s->dying_start);
+    s->dying = ipu_malloc(ctx, (pkg->alloc_count ? pkg->alloc_count : 1) * sizeof *s->dying);
     if (!s->dying_start || !s->dying)
         return IPU_NO_MEMORY(ctx);
     for (size_t i = 0; i < pkg->alloc_count; i++)
@@ -80,7 +80,7 @@ static ipu_status list_lives(sim *s, ipu_ctx *ctx, const ipu_package *pkg)
             s->dying_start[pkg->allocs[i].last + 1]++;
     for (uint32_t p = 0; p < s->phases; p++)
         s->dying_start[p + 1] += s->dying_start[p];
-    uint32_t *fill = calloc((size_t)s->phases + 1, sizeof *fill);
+    uint32_t *fill = ipu_calloc(ctx, (size_t)s->phases + 1, sizeof *fill);
     if (!fill)
         return IPU_NO_MEMORY(ctx);
     for (size_t i = 0; i < pkg->alloc_count; i++) {
@@ -100,8 +100,8 @@ static ipu_status load_package(sim *s, ipu_ctx *ctx, const ipu_package *pkg)
         s->sram = tile_memory(tiles * s->sram_bytes);
         s->shadow = tile_memory(tiles * s->shadow_words * sizeof(uint64_t));
         s->ended = tile_memory(tiles * s->shadow_words * sizeof(uint64_t));
-        s->full = calloc(tiles * s->full_words, sizeof(uint64_t));
-        s->poisoned = calloc(tiles * s->full_words, sizeof(uint64_t));
+        s->full = ipu_calloc(ctx, tiles * s->full_words, sizeof(uint64_t));
+        s->poisoned = ipu_calloc(ctx, tiles * s->full_words, sizeof(uint64_t));
         if (!s->sram || !s->shadow || !s->ended || !s->full || !s->poisoned)
             return IPU_NO_MEMORY(ctx);
     } else {
@@ -415,6 +415,8 @@ static ipu_status run_program(sim *s, ipu_ctx *ctx, const char *name, const ipu_
 {
     const ipu_package *pkg = s->pkg;
     memset(&s->fault, 0, sizeof s->fault);
+    s->ctx = ctx;
+    atomic_store(&s->out_of_memory, 0);
     for (uint32_t t = 0; t < s->p.tiles; t++) {
         s->tiles[t].faulted = 0;
         s->tiles[t].compute_total = s->tiles[t].wait_total = 0;
@@ -424,7 +426,7 @@ static ipu_status run_program(sim *s, ipu_ctx *ctx, const char *name, const ipu_
         if (pkg->streams[i].direction != IPU_STREAM_OUTPUT)
             continue;
         if (!buffers[i].data) {
-            buffers[i].data = calloc(1, pkg->streams[i].size);
+            buffers[i].data = ipu_calloc(ctx, 1, pkg->streams[i].size);
             if (!buffers[i].data)
                 return IPU_NO_MEMORY(ctx);
             buffers[i].size = pkg->streams[i].size;
@@ -442,6 +444,8 @@ static ipu_status run_program(sim *s, ipu_ctx *ctx, const char *name, const ipu_
     if (execute(s, ctx, ops, 0, count, buffers, &status)) {
         if (status != IPU_OK)
             return status;
+        if (atomic_load(&s->out_of_memory))
+            return IPU_NO_MEMORY(ctx);
         const ipu_fault *f = &s->fault;
         char op[160], allocs[400] = "";
         ipu_pkg_compiler_op_label(pkg, f->origin, op, sizeof op);
@@ -558,7 +562,7 @@ static const ipu_device_iface SIM_IFACE = {
 ipu_status ipu_sim_create(ipu_ctx *ctx, const ipu_profile *profile, const ipu_device_iface **iface,
                           void **impl)
 {
-    sim *s = calloc(1, sizeof *s);
+    sim *s = ipu_calloc(ctx, 1, sizeof *s);
     if (!s)
         return IPU_NO_MEMORY(ctx);
     s->p = *profile;
@@ -567,9 +571,9 @@ ipu_status ipu_sim_create(ipu_ctx *ctx, const ipu_profile *profile, const ipu_de
     s->shadow_words = (s->sram_bytes + SIM_CHUNK - 1) / SIM_CHUNK * (SIM_CHUNK / 64);
     s->full_words = ((s->sram_bytes + SIM_CHUNK - 1) / SIM_CHUNK + 63) / 64;
     s->threads = ctx->threads > 0 ? ctx->threads : omp_get_max_threads();
-    s->tiles = calloc(profile->tiles, sizeof *s->tiles);
-    s->scratch = calloc((size_t)s->threads, sizeof *s->scratch);
-    s->scratch_floats = calloc((size_t)s->threads, sizeof *s->scratch_floats);
+    s->tiles = ipu_calloc(ctx, profile->tiles, sizeof *s->tiles);
+    s->scratch = ipu_calloc(ctx, (size_t)s->threads, sizeof *s->scratch);
+    s->scratch_floats = ipu_calloc(ctx, (size_t)s->threads, sizeof *s->scratch_floats);
     if (!s->tiles || !s->scratch || !s->scratch_floats) {
         sim_destroy(s);
         return IPU_NO_MEMORY(ctx);

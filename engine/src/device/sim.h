@@ -85,6 +85,12 @@ typedef struct sim_loop {
 
 typedef struct sim {
     ipu_profile p;
+    /* The context of the initialize or run in progress: its allocator counts
+     * the simulator's host allocations, and out_of_memory says one failed
+     * (the tile that met it faults to stop the device; the call returns
+     * IPU_ERR_NO_MEMORY). */
+    ipu_ctx *ctx;
+    atomic_int out_of_memory;
     const ipu_package *pkg;
     sim_tile *tiles;
     uint32_t sram_bytes;
@@ -134,6 +140,9 @@ enum { SIM_COMPUTE, SIM_SYNC, SIM_EXCHANGE, SIM_HOST, SIM_CONTROL };
 /* Start a fault on a tile (first fault per tile wins); returns 1. */
 int sim_fault(sim *s, uint32_t tile, int kind, uint32_t lo, uint32_t hi, const char *fmt, ...)
     IPU_PRINTF(6, 7);
+/* A host allocation for tile failed: stop the device; the run returns
+ * IPU_ERR_NO_MEMORY.  Returns 1. */
+int sim_out_of_memory(sim *s, uint32_t tile);
 /* Check an access of size bytes: bounds, alignment, region 1, protection
  * (writes), initialization (reads).  Returns 0 when allowed, else faults;
  * the fault names the accessor what, or "what operand 'operand'" when
@@ -201,9 +210,9 @@ void sim_stamp(sim *s, ipu_fault *f);
 const sim_replay *sim_replay_find(const sim *s, uint32_t slot);
 /* Keep the exchange phase of slot that just passed its checks: each tile's
  * receives with their matched sources, its send sources, the program phase
- * and its cost.  Not kept when a row uses OUTGOING_BASE, or when the host is
- * out of memory. */
-void sim_replay_keep(sim *s, uint32_t slot, uint64_t cycles);
+ * and its cost.  Not kept when a row uses OUTGOING_BASE.  Returns 1 when the
+ * host is out of memory (sim_out_of_memory). */
+int sim_replay_keep(sim *s, uint32_t slot, uint64_t cycles);
 /* Would writing [address, address + size) on tile change bytes that a kept
  * phase was read from? */
 int sim_replay_watches(const sim *s, uint32_t tile, uint32_t address, uint32_t size);

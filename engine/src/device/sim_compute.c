@@ -99,10 +99,9 @@ static int run_tile(sim *s, uint32_t tile, uint32_t list, float **scratch, size_
             goto fault;
         size_t need = ipu_kernel_scratch_floats(&call);
         if (need > *scratch_size) {
-            float *grown = realloc(*scratch, need * sizeof(float));
+            float *grown = ipu_realloc(s->ctx, *scratch, need * sizeof(float));
             if (!grown) {
-                sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, 0, 0,
-                          "host out of memory for %zu scratch floats", need);
+                sim_out_of_memory(s, tile);
                 goto fault;
             }
             *scratch = grown;

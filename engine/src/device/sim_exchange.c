@@ -16,11 +16,11 @@
 
 #include "device/sim.h"
 
-static int push(sim_xfer **items, uint32_t *count, uint32_t *capacity, sim_xfer x)
+static int push(sim *s, sim_xfer **items, uint32_t *count, uint32_t *capacity, sim_xfer x)
 {
     if (*count == *capacity) {
         uint32_t grown = *capacity ? *capacity * 2 : 16;
-        sim_xfer *p = realloc(*items, grown * sizeof *p);
+        sim_xfer *p = ipu_realloc(s->ctx, *items, grown * sizeof *p);
         if (!p)
             return 1;
         *items = p;
@@ -105,14 +105,14 @@ static int decode(sim *s, uint32_t tile, uint32_t table)
             if (sim_check(s, tile, x.address, words * width, 1u, width, 0, "exchange send", NULL) ||
                 sim_check_allocation(s, tile, x.address, words * width, "exchange send", NULL))
                 return row_fault(s, tile, r);
-            if (push(&t->sends, &t->send_count, &t->send_capacity, x))
-                return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, 0, 0, "host out of memory");
+            if (push(s, &t->sends, &t->send_count, &t->send_capacity, x))
+                return sim_out_of_memory(s, tile);
         } else {
             if (sim_check(s, tile, address, words * width, 2u, width, 0, "exchange receive", NULL) ||
                 sim_check_allocation(s, tile, address, words * width, "exchange receive", NULL))
                 return row_fault(s, tile, r);
-            if (push(&t->recvs, &t->recv_count, &t->recv_capacity, x))
-                return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, 0, 0, "host out of memory");
+            if (push(s, &t->recvs, &t->recv_count, &t->recv_capacity, x))
+                return sim_out_of_memory(s, tile);
         }
     }
     sort_rows(t->sends, t->send_count, by_cycle);
@@ -169,8 +169,8 @@ static int check_port(sim *s, uint32_t tile, int receive, sim_xfer **scratch, ui
             break;
         sim_xfer x = take_own ? mine[m++] : paired[j++];
         x.peer = take_own ? tile : partner; /* whose row it is */
-        if (push(scratch, &count, capacity, x))
-            return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, 0, 0, "host out of memory");
+        if (push(s, scratch, &count, capacity, x))
+            return sim_out_of_memory(s, tile);
     }
     for (uint32_t i = 1; i < count; i++) {
         const sim_xfer *a = &(*scratch)[i - 1], *b = &(*scratch)[i];
@@ -272,8 +272,8 @@ static int report_clash(sim *s, uint32_t tile, sim_xfer **scratch, uint32_t *cap
         return 0;
     uint32_t count = 0;
     for (uint32_t j = 0; j < t->send_count; j++)
-        if (push(scratch, &count, capacity, t->sends[j]))
-            return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, 0, 0, "host out of memory");
+        if (push(s, scratch, &count, capacity, t->sends[j]))
+            return sim_out_of_memory(s, tile);
     sort_rows(*scratch, count, by_address);
     uint64_t reach = 0; /* largest end of the sends starting below the receive's end */
     uint32_t next = 0;
@@ -413,22 +413,23 @@ int sim_exchange_phase(sim *s, uint32_t slot, uint64_t *cycles)
     {
         sim_xfer *scratch = NULL;
         uint32_t capacity = 0;
-        uint64_t *bits = calloc(s->shadow_words, sizeof *bits);
-        match_hints hints = {calloc((size_t)tiles, sizeof(uint32_t)),
-                             calloc((size_t)tiles, sizeof(uint32_t)), 0};
+        uint64_t *bits = ipu_calloc(s->ctx, s->shadow_words, sizeof *bits);
+        match_hints hints = {ipu_calloc(s->ctx, (size_t)tiles, sizeof(uint32_t)),
+                             ipu_calloc(s->ctx, (size_t)tiles, sizeof(uint32_t)), 0};
+        /* A thread may get no tile: its failure stops the device all the same. */
+        int ready = bits && hints.next && hints.stamp;
+        if (!ready)
+            atomic_store(&s->out_of_memory, 1);
 #pragma omp for schedule(static, 16)
-        for (int64_t i = 0; i < tiles; i++) {
-            if (!bits || !hints.next || !hints.stamp)
-                sim_fault(s, (uint32_t)i, IPU_FAULT_MALFORMED_DESCRIPTOR, 0, 0, "host out of memory");
-            else if (!match(s, (uint32_t)i, &hints))
+        for (int64_t i = 0; i < tiles; i++)
+            if (ready && !match(s, (uint32_t)i, &hints))
                 check_writes(s, (uint32_t)i, bits, &scratch, &capacity);
-        }
         free(hints.next);
         free(hints.stamp);
         free(bits);
         free(scratch);
     }
-    if (sim_collect_fault(s))
+    if (atomic_load(&s->out_of_memory) || sim_collect_fault(s))
         return 1;
 #pragma omp parallel for schedule(static, 16) num_threads(s->threads) reduction(max : horizon)
     for (int64_t i = 0; i < tiles; i++) {
@@ -449,6 +450,5 @@ int sim_exchange_phase(sim *s, uint32_t slot, uint64_t *cycles)
         }
     }
     *cycles = horizon + s->p.exchange_overhead;
-    sim_replay_keep(s, slot, *cycles);
-    return 0;
+    return sim_replay_keep(s, slot, *cycles);
 }

@@ -33,6 +33,12 @@ int sim_fault(sim *s, uint32_t tile, int kind, uint32_t lo, uint32_t hi, const c
     return 1;
 }
 
+int sim_out_of_memory(sim *s, uint32_t tile)
+{
+    atomic_store(&s->out_of_memory, 1);
+    return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, 0, 0, "host out of memory");
+}
+
 void sim_stamp(sim *s, ipu_fault *f)
 {
     f->program = s->program;

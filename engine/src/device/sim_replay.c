@@ -49,7 +49,7 @@ int sim_replay_watches(const sim *s, uint32_t tile, uint32_t address, uint32_t s
 }
 
 /* Add [lo, hi) to t's watched ranges, merged with the ranges it touches. */
-static int watch(sim_tile *t, uint32_t lo, uint32_t hi)
+static int watch(sim *s, sim_tile *t, uint32_t lo, uint32_t hi)
 {
     uint32_t a = first_after(t, lo > 0 ? lo - 1 : 0), end = a;
     while (end < t->watched_count && t->watched[end].lo <= hi) {
@@ -62,7 +62,7 @@ static int watch(sim_tile *t, uint32_t lo, uint32_t hi)
     if (end == a) {
         if (t->watched_count == t->watched_capacity) {
             uint32_t grown = t->watched_capacity ? 2 * t->watched_capacity : 16;
-            sim_range *p = realloc(t->watched, grown * sizeof *p);
+            sim_range *p = ipu_realloc(s->ctx, t->watched, grown * sizeof *p);
             if (!p)
                 return 1;
             t->watched = p;
@@ -86,41 +86,41 @@ static void free_replay(sim_replay *r)
     free(r);
 }
 
-void sim_replay_keep(sim *s, uint32_t slot, uint64_t cycles)
+int sim_replay_keep(sim *s, uint32_t slot, uint64_t cycles)
 {
     uint32_t tiles = s->p.tiles;
     if (slot >= s->pkg->slots)
-        return;
+        return 0;
     size_t total = 0, sends = 0;
     for (uint32_t t = 0; t < tiles; t++) {
         if (s->tiles[t].uses_base)
-            return;
+            return 0;
         total += s->tiles[t].recv_count;
         sends += s->tiles[t].send_count;
     }
     if (!s->replays) {
-        if (!(s->replays = calloc(s->pkg->slots, sizeof *s->replays)))
-            return;
+        if (!(s->replays = ipu_calloc(s->ctx, s->pkg->slots, sizeof *s->replays)))
+            return sim_out_of_memory(s, 0);
         s->replay_slots = s->pkg->slots;
     }
     /* Watch first: a kept phase must never outlive a change to its bytes. */
     for (uint32_t t = 0; t < tiles; t++) {
         sim_tile *tile = &s->tiles[t];
         uint32_t entry = s->pkg->slot_tables[t] + 4 * slot;
-        if (watch(tile, entry, entry + 4) ||
-            (tile->table && watch(tile, tile->table, tile->table + 4 + tile->table_rows * IPU_XROW_SIZE)))
-            return;
+        if (watch(s, tile, entry, entry + 4) ||
+            (tile->table && watch(s, tile, tile->table, tile->table + 4 + tile->table_rows * IPU_XROW_SIZE)))
+            return sim_out_of_memory(s, t);
     }
-    sim_replay *r = calloc(1, sizeof *r);
+    sim_replay *r = ipu_calloc(s->ctx, 1, sizeof *r);
     if (r) {
-        r->first = malloc(((size_t)tiles + 1) * sizeof *r->first);
-        r->copies = malloc((total ? total : 1) * sizeof *r->copies);
-        r->send_first = malloc(((size_t)tiles + 1) * sizeof *r->send_first);
-        r->sends = malloc((sends ? sends : 1) * sizeof *r->sends);
+        r->first = ipu_malloc(s->ctx, ((size_t)tiles + 1) * sizeof *r->first);
+        r->copies = ipu_malloc(s->ctx, (total ? total : 1) * sizeof *r->copies);
+        r->send_first = ipu_malloc(s->ctx, ((size_t)tiles + 1) * sizeof *r->send_first);
+        r->sends = ipu_malloc(s->ctx, (sends ? sends : 1) * sizeof *r->sends);
     }
     if (!r || !r->first || !r->copies || !r->send_first || !r->sends) {
         free_replay(r);
-        return;
+        return sim_out_of_memory(s, 0);
     }
     uint32_t n = 0;
     for (uint32_t t = 0; t < tiles; t++) {
@@ -144,6 +144,7 @@ void sim_replay_keep(sim *s, uint32_t slot, uint64_t cycles)
     r->cycles = cycles;
     free_replay(s->replays[slot]); /* kept before at another phase, or its sources cleared */
     s->replays[slot] = r;
+    return 0;
 }
 
 void sim_replay_forget(sim *s)

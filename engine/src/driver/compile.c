@@ -101,11 +101,11 @@ static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, compile_
         status = count_option(ctx, o, "catalogue_group", "--catalogue-group", 4096, 1u << 24,
                               &c->plan.catalogue.group_size);
     const char *path = json_string_value(json_object_get(o, "placement_report"));
-    c->report_path = path ? strdup(path) : NULL;
+    c->report_path = path ? ipu_strdup(ctx, path) : NULL;
     if (path && !c->report_path)
         status = IPU_NO_MEMORY(ctx);
     const char *dir = json_string_value(json_object_get(o, "memory_profile_directory"));
-    c->profile_directory = dir ? strdup(dir) : NULL;
+    c->profile_directory = dir ? ipu_strdup(ctx, dir) : NULL;
     if (dir && !c->profile_directory)
         status = IPU_NO_MEMORY(ctx);
     json_t *mode = json_object_get(o, "attention");
@@ -222,14 +222,14 @@ static ipu_status make_records(ipu_ctx *ctx, const ipu_workload *w, ipu_assembly
         if ((x->role != IPU_ROLE_INPUT && x->role != IPU_ROLE_PARAM) || !w->values || !w->values[t])
             continue;
         uint64_t n = (uint64_t)x->rows * x->cols * x->sequence;
-        bytes[t] = malloc(n * ipu_dtype_size(x->dtype));
+        bytes[t] = ipu_malloc(ctx, n * ipu_dtype_size(x->dtype));
         if (!bytes[t])
             return IPU_NO_MEMORY(ctx);
         ipu_num_encode(x->dtype, x->scale, w->values[t], bytes[t], n);
         size_t row = (size_t)x->cols * ipu_dtype_size(x->dtype), size = n * ipu_dtype_size(x->dtype);
         if (shifted && x->role == IPU_ROLE_INPUT && x->rows > 1) {
             shifted = 0;
-            uint8_t *first = malloc(row), *b = bytes[t];
+            uint8_t *first = ipu_malloc(ctx, row), *b = bytes[t];
             if (!first)
                 return IPU_NO_MEMORY(ctx);
             memcpy(first, b, row);
@@ -306,10 +306,10 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     const ipu_profile *p = &c.profile;
     const ipu_graph *g = &w->graph;
     profile_sink sink = {c.profile_directory, w->name, c.plan.budget, c.budget, 0};
-    ipu_support_map support = {0, 0, calloc(p->tiles, sizeof(uint32_t)), calloc(p->tiles, sizeof(uint32_t))};
-    ipu_assembly_record *records = calloc(g->tensor_count ? g->tensor_count : 1, sizeof *records);
-    void **bytes = calloc(g->tensor_count ? g->tensor_count : 1, sizeof *bytes);
-    uint64_t *caps = calloc(g->op_count ? g->op_count : 1, sizeof *caps);
+    ipu_support_map support = {0, 0, ipu_calloc(ctx, p->tiles, sizeof(uint32_t)), ipu_calloc(ctx, p->tiles, sizeof(uint32_t))};
+    ipu_assembly_record *records = ipu_calloc(ctx, g->tensor_count ? g->tensor_count : 1, sizeof *records);
+    void **bytes = ipu_calloc(ctx, g->tensor_count ? g->tensor_count : 1, sizeof *bytes);
+    uint64_t *caps = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *caps);
     size_t record_count = 0;
     ipu_status status = records && bytes && caps && support.code_end && support.descriptor_end
                             ? IPU_OK
@@ -350,7 +350,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         status = write_profile(ctx, &sink, &a.prog, g, "finalist", NULL);
         long shrunk = -1;
         if (status == IPU_OK && a.peak > c.plan.budget) {
-            shrunk = ipu_shrink_at_peak(&a.plan, &a.prog, a.peak_tile, a.peak_step, caps);
+            status = ipu_shrink_at_peak(ctx, &a.plan, &a.prog, a.peak_tile, a.peak_step, caps, &shrunk);
             json_array_append_new(tries, try_json(&a, "estimate over budget", shrunk));
         } else if (status == IPU_OK) {
             double t0 = seconds();
@@ -376,8 +376,13 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
             char why[1024];
             snprintf(why, sizeof why, "%s", ipu_ctx_errmsg(ctx));
             const ipu_low_buffer *stuck = a.prog.unplaced != IPU_LOW_LITERAL ? &a.prog.buffers[a.prog.unplaced] : NULL;
-            shrunk = ipu_shrink_at_peak(&a.plan, &a.prog, stuck ? stuck->tile : a.peak_tile,
-                                        stuck ? stuck->first : a.peak_step, caps);
+            ipu_status shrink = ipu_shrink_at_peak(ctx, &a.plan, &a.prog, stuck ? stuck->tile : a.peak_tile,
+                                                   stuck ? stuck->first : a.peak_step, caps, &shrunk);
+            if (shrink != IPU_OK) { /* the placement error gives way to this one */
+                ipu_ctx_clear_error(ctx);
+                status = IPU_NO_MEMORY(ctx);
+                break;
+            }
             json_array_append_new(tries, try_json(&a, why, shrunk));
             if (shrunk < 0 || attempts == ATTEMPTS) {
                 exhausted = 1;

@@ -33,13 +33,14 @@ static uint64_t smaller_candidate(const ipu_op_plan *o)
     return 0;
 }
 
-long ipu_shrink_at_peak(const ipu_plan *plan, const ipu_low_program *prog, uint32_t tile, uint32_t step,
-                        uint64_t *caps)
+ipu_status ipu_shrink_at_peak(ipu_ctx *ctx, const ipu_plan *plan, const ipu_low_program *prog, uint32_t tile,
+                              uint32_t step, uint64_t *caps, long *capped)
 {
     const ipu_graph *g = plan->graph;
-    uint64_t *charged = calloc(g->op_count ? g->op_count : 1, sizeof *charged);
+    *capped = -1;
+    uint64_t *charged = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *charged);
     if (!charged)
-        return -1;
+        return IPU_NO_MEMORY(ctx);
     for (size_t b = 0; b < prog->buffer_count; b++) {
         const ipu_low_buffer *buf = &prog->buffers[b];
         if (buf->tile != tile || buf->first > step || buf->last < step)
@@ -58,5 +59,6 @@ long ipu_shrink_at_peak(const ipu_plan *plan, const ipu_low_program *prog, uint3
     if (chosen >= 0)
         caps[chosen] = plan->ops[chosen].grid.exact_bytes - 1;
     free(charged);
-    return chosen;
+    *capped = chosen;
+    return IPU_OK;
 }

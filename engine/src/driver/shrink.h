@@ -14,9 +14,9 @@
 #include "lower/program.h"
 #include "plan/plan.h"
 
-/* Caps one matmul in caps (per op); returns its index, or -1 when no
- * matmul charged at (tile, step) can get smaller. */
-long ipu_shrink_at_peak(const ipu_plan *plan, const ipu_low_program *prog, uint32_t tile, uint32_t step,
-                        uint64_t *caps);
+/* Caps one matmul in caps (per op); *capped receives its index, or -1 when
+ * no matmul charged at (tile, step) can get smaller. */
+ipu_status ipu_shrink_at_peak(ipu_ctx *ctx, const ipu_plan *plan, const ipu_low_program *prog, uint32_t tile,
+                              uint32_t step, uint64_t *caps, long *capped);
 
 #endif

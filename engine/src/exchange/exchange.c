@@ -113,7 +113,7 @@ static ipu_status port_take(ipu_ctx *ctx, xport *q, uint32_t i, uint32_t a, uint
     }
     if (q->count == q->capacity) {
         uint32_t grown = q->capacity ? q->capacity * 2 : 8;
-        xspan *s = realloc(q->spans, (size_t)grown * sizeof *s);
+        xspan *s = ipu_realloc(ctx, q->spans, (size_t)grown * sizeof *s);
         if (!s)
             return IPU_NO_MEMORY(ctx);
         q->spans = s;
@@ -256,9 +256,9 @@ static ipu_status schedule(ipu_ctx *ctx, const ipu_profile *p, ipu_xphase *phase
 {
     uint32_t max_dsts = 0;
     IPU_TRY(validate(ctx, p, phase, s->stamp, &max_dsts));
-    s->ports = calloc(2 * (size_t)p->tiles, sizeof *s->ports);
-    s->involved = malloc(((size_t)max_dsts + 1) * sizeof *s->involved);
-    s->order = malloc(phase->count * sizeof *s->order);
+    s->ports = ipu_calloc(ctx, 2 * (size_t)p->tiles, sizeof *s->ports);
+    s->involved = ipu_malloc(ctx, ((size_t)max_dsts + 1) * sizeof *s->involved);
+    s->order = ipu_malloc(ctx, phase->count * sizeof *s->order);
     if (!s->ports || !s->involved || !s->order)
         return IPU_NO_MEMORY(ctx);
     for (size_t i = 0; i < phase->count; i++) {
@@ -287,7 +287,7 @@ ipu_status ipu_exchange_schedule(ipu_ctx *ctx, const ipu_profile *p, ipu_xphase 
     sched s;
     memset(&s, 0, sizeof s);
     s.tiles = p->tiles;
-    s.stamp = calloc(p->tiles, sizeof *s.stamp);
+    s.stamp = ipu_calloc(ctx, p->tiles, sizeof *s.stamp);
     ipu_status status = s.stamp ? schedule(ctx, p, phase, &s) : IPU_NO_MEMORY(ctx);
     sched_free(&s);
     return status;

@@ -65,6 +65,10 @@ static ipu_status bring_part(attention *A, uint32_t chunk, int keys, int values,
     if (status == IPU_OK)
         status = low_redistribute(A->L, &A->L->plan->home[A->kv_tensor], low_home_ids(A->L, A->kv_tensor),
                                   &part, *ids, A->label);
+    if (status != IPU_OK) {
+        free(*ids);
+        *ids = NULL;
+    }
     ipu_layout_free(&part);
     return status;
 }
@@ -211,7 +215,7 @@ ipu_status ipu_lower_attention(lowering *L, size_t index)
     IPU_TRY(low_operand(L, index, 0, op->in[0], &o->a, A.label, &q_ids));
     const ipu_layout *out = &L->plan->home[op->out];
     uint32_t H = s->heads, units = s->images * H * s->bands;
-    A.units = calloc(units, sizeof *A.units);
+    A.units = ipu_calloc(L->ctx, units, sizeof *A.units);
     if (!A.units)
         return IPU_NO_MEMORY(L->ctx);
     for (uint32_t b = 0; b < s->images; b++)

@@ -54,7 +54,7 @@ ipu_status low_new_buffer(lowering *L, uint32_t tile, uint32_t size, uint32_t te
     size_t old_capacity = p->buffer_capacity;
     IPU_TRY(IPU_GROW(L->ctx, p->buffers, p->buffer_count, p->buffer_capacity));
     if (p->buffer_capacity != old_capacity) {
-        uint8_t *c = realloc(L->cleared, p->buffer_capacity), *d = realloc(L->padded, p->buffer_capacity);
+        uint8_t *c = ipu_realloc(L->ctx, L->cleared, p->buffer_capacity), *d = ipu_realloc(L->ctx, L->padded, p->buffer_capacity);
         if (c)
             L->cleared = c;
         if (d)
@@ -145,9 +145,9 @@ static ipu_status new_value(lowering *L, const ipu_layout *l, uint32_t tensor, u
     v->row_parts = l->row_parts, v->col_parts = l->col_parts, v->replicas = l->replicas;
     p->value_count++;
     size_t blocks = block_count(l);
-    v->row_bounds = malloc((l->row_parts + 1) * sizeof(uint32_t));
-    v->col_bounds = malloc((l->col_parts + 1) * sizeof(uint32_t));
-    v->tiles = malloc(blocks * sizeof(uint32_t));
+    v->row_bounds = ipu_malloc(L->ctx, (l->row_parts + 1) * sizeof(uint32_t));
+    v->col_bounds = ipu_malloc(L->ctx, (l->col_parts + 1) * sizeof(uint32_t));
+    v->tiles = ipu_malloc(L->ctx, blocks * sizeof(uint32_t));
     if (!v->row_bounds || !v->col_bounds || !v->tiles)
         return IPU_NO_MEMORY(L->ctx);
     memcpy(v->row_bounds, l->row_bounds, (l->row_parts + 1) * sizeof(uint32_t));
@@ -162,7 +162,7 @@ ipu_status low_layout_buffers(lowering *L, const ipu_layout *l, uint32_t tensor,
 {
     uint32_t value = 0;
     IPU_TRY(new_value(L, l, tensor, members, kind, name, &value));
-    uint32_t *ids = calloc(block_count(l), sizeof *ids);
+    uint32_t *ids = ipu_calloc(L->ctx, block_count(l), sizeof *ids);
     if (!ids)
         return IPU_NO_MEMORY(L->ctx);
     char label[64];
@@ -260,17 +260,20 @@ ipu_status low_redistribute(lowering *L, const ipu_layout *s, const uint32_t *sr
 {
     ipu_redistribution rd, hop1 = {0}, hop2 = {0};
     IPU_TRY(ipu_redistribute(L->ctx, s, d, &rd));
-    uint32_t tiles = L->plan->profile.tiles, busiest = ipu_redistribution_busiest(&rd, tiles);
-    ipu_status status = IPU_OK;
+    uint32_t tiles = L->plan->profile.tiles, busiest = 0, b1 = 0, b2 = 0;
+    ipu_status status = ipu_redistribution_busiest(L->ctx, &rd, tiles, &busiest);
     int staged = 0;
     ipu_layout t = {0};
-    if (busiest > STAGE_ROWS) {
+    if (status == IPU_OK && busiest > STAGE_ROWS) {
         status = ipu_staging_layout(L->ctx, d, tiles, &t);
         if (status == IPU_OK)
             status = ipu_redistribute(L->ctx, s, &t, &hop1);
         if (status == IPU_OK)
             status = ipu_redistribute(L->ctx, &t, d, &hop2);
-        uint32_t b1 = ipu_redistribution_busiest(&hop1, tiles), b2 = ipu_redistribution_busiest(&hop2, tiles);
+        if (status == IPU_OK)
+            status = ipu_redistribution_busiest(L->ctx, &hop1, tiles, &b1);
+        if (status == IPU_OK)
+            status = ipu_redistribution_busiest(L->ctx, &hop2, tiles, &b2);
         staged = status == IPU_OK && 2 * (uint64_t)(b1 > b2 ? b1 : b2) <= busiest;
     }
     if (status == IPU_OK && staged) {
@@ -388,7 +391,7 @@ static ipu_status host_rounds(lowering *L, const ipu_layout *l, const uint32_t *
     uint64_t row_bytes = (uint64_t)l->cols * l->elem, member_bytes = row_bytes * l->rows;
     for (uint32_t round = 0; round < rounds; round++) {
         /* Gather this round's chunk per block. */
-        chunk *chunks = calloc(blocks, sizeof *chunks);
+        chunk *chunks = ipu_calloc(L->ctx, blocks, sizeof *chunks);
         size_t count = 0;
         if (!chunks)
             return IPU_NO_MEMORY(L->ctx);
@@ -405,7 +408,7 @@ static ipu_status host_rounds(lowering *L, const ipu_layout *l, const uint32_t *
             chunks[count++] = (chunk){(uint32_t)b, ipu_layout_tile(l, i, j, r), ids[b], member, row0,
                                       rows - row0 < per ? rows - row0 : per, r0, c0, c1, stride};
         }
-        uint32_t *staging = calloc(count ? count : 1, sizeof *staging);
+        uint32_t *staging = ipu_calloc(L->ctx, count ? count : 1, sizeof *staging);
         ipu_status status = staging ? IPU_OK : IPU_NO_MEMORY(L->ctx);
         for (size_t n = 0; n < count && status == IPU_OK; n++) {
             const chunk *c = &chunks[n];
@@ -489,10 +492,10 @@ static ipu_status record_blocks(lowering *L, size_t index, uint32_t rows, uint32
     ipu_low_op *record = &L->prog->ops[index];
     uint32_t gn = b->col_parts, gk = a->col_parts;
     record->row_block_count = gm, record->col_block_count = gn, record->parts = gk;
-    record->row_blocks = malloc((gm + 1) * sizeof(uint32_t));
-    record->col_bounds = malloc((gn + 1) * sizeof(uint32_t));
-    record->k_bounds = malloc((gk + 1) * sizeof(uint32_t));
-    record->row_bounds = malloc((c->row_parts + 1) * sizeof(uint32_t));
+    record->row_blocks = ipu_malloc(L->ctx, (gm + 1) * sizeof(uint32_t));
+    record->col_bounds = ipu_malloc(L->ctx, (gn + 1) * sizeof(uint32_t));
+    record->k_bounds = ipu_malloc(L->ctx, (gk + 1) * sizeof(uint32_t));
+    record->row_bounds = ipu_malloc(L->ctx, (c->row_parts + 1) * sizeof(uint32_t));
     if (!record->row_blocks || !record->col_bounds || !record->k_bounds || !record->row_bounds)
         return IPU_NO_MEMORY(L->ctx);
     for (uint32_t i = 0; i < gm; i++)
@@ -580,7 +583,7 @@ static ipu_status lower_matmul(lowering *L, size_t index, uint32_t *partials)
      * them by halves (ipu_reduce_tree_half) and adds its own piece. */
     ipu_low_program *p = L->prog;
     size_t tiles = (size_t)gm * gn * gk;
-    uint32_t *staging = calloc(tiles, sizeof *staging);
+    uint32_t *staging = ipu_calloc(L->ctx, tiles, sizeof *staging);
     if (!staging)
         return IPU_NO_MEMORY(L->ctx);
     int spare = 0, stale_slot = 0;
@@ -763,7 +766,7 @@ static ipu_status lower_ops(lowering *L, size_t first, size_t end, uint32_t **pa
         } else if (kind == IPU_IR_MATMUL) {
             const ipu_matmul_grid *grid = &L->plan->ops[i].grid;
             if (!partials[i] && grid->gk > 1) {
-                partials[i] = calloc((size_t)grid->gm * grid->gn * grid->gk, sizeof *partials[i]);
+                partials[i] = ipu_calloc(L->ctx, (size_t)grid->gm * grid->gn * grid->gk, sizeof *partials[i]);
                 if (!partials[i])
                     return IPU_NO_MEMORY(L->ctx);
             }
@@ -784,7 +787,7 @@ static ipu_status whole_values(lowering *L)
 {
     ipu_low_program *prog = L->prog;
     size_t n = prog->value_count ? prog->value_count : 1;
-    uint32_t *first = malloc(n * sizeof *first), *last = malloc(n * sizeof *last);
+    uint32_t *first = ipu_malloc(L->ctx, n * sizeof *first), *last = ipu_malloc(L->ctx, n * sizeof *last);
     if (!first || !last) {
         free(first), free(last);
         return IPU_NO_MEMORY(L->ctx);
@@ -814,7 +817,7 @@ static ipu_status whole_values(lowering *L)
 static ipu_status record_captures(lowering *L)
 {
     ipu_low_program *prog = L->prog;
-    uint32_t *last = malloc((L->g->op_count ? L->g->op_count : 1) * sizeof *last);
+    uint32_t *last = ipu_malloc(L->ctx, (L->g->op_count ? L->g->op_count : 1) * sizeof *last);
     if (!last)
         return IPU_NO_MEMORY(L->ctx);
     for (size_t o = 0; o < L->g->op_count; o++)
@@ -875,7 +878,7 @@ static ipu_status lower_program(lowering *L, uint32_t **partials)
     }
     if (alias) {
         size_t n = block_count(&L->plan->home[r->carried]);
-        L->blocks[r->carried_init] = malloc(n * sizeof(uint32_t));
+        L->blocks[r->carried_init] = ipu_malloc(L->ctx, n * sizeof(uint32_t));
         if (!L->blocks[r->carried_init])
             return IPU_NO_MEMORY(L->ctx);
         memcpy(L->blocks[r->carried_init], L->blocks[r->carried], n * sizeof(uint32_t));
@@ -987,12 +990,12 @@ ipu_status ipu_lower(ipu_ctx *ctx, const ipu_plan *plan, int inject, ipu_low_pro
     out->unplaced = IPU_LOW_LITERAL;
     const ipu_graph *g = plan->graph;
     lowering L = {ctx, plan, g, out, NULL, NULL, NULL, NULL, 0, IPU_LOW_LITERAL, 0, 0};
-    L.blocks = calloc(g->tensor_count, sizeof *L.blocks);
-    L.operands = calloc(g->op_count ? g->op_count : 1, sizeof *L.operands);
-    uint32_t **partials = calloc(g->op_count ? g->op_count : 1, sizeof *partials);
-    out->ops = calloc(g->op_count ? g->op_count : 1, sizeof *out->ops);
+    L.blocks = ipu_calloc(ctx, g->tensor_count, sizeof *L.blocks);
+    L.operands = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *L.operands);
+    uint32_t **partials = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *partials);
+    out->ops = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *out->ops);
     out->op_count = g->op_count;
-    out->tensors = calloc(g->tensor_count ? g->tensor_count : 1, sizeof *out->tensors);
+    out->tensors = ipu_calloc(ctx, g->tensor_count ? g->tensor_count : 1, sizeof *out->tensors);
     out->tensor_count = g->tensor_count;
     ipu_status status =
         L.blocks && L.operands && partials && out->ops && out->tensors ? IPU_OK : IPU_NO_MEMORY(ctx);
@@ -1035,9 +1038,9 @@ ipu_status ipu_low_sweep(ipu_ctx *ctx, uint32_t tiles, uint32_t steps, uint32_t 
         IPU_ASSERT(ctx, items[n].tile < tiles && items[n].first <= items[n].last &&
                             items[n].last < steps && items[n].slot < slots);
     size_t row = (size_t)(steps + 1) * slots;
-    int64_t *delta = calloc((size_t)tiles * row, sizeof *delta);
+    int64_t *delta = ipu_calloc(ctx, (size_t)tiles * row, sizeof *delta);
     size_t cells = (size_t)tiles * steps * slots;
-    *out = calloc(cells ? cells : 1, sizeof **out);
+    *out = ipu_calloc(ctx, cells ? cells : 1, sizeof **out);
     if (!delta || !*out) {
         free(delta), free(*out);
         *out = NULL;
@@ -1064,9 +1067,9 @@ ipu_status ipu_low_peaks(ipu_ctx *ctx, const ipu_low_program *prog, uint64_t *pe
                          uint32_t *peak_tile, uint32_t *peak_step, uint64_t **per_tile)
 {
     uint32_t tiles = prog->profile.tiles, steps = prog->step_count ? (uint32_t)prog->step_count : 1;
-    ipu_low_live *items = malloc((prog->buffer_count ? prog->buffer_count : 1) * sizeof *items);
-    uint64_t *best = calloc(tiles, sizeof *best), *live = NULL;
-    uint32_t *best_step = calloc(tiles, sizeof *best_step);
+    ipu_low_live *items = ipu_malloc(ctx, (prog->buffer_count ? prog->buffer_count : 1) * sizeof *items);
+    uint64_t *best = ipu_calloc(ctx, tiles, sizeof *best), *live = NULL;
+    uint32_t *best_step = ipu_calloc(ctx, tiles, sizeof *best_step);
     ipu_status status = items && best && best_step ? IPU_OK : IPU_NO_MEMORY(ctx);
     for (size_t b = 0; status == IPU_OK && b < prog->buffer_count; b++) {
         const ipu_low_buffer *buf = &prog->buffers[b];

@@ -26,7 +26,7 @@ static ipu_status current_member(lowering *L, size_t index, int slot, const char
     snprintf(name, sizeof name, "%.40s@op%zu", t->name, index);
     IPU_TRY(low_layout_buffers(L, &L->plan->ops[index].b, tensor, 1, IPU_LOW_OPERAND, name, own));
     size_t blocks = (size_t)home->row_parts * home->col_parts;
-    uint32_t *staging = calloc(blocks, sizeof *staging);
+    uint32_t *staging = ipu_calloc(L->ctx, blocks, sizeof *staging);
     if (!staging)
         return IPU_NO_MEMORY(L->ctx);
     ipu_status status = low_begin_step(L, IPU_LOW_COMPUTE, label);

@@ -35,10 +35,10 @@ ipu_status ipu_pkg_index_allocs(ipu_ctx *ctx, ipu_package *pkg)
     free(pkg->tile_alloc_reach);
     uint32_t tiles = pkg->profile.tiles;
     size_t n = pkg->alloc_count;
-    pkg->tile_alloc_start = calloc((size_t)tiles + 1, sizeof *pkg->tile_alloc_start);
-    pkg->tile_allocs = malloc((n ? n : 1) * sizeof *pkg->tile_allocs);
-    pkg->tile_alloc_reach = malloc((n ? n : 1) * sizeof *pkg->tile_alloc_reach);
-    sort_key *keys = malloc((n ? n : 1) * sizeof *keys);
+    pkg->tile_alloc_start = ipu_calloc(ctx, (size_t)tiles + 1, sizeof *pkg->tile_alloc_start);
+    pkg->tile_allocs = ipu_malloc(ctx, (n ? n : 1) * sizeof *pkg->tile_allocs);
+    pkg->tile_alloc_reach = ipu_malloc(ctx, (n ? n : 1) * sizeof *pkg->tile_alloc_reach);
+    sort_key *keys = ipu_malloc(ctx, (n ? n : 1) * sizeof *keys);
     if (!pkg->tile_alloc_start || !pkg->tile_allocs || !pkg->tile_alloc_reach || !keys) {
         free(keys);
         return IPU_NO_MEMORY(ctx);

@@ -42,8 +42,8 @@ static uint32_t item_tile(const assembly *A, const ipu_low_step *step, uint32_t 
 static ipu_status group(assembly *A, size_t s)
 {
     const ipu_low_step *step = &A->prog->steps[s];
-    uint32_t *start = calloc((size_t)A->tiles + 1, sizeof *start);
-    uint32_t *items = calloc(step->count ? step->count : 1, sizeof *items);
+    uint32_t *start = ipu_calloc(A->ctx, (size_t)A->tiles + 1, sizeof *start);
+    uint32_t *items = ipu_calloc(A->ctx, step->count ? step->count : 1, sizeof *items);
     if (!start || !items) {
         free(start), free(items);
         return IPU_NO_MEMORY(A->ctx);
@@ -52,7 +52,7 @@ static ipu_status group(assembly *A, size_t s)
         start[item_tile(A, step, step->first + n) + 1]++;
     for (uint32_t t = 0; t < A->tiles; t++)
         start[t + 1] += start[t];
-    uint32_t *fill = calloc(A->tiles, sizeof *fill);
+    uint32_t *fill = ipu_calloc(A->ctx, A->tiles, sizeof *fill);
     if (!fill) {
         free(start), free(items);
         return IPU_NO_MEMORY(A->ctx);
@@ -77,7 +77,7 @@ static ipu_status size_records(assembly *A, uint32_t *patches_per_tile)
         if (step->kind == IPU_LOW_EXCHANGE) {
             ipu_xphase *ph = &step->phase;
             ph->count = step->count;
-            ph->xfers = calloc(step->count ? step->count : 1, sizeof *ph->xfers);
+            ph->xfers = ipu_calloc(A->ctx, step->count ? step->count : 1, sizeof *ph->xfers);
             for (uint32_t n = 0; n < step->count && !step->init; n++) {
                 ipu_low_xfer *x = &prog->xfers[step->first + n];
                 if (x->dst_count > 1 && ipu_low_take_inject(&prog->inject, IPU_INJECT_MULTICAST_DROP_DEST))
@@ -86,7 +86,7 @@ static ipu_status size_records(assembly *A, uint32_t *patches_per_tile)
             size_t dsts = 0;
             for (uint32_t n = 0; n < step->count; n++)
                 dsts += prog->xfers[step->first + n].dst_count;
-            ph->dsts = calloc(dsts ? dsts : 1, sizeof *ph->dsts);
+            ph->dsts = ipu_calloc(A->ctx, dsts ? dsts : 1, sizeof *ph->dsts);
             if (!ph->xfers || !ph->dsts)
                 return IPU_NO_MEMORY(A->ctx);
             ph->dst_total = dsts;
@@ -178,10 +178,10 @@ static ipu_status place_buffers(assembly *A, uint32_t code_end, uint32_t desc_ba
     ipu_low_program *prog = A->prog;
     const ipu_profile *p = A->p;
     size_t n = prog->buffer_count;
-    ipu_place_request *req = calloc(n ? n : 1, sizeof *req);
+    ipu_place_request *req = ipu_calloc(A->ctx, n ? n : 1, sizeof *req);
     ipu_place_conflict *conf = NULL;
     size_t conf_count = 0, conf_capacity = 0;
-    ipu_place_range *reserved = calloc(A->tiles, sizeof *reserved);
+    ipu_place_range *reserved = ipu_calloc(A->ctx, A->tiles, sizeof *reserved);
     ipu_status status = req && reserved ? IPU_OK : IPU_NO_MEMORY(A->ctx);
     for (size_t b = 0; b < n && status == IPU_OK; b++) {
         const ipu_low_buffer *buf = &prog->buffers[b];
@@ -552,15 +552,15 @@ ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
     const ipu_profile *p = &prog->profile;
     assembly A = {ctx, prog, p, p->tiles, NULL, NULL, NULL, NULL, NULL, NULL};
     size_t steps = prog->step_count ? prog->step_count : 1;
-    A.desc_bytes = calloc(A.tiles, sizeof *A.desc_bytes);
-    A.code_entries = calloc(A.tiles, sizeof *A.code_entries);
-    A.by_tile = calloc(steps, sizeof *A.by_tile);
-    A.tile_start = calloc(steps, sizeof *A.tile_start);
-    A.step_op = calloc(steps, sizeof *A.step_op);
-    A.step_half = calloc(steps, sizeof *A.step_half);
-    uint32_t *patch_count = calloc(A.tiles, sizeof *patch_count);
-    uint8_t **patches = calloc(A.tiles, sizeof *patches);
-    uint32_t *stream_ids = calloc(prog->stream_count ? prog->stream_count : 1, sizeof *stream_ids);
+    A.desc_bytes = ipu_calloc(ctx, A.tiles, sizeof *A.desc_bytes);
+    A.code_entries = ipu_calloc(ctx, A.tiles, sizeof *A.code_entries);
+    A.by_tile = ipu_calloc(ctx, steps, sizeof *A.by_tile);
+    A.tile_start = ipu_calloc(ctx, steps, sizeof *A.tile_start);
+    A.step_op = ipu_calloc(ctx, steps, sizeof *A.step_op);
+    A.step_half = ipu_calloc(ctx, steps, sizeof *A.step_half);
+    uint32_t *patch_count = ipu_calloc(ctx, A.tiles, sizeof *patch_count);
+    uint8_t **patches = ipu_calloc(ctx, A.tiles, sizeof *patches);
+    uint32_t *stream_ids = ipu_calloc(ctx, prog->stream_count ? prog->stream_count : 1, sizeof *stream_ids);
     ipu_pkg_builder *b = NULL;
     ipu_status status = A.desc_bytes && A.code_entries && A.by_tile && A.tile_start && A.step_op &&
                                 A.step_half && patch_count && patches && stream_ids
@@ -577,7 +577,7 @@ ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
         code_max = code > code_max ? code : code_max;
         uint64_t desc = A.desc_bytes[t] + 4 + (uint64_t)patch_count[t] * IPU_PATCH_SIZE + 4ull * slots;
         desc_max = desc > desc_max ? desc : desc_max;
-        patches[t] = calloc(1, 4 + (size_t)patch_count[t] * IPU_PATCH_SIZE);
+        patches[t] = ipu_calloc(ctx, 1, 4 + (size_t)patch_count[t] * IPU_PATCH_SIZE);
         if (!patches[t])
             status = IPU_NO_MEMORY(ctx);
     }
@@ -652,7 +652,9 @@ ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
     json_decref(meta);
     ipu_pkg_builder_free(b);
     for (size_t s = 0; A.by_tile && s < steps; s++)
-        free(A.by_tile[s]), free(A.tile_start[s]);
+        free(A.by_tile[s]);
+    for (size_t s = 0; A.tile_start && s < steps; s++)
+        free(A.tile_start[s]);
     for (uint32_t t = 0; patches && t < A.tiles; t++)
         free(patches[t]);
     free(A.desc_bytes), free(A.code_entries), free(A.by_tile), free(A.tile_start);

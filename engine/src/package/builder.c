@@ -42,10 +42,10 @@ ipu_status ipu_pkg_builder_create(ipu_ctx *ctx, const ipu_profile *profile, uint
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                         "package builder: bad layout (code 0x%X, descriptors 0x%X..0x%X)", code_base,
                         desc_base, desc_limit);
-    ipu_pkg_builder *b = calloc(1, sizeof *b);
-    ipu_package *pkg = calloc(1, sizeof *pkg);
-    tile_build *tiles = calloc(profile->tiles, sizeof *tiles);
-    uint32_t *slot_tables = calloc(profile->tiles, sizeof *slot_tables);
+    ipu_pkg_builder *b = ipu_calloc(ctx, 1, sizeof *b);
+    ipu_package *pkg = ipu_calloc(ctx, 1, sizeof *pkg);
+    tile_build *tiles = ipu_calloc(ctx, profile->tiles, sizeof *tiles);
+    uint32_t *slot_tables = ipu_calloc(ctx, profile->tiles, sizeof *slot_tables);
     if (!b || !pkg || !tiles || !slot_tables) {
         free(b), free(pkg), free(tiles), free(slot_tables);
         return IPU_NO_MEMORY(ctx);
@@ -306,9 +306,9 @@ static ipu_status close_descriptor_areas(ipu_pkg_builder *b)
 {
     ipu_package *pkg = b->pkg;
     uint32_t tiles = pkg->profile.tiles, slots = pkg->slots;
-    uint8_t *table = calloc(slots ? slots : 1, 4);
-    size_t *first = calloc(tiles + 1, sizeof *first);
-    size_t *order = calloc(b->binding_count ? b->binding_count : 1, sizeof *order);
+    uint8_t *table = ipu_calloc(b->ctx, slots ? slots : 1, 4);
+    size_t *first = ipu_calloc(b->ctx, tiles + 1, sizeof *first);
+    size_t *order = ipu_calloc(b->ctx, b->binding_count ? b->binding_count : 1, sizeof *order);
     ipu_status status = IPU_OK;
     if (!table || !first || !order)
         status = IPU_NO_MEMORY(b->ctx);
@@ -349,7 +349,7 @@ ipu_status ipu_pkg_build(ipu_pkg_builder *b, ipu_package **out)
     ipu_package *pkg = b->pkg;
     ipu_status status = close_descriptor_areas(b);
     if (status == IPU_OK) {
-        char *meta = b->meta ? json_dumps(b->meta, JSON_COMPACT | JSON_SORT_KEYS) : strdup("{}");
+        char *meta = b->meta ? json_dumps(b->meta, JSON_COMPACT | JSON_SORT_KEYS) : ipu_strdup(ctx, "{}");
         if (!meta)
             status = IPU_NO_MEMORY(ctx);
         pkg->meta_json = meta;

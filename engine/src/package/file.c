@@ -221,7 +221,7 @@ typedef struct section_view {
 
 static ipu_status copy_out(ipu_ctx *ctx, const section_view *s, void **out, size_t *out_size)
 {
-    *out = malloc(s->size ? s->size : 1);
+    *out = ipu_malloc(ctx, s->size ? s->size : 1);
     if (!*out)
         return IPU_NO_MEMORY(ctx);
     if (s->size)
@@ -238,7 +238,7 @@ static ipu_status records_count(ipu_ctx *ctx, const section_view *s, int type, u
         return BAD("the %s section has %llu bytes, not a multiple of its %u-byte records",
                    SECTION_NAMES[type], (unsigned long long)s->size, size);
     *count = s->size / size;
-    *items = calloc(*count ? *count : 1, element_size);
+    *items = ipu_calloc(ctx, *count ? *count : 1, element_size);
     return *items ? IPU_OK : IPU_NO_MEMORY(ctx);
 }
 
@@ -246,7 +246,7 @@ static ipu_status parse_sections(ipu_ctx *ctx, const section_view *sec, ipu_pack
                                  uint32_t tiles, uint64_t digest)
 {
     /* Profile. */
-    char *text = malloc(sec[IPU_SEC_PROFILE].size + 1);
+    char *text = ipu_malloc(ctx, sec[IPU_SEC_PROFILE].size + 1);
     if (!text)
         return IPU_NO_MEMORY(ctx);
     memcpy(text, sec[IPU_SEC_PROFILE].data, sec[IPU_SEC_PROFILE].size);
@@ -264,7 +264,7 @@ static ipu_status parse_sections(ipu_ctx *ctx, const section_view *sec, ipu_pack
     if (pkg->profile.tiles != tiles)
         return BAD("header says %u tiles, the profile section %u", tiles, pkg->profile.tiles);
     /* Metadata: must be a JSON object. */
-    pkg->meta_json = malloc(sec[IPU_SEC_META].size + 1);
+    pkg->meta_json = ipu_malloc(ctx, sec[IPU_SEC_META].size + 1);
     if (!pkg->meta_json)
         return IPU_NO_MEMORY(ctx);
     memcpy(pkg->meta_json, sec[IPU_SEC_META].data, sec[IPU_SEC_META].size);
@@ -280,7 +280,7 @@ static ipu_status parse_sections(ipu_ctx *ctx, const section_view *sec, ipu_pack
     if (sec[IPU_SEC_TILES].size != (uint64_t)tiles * 4)
         return BAD("the tiles section has %llu bytes, expected %u (4 per tile)",
                    (unsigned long long)sec[IPU_SEC_TILES].size, tiles * 4);
-    pkg->slot_tables = calloc(tiles, 4);
+    pkg->slot_tables = ipu_calloc(ctx, tiles, 4);
     if (!pkg->slot_tables)
         return IPU_NO_MEMORY(ctx);
     for (uint32_t t = 0; t < tiles; t++)
@@ -420,7 +420,7 @@ ipu_status ipu_package_load(ipu_ctx *ctx, const void *bytes, size_t size, ipu_pa
 {
     if (!bytes || !out)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_package_load: NULL argument");
-    ipu_package *pkg = calloc(1, sizeof *pkg);
+    ipu_package *pkg = ipu_calloc(ctx, 1, sizeof *pkg);
     if (!pkg)
         return IPU_NO_MEMORY(ctx);
     ipu_status status = load(ctx, bytes, size, pkg);

@@ -72,8 +72,8 @@ static ipu_status check_segments(ipu_ctx *ctx, ipu_package *pkg)
     const ipu_profile *p = &pkg->profile;
     uint32_t protected_end = p->sram_base + p->runtime_state_bytes;
     uint32_t access_end = ipu_profile_access_end(p);
-    uint32_t *count = calloc((size_t)p->tiles + 1, sizeof *count);
-    uint32_t *index = calloc(pkg->segment_count ? pkg->segment_count : 1, sizeof *index);
+    uint32_t *count = ipu_calloc(ctx, (size_t)p->tiles + 1, sizeof *count);
+    uint32_t *index = ipu_calloc(ctx, pkg->segment_count ? pkg->segment_count : 1, sizeof *index);
     if (!count || !index) {
         free(count), free(index);
         return IPU_NO_MEMORY(ctx);
@@ -124,7 +124,7 @@ static ipu_status check_segments(ipu_ctx *ctx, ipu_package *pkg)
     }
     for (uint32_t t = 0; t < p->tiles; t++)
         count[t + 1] += count[t];
-    uint32_t *fill = calloc(p->tiles ? p->tiles : 1, sizeof *fill);
+    uint32_t *fill = ipu_calloc(ctx, p->tiles ? p->tiles : 1, sizeof *fill);
     if (!fill)
         return IPU_NO_MEMORY(ctx);
     for (size_t i = 0; i < pkg->segment_count; i++) {
@@ -161,6 +161,11 @@ static ipu_status check_tables(ipu_ctx *ctx, const ipu_package *pkg)
         return BAD("the string table does not end with a NUL byte");
     if (pkg->invocations == 0 || pkg->invocations > 1000000)
         return BAD("invocations is %u, expected 1..1000000", pkg->invocations);
+    /* Streams are host buffers the device allocates at initialize: each holds
+     * at most the device's memory, and all of them twice that (parameters live
+     * on the device; inputs and outputs pass through it). */
+    uint32_t tile_bytes = ipu_profile_access_end(p) - p->sram_base;
+    uint64_t device_bytes = (uint64_t)p->tiles * tile_bytes, stream_bytes = 0;
     for (size_t i = 0; i < pkg->stream_count; i++) {
         const ipu_pkg_stream *s = &pkg->streams[i];
         if (!valid_string(pkg, s->name_offset) || !*ipu_pkg_string(pkg, s->name_offset))
@@ -168,9 +173,17 @@ static ipu_status check_tables(ipu_ctx *ctx, const ipu_package *pkg)
         if (s->direction > IPU_STREAM_OUTPUT)
             return BAD("stream '%s' has unknown direction %u", ipu_pkg_string(pkg, s->name_offset),
                        s->direction);
-        if (s->size == 0 || s->size > (1ull << 40))
-            return BAD("stream '%s' has size %llu, expected 1..2^40",
-                       ipu_pkg_string(pkg, s->name_offset), (unsigned long long)s->size);
+        if (s->size == 0 || s->size > device_bytes)
+            return BAD("stream '%s' has size %llu, expected 1..%llu (the device's %u tiles of %u "
+                       "accessible bytes: no stream holds more than the device)",
+                       ipu_pkg_string(pkg, s->name_offset), (unsigned long long)s->size,
+                       (unsigned long long)device_bytes, p->tiles, tile_bytes);
+        if (s->size > 2 * device_bytes - stream_bytes)
+            return BAD("stream '%s' (%llu bytes) takes the streams to %llu bytes, expected at most "
+                       "%llu in all (twice the device's memory)",
+                       ipu_pkg_string(pkg, s->name_offset), (unsigned long long)s->size,
+                       (unsigned long long)(stream_bytes + s->size), (unsigned long long)(2 * device_bytes));
+        stream_bytes += s->size;
         for (size_t j = 0; j < i; j++)
             if (strcmp(ipu_pkg_string(pkg, s->name_offset),
                        ipu_pkg_string(pkg, pkg->streams[j].name_offset)) == 0)
@@ -442,7 +455,7 @@ ipu_status ipu_pkg_validate(ipu_ctx *ctx, ipu_package *pkg)
     IPU_TRY(check_segments(ctx, pkg));
     IPU_TRY(check_tables(ctx, pkg));
     IPU_TRY(ipu_pkg_index_allocs(ctx, pkg));
-    uint8_t *use = calloc(pkg->slots ? pkg->slots : 1, 1);
+    uint8_t *use = ipu_calloc(ctx, pkg->slots ? pkg->slots : 1, 1);
     if (!use)
         return IPU_NO_MEMORY(ctx);
     ipu_status status = check_program(ctx, pkg, pkg->init_ops, pkg->init_count, "init", use);

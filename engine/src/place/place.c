@@ -391,14 +391,14 @@ ipu_status ipu_place(ipu_ctx *ctx, const ipu_profile *p, ipu_place_request *requ
         requests[i].size += requests[i].access_tail;
 
     size_t tiles = p->tiles;
-    size_t *tstart = calloc(tiles + 1, sizeof *tstart);
-    size_t *rstart = calloc(tiles + 1, sizeof *rstart);
-    uint32_t *ids = malloc(count * sizeof *ids);
-    uint32_t *adj_start = calloc((size_t)count + 1, sizeof *adj_start);
-    uint32_t *adj = malloc((2 * conflict_count + 1) * sizeof *adj);
-    uint32_t *local_of = malloc(count * sizeof *local_of);
-    place_key *rkeys = malloc((reserved_count + 1) * sizeof *rkeys);
-    place_span *rspan = malloc((reserved_count + 1) * sizeof *rspan);
+    size_t *tstart = ipu_calloc(ctx, tiles + 1, sizeof *tstart);
+    size_t *rstart = ipu_calloc(ctx, tiles + 1, sizeof *rstart);
+    uint32_t *ids = ipu_malloc(ctx, count * sizeof *ids);
+    uint32_t *adj_start = ipu_calloc(ctx, (size_t)count + 1, sizeof *adj_start);
+    uint32_t *adj = ipu_malloc(ctx, (2 * conflict_count + 1) * sizeof *adj);
+    uint32_t *local_of = ipu_malloc(ctx, count * sizeof *local_of);
+    place_key *rkeys = ipu_malloc(ctx, (reserved_count + 1) * sizeof *rkeys);
+    place_span *rspan = ipu_malloc(ctx, (reserved_count + 1) * sizeof *rspan);
     place_key *keys = NULL;
     ipu_place_request *loc = NULL;
     uint8_t *is_placed = NULL;
@@ -452,12 +452,12 @@ ipu_status ipu_place(ipu_ctx *ctx, const ipu_profile *p, ipu_place_request *requ
     for (size_t t = 0; t < tiles; t++)
         rstart[t + 1] += rstart[t];
 
-    keys = malloc((max_n + 1) * sizeof *keys);
-    order = malloc((max_n + 1) * sizeof *order);
-    placed = malloc((max_n + 1) * sizeof *placed);
-    cspan = malloc(((size_t)max_deg + 1) * sizeof *cspan);
-    loc = malloc((max_n + 1) * sizeof *loc);
-    is_placed = malloc(max_n + 1);
+    keys = ipu_malloc(ctx, (max_n + 1) * sizeof *keys);
+    order = ipu_malloc(ctx, (max_n + 1) * sizeof *order);
+    placed = ipu_malloc(ctx, (max_n + 1) * sizeof *placed);
+    cspan = ipu_malloc(ctx, ((size_t)max_deg + 1) * sizeof *cspan);
+    loc = ipu_malloc(ctx, (max_n + 1) * sizeof *loc);
+    is_placed = ipu_malloc(ctx, max_n + 1);
     if (!keys || !order || !placed || !cspan || !loc || !is_placed) {
         st = IPU_NO_MEMORY(ctx);
         goto done;

@@ -89,8 +89,8 @@ static uint64_t key_of(const ipu_matmul_grid *g, int key)
 static ipu_status frontier(ipu_ctx *ctx, ipu_matmul_grid *v, uint32_t *n_io, uint32_t cap, int resident)
 {
     uint32_t n = *n_io;
-    uint32_t *scratch = malloc((n ? n : 1) * sizeof *scratch);
-    uint8_t *keep = calloc(n ? n : 1, 1);
+    uint32_t *scratch = ipu_malloc(ctx, (n ? n : 1) * sizeof *scratch);
+    uint8_t *keep = ipu_calloc(ctx, n ? n : 1, 1);
     if (!scratch || !keep) {
         free(scratch), free(keep);
         return IPU_NO_MEMORY(ctx);
@@ -128,7 +128,7 @@ static ipu_status merge(ipu_ctx *ctx, ipu_matmul_grid **merged, size_t *count, s
 {
     if (*count + n > *capacity) {
         size_t grown = (*count + n) * 2;
-        ipu_matmul_grid *bigger = realloc(*merged, grown * sizeof **merged);
+        ipu_matmul_grid *bigger = ipu_realloc(ctx, *merged, grown * sizeof **merged);
         if (!bigger)
             return IPU_NO_MEMORY(ctx);
         *merged = bigger, *capacity = grown;
@@ -146,8 +146,8 @@ ipu_status ipu_catalogue_matmul(ipu_ctx *ctx, const ipu_profile *p, uint32_t m, 
     uint32_t group = o->group_size ? o->group_size : 1, cap = o->frontier_cap ? o->frontier_cap : 1;
     /* The current group (grown as it fills), then the merged frontiers. */
     size_t current_capacity = group < 1024 ? group : 1024, merged_capacity = 64, merged_count = 0;
-    ipu_matmul_grid *current = malloc(current_capacity * sizeof *current);
-    ipu_matmul_grid *merged = malloc(merged_capacity * sizeof *merged);
+    ipu_matmul_grid *current = ipu_malloc(ctx, current_capacity * sizeof *current);
+    ipu_matmul_grid *merged = ipu_malloc(ctx, merged_capacity * sizeof *merged);
     ipu_status status = current && merged ? IPU_OK : IPU_NO_MEMORY(ctx);
     uint32_t filled = 0;
     for (uint32_t gm = 1; gm <= m && gm <= p->tiles && status == IPU_OK; gm++)
@@ -166,7 +166,7 @@ ipu_status ipu_catalogue_matmul(ipu_ctx *ctx, const ipu_profile *p, uint32_t m, 
                 }
                 if (filled == current_capacity) {
                     size_t grown = current_capacity * 2 < group ? current_capacity * 2 : group;
-                    ipu_matmul_grid *bigger = realloc(current, grown * sizeof *current);
+                    ipu_matmul_grid *bigger = ipu_realloc(ctx, current, grown * sizeof *current);
                     if (!bigger) {
                         status = IPU_NO_MEMORY(ctx);
                         break;
@@ -194,7 +194,7 @@ ipu_status ipu_catalogue_matmul(ipu_ctx *ctx, const ipu_profile *p, uint32_t m, 
     if (status == IPU_OK)
         status = frontier(ctx, merged, &out->shortlisted, cap, resident);
     /* Detailed pruning: the exact footprint of the fullest tile. */
-    uint8_t *keep = status == IPU_OK ? malloc(out->shortlisted ? out->shortlisted : 1) : NULL;
+    uint8_t *keep = status == IPU_OK ? ipu_malloc(ctx, out->shortlisted ? out->shortlisted : 1) : NULL;
     if (status == IPU_OK && !keep)
         status = IPU_NO_MEMORY(ctx);
     for (uint32_t i = 0; status == IPU_OK && i < out->shortlisted; i++)

@@ -28,9 +28,9 @@ ipu_status ipu_layout_alloc(ipu_ctx *ctx, ipu_layout *l, uint32_t rows, uint32_t
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "layout %ux%u with a zero dimension", rows,
                         cols);
     *l = (ipu_layout){rows, cols, elem, row_parts, col_parts, replicas, NULL, NULL, NULL};
-    l->row_bounds = calloc((size_t)row_parts + 1, sizeof *l->row_bounds);
-    l->col_bounds = calloc((size_t)col_parts + 1, sizeof *l->col_bounds);
-    l->tiles = calloc((size_t)replicas * row_parts * col_parts, sizeof *l->tiles);
+    l->row_bounds = ipu_calloc(ctx, (size_t)row_parts + 1, sizeof *l->row_bounds);
+    l->col_bounds = ipu_calloc(ctx, (size_t)col_parts + 1, sizeof *l->col_bounds);
+    l->tiles = ipu_calloc(ctx, (size_t)replicas * row_parts * col_parts, sizeof *l->tiles);
     if (!l->row_bounds || !l->col_bounds || !l->tiles) {
         ipu_layout_free(l);
         return IPU_NO_MEMORY(ctx);
@@ -156,7 +156,7 @@ ipu_status ipu_layout_check(ipu_ctx *ctx, const ipu_layout *l, uint32_t tiles)
             return BAD("column boundary %u (%u elements of %u bytes) is not on a 32-bit word",
                        l->rows, l->cols, j, l->col_bounds[j], l->elem);
     }
-    uint8_t *used = calloc(tiles, 1);
+    uint8_t *used = ipu_calloc(ctx, tiles, 1);
     if (!used)
         return IPU_NO_MEMORY(ctx);
     size_t blocks = (size_t)l->replicas * l->row_parts * l->col_parts;
@@ -317,11 +317,12 @@ ipu_status ipu_redistribute(ipu_ctx *ctx, const ipu_layout *src, const ipu_layou
     return status;
 }
 
-uint32_t ipu_redistribution_busiest(const ipu_redistribution *r, uint32_t tiles)
+ipu_status ipu_redistribution_busiest(ipu_ctx *ctx, const ipu_redistribution *r, uint32_t tiles,
+                                      uint32_t *out)
 {
-    uint32_t *rows = calloc(tiles ? tiles : 1, sizeof *rows), busiest = 0;
+    uint32_t *rows = ipu_calloc(ctx, tiles ? tiles : 1, sizeof *rows), busiest = 0;
     if (!rows)
-        return UINT32_MAX;
+        return IPU_NO_MEMORY(ctx);
     for (size_t n = 0; n < r->piece_count; n++) {
         const ipu_piece *p = &r->pieces[n];
         if (p->src_tile < tiles)
@@ -333,7 +334,8 @@ uint32_t ipu_redistribution_busiest(const ipu_redistribution *r, uint32_t tiles)
     for (uint32_t t = 0; t < tiles; t++)
         busiest = rows[t] > busiest ? rows[t] : busiest;
     free(rows);
-    return busiest;
+    *out = busiest;
+    return IPU_OK;
 }
 
 ipu_status ipu_staging_layout(ipu_ctx *ctx, const ipu_layout *dst, uint32_t tiles, ipu_layout *out)

@@ -85,7 +85,8 @@ ipu_status ipu_redistribute(ipu_ctx *ctx, const ipu_layout *src, const ipu_layou
                             ipu_redistribution *out);
 void ipu_redistribution_free(ipu_redistribution *r);
 /* Exchange rows (sends plus receives) of the busiest tile. */
-uint32_t ipu_redistribution_busiest(const ipu_redistribution *r, uint32_t tiles);
+ipu_status ipu_redistribution_busiest(ipu_ctx *ctx, const ipu_redistribution *r, uint32_t tiles,
+                                      uint32_t *out);
 /* A staging layout for moving src into dst in two hops when a direct move
  * would be row by row: dst's column bands (so the second hop moves whole
  * blocks of rows), rows cut into as many bands as the device has tiles for,

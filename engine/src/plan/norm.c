@@ -56,8 +56,11 @@ ipu_status ipu_plan_layernorm(ipu_ctx *ctx, ipu_plan *plan, size_t index)
         uint32_t parts = x->rows < tiles ? x->rows : tiles;
         IPU_TRY(ipu_layout_grid(ctx, &rows, x->rows, x->cols, elem, parts, 1, IPU_PLAN_COL_ALIGN, 1, 0,
                                 tiles / parts, 0, 0));
-        if (!home->tiles)
-            IPU_TRY(ipu_layout_copy(ctx, home, &rows));
+        ipu_status status = home->tiles ? IPU_OK : ipu_layout_copy(ctx, home, &rows);
+        if (status != IPU_OK) {
+            ipu_layout_free(&rows);
+            return status;
+        }
     }
     uint64_t moved = 0;
     if (ipu_layout_same(home, &rows)) {

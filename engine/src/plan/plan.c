@@ -238,10 +238,10 @@ ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g
     out->graph = g;
     out->budget = budget;
     out->attention = attention;
-    out->home = calloc(g->tensor_count, sizeof *out->home);
-    out->ops = calloc(g->op_count ? g->op_count : 1, sizeof *out->ops);
-    out->smallest_param = calloc(g->op_count ? g->op_count : 1, sizeof *out->smallest_param);
-    out->smallest_transient = calloc(g->op_count ? g->op_count : 1, sizeof *out->smallest_transient);
+    out->home = ipu_calloc(ctx, g->tensor_count, sizeof *out->home);
+    out->ops = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *out->ops);
+    out->smallest_param = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *out->smallest_param);
+    out->smallest_transient = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *out->smallest_transient);
     if (!out->home || !out->ops || !out->smallest_param || !out->smallest_transient) {
         ipu_plan_free(out);
         return IPU_NO_MEMORY(ctx);

@@ -49,9 +49,9 @@ static ipu_status group_steps(builder *b)
 {
     const ipu_low_program *prog = b->prog;
     size_t steps = prog->step_count ? prog->step_count : 1;
-    b->group_of = calloc(steps, sizeof *b->group_of);
-    b->group_first = calloc(steps, sizeof *b->group_first);
-    uint8_t *ends = calloc(steps, 1);
+    b->group_of = ipu_calloc(b->ctx, steps, sizeof *b->group_of);
+    b->group_first = ipu_calloc(b->ctx, steps, sizeof *b->group_first);
+    uint8_t *ends = ipu_calloc(b->ctx, steps, 1);
     if (!b->group_of || !b->group_first || !ends) {
         free(ends);
         return IPU_NO_MEMORY(b->ctx);
@@ -74,7 +74,7 @@ static ipu_status group_steps(builder *b)
 static ipu_status class_buffers(builder *b)
 {
     const ipu_low_program *prog = b->prog;
-    b->interleaved = calloc(prog->buffer_count ? prog->buffer_count : 1, 1);
+    b->interleaved = ipu_calloc(b->ctx, prog->buffer_count ? prog->buffer_count : 1, 1);
     if (!b->interleaved)
         return IPU_NO_MEMORY(b->ctx);
     for (size_t k = 0; k < prog->kernel_count; k++) {
@@ -96,8 +96,8 @@ static ipu_status value_lifetimes(builder *b)
 {
     const ipu_low_program *prog = b->prog;
     size_t n = prog->value_count ? prog->value_count : 1;
-    b->value_first = malloc(n * sizeof *b->value_first);
-    b->value_last = calloc(n, sizeof *b->value_last);
+    b->value_first = ipu_malloc(b->ctx, n * sizeof *b->value_first);
+    b->value_last = ipu_calloc(b->ctx, n, sizeof *b->value_last);
     if (!b->value_first || !b->value_last)
         return IPU_NO_MEMORY(b->ctx);
     memset(b->value_first, 0xFF, n * sizeof *b->value_first);
@@ -117,7 +117,7 @@ static ipu_status value_lifetimes(builder *b)
 static ipu_status sweep(builder *b)
 {
     const ipu_low_program *prog = b->prog;
-    ipu_low_live *items = malloc((prog->buffer_count ? prog->buffer_count : 1) * sizeof *items);
+    ipu_low_live *items = ipu_malloc(b->ctx, (prog->buffer_count ? prog->buffer_count : 1) * sizeof *items);
     if (!items)
         return IPU_NO_MEMORY(b->ctx);
     for (size_t i = 0; i < prog->buffer_count; i++) {
@@ -197,10 +197,10 @@ static ipu_status values_json(const builder *b, json_t *out, json_t *alias_of)
 {
     const ipu_low_program *prog = b->prog;
     size_t n = prog->value_count;
-    uint64_t *bytes = calloc((n ? n : 1) * b->tiles, sizeof *bytes);
-    uint64_t *shards = calloc((n ? n : 1) * b->tiles, sizeof *shards);
-    uint8_t *inter = calloc(n ? n : 1, 1);
-    uint32_t *alias = malloc((n ? n : 1) * sizeof *alias);
+    uint64_t *bytes = ipu_calloc(b->ctx, (n ? n : 1) * b->tiles, sizeof *bytes);
+    uint64_t *shards = ipu_calloc(b->ctx, (n ? n : 1) * b->tiles, sizeof *shards);
+    uint8_t *inter = ipu_calloc(b->ctx, n ? n : 1, 1);
+    uint32_t *alias = ipu_malloc(b->ctx, (n ? n : 1) * sizeof *alias);
     if (!bytes || !shards || !inter || !alias) {
         free(bytes), free(shards), free(inter), free(alias);
         return IPU_NO_MEMORY(b->ctx);
@@ -238,8 +238,8 @@ static ipu_status values_json(const builder *b, json_t *out, json_t *alias_of)
 static uint64_t exchange_rows(const builder *b, uint32_t *tile)
 {
     const ipu_low_program *prog = b->prog;
-    uint64_t *rows = calloc(b->tiles, sizeof *rows), best = 0;
-    uint32_t *seen = calloc(b->tiles, sizeof *seen);
+    uint64_t *rows = ipu_calloc(b->ctx, b->tiles, sizeof *rows), best = 0;
+    uint32_t *seen = ipu_calloc(b->ctx, b->tiles, sizeof *seen);
     *tile = 0;
     if (!rows || !seen) {
         free(rows), free(seen);
@@ -333,7 +333,7 @@ static json_t *rejection_detail(const builder *b, json_t *values, json_t *steps,
     json_t *peak_step = json_array_get(steps, pk->step);
     json_t *live = json_object_get(peak_step, "live");
     size_t n = json_array_size(live);
-    uint8_t *taken = calloc(n ? n : 1, 1);
+    uint8_t *taken = ipu_calloc(b->ctx, n ? n : 1, 1);
     for (int k = 0; taken && k < 5; k++) {
         size_t pick = n;
         json_int_t most = 0;

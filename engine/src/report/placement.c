@@ -66,9 +66,9 @@ static json_t *footprints(ipu_ctx *ctx, const ipu_low_program *prog, json_t **ga
     uint32_t tiles = prog->profile.tiles;
     size_t steps = prog->step_count ? prog->step_count : 1;
     uint64_t *sum = NULL;
-    uint32_t *top = calloc((size_t)tiles * steps, sizeof *top);
-    uint32_t *low = malloc((size_t)tiles * steps * sizeof *low);
-    ipu_low_live *items = malloc((prog->buffer_count ? prog->buffer_count : 1) * sizeof *items);
+    uint32_t *top = ipu_calloc(ctx, (size_t)tiles * steps, sizeof *top);
+    uint32_t *low = ipu_malloc(ctx, (size_t)tiles * steps * sizeof *low);
+    ipu_low_live *items = ipu_malloc(ctx, (prog->buffer_count ? prog->buffer_count : 1) * sizeof *items);
     json_t *estimate = json_array(), *placed = json_array();
     size_t counted = 0;
     /* Staging lives in the aperture, outside the tensor area. */
@@ -169,11 +169,11 @@ static void note(tile_summary *t, uint32_t buffer, uint64_t bytes)
 
 /* Every tile's program step by step: each kernel call on its own line; a
  * tile's part of an exchange or host phase as one line. */
-static json_t *listing(const ipu_low_program *prog)
+static json_t *listing(ipu_ctx *ctx, const ipu_low_program *prog)
 {
     json_t *step = json_array(), *tile = json_array(), *text = json_array(), *uses = json_array();
     uint32_t tiles = prog->profile.tiles;
-    tile_summary *sum = calloc(tiles, sizeof *sum);
+    tile_summary *sum = ipu_calloc(ctx, tiles, sizeof *sum);
     char words[160];
     for (size_t s = 0; sum && s < prog->step_count; s++) {
         const ipu_low_step *st = &prog->steps[s];
@@ -229,6 +229,10 @@ static json_t *listing(const ipu_low_program *prog)
             line(step, tile, text, uses, s, t, words, sum[t].buffers);
         }
     }
+    if (!sum) { /* out of memory: no listing, so no report */
+        json_decref(step), json_decref(tile), json_decref(text), json_decref(uses);
+        return NULL;
+    }
     free(sum);
     return json_pack("{s:o, s:o, s:o, s:o}", "step", step, "tile", tile, "text", text, "buffers", uses);
 }
@@ -265,7 +269,7 @@ json_t *ipu_placement_report(ipu_ctx *ctx, const ipu_low_program *prog, const ip
         "code_base", (json_int_t)support->code_base, "descriptor_base",
         (json_int_t)support->descriptor_base, "code_end", code_end, "runtime_state_bytes",
         (json_int_t)p->runtime_state_bytes, "descriptor_end", desc_end, "allocations",
-        allocations(prog, g, &names), "footprint", fp, "gaps", gaps, "listing", listing(prog),
+        allocations(prog, g, &names), "footprint", fp, "gaps", gaps, "listing", listing(ctx, prog),
         "repeat", "first", (json_int_t)prog->repeat_first, "count", (json_int_t)prog->repeat_count,
         "iterations", (json_int_t)prog->repeat_iterations);
     if (report)
