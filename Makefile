@@ -4,6 +4,7 @@
 #   make test IPU_SANITIZE=ON   the same under ASan+UBSan (build-sanitize/)
 #   make test CC=clang          the same built with clang (build-clang/)
 #   make coverage               instrumented build, all tests, gcovr summary
+#   make fuzz FUZZ_SECONDS=N    libFuzzer targets built with clang (build-fuzz/), N s each
 PYTHON ?= /usr/bin/python3
 JOBS ?= $(shell nproc)
 IPU_SANITIZE ?= OFF
@@ -21,19 +22,24 @@ BUILD_DIR ?= build-sanitize$(COMPILER_SUFFIX)
 BUILD_TYPE ?= RelWithDebInfo
 ASAN_RUNTIME := $(shell gcc -print-file-name=libasan.so)
 UBSAN_RUNTIME := $(shell gcc -print-file-name=libubsan.so)
-# Python is not instrumented: preload the runtimes for ctypes, ignore leaks
-# of the interpreter itself.
+# The C tests run with LeakSanitizer.  Python is not instrumented: preload
+# the runtimes for ctypes, ignore leaks of the interpreter itself.
+TEST_ENV_C = ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 TEST_ENV = LD_PRELOAD="$(ASAN_RUNTIME) $(UBSAN_RUNTIME)" ASAN_OPTIONS=detect_leaks=0 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 else
 BUILD_DIR ?= build$(COMPILER_SUFFIX)
 BUILD_TYPE ?= Release
+TEST_ENV_C =
 TEST_ENV =
 endif
 
 export IPU_E2E_LIBRARY = $(CURDIR)/$(BUILD_DIR)/libipu_e2e.so
 
-.PHONY: all deps build run test test-c test-python coverage clean
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD_DIR ?= build-fuzz
+
+.PHONY: all deps build run test test-c test-python coverage fuzz clean
 
 all: build
 
@@ -58,7 +64,7 @@ run: build
 	harness/bin/ipu-e2e-test --workload mlp --reference-run --reference-fp32
 
 test-c: build
-	cd $(BUILD_DIR) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD_DIR) && $(TEST_ENV_C) ctest --output-on-failure -j $(JOBS)
 
 test-python: build
 	$(TEST_ENV) $(PYTHON) -m pytest -q harness/tests
@@ -70,5 +76,9 @@ coverage:
 	gcovr --root . --object-directory build-coverage --exclude 'engine/tests/.*' --print-summary \
 		build-coverage | tail -n 5
 
+# Fuzz targets (engine/tests/fuzz/): clang with libFuzzer, ASan and UBSan.
+fuzz:
+	$(PYTHON) harness/bin/ipu-e2e-fuzz --seconds $(FUZZ_SECONDS) --build-dir $(FUZZ_BUILD_DIR) --jobs $(JOBS)
+
 clean:
-	rm -rf build build-sanitize build-coverage build-clang
+	rm -rf build build-sanitize build-coverage build-clang build-alloc build-alloc-sanitize build-fuzz build-fuzzcheck

@@ -1,10 +1,11 @@
 """ci/nightly: the nightly regression matrix.  Runs every case of a case list
-(ci/cases.json) as its own process, `ipu-e2e-test` or `ipu-e2e-bench`, and
+(ci/cases.json) as its own process, `ipu-e2e-test`, `ipu-e2e-bench` or
+`ipu-e2e-fuzz`, and
 checks that its exit code is the one expected (pass: 0; reject: 2, the
 planner refusing a budget).  Each case gets its own output folder (given to
 the command as --output; `{output}` in an argument names it too).  It reads the figures the command wrote to its
 output folder: simulated cycles and the lowest min cosine of result.json, or
-a bench's JSON with its targets.  These are compared with the case's
+a bench's JSON (a fuzz run's fuzz.json) with its targets.  These are compared with the case's
 baseline (ci/baselines.json).  A case regresses when its cycles exceed the
 baseline by more than 1%, when its min cosine falls more than 0.001 below
 the baseline's, or when its wall time is over 1.5x a baseline of at least
@@ -26,7 +27,8 @@ from .progress import Progress
 
 REPO = Path(__file__).resolve().parents[2]
 COMMANDS = {"test": REPO / "harness" / "bin" / "ipu-e2e-test",
-            "bench": REPO / "harness" / "bin" / "ipu-e2e-bench"}
+            "bench": REPO / "harness" / "bin" / "ipu-e2e-bench",
+            "fuzz": REPO / "harness" / "bin" / "ipu-e2e-fuzz"}
 EXPECTED_EXIT = {"pass": 0, "reject": 2}
 DEFAULT_TIMEOUT = 1800
 # A regression: cycles above baseline x 1.01, min cosine below baseline -
@@ -83,7 +85,7 @@ def load_cases(path):
                              f"dashes, got {name!r}")
         where = f"{path}: case '{name}'"
         if case.get("command") not in COMMANDS:
-            raise UsageError(f"{where}: field 'command': expected 'test' or 'bench', got {case.get('command')!r}")
+            raise UsageError(f"{where}: field 'command': expected 'test', 'bench' or 'fuzz', got {case.get('command')!r}")
         args = case.get("args")
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             raise UsageError(f"{where}: field 'args': expected a list of strings")
@@ -121,9 +123,10 @@ def figures_of(case, folder):
         if cosines:
             figures["min_cosine"] = min(cosines)
         return figures, []
-    found = sorted(folder.glob("bench-*.json"))
+    pattern = "fuzz.json" if case["command"] == "fuzz" else "bench-*.json"
+    found = sorted(folder.glob(pattern))
     if not found:
-        return {}, ["the bench wrote no bench-*.json"]
+        return {}, [f"the {case['command']} wrote no {pattern}"]
     result = json.loads(found[0].read_text())
     figures = {}
     for key, name in (("simulated_cycles_per_inference", "cycles"), ("min_cosine", "min_cosine")):

@@ -1,0 +1,130 @@
+/* device_run.c: the fuzz targets' shared device run (fuzz.h): the size
+ * limits a package must keep to be run (tiles, SRAM, executed control ops
+ * with every Repeat iteration counted, stream bytes), and a replay of the
+ * package on a fresh simulator with its recorded inputs, as the harness
+ * replays a saved package, every call held to fuzz_check.
+ */
+#include <string.h>
+
+#include "fuzz.h"
+#include "package/package.h"
+
+/* Control ops one pass of a program executes, Repeat iterations counted;
+ * saturates just past limit. */
+static uint64_t executed_ops(const ipu_pkg_op *ops, size_t count, uint64_t limit)
+{
+    /* The open Repeats: where each body ends and the iterations it multiplies by. */
+    size_t ends[64];
+    uint64_t factor[65] = {1};
+    int depth = 0;
+    uint64_t total = 0;
+    for (size_t i = 0; i < count; i++) {
+        while (depth && ends[depth - 1] <= i)
+            depth--;
+        total += factor[depth];
+        if (total > limit)
+            return limit + 1;
+        if (ops[i].op == IPU_OP_REPEAT && depth < 64) {
+            ends[depth] = i + 1 + ops[i].b;
+            factor[depth + 1] = factor[depth] * ops[i].a;
+            if (factor[depth + 1] > limit)
+                return limit + 1;
+            depth++;
+        }
+    }
+    return total;
+}
+
+int fuzz_package_small(const ipu_package *pkg)
+{
+    const ipu_profile *p = &pkg->profile;
+    if (p->tiles > FUZZ_MAX_TILES || p->sram_end - p->sram_base > FUZZ_MAX_SRAM)
+        return 0;
+    uint64_t ops = executed_ops(pkg->init_ops, pkg->init_count, FUZZ_MAX_EXECUTED_OPS) +
+                   2 * executed_ops(pkg->main_ops, pkg->main_count, FUZZ_MAX_EXECUTED_OPS);
+    if (ops > FUZZ_MAX_EXECUTED_OPS)
+        return 0;
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < pkg->stream_count; i++)
+        bytes += pkg->streams[i].size;
+    return bytes <= FUZZ_MAX_STREAM_BYTES;
+}
+
+/* Upload the recorded inputs of invocation (parameters: invocation 0). */
+static ipu_status upload(ipu_ctx *ctx, ipu_device *dev, const ipu_package *pkg, uint32_t invocation)
+{
+    for (size_t r = 0; r < pkg->record_count; r++) {
+        const ipu_pkg_record *rec = &pkg->records[r];
+        const ipu_pkg_stream *s = &pkg->streams[rec->stream];
+        if (rec->kind != IPU_RECORD_INPUT || rec->invocation != invocation)
+            continue;
+        if (invocation && s->direction == IPU_STREAM_PARAM)
+            continue;
+        ipu_status status = fuzz_check(ctx,
+                                       ipu_device_set_stream(ctx, dev, ipu_pkg_string(pkg, s->name_offset),
+                                                             pkg->data + rec->data_offset,
+                                                             (size_t)rec->size),
+                                       "ipu_device_set_stream");
+        if (status != IPU_OK)
+            return status;
+    }
+    return IPU_OK;
+}
+
+/* After a run or a failed initialize: the outputs, or the fault. */
+static void read_back(ipu_ctx *ctx, ipu_device *dev, const ipu_package *pkg, ipu_status status)
+{
+    if (status == IPU_ERR_DEVICE_FAULT) {
+        char *fault = NULL;
+        fuzz_check(ctx, ipu_device_fault_json(ctx, dev, &fault), "ipu_device_fault_json");
+        ipu_free(fault);
+        return;
+    }
+    for (size_t i = 0; status == IPU_OK && i < pkg->stream_count; i++) {
+        if (pkg->streams[i].direction != IPU_STREAM_OUTPUT)
+            continue;
+        const void *data = NULL;
+        size_t size = 0;
+        ipu_status got = fuzz_check(ctx,
+                                    ipu_device_stream(ctx, dev, ipu_pkg_string(pkg, pkg->streams[i].name_offset),
+                                                      &data, &size),
+                                    "ipu_device_stream");
+        if (got == IPU_OK && size != pkg->streams[i].size) {
+            fprintf(stderr, "output stream %zu: %zu bytes, the package declares %llu\n", i, size,
+                    (unsigned long long)pkg->streams[i].size);
+            abort();
+        }
+    }
+}
+
+void fuzz_run_package(ipu_ctx *ctx, const ipu_package *pkg)
+{
+    json_t *profile = ipu_profile_to_json(&pkg->profile);
+    char *text = profile ? json_dumps(profile, JSON_COMPACT) : NULL;
+    json_decref(profile);
+    ipu_device *dev = NULL;
+    ipu_status status = text ? fuzz_check(ctx, ipu_device_create(ctx, text, &dev), "ipu_device_create")
+                             : IPU_ERR_NO_MEMORY;
+    free(text);
+    if (status == IPU_OK)
+        status = upload(ctx, dev, pkg, 0);
+    if (status == IPU_OK) {
+        status = fuzz_check(ctx, ipu_device_initialize(ctx, dev, pkg), "ipu_device_initialize");
+        read_back(ctx, dev, pkg, status);
+    }
+    uint32_t runs = pkg->invocations < 2 ? pkg->invocations : 2;
+    for (uint32_t i = 0; status == IPU_OK && i < runs; i++) {
+        if (i)
+            status = upload(ctx, dev, pkg, i);
+        char *cycles = NULL;
+        if (status == IPU_OK)
+            status = fuzz_check(ctx, ipu_device_run(ctx, dev, &cycles), "ipu_device_run");
+        if (status == IPU_OK && !cycles) {
+            fprintf(stderr, "ipu_device_run succeeded without a cycle report\n");
+            abort();
+        }
+        ipu_free(cycles);
+        read_back(ctx, dev, pkg, status);
+    }
+    ipu_device_free(dev);
+}

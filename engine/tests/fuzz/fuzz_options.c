@@ -1,0 +1,142 @@
+/* fuzz_options.c: libFuzzer target for the workload and compile options:
+ * the input is two JSON documents, workload options then compile options,
+ * separated by the first NUL byte (or, when there is none, the first
+ * newline).  They go through ipu_workload_create, ipu_compile and a device
+ * run of the package (fuzz.h's device_run), every call held to fuzz_check.
+ * Executions stay in milliseconds by keeping models and devices tiny: a
+ * geometry option the input leaves out takes a tiny value here (8 tokens, 16
+ * channels, 32 hidden, 1 layer of 2 heads of 8), one it sets above a cap
+ * (batch 2, blocks or layers 2, tokens 32, channels 64, hidden 128, heads 4,
+ * head_dim 32) skips the input; the device is 4 tiles unless the compile
+ * options' profile says otherwise, and a profile of more than 16 tiles or
+ * 1 MiB of SRAM skips the input.  The options that write files
+ * (placement_report, memory_profile_directory) are removed.  Seeds:
+ * fixtures/fuzz/options/.
+ */
+#include <string.h>
+
+#include "fuzz.h"
+
+#include <jansson.h>
+
+typedef struct geometry {
+    const char *key;
+    json_int_t tiny, cap;
+} geometry;
+
+static const geometry MLP[] = {{"batch", 1, 2},     {"blocks", 1, 2},    {"tokens", 8, 32},
+                               {"channels", 16, 64}, {"hidden", 32, 128}, {NULL, 0, 0}};
+/* channels is left to default to heads x head_dim (vit refuses another width). */
+static const geometry VIT[] = {{"batch", 1, 2},   {"layers", 1, 2},    {"tokens", 8, 32},
+                               {"heads", 2, 4},   {"head_dim", 8, 32}, {"hidden", 32, 128},
+                               {"channels", 0, 64}, {NULL, 0, 0}};
+
+/* Fill in tiny defaults; 0 when an option is over its cap. */
+static int tiny_geometry(json_t *options, const geometry *g)
+{
+    for (; g->key; g++) {
+        json_t *v = json_object_get(options, g->key);
+        if (!v && g->tiny && json_object_set_new(options, g->key, json_integer(g->tiny)))
+            return 0;
+        if (json_is_integer(v) && json_integer_value(v) > g->cap)
+            return 0;
+    }
+    return 1;
+}
+
+/* The workload options made tiny, as text; NULL to skip the input.  Text
+ * that is not a JSON object goes through unchanged (the library refuses it). */
+static char *workload_options(const char *text)
+{
+    json_t *o = json_loads(text, JSON_DECODE_ANY, NULL);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return strdup(text);
+    }
+    const char *name = json_string_value(json_object_get(o, "workload"));
+    int ok = 1;
+    if (name && strcmp(name, "mlp") == 0)
+        ok = tiny_geometry(o, MLP);
+    else if (name && (strcmp(name, "vit") == 0 || strcmp(name, "vit-small") == 0))
+        ok = tiny_geometry(o, VIT);
+    char *out = ok ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return out;
+}
+
+/* Is the profile small enough to compile for and run? */
+static int small_profile(const json_t *profile)
+{
+    char *text = json_dumps(profile, JSON_COMPACT);
+    ipu_ctx *ctx = fuzz_context();
+    char *canonical = NULL;
+    int small = 1;
+    if (text && ctx && ipu_profile_resolve(ctx, text, 0, &canonical) == IPU_OK) {
+        json_t *p = json_loads(canonical, 0, NULL);
+        json_int_t tiles = json_integer_value(json_object_get(p, "tiles"));
+        json_int_t sram = json_integer_value(json_object_get(p, "sram_end")) -
+                          json_integer_value(json_object_get(p, "sram_base"));
+        small = tiles <= FUZZ_MAX_TILES && sram <= FUZZ_MAX_SRAM;
+        json_decref(p);
+    }
+    ipu_free(canonical);
+    ipu_ctx_free(ctx);
+    free(text);
+    return small;
+}
+
+/* The compile options for a tiny device, without file outputs; NULL to skip. */
+static char *compile_options(const char *text)
+{
+    json_t *o = json_loads(text, JSON_DECODE_ANY, NULL);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return strdup(text);
+    }
+    json_object_del(o, "placement_report");
+    json_object_del(o, "memory_profile_directory");
+    json_t *profile = json_object_get(o, "profile");
+    if (!profile) {
+        profile = json_object();
+        json_object_set_new(o, "profile", profile);
+    }
+    if (json_is_object(profile) && !json_object_get(profile, "tiles"))
+        json_object_set_new(profile, "tiles", json_integer(4));
+    char *out = small_profile(profile) ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return out;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *text = fuzz_text(data, size);
+    if (!text)
+        return 0;
+    /* The first document ends at the first NUL (fuzz_text's own NUL when there is none). */
+    char *second = text + strlen(text);
+    if (second == text + size) {
+        second = strchr(text, '\n');
+        second = second ? second : text + size;
+    }
+    char *rest = second < text + size ? second + 1 : second;
+    *second = 0;
+    char *workload_json = workload_options(text);
+    char *compile_json = workload_json ? compile_options(rest) : NULL;
+    ipu_ctx *ctx = compile_json ? fuzz_context() : NULL;
+    ipu_workload *w = NULL;
+    ipu_package *pkg = NULL;
+    char *report = NULL;
+    if (ctx &&
+        fuzz_check(ctx, ipu_workload_create(ctx, workload_json, &w), "ipu_workload_create") == IPU_OK &&
+        fuzz_check(ctx, ipu_compile(ctx, w, compile_json, &pkg, &report), "ipu_compile") == IPU_OK &&
+        fuzz_package_small(pkg))
+        fuzz_run_package(ctx, pkg);
+    ipu_free(report);
+    ipu_package_free(pkg);
+    ipu_workload_free(w);
+    ipu_ctx_free(ctx);
+    free(compile_json);
+    free(workload_json);
+    free(text);
+    return 0;
+}
