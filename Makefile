@@ -81,4 +81,4 @@ fuzz:
 	$(PYTHON) harness/bin/ipu-e2e-fuzz --seconds $(FUZZ_SECONDS) --build-dir $(FUZZ_BUILD_DIR) --jobs $(JOBS)
 
 clean:
-	rm -rf build build-sanitize build-coverage build-clang build-alloc build-alloc-sanitize build-fuzz build-fuzzcheck
+	rm -rf build build-sanitize build-coverage build-clang build-alloc build-alloc-sanitize build-alloc-clang build-fuzz build-fuzzcheck

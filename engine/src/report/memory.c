@@ -235,7 +235,7 @@ static ipu_status values_json(const builder *b, json_t *out, json_t *alias_of)
 
 /* Exchange table bytes of the busiest tile: a 4-byte count per table and a
  * 16-byte row per send and per receive (an estimate: scheduling may split). */
-static uint64_t exchange_rows(const builder *b, uint32_t *tile)
+static ipu_status exchange_rows(const builder *b, uint64_t *out, uint32_t *tile)
 {
     const ipu_low_program *prog = b->prog;
     uint64_t *rows = ipu_calloc(b->ctx, b->tiles, sizeof *rows), best = 0;
@@ -243,7 +243,7 @@ static uint64_t exchange_rows(const builder *b, uint32_t *tile)
     *tile = 0;
     if (!rows || !seen) {
         free(rows), free(seen);
-        return 0;
+        return IPU_NO_MEMORY(b->ctx);
     }
     for (size_t s = 0; s < prog->step_count; s++) {
         const ipu_low_step *st = &prog->steps[s];
@@ -263,7 +263,8 @@ static uint64_t exchange_rows(const builder *b, uint32_t *tile)
         if (rows[t] > best)
             best = rows[t], *tile = t;
     free(rows), free(seen);
-    return best;
+    *out = best;
+    return IPU_OK;
 }
 
 typedef struct peak {
@@ -363,6 +364,10 @@ static json_t *rejection_detail(const builder *b, json_t *values, json_t *steps,
         if (first < b->groups && first > pk->step && !named)
             json_array_append(raised, chosen);
     }
+    if (!taken) {
+        json_decref(over), json_decref(largest), json_decref(raised);
+        return NULL;
+    }
     free(taken);
     return json_pack("{s:o, s:{s:I, s:O, s:O, s:I, s:I, s:o}, s:o}", "over_budget", over, "peak", "step",
                      (json_int_t)pk->step, "label", json_object_get(peak_step, "label"), "op",
@@ -396,9 +401,10 @@ ipu_status ipu_memory_profile(ipu_ctx *ctx, const ipu_low_program *prog, const i
         builder_free(&b);
         return status;
     }
-    uint32_t rows_tile;
-    uint64_t rows = exchange_rows(&b, &rows_tile);
-    json_t *profile = json_pack(
+    uint32_t rows_tile = 0;
+    uint64_t rows = 0;
+    status = exchange_rows(&b, &rows, &rows_tile);
+    json_t *profile = status != IPU_OK ? NULL : json_pack(
         "{s:i, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:{s:o, s:o, s:o}, s:{s:I, s:I, s:I, s:I, s:I, s:I, "
         "s:I}}",
         "version", 3, "kind", "memory-profile", "scope", info->scope, "status", info->status, "budget",
@@ -407,16 +413,27 @@ ipu_status ipu_memory_profile(ipu_ctx *ctx, const ipu_low_program *prog, const i
         "aliases", alias_of, "peak", "standard", (json_int_t)pk.standard, "interleaved",
         (json_int_t)pk.interleaved, "total", (json_int_t)pk.total, "tile", (json_int_t)pk.tile, "step",
         (json_int_t)pk.step, "exchange_rows", (json_int_t)rows, "exchange_rows_tile", (json_int_t)rows_tile);
-    if (profile)
-        json_object_set_new(profile, "fits", json_boolean(pk.total <= info->budget));
-    if (profile && info->rejection) {
+    if (!profile) { /* json_pack took values, steps and alias_of only if it made the profile */
+        if (status != IPU_OK)
+            json_decref(values), json_decref(alias_of), json_decref(steps);
+        builder_free(&b);
+        return status != IPU_OK ? status : IPU_NO_MEMORY(ctx);
+    }
+    json_object_set_new(profile, "fits", json_boolean(pk.total <= info->budget));
+    if (info->rejection) {
         json_t *rejection = json_deep_copy(info->rejection);
         json_t *detail = rejection_detail(&b, values, steps, &pk, info->budget);
-        json_object_update(rejection, detail);
+        int bad = !rejection || !detail || json_object_update(rejection, detail);
         json_decref(detail);
-        json_object_set_new(profile, "rejection", rejection);
+        if (bad)
+            json_decref(rejection);
+        if (bad || json_object_set_new(profile, "rejection", rejection)) { /* set_new takes rejection */
+            json_decref(profile);
+            builder_free(&b);
+            return IPU_NO_MEMORY(ctx);
+        }
     }
     builder_free(&b);
     *out = profile;
-    return profile ? IPU_OK : IPU_NO_MEMORY(ctx);
+    return IPU_OK;
 }
