@@ -72,11 +72,17 @@ static ipu_status upload(ipu_ctx *ctx, ipu_device *dev, const ipu_package *pkg, 
 }
 
 /* After a run or a failed initialize: the outputs, or the fault. */
-static void read_back(ipu_ctx *ctx, ipu_device *dev, const ipu_package *pkg, ipu_status status)
+static void read_back(ipu_ctx *ctx, ipu_device *dev, const ipu_package *pkg, ipu_status status,
+                      int must_not_fault)
 {
     if (status == IPU_ERR_DEVICE_FAULT) {
         char *fault = NULL;
         fuzz_check(ctx, ipu_device_fault_json(ctx, dev, &fault), "ipu_device_fault_json");
+        if (must_not_fault) {
+            fprintf(stderr, "the package must not fault, but: %s\n%s\n", ipu_ctx_errmsg(ctx),
+                    fault ? fault : "");
+            abort();
+        }
         ipu_free(fault);
         return;
     }
@@ -97,7 +103,7 @@ static void read_back(ipu_ctx *ctx, ipu_device *dev, const ipu_package *pkg, ipu
     }
 }
 
-void fuzz_run_package(ipu_ctx *ctx, const ipu_package *pkg)
+void fuzz_run_package(ipu_ctx *ctx, const ipu_package *pkg, int must_not_fault)
 {
     json_t *profile = ipu_profile_to_json(&pkg->profile);
     char *text = profile ? json_dumps(profile, JSON_COMPACT) : NULL;
@@ -110,7 +116,7 @@ void fuzz_run_package(ipu_ctx *ctx, const ipu_package *pkg)
         status = upload(ctx, dev, pkg, 0);
     if (status == IPU_OK) {
         status = fuzz_check(ctx, ipu_device_initialize(ctx, dev, pkg), "ipu_device_initialize");
-        read_back(ctx, dev, pkg, status);
+        read_back(ctx, dev, pkg, status, must_not_fault);
     }
     uint32_t runs = pkg->invocations < 2 ? pkg->invocations : 2;
     for (uint32_t i = 0; status == IPU_OK && i < runs; i++) {
@@ -124,7 +130,7 @@ void fuzz_run_package(ipu_ctx *ctx, const ipu_package *pkg)
             abort();
         }
         ipu_free(cycles);
-        read_back(ctx, dev, pkg, status);
+        read_back(ctx, dev, pkg, status, must_not_fault);
     }
     ipu_device_free(dev);
 }

@@ -34,8 +34,9 @@ int fuzz_package_small(const ipu_package *pkg);
 /* Run a package as a user replays a saved one (device_run.c): a device for
  * its own profile, its recorded parameters and inputs, initialize, then up to
  * two invocations, reading every output stream and any fault.  Every call is
- * held to fuzz_check. */
-void fuzz_run_package(ipu_ctx *ctx, const ipu_package *pkg);
+ * held to fuzz_check; with must_not_fault, a device fault aborts (printing
+ * it). */
+void fuzz_run_package(ipu_ctx *ctx, const ipu_package *pkg, int must_not_fault);
 
 /* Abort unless status is one the API defines and a failure left a message. */
 static inline ipu_status fuzz_check(const ipu_ctx *ctx, ipu_status status, const char *call)

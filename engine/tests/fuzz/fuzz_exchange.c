@@ -117,7 +117,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ipu_ctx *ctx = fuzz_context();
     ipu_package *pkg = NULL;
     if (ctx && fuzz_check(ctx, build(ctx, data, size, &pkg), "ipu_pkg_build") == IPU_OK)
-        fuzz_run_package(ctx, pkg);
+        fuzz_run_package(ctx, pkg, 0);
     ipu_package_free(pkg);
     ipu_ctx_free(ctx);
     return 0;

@@ -2,7 +2,11 @@
  * the input is two JSON documents, workload options then compile options,
  * separated by the first NUL byte (or, when there is none, the first
  * newline).  They go through ipu_workload_create, ipu_compile and a device
- * run of the package (fuzz.h's device_run), every call held to fuzz_check.
+ * run of the package (fuzz.h's device_run), every call held to fuzz_check;
+ * a package compiled without a mutation ("inject") must run without a device
+ * fault (a fault is a compiler bug) and pass the per-op check (ipu_check_ops
+ * with the harness's default criteria, harness/ipu_e2e/tolerances.py: every
+ * op's output against the device-precision reference of that op).
  * Executions stay in milliseconds by keeping models and devices tiny: a
  * geometry option the input leaves out takes a tiny value here (8 tokens, 16
  * channels, 32 hidden, 1 layer of 2 heads of 8), one it sets above a cap
@@ -18,6 +22,8 @@
 #include "fuzz.h"
 
 #include <jansson.h>
+
+#define OP_CRITERIA "{\"min_cosine\": 0.9999, \"atol_rms\": 0.002, \"rtol\": 0.0078125, \"norm_tolerance\": 0.002}"
 
 typedef struct geometry {
     const char *key;
@@ -107,6 +113,30 @@ static char *compile_options(const char *text)
     return out;
 }
 
+/* Do the compile options name a mutation? */
+static int injected(const char *compile_json)
+{
+    json_t *o = json_loads(compile_json, JSON_DECODE_ANY, NULL);
+    int named = json_is_string(json_object_get(o, "inject"));
+    json_decref(o);
+    return named;
+}
+
+/* A correct package's every op matches the device-precision reference. */
+static void check_ops(ipu_ctx *ctx, const ipu_workload *w, const ipu_package *pkg)
+{
+    char *result = NULL;
+    ipu_status status = fuzz_check(ctx, ipu_check_ops(ctx, w, pkg, OP_CRITERIA, &result), "ipu_check_ops");
+    json_t *r = status == IPU_OK ? json_loads(result, 0, NULL) : NULL;
+    if ((status != IPU_OK && status != IPU_ERR_NO_MEMORY) || (r && !json_is_true(json_object_get(r, "passed")))) {
+        fprintf(stderr, "a package compiled without a mutation fails the per-op check: %s\n%s\n",
+                status == IPU_OK ? "" : ipu_ctx_errmsg(ctx), result ? result : "");
+        abort();
+    }
+    json_decref(r);
+    ipu_free(result);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *text = fuzz_text(data, size);
@@ -129,8 +159,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (ctx &&
         fuzz_check(ctx, ipu_workload_create(ctx, workload_json, &w), "ipu_workload_create") == IPU_OK &&
         fuzz_check(ctx, ipu_compile(ctx, w, compile_json, &pkg, &report), "ipu_compile") == IPU_OK &&
-        fuzz_package_small(pkg))
-        fuzz_run_package(ctx, pkg);
+        fuzz_package_small(pkg)) {
+        int correct = !injected(compile_json);
+        fuzz_run_package(ctx, pkg, correct);
+        if (correct)
+            check_ops(ctx, w, pkg);
+    }
     ipu_free(report);
     ipu_package_free(pkg);
     ipu_workload_free(w);

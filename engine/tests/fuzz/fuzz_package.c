@@ -73,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ipu_free(info);
         round_trip(ctx, pkg);
         if (fuzz_package_small(pkg))
-            fuzz_run_package(ctx, pkg);
+            fuzz_run_package(ctx, pkg, 0);
     }
     ipu_package_free(pkg);
     ipu_ctx_free(ctx);
