@@ -2,9 +2,13 @@
  * limits a package must keep to be run (tiles, SRAM, executed control ops
  * with every Repeat iteration counted, stream bytes), and a replay of the
  * package on a fresh simulator with its recorded inputs, as the harness
- * replays a saved package, every call held to fuzz_check.
+ * replays a saved package, every call held to fuzz_check, once with device
+ * tiles on one thread and once on two: statuses, cycle reports, output bytes
+ * and faults must be the same (DESIGN.md: results do not depend on the
+ * thread count).
  */
 #include <string.h>
+#include <zlib.h>
 
 #include "fuzz.h"
 #include "package/package.h"
@@ -71,10 +75,25 @@ static ipu_status upload(ipu_ctx *ctx, ipu_device *dev, const ipu_package *pkg, 
     return IPU_OK;
 }
 
+/* What a replay did, call by call: statuses, cycle reports, output bytes
+ * (their CRC-32) and faults, as text to compare between thread counts. */
+typedef struct transcript {
+    char text[4096];
+    size_t length;
+} transcript;
+
+static void note(transcript *t, const char *what, const char *value)
+{
+    int n = snprintf(t->text + t->length, sizeof t->text - t->length, "%s %s\n", what, value);
+    if (n > 0)
+        t->length += (size_t)n < sizeof t->text - t->length ? (size_t)n : sizeof t->text - t->length - 1;
+}
+
 /* After a run or a failed initialize: the outputs, or the fault. */
 static void read_back(ipu_ctx *ctx, ipu_device *dev, const ipu_package *pkg, ipu_status status,
-                      int must_not_fault)
+                      int must_not_fault, transcript *t)
 {
+    note(t, "status", ipu_status_name(status));
     if (status == IPU_ERR_DEVICE_FAULT) {
         char *fault = NULL;
         fuzz_check(ctx, ipu_device_fault_json(ctx, dev, &fault), "ipu_device_fault_json");
@@ -83,6 +102,7 @@ static void read_back(ipu_ctx *ctx, ipu_device *dev, const ipu_package *pkg, ipu
                     fault ? fault : "");
             abort();
         }
+        note(t, "fault", fault ? fault : "");
         ipu_free(fault);
         return;
     }
@@ -100,11 +120,17 @@ static void read_back(ipu_ctx *ctx, ipu_device *dev, const ipu_package *pkg, ipu
                     (unsigned long long)pkg->streams[i].size);
             abort();
         }
+        char crc[16];
+        snprintf(crc, sizeof crc, "%08lx", got == IPU_OK ? crc32(0L, data, (uInt)size) : 0ul);
+        note(t, "output", crc);
     }
 }
 
-void fuzz_run_package(ipu_ctx *ctx, const ipu_package *pkg, int must_not_fault)
+/* One replay on a fresh device running tiles on threads threads. */
+static void replay(ipu_ctx *ctx, const ipu_package *pkg, int must_not_fault, int threads, transcript *t)
 {
+    ipu_ctx_set_threads(ctx, threads);
+    ipu_ctx_clear_error(ctx);
     json_t *profile = ipu_profile_to_json(&pkg->profile);
     char *text = profile ? json_dumps(profile, JSON_COMPACT) : NULL;
     json_decref(profile);
@@ -116,7 +142,7 @@ void fuzz_run_package(ipu_ctx *ctx, const ipu_package *pkg, int must_not_fault)
         status = upload(ctx, dev, pkg, 0);
     if (status == IPU_OK) {
         status = fuzz_check(ctx, ipu_device_initialize(ctx, dev, pkg), "ipu_device_initialize");
-        read_back(ctx, dev, pkg, status, must_not_fault);
+        read_back(ctx, dev, pkg, status, must_not_fault, t);
     }
     uint32_t runs = pkg->invocations < 2 ? pkg->invocations : 2;
     for (uint32_t i = 0; status == IPU_OK && i < runs; i++) {
@@ -129,8 +155,23 @@ void fuzz_run_package(ipu_ctx *ctx, const ipu_package *pkg, int must_not_fault)
             fprintf(stderr, "ipu_device_run succeeded without a cycle report\n");
             abort();
         }
+        note(t, "cycles", cycles ? cycles : "");
         ipu_free(cycles);
-        read_back(ctx, dev, pkg, status, must_not_fault);
+        read_back(ctx, dev, pkg, status, must_not_fault, t);
     }
     ipu_device_free(dev);
+    ipu_ctx_set_threads(ctx, 1);
+}
+
+void fuzz_run_package(ipu_ctx *ctx, const ipu_package *pkg, int must_not_fault)
+{
+    static transcript one, two;
+    one.length = two.length = 0;
+    replay(ctx, pkg, must_not_fault, 1, &one);
+    replay(ctx, pkg, must_not_fault, 2, &two);
+    if (one.length != two.length || memcmp(one.text, two.text, one.length)) {
+        fprintf(stderr, "the device's results depend on the thread count:\n1 thread:\n%.*s2 threads:\n%.*s",
+                (int)one.length, one.text, (int)two.length, two.text);
+        abort();
+    }
 }

@@ -33,9 +33,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int fuzz_package_small(const ipu_package *pkg);
 /* Run a package as a user replays a saved one (device_run.c): a device for
  * its own profile, its recorded parameters and inputs, initialize, then up to
- * two invocations, reading every output stream and any fault.  Every call is
- * held to fuzz_check; with must_not_fault, a device fault aborts (printing
- * it). */
+ * two invocations, reading every output stream and any fault; once with
+ * device tiles on one thread, once on two, which must give the same results.
+ * Every call is held to fuzz_check; with must_not_fault, a device fault
+ * aborts (printing it). */
 void fuzz_run_package(ipu_ctx *ctx, const ipu_package *pkg, int must_not_fault);
 
 /* Abort unless status is one the API defines and a failure left a message. */
@@ -52,8 +53,8 @@ static inline ipu_status fuzz_check(const ipu_ctx *ctx, ipu_status status, const
     return status;
 }
 
-/* A context for one execution: device tiles on one thread, so the fuzzer's
- * process stays single-threaded.  NULL when out of memory. */
+/* A context for one execution: device tiles on one thread (fuzz_run_package
+ * also runs them on two).  NULL when out of memory. */
 static inline ipu_ctx *fuzz_context(void)
 {
     ipu_ctx *ctx = ipu_ctx_create();

@@ -6,8 +6,9 @@
  * over initialize and two invocations, 16 MiB of streams, so an execution
  * stays in milliseconds), run on a device of its own profile with its
  * recorded inputs.  An input the loader refuses is loaded a second time with
- * its header's total size and CRC-32 made right, so that mutations reach the
- * checks behind them.  Seeds: fixtures/packages/ and fixtures/fuzz/package/.
+ * its header's total size, profile digest, tile count and CRC-32 made right
+ * (the digest and tiles from the profile section, when it parses), so that
+ * mutations reach the checks behind them.  Seeds: fixtures/packages/ and fixtures/fuzz/package/.
  */
 #include <string.h>
 #include <zlib.h>
@@ -15,8 +16,33 @@
 #include "fuzz.h"
 #include "package/package.h"
 
-/* Load the input; when refused, load it again with the size and checksum the
- * header should have (*pkg NULL when both are refused). */
+/* Make the header's profile digest and tile count those of the profile
+ * section, when the section table leads to a profile that parses. */
+static void fix_profile(uint8_t *bytes, size_t size)
+{
+    uint32_t sections = ipu_load_u32(bytes + 28);
+    for (uint32_t i = 0; i < sections && i < 64; i++) {
+        uint64_t at = IPU_PKG_HEADER_SIZE + (uint64_t)i * IPU_PKG_SECTION_ENTRY_SIZE;
+        if (at + IPU_PKG_SECTION_ENTRY_SIZE > size)
+            return;
+        uint64_t offset = ipu_load_u64(bytes + at + 8), length = ipu_load_u64(bytes + at + 16);
+        if (ipu_load_u32(bytes + at) != IPU_SEC_PROFILE || offset > size || length > size - offset)
+            continue;
+        char *text = fuzz_text(bytes + offset, (size_t)length);
+        ipu_ctx *ctx = ipu_ctx_create();
+        ipu_profile p;
+        if (text && ctx && ipu_profile_parse(ctx, text, 0, &p) == IPU_OK) {
+            ipu_store_u64(bytes + 32, ipu_profile_digest(&p));
+            ipu_store_u32(bytes + 40, p.tiles);
+        }
+        ipu_ctx_free(ctx);
+        free(text);
+        return;
+    }
+}
+
+/* Load the input; when refused, load it again with the header it should
+ * have (*pkg NULL when both are refused). */
 static void load(ipu_ctx *ctx, const uint8_t *data, size_t size, ipu_package **pkg)
 {
     if (fuzz_check(ctx, ipu_package_load(ctx, data, size, pkg), "ipu_package_load") == IPU_OK ||
@@ -27,6 +53,7 @@ static void load(ipu_ctx *ctx, const uint8_t *data, size_t size, ipu_package **p
         return;
     memcpy(fixed, data, size);
     ipu_store_u64(fixed + 16, size);
+    fix_profile(fixed, size);
     uLong crc = crc32(0L, Z_NULL, 0);
     crc = crc32(crc, fixed + IPU_PKG_HEADER_SIZE, (uInt)(size - IPU_PKG_HEADER_SIZE));
     ipu_store_u32(fixed + 24, (uint32_t)crc);
