@@ -16,7 +16,8 @@
  * nothing fits (refused with a rejection profile), package save and load,
  * recorded inputs, two runs (kept exchange phases replayed), a debug read,
  * the FP32 reference, the exchange-stress package, profile resolution,
- * mutations and the GEMM benchmark.  jansson's, OpenBLAS's and OpenMP's own
+ * mutations and the GEMM benchmark.  And a device that ran out of memory in
+ * initialize or run must work again.  jansson's, OpenBLAS's and OpenMP's own
  * allocations are not the context's and are not walked.
  * IPU_FAIL_ALLOCATION=N walks only N and IPU_TEST_FILTER=test_vit runs one
  * test (to debug one failure).
@@ -332,6 +333,75 @@ static void test_files_reports_stress(void **state)
     walk(files_reports_stress, MLP);
 }
 
+/* A device that ran out of memory in initialize or run works again: for each
+ * allocation of initialize and two runs of the exchange-stress package on one
+ * device, that allocation fails, then initialize and run once more without
+ * failures must give the package's expected output. */
+static void test_device_after_failure(void **state)
+{
+    (void)state;
+    ipu_ctx *ctx = ipu_ctx_create();
+    ipu_package *pkg = NULL;
+    assert_int_equal(ipu_stress_build(ctx,
+                                      "{\"profile\": {\"tiles\": 4}, \"pattern\": \"all\", \"sources\": "
+                                      "\"both\", \"iterations\": 2, \"words\": 4}",
+                                      &pkg),
+                     IPU_OK);
+    char *text = NULL;
+    assert_int_equal(ipu_package_info_json(ctx, pkg, &text), IPU_OK);
+    json_t *info = json_loads(text, 0, NULL);
+    ipu_free(text);
+    const char *stream = NULL;
+    json_t *s;
+    size_t i;
+    json_array_foreach(json_object_get(info, "streams"), i, s)
+        if (json_is_true(json_object_get(json_object_get(s, "records"), "expected")))
+            stream = json_string_value(json_object_get(s, "name"));
+    assert_non_null(stream);
+    const void *expected = NULL, *got = NULL;
+    size_t expected_size = 0, got_size = 0;
+    assert_int_equal(ipu_package_record(ctx, pkg, "expected", stream, &expected, &expected_size), IPU_OK);
+    uint64_t made = 0; /* by initialize and two runs, counted without a failure (n = 0) */
+    for (uint64_t n = 0; n == 0 || n <= made; n++) {
+        ipu_device *dev = NULL;
+        assert_int_equal(ipu_device_create(ctx, PROFILE, &dev), IPU_OK);
+        uint64_t before = ipu_ctx_allocations(ctx);
+        ipu_ctx_fail_allocation(ctx, n ? before + n : 0);
+        ipu_status status = ipu_device_initialize(ctx, dev, pkg);
+        for (int run = 0; run < 2 && status == IPU_OK; run++) {
+            text = NULL;
+            status = ipu_device_run(ctx, dev, &text);
+            ipu_free(text);
+        }
+        if (n == 0)
+            made = ipu_ctx_allocations(ctx) - before;
+        if (n == 0 || ipu_ctx_allocations(ctx) < before + n) {
+            assert_int_equal(status, IPU_OK);
+        } else {
+            if (status != IPU_ERR_NO_MEMORY)
+                fail_msg("allocation %llu of the device's %llu: %s: %s", (unsigned long long)n,
+                         (unsigned long long)made, ipu_status_name(status), ipu_ctx_errmsg(ctx));
+            ipu_ctx_fail_allocation(ctx, 0);
+            ipu_ctx_clear_error(ctx);
+            assert_int_equal(ipu_device_initialize(ctx, dev, pkg), IPU_OK);
+            text = NULL;
+            assert_int_equal(ipu_device_run(ctx, dev, &text), IPU_OK);
+            ipu_free(text);
+        }
+        assert_int_equal(ipu_device_stream(ctx, dev, stream, &got, &got_size), IPU_OK);
+        assert_int_equal(got_size, expected_size);
+        if (memcmp(got, expected, got_size))
+            fail_msg("allocation %llu failed, then the device's output differs from the expected bytes",
+                     (unsigned long long)n);
+        ipu_device_free(dev);
+        ipu_ctx_fail_allocation(ctx, 0);
+    }
+    assert_true(made > 1);
+    json_decref(info);
+    ipu_package_free(pkg);
+    ipu_ctx_free(ctx);
+}
+
 /* The hooks themselves: the count grows, 0 fails nothing, and only the nth fails. */
 static void test_hooks(void **state)
 {
@@ -365,6 +435,7 @@ int main(void)
         cmocka_unit_test(test_mlp),
         cmocka_unit_test(test_vit),
         cmocka_unit_test(test_files_reports_stress),
+        cmocka_unit_test(test_device_after_failure),
     };
     if (getenv("IPU_TEST_FILTER")) /* one test, e.g. test_vit */
         cmocka_set_test_filter(getenv("IPU_TEST_FILTER"));

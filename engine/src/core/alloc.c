@@ -17,8 +17,7 @@ void ipu_ctx_fail_allocation(ipu_ctx *ctx, uint64_t nth)
 
 uint64_t ipu_ctx_allocations(const ipu_ctx *ctx) { return ctx ? atomic_load(&ctx->allocations) : 0; }
 
-/* Count one allocation; false when it is the one that must fail. */
-static bool allocation_allowed(ipu_ctx *ctx)
+bool ipu_allocation_allowed(ipu_ctx *ctx)
 {
     if (!ctx)
         return true;
@@ -26,16 +25,16 @@ static bool allocation_allowed(ipu_ctx *ctx)
     return nth != ctx->fail_allocation;
 }
 
-void *ipu_malloc(ipu_ctx *ctx, size_t size) { return allocation_allowed(ctx) ? malloc(size) : NULL; }
+void *ipu_malloc(ipu_ctx *ctx, size_t size) { return ipu_allocation_allowed(ctx) ? malloc(size) : NULL; }
 
 void *ipu_calloc(ipu_ctx *ctx, size_t count, size_t size)
 {
-    return allocation_allowed(ctx) ? calloc(count, size) : NULL;
+    return ipu_allocation_allowed(ctx) ? calloc(count, size) : NULL;
 }
 
 void *ipu_realloc(ipu_ctx *ctx, void *pointer, size_t size)
 {
-    return allocation_allowed(ctx) ? realloc(pointer, size) : NULL;
+    return ipu_allocation_allowed(ctx) ? realloc(pointer, size) : NULL;
 }
 
 char *ipu_strdup(ipu_ctx *ctx, const char *text)

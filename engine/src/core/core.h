@@ -75,6 +75,8 @@ void *ipu_malloc(ipu_ctx *ctx, size_t size);
 void *ipu_calloc(ipu_ctx *ctx, size_t count, size_t size);
 void *ipu_realloc(ipu_ctx *ctx, void *pointer, size_t size);
 char *ipu_strdup(ipu_ctx *ctx, const char *text);
+/* Count an allocation made another way (mmap); false when it must fail. */
+bool ipu_allocation_allowed(ipu_ctx *ctx);
 
 /* A growable byte buffer. */
 typedef struct ipu_buf {

@@ -21,8 +21,10 @@
  * when used, and backed by transparent huge pages where the kernel allows it
  * (the simulator walks hundreds of megabytes per inference, so 4 KiB pages
  * would cost a TLB miss every few rows). */
-static void *tile_memory(size_t bytes)
+static void *tile_memory(ipu_ctx *ctx, size_t bytes)
 {
+    if (!ipu_allocation_allowed(ctx))
+        return NULL;
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
@@ -30,6 +32,21 @@ static void *tile_memory(size_t bytes)
     madvise(p, bytes, MADV_HUGEPAGE);
 #endif
     return p;
+}
+
+/* Release the tiles' SRAM, shadow bits and chunk summaries. */
+static void free_tile_memory(sim *s)
+{
+    if (s->sram)
+        munmap(s->sram, (size_t)s->p.tiles * s->sram_bytes);
+    if (s->shadow)
+        munmap(s->shadow, (size_t)s->p.tiles * s->shadow_words * sizeof(uint64_t));
+    if (s->ended)
+        munmap(s->ended, (size_t)s->p.tiles * s->shadow_words * sizeof(uint64_t));
+    free(s->full);
+    free(s->poisoned);
+    s->sram = NULL;
+    s->shadow = s->ended = s->full = s->poisoned = NULL;
 }
 
 static void sim_destroy(void *impl)
@@ -48,14 +65,7 @@ static void sim_destroy(void *impl)
     free(s->scratch);
     free(s->scratch_floats);
     free(s->tiles);
-    if (s->sram)
-        munmap(s->sram, (size_t)s->p.tiles * s->sram_bytes);
-    if (s->shadow)
-        munmap(s->shadow, (size_t)s->p.tiles * s->shadow_words * sizeof(uint64_t));
-    if (s->ended)
-        munmap(s->ended, (size_t)s->p.tiles * s->shadow_words * sizeof(uint64_t));
-    free(s->full);
-    free(s->poisoned);
+    free_tile_memory(s);
     free(s->dying_start);
     free(s->dying);
     json_decref(s->steps);
@@ -97,13 +107,15 @@ static ipu_status load_package(sim *s, ipu_ctx *ctx, const ipu_package *pkg)
     size_t tiles = s->p.tiles;
     sim_replay_forget(s);
     if (!s->sram) {
-        s->sram = tile_memory(tiles * s->sram_bytes);
-        s->shadow = tile_memory(tiles * s->shadow_words * sizeof(uint64_t));
-        s->ended = tile_memory(tiles * s->shadow_words * sizeof(uint64_t));
+        s->sram = tile_memory(ctx, tiles * s->sram_bytes);
+        s->shadow = tile_memory(ctx, tiles * s->shadow_words * sizeof(uint64_t));
+        s->ended = tile_memory(ctx, tiles * s->shadow_words * sizeof(uint64_t));
         s->full = ipu_calloc(ctx, tiles * s->full_words, sizeof(uint64_t));
         s->poisoned = ipu_calloc(ctx, tiles * s->full_words, sizeof(uint64_t));
-        if (!s->sram || !s->shadow || !s->ended || !s->full || !s->poisoned)
+        if (!s->sram || !s->shadow || !s->ended || !s->full || !s->poisoned) {
+            free_tile_memory(s); /* all or none: the next initialize allocates again */
             return IPU_NO_MEMORY(ctx);
+        }
     } else {
         memset(s->shadow, 0, tiles * s->shadow_words * sizeof(uint64_t));
         memset(s->ended, 0, tiles * s->shadow_words * sizeof(uint64_t));
