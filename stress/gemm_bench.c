@@ -123,13 +123,15 @@ ipu_status ipu_bench_gemm(ipu_ctx *ctx, const char *options_json, char **out_jso
     json_decref(report);
     if (status == IPU_OK) {
         double flops = 2.0 * (double)m * (double)n * (double)k * p.tiles;
-        double direct = direct_sgemm_seconds(ctx, (uint64_t)m * p.tiles, (uint32_t)n, (uint32_t)k, (int)repeats);
-        json_t *r = direct < 0 ? NULL : json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:f, s:f, s:f, s:f, s:f, s:I}", "tiles",
-                              (json_int_t)p.tiles, "m", m, "n", n, "k", k, "precision", precision,
-                              "repeats", repeats, "device_seconds", device_best, "device_gflops",
-                              flops / device_best * 1e-9, "direct_seconds", direct, "direct_gflops",
-                              flops / direct * 1e-9, "throughput_ratio", direct / device_best,
-                              "simulated_cycles", (json_int_t)cycles);
+        double direct =
+            direct_sgemm_seconds(ctx, (uint64_t)m * p.tiles, (uint32_t)n, (uint32_t)k, (int)repeats);
+        json_t *r = NULL; /* direct < 0: out of memory */
+        if (direct >= 0)
+            r = json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:f, s:f, s:f, s:f, s:f, s:I}", "tiles",
+                          (json_int_t)p.tiles, "m", m, "n", n, "k", k, "precision", precision, "repeats",
+                          repeats, "device_seconds", device_best, "device_gflops", flops / device_best * 1e-9,
+                          "direct_seconds", direct, "direct_gflops", flops / direct * 1e-9,
+                          "throughput_ratio", direct / device_best, "simulated_cycles", (json_int_t)cycles);
         *out_json = r ? json_dumps(r, JSON_COMPACT) : NULL;
         json_decref(r);
         if (!*out_json)

@@ -323,8 +323,8 @@ static void test_mlp(void **state)
 static void test_vit(void **state)
 {
     (void)state;
-    walk(compile_and_run, "{\"workload\": \"vit-small\", \"layers\": 1, \"tokens\": 5, \"hidden\": 8, \"heads\": 2, "
-         "\"head_dim\": 4, \"seed\": 3}");
+    walk(compile_and_run, "{\"workload\": \"vit-small\", \"layers\": 1, \"tokens\": 5, \"hidden\": 8, "
+                          "\"heads\": 2, \"head_dim\": 4, \"seed\": 3}");
 }
 
 static void test_files_reports_stress(void **state)

@@ -306,7 +306,8 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     const ipu_profile *p = &c.profile;
     const ipu_graph *g = &w->graph;
     profile_sink sink = {c.profile_directory, w->name, c.plan.budget, c.budget, 0};
-    ipu_support_map support = {0, 0, ipu_calloc(ctx, p->tiles, sizeof(uint32_t)), ipu_calloc(ctx, p->tiles, sizeof(uint32_t))};
+    ipu_support_map support = {0, 0, ipu_calloc(ctx, p->tiles, sizeof(uint32_t)),
+                               ipu_calloc(ctx, p->tiles, sizeof(uint32_t))};
     ipu_assembly_record *records = ipu_calloc(ctx, g->tensor_count ? g->tensor_count : 1, sizeof *records);
     void **bytes = ipu_calloc(ctx, g->tensor_count ? g->tensor_count : 1, sizeof *bytes);
     uint64_t *caps = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *caps);

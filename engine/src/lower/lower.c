@@ -54,7 +54,8 @@ ipu_status low_new_buffer(lowering *L, uint32_t tile, uint32_t size, uint32_t te
     size_t old_capacity = p->buffer_capacity;
     IPU_TRY(IPU_GROW(L->ctx, p->buffers, p->buffer_count, p->buffer_capacity));
     if (p->buffer_capacity != old_capacity) {
-        uint8_t *c = ipu_realloc(L->ctx, L->cleared, p->buffer_capacity), *d = ipu_realloc(L->ctx, L->padded, p->buffer_capacity);
+        uint8_t *c = ipu_realloc(L->ctx, L->cleared, p->buffer_capacity);
+        uint8_t *d = ipu_realloc(L->ctx, L->padded, p->buffer_capacity);
         if (c)
             L->cleared = c;
         if (d)
