@@ -75,18 +75,14 @@ static ipu_status upload(ipu_ctx *ctx, ipu_device *dev, const ipu_package *pkg, 
     return IPU_OK;
 }
 
-/* What a replay did, call by call: statuses, cycle reports, output bytes
- * (their CRC-32) and faults, as text to compare between thread counts. */
-typedef struct transcript {
-    char text[4096];
-    size_t length;
-} transcript;
+/* What a replay did, call by call, to compare between thread counts: a JSON
+ * array of [what, value] pairs (statuses, cycle reports, the CRC-32 of each
+ * output stream, faults). */
+typedef json_t transcript;
 
 static void note(transcript *t, const char *what, const char *value)
 {
-    int n = snprintf(t->text + t->length, sizeof t->text - t->length, "%s %s\n", what, value);
-    if (n > 0)
-        t->length += (size_t)n < sizeof t->text - t->length ? (size_t)n : sizeof t->text - t->length - 1;
+    json_array_append_new(t, json_pack("[ss]", what, value));
 }
 
 /* After a run or a failed initialize: the outputs, or the fault. */
@@ -165,13 +161,17 @@ static void replay(ipu_ctx *ctx, const ipu_package *pkg, int must_not_fault, int
 
 void fuzz_run_package(ipu_ctx *ctx, const ipu_package *pkg, int must_not_fault)
 {
-    static transcript one, two;
-    one.length = two.length = 0;
-    replay(ctx, pkg, must_not_fault, 1, &one);
-    replay(ctx, pkg, must_not_fault, 2, &two);
-    if (one.length != two.length || memcmp(one.text, two.text, one.length)) {
-        fprintf(stderr, "the device's results depend on the thread count:\n1 thread:\n%.*s2 threads:\n%.*s",
-                (int)one.length, one.text, (int)two.length, two.text);
+    transcript *one = json_array(), *two = json_array();
+    if (one && two) {
+        replay(ctx, pkg, must_not_fault, 1, one);
+        replay(ctx, pkg, must_not_fault, 2, two);
+    }
+    if (one && two && !json_equal(one, two)) {
+        char *a = json_dumps(one, JSON_INDENT(1)), *b = json_dumps(two, JSON_INDENT(1));
+        fprintf(stderr, "the device's results depend on the thread count:\n1 thread: %s\n2 threads: %s\n",
+                a ? a : "?", b ? b : "?");
         abort();
     }
+    json_decref(one);
+    json_decref(two);
 }

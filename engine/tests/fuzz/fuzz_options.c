@@ -2,7 +2,7 @@
  * the input is two JSON documents, workload options then compile options,
  * separated by the first NUL byte (or, when there is none, the first
  * newline).  They go through ipu_workload_create, ipu_compile and a device
- * run of the package (fuzz.h's device_run), every call held to fuzz_check;
+ * run of the package (device_run.c), every call held to fuzz_check;
  * a package compiled without a mutation ("inject") must run without a device
  * fault (a fault is a compiler bug) and pass the per-op check (ipu_check_ops
  * with the harness's default criteria, harness/ipu_e2e/tolerances.py: every
