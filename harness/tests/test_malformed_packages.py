@@ -56,6 +56,11 @@ EXPECTED = {
     "malformed-repeat-body.pkg": ["Repeat body", "runs past"],
     "malformed-slot-out-of-range.pkg": ["slot 7", "4 slots"],
     "malformed-record-outside-data.pkg": ["record 0", "data section"],
+    # A stream larger than the device (4 tiles of 637,872 accessible bytes).
+    "malformed-output-stream-4gib.pkg": ["stream 'unicast-standard'", "size 4294967296", "expected 1..2551488"],
+    "malformed-output-stream-6gib.pkg": ["stream 'unicast-standard'", "size 6442450944", "expected 1..2551488"],
+    "malformed-output-stream-1tib.pkg": ["stream 'unicast-standard'", "size 1099511627776",
+                                         "expected 1..2551488"],
 }
 SANITIZER_WORDS = ("Traceback", "AddressSanitizer", "LeakSanitizer", "runtime error:")
 
