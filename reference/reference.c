@@ -284,8 +284,7 @@ static ipu_status run_op(eval *e, const ipu_ir_op *op, int64_t iteration)
         IPU_TRY(value(e, op->in[2], iteration, &c));
     IPU_TRY(buffer(e, op->out, &out));
     IPU_TRY(compute(e, op, a, b, c, out));
-    ipu_progress(e->ctx, "reference", ++e->done, e->total);
-    return IPU_OK;
+    return ipu_progress(e->ctx, "reference", ++e->done, e->total);
 }
 
 static ipu_status run_ops(eval *e, size_t first, size_t end, int64_t iteration)

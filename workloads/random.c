@@ -57,14 +57,20 @@ ipu_status ipu_workload_generate(ipu_ctx *ctx, ipu_workload *w)
         w->values[i] = v;
         float scale, offset;
         (w->value_rule ? w->value_rule : ipu_default_values)(t, &scale, &offset);
-        const int64_t chunk = 65536, chunks = (int64_t)((count + chunk - 1) / chunk);
+        /* Chunks of 64Ki values in parallel, 256 chunks (a fraction of a
+         * second) between cancel checks. */
+        const int64_t chunk = 65536, chunks = (int64_t)((count + chunk - 1) / chunk), slice = 256;
+        for (int64_t first = 0; first < chunks; first += slice) {
+            IPU_TRY(IPU_CHECK_CANCEL(ctx));
+            int64_t last = first + slice < chunks ? first + slice : chunks;
 #pragma omp parallel for schedule(static)
-        for (int64_t c = 0; c < chunks; c++) {
-            uint64_t start = (uint64_t)c * chunk;
-            size_t n = count - start < (uint64_t)chunk ? (size_t)(count - start) : (size_t)chunk;
-            ipu_random_normal(w->seed, i, start, v + start, n, scale);
-            for (size_t e = 0; offset != 0.0f && e < n; e++)
-                v[start + e] += offset;
+            for (int64_t c = first; c < last; c++) {
+                uint64_t start = (uint64_t)c * chunk;
+                size_t n = count - start < (uint64_t)chunk ? (size_t)(count - start) : (size_t)chunk;
+                ipu_random_normal(w->seed, i, start, v + start, n, scale);
+                for (size_t e = 0; offset != 0.0f && e < n; e++)
+                    v[start + e] += offset;
+            }
         }
     }
     return IPU_OK;

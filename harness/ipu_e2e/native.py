@@ -7,6 +7,8 @@ import json
 import os
 from pathlib import Path
 
+from . import interrupts
+
 ABI_VERSION = 3
 
 STATUS_NAMES = {
@@ -38,6 +40,14 @@ def library_path():
 _lib = None
 _c_char_pp = ctypes.POINTER(ctypes.c_char_p)
 _PROGRESS = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64)
+
+
+def _bytes_at(address, size):
+    """A copy of size bytes at address.  ctypes.string_at takes its size as a
+    C int (it fails from 2 GiB and wraps at 4 GiB): this takes any 64-bit size."""
+    if size == 0:
+        return b""
+    return bytes((ctypes.c_char * size).from_address(address))
 
 
 def _declare(lib):
@@ -126,11 +136,34 @@ class Context:
         if threads:
             lib().ipu_ctx_set_threads(self.handle, threads)
         self._progress = None
+        self._stopped = None  # an exception raised inside the progress callback
         if progress is not None:
-            self._progress = _PROGRESS(lambda user, stage, done, total: progress(stage.decode(), done, total))
+            @interrupts.callback
+            def report(user, stage, done, total):
+                # ctypes cannot pass an exception back through C: keep it
+                # (an interrupt's, usually), stop the work, raise it on return.
+                try:
+                    progress(stage.decode(), done, total)
+                except BaseException as error:  # noqa: B036 (re-raised by check)
+                    self._stopped = error
+                    self.cancel()
+            self._progress = _PROGRESS(report)
             lib().ipu_ctx_set_progress(self.handle, self._progress, None)
+        interrupts.register(self)
+
+    def cancel(self):
+        """Ask the running library call to stop at its next boundary (any thread)."""
+        if self.handle:
+            lib().ipu_ctx_cancel(self.handle)
 
     def check(self, status):
+        if self._stopped is not None:
+            stopped, self._stopped = self._stopped, None
+            raise stopped
+        stop = interrupts.interrupted()
+        if status == CANCELLED or stop:
+            lib().ipu_ctx_clear_error(self.handle)
+            raise stop or IpuError(status, "cancelled")
         if status != 0:
             message = lib().ipu_ctx_errmsg(self.handle).decode(errors="replace")
             lib().ipu_ctx_clear_error(self.handle)
@@ -143,6 +176,7 @@ class Context:
             lib().ipu_free(pointer)
 
     def close(self):
+        interrupts.unregister(self)
         if self.handle:
             lib().ipu_ctx_free(self.handle)
             self.handle = None
@@ -195,7 +229,7 @@ class Package:
         self.ctx.check(lib().ipu_package_serialize(self.ctx.handle, self.handle, ctypes.byref(data),
                                                    ctypes.byref(size)))
         try:
-            return ctypes.string_at(data.value, size.value)
+            return _bytes_at(data.value, size.value)
         finally:
             lib().ipu_free(data)
 
@@ -206,7 +240,7 @@ class Package:
         data, size = ctypes.c_void_p(), ctypes.c_size_t()
         self.ctx.check(lib().ipu_package_record(self.ctx.handle, self.handle, kind.encode(),
                                                 stream.encode(), ctypes.byref(data), ctypes.byref(size)))
-        return ctypes.string_at(data.value, size.value)
+        return _bytes_at(data.value, size.value)
 
     def close(self):
         if self.handle:
@@ -247,7 +281,7 @@ class Device:
         data, size = ctypes.c_void_p(), ctypes.c_size_t()
         self.ctx.check(lib().ipu_device_stream(self.ctx.handle, self.handle, name.encode(),
                                                ctypes.byref(data), ctypes.byref(size)))
-        return ctypes.string_at(data.value, size.value)
+        return _bytes_at(data.value, size.value)
 
     def fault(self):
         out = ctypes.c_void_p()
@@ -302,7 +336,7 @@ class Workload:
         data, count = ctypes.c_void_p(), ctypes.c_size_t()
         self.ctx.check(function(self.ctx.handle, self.handle, name.encode(), ctypes.byref(data),
                                 ctypes.byref(count)))
-        return ctypes.string_at(data.value, 4 * count.value) if count.value else b""
+        return _bytes_at(data.value, 4 * count.value)
 
     def values(self, name):
         """Unquantized FP32 values of an input or parameter (all sequence members)."""
@@ -314,7 +348,7 @@ class Workload:
         self.ctx.check(lib().ipu_workload_device_bytes(self.ctx.handle, self.handle, name.encode(),
                                                        ctypes.byref(data), ctypes.byref(size)))
         try:
-            return ctypes.string_at(data.value, size.value)
+            return _bytes_at(data.value, size.value)
         finally:
             lib().ipu_free(data)
 

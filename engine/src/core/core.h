@@ -65,7 +65,8 @@ ipu_status ipu_check_cancel_at(ipu_ctx *ctx, const char *file, int line);
 #define IPU_CHECK_CANCEL(ctx) ipu_check_cancel_at((ctx), __FILE__, __LINE__)
 
 void ipu_log(ipu_ctx *ctx, ipu_log_level level, const char *fmt, ...) IPU_PRINTF(3, 4);
-void ipu_progress(ipu_ctx *ctx, const char *stage, uint64_t done, uint64_t total);
+/* Report progress at a boundary of long work; returns IPU_CHECK_CANCEL's status. */
+ipu_status ipu_progress(ipu_ctx *ctx, const char *stage, uint64_t done, uint64_t total);
 
 /* The context's allocator: malloc, calloc, realloc and strdup that count
  * each call on the context (from any thread) and return NULL for the one

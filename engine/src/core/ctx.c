@@ -103,10 +103,11 @@ void ipu_log(ipu_ctx *ctx, ipu_log_level level, const char *fmt, ...)
     ctx->log_fn(ctx->log_user, (int)level, message);
 }
 
-void ipu_progress(ipu_ctx *ctx, const char *stage, uint64_t done, uint64_t total)
+ipu_status ipu_progress(ipu_ctx *ctx, const char *stage, uint64_t done, uint64_t total)
 {
     if (ctx && ctx->progress_fn)
         ctx->progress_fn(ctx->progress_user, stage, done, total);
+    return IPU_CHECK_CANCEL(ctx);
 }
 
 ipu_status ipu_inconsistent_at(ipu_ctx *ctx, const char *stage, const char *file, int line,

@@ -377,6 +377,8 @@ static int execute(sim *s, ipu_ctx *ctx, const ipu_pkg_op *ops, size_t begin, si
     for (size_t i = begin; i < end; i++) {
         const ipu_pkg_op *op = &ops[i];
         s->op_index = (uint32_t)i;
+        if ((*status = IPU_CHECK_CANCEL(ctx)) != IPU_OK)
+            return 1;
         switch (op->op) {
         case IPU_OP_STEP:
             if (run_step(s, op, status))

@@ -269,14 +269,15 @@ static ipu_status plan_and_lower(ipu_ctx *ctx, const ipu_profile *p, const ipu_g
                                  const ipu_plan_options *options, int inject, attempt *a, timings *t)
 {
     double t0 = seconds();
-    ipu_progress(ctx, "plan", 0, 0);
+    IPU_TRY(ipu_progress(ctx, "plan", 0, 0));
     ipu_status status = ipu_plan_graph(ctx, p, g, options, &a->plan);
     double t1 = seconds();
     t->plan += t1 - t0;
     if (status != IPU_OK)
         return status;
-    ipu_progress(ctx, "lower", 0, 0);
-    status = ipu_lower(ctx, &a->plan, inject, &a->prog);
+    status = ipu_progress(ctx, "lower", 0, 0);
+    if (status == IPU_OK)
+        status = ipu_lower(ctx, &a->plan, inject, &a->prog);
     if (status == IPU_OK)
         status = ipu_low_peaks(ctx, &a->prog, &a->peak, &a->peak_tile, &a->peak_step, NULL);
     t->refine += seconds() - t1;
@@ -355,11 +356,12 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
             json_array_append_new(tries, try_json(&a, "estimate over budget", shrunk));
         } else if (status == IPU_OK) {
             double t0 = seconds();
-            ipu_progress(ctx, "package", 0, 0);
+            status = ipu_progress(ctx, "package", 0, 0);
             json_t *meta = json_pack("{s:s, s:s, s:s}", "workload", w->name, "check", "reference",
                                      "options", w->options_json);
-            status = ipu_assemble(ctx, &a.prog, meta, records, record_count, out, &a.assembly,
-                                  c.report_path ? &support : NULL);
+            if (status == IPU_OK)
+                status = ipu_assemble(ctx, &a.prog, meta, records, record_count, out, &a.assembly,
+                                      c.report_path ? &support : NULL);
             if (status == IPU_ERR_MALFORMED) /* the validator refuses the compiler's own package */
                 status = IPU_INCONSISTENT(ctx, "package", "the package of %s", w->name);
             t.package += seconds() - t0;

@@ -758,6 +758,7 @@ void ipu_low_free(ipu_low_program *prog)
 static ipu_status lower_ops(lowering *L, size_t first, size_t end, uint32_t **partials)
 {
     for (size_t i = first; i < end; i++) {
+        IPU_TRY(IPU_CHECK_CANCEL(L->ctx));
         int kind = L->g->ops[i].kind;
         L->op = (uint32_t)i;
         if (kind == IPU_IR_LAYERNORM) {

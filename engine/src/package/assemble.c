@@ -106,6 +106,7 @@ static ipu_status size_records(assembly *A, uint32_t *patches_per_tile)
                 ph->count--; /* the first main-program phase loses one */
                 step->count--;
             }
+            IPU_TRY(IPU_CHECK_CANCEL(A->ctx));
             if (ipu_exchange_schedule(A->ctx, A->p, ph) != IPU_OK)
                 return IPU_INCONSISTENT(A->ctx, "exchange", "phase of step %zu (%s)", s, step->label);
             /* A table header on every tile (a bound, for tiles without rows). */
@@ -404,6 +405,8 @@ static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, 
     if (any_patch)
         patch_slot = ipu_pkg_new_slot(b);
     for (size_t s = 0; s < prog->step_count && status == IPU_OK; s++) {
+        if ((status = IPU_CHECK_CANCEL(A->ctx)) != IPU_OK)
+            break;
         ipu_low_step *step = &prog->steps[s];
         int init = step->init;
         int in_body = !init && s >= prog->repeat_first && s < prog->repeat_first + prog->repeat_count;

@@ -488,7 +488,9 @@ ipu_status ipu_place(ipu_ctx *ctx, const ipu_profile *p, ipu_place_request *requ
             continue;
         s.res = &rspan[rstart[t]];
         s.nres = rstart[t + 1] - rstart[t];
-        st = place_tile(ctx, &s, (uint32_t)t);
+        st = IPU_CHECK_CANCEL(ctx);
+        if (st == IPU_OK)
+            st = place_tile(ctx, &s, (uint32_t)t);
     }
 
 done:
