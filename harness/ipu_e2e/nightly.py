@@ -9,19 +9,29 @@ a bench's JSON (a fuzz run's fuzz.json) with its targets.  These are compared wi
 baseline (ci/baselines.json).  A case regresses when its cycles exceed the
 baseline by more than 1%, when its min cosine falls more than 0.001 below
 the baseline's, or when its wall time is over 1.5x a baseline of at least
-5 s (shorter runs are mostly process start).  The
-summary (summary.json and summary.md) is rewritten atomically after every
-case, so an interrupted run keeps the cases it finished.
+5 s (shorter runs are mostly process start).  A case whose process dies
+(killed by a signal) fails, naming the signal.
+
+The summary (summary.json and summary.md) lists the planned cases and is
+rewritten atomically after every case; until every planned case has
+finished it says the run is interrupted, so a run cut short (even by
+kill -9) shows it, and `--resume` runs only the planned cases it has not
+finished.  SIGINT or SIGTERM is forwarded to the running case, which is
+waited for (a case left unfinished is run again by --resume); each case is
+started so that it receives SIGTERM if this process dies.
 """
 import argparse
+import ctypes
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from . import artifacts, mutation_catalogue
+from . import artifacts, interrupts, mutation_catalogue
 from .command import EXIT_CHECK_FAILED, EXIT_OK, UsageError, guarded, output_folders
 from .progress import Progress
 
@@ -54,6 +64,8 @@ def parser():
     p.add_argument("--output", type=Path, default=Path("nightly"), metavar="DIR",
                    help="write summary.json, summary.md and each case's output and log to DIR "
                         "(default: ./nightly)")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the cases the summary in --output has finished and run the rest of its plan")
     p.add_argument("--update-baselines", action="store_true",
                    help="after the run, record the figures of every case that ran as expected as its baseline")
     p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
@@ -152,17 +164,47 @@ def compare(figures, baseline):
     return found
 
 
+_PR_SET_PDEATHSIG = 1
+_prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before any fork
+
+
+def _die_with_parent(parent):
+    """In the forked case, before exec: SIGTERM when this process dies."""
+    def arm():
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent died before the line above
+            os._exit(1)
+    return arm
+
+
+def execute(command, timeout):
+    """(exit code or None on timeout, output).  On SIGINT or SIGTERM the
+    signal goes to the case, which is waited for, and Interrupted is raised."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               start_new_session=True, preexec_fn=_die_with_parent(os.getpid()))
+    try:
+        log, _ = process.communicate(timeout=timeout)
+        return process.returncode, log
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return None, process.communicate()[0]
+    except interrupts.Interrupted as stop:
+        process.send_signal(stop.signum)
+        try:
+            process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        raise
+
+
 def run_case(case, output, baseline):
     folder = output / "cases" / case["name"]
     folder.mkdir(parents=True, exist_ok=True)
     args = [a.replace("{output}", str(folder)) for a in case["args"]]
     command = [sys.executable, str(COMMANDS[case["command"]]), *args, "--output", str(folder), "--quiet"]
     began = time.monotonic()
-    try:
-        done = subprocess.run(command, capture_output=True, timeout=case["timeout_seconds"])
-        code, log = done.returncode, done.stdout + done.stderr
-    except subprocess.TimeoutExpired as expired:
-        code, log = None, (expired.stdout or b"") + (expired.stderr or b"")
+    code, log = execute(command, case["timeout_seconds"])
     wall = time.monotonic() - began
     log_path = output / "logs" / f"{case['name']}.log"
     artifacts.write_bytes(log_path, log)
@@ -170,10 +212,12 @@ def run_case(case, output, baseline):
              "exit": code, "log": str(log_path.relative_to(output)), "baseline": baseline, "problems": []}
     if code is None:
         entry["problems"].append(f"timed out after {case['timeout_seconds']} s")
+    elif code < 0:
+        entry["problems"].append(f"the process died of {signal.Signals(-code).name}")
     elif code != EXPECTED_EXIT[case["expect"]]:
         entry["problems"].append(f"exit {code}, expected {EXPECTED_EXIT[case['expect']]} ({case['expect']})")
     figures, problems = {}, []
-    if code is not None:
+    if code is not None and code >= 0:
         try:
             figures, problems = figures_of(case, folder)
         except (OSError, ValueError, KeyError, TypeError) as error:
@@ -201,8 +245,17 @@ def delta(figures, baseline, key, form):
     return text
 
 
+def headline(summary):
+    if summary["complete"]:
+        return f"# Nightly matrix: {summary['passed']} of {len(summary['cases'])} cases as expected"
+    finished = {e["name"] for e in summary["cases"]}
+    missing = [n for n in summary["planned"] if n not in finished]
+    return (f"# Nightly matrix INTERRUPTED: {len(finished)} of {len(summary['planned'])} planned cases finished "
+            f"({summary['passed']} as expected); not finished: {', '.join(missing)} (ci/nightly --resume runs them)")
+
+
 def markdown(summary):
-    lines = [f"# Nightly matrix: {summary['passed']} of {len(summary['cases'])} cases as expected", "",
+    lines = [headline(summary), "",
              "| case | expect | exit | status | cycles (x baseline) | min cosine (change) | wall s (x baseline) "
              "| notes |", "|---|---|---|---|---|---|---|---|"]
     for e in summary["cases"]:
@@ -217,18 +270,45 @@ def markdown(summary):
     return "\n".join(lines) + "\n"
 
 
-def write_summary(output, entries):
-    summary = {"cases": entries, "passed": sum(e["status"] == "ok" for e in entries),
+def write_summary(output, plan, entries):
+    """Write summary.json and summary.md for the planned cases and the entries
+    of those finished (in plan order); returns the summary."""
+    order = {c["name"]: i for i, c in enumerate(plan)}
+    entries = sorted(entries, key=lambda e: order[e["name"]])
+    summary = {"planned": [c["name"] for c in plan], "complete": len(entries) == len(plan),
+               "cases": entries, "passed": sum(e["status"] == "ok" for e in entries),
                "limits": {"cycles_ratio": CYCLES_RATIO, "cosine_drop": COSINE_DROP, "wall_ratio": WALL_RATIO,
                           "wall_floor_seconds": WALL_FLOOR}}
     artifacts.write_json(output / "summary.json", summary)
     artifacts.write_bytes(output / "summary.md", markdown(summary).encode())
+    return summary
+
+
+def resume(output, cases):
+    """The plan and finished entries of the summary in output, the plan's
+    cases taken from the case list."""
+    path = output / "summary.json"
+    if not path.exists():
+        raise UsageError(f"--resume: {path} does not exist: there is no run to resume in --output {output}")
+    summary = read_json(path, "summary to resume")
+    if not isinstance(summary, dict) or not isinstance(summary.get("planned"), list) or not isinstance(
+            summary.get("cases"), list):
+        raise UsageError(f"--resume: {path}: expected a summary with \"planned\" and \"cases\" lists")
+    by_name = {c["name"]: c for c in cases}
+    gone = [n for n in summary["planned"] if n not in by_name]
+    if gone:
+        raise UsageError(f"--resume: {path} plans case(s) {', '.join(map(str, gone))} that the case list "
+                         f"no longer has")
+    plan = [by_name[n] for n in summary["planned"]]
+    return plan, [e for e in summary["cases"] if isinstance(e, dict) and e.get("name") in by_name]
 
 
 def select(cases, only):
-    if not only:
+    if only is None:
         return cases
     wanted = [n for n in only.split(",") if n]
+    if not wanted:
+        raise UsageError(f"--only: expected case names separated by commas, got '{only}'")
     unknown = [n for n in wanted if n not in {c["name"] for c in cases}]
     if unknown:
         raise UsageError(f"--only: no case named {', '.join(unknown)}; the cases are "
@@ -237,25 +317,33 @@ def select(cases, only):
 
 
 def work(args, progress):
-    cases = select(load_cases(args.cases), args.only)
+    if args.resume and (args.only is not None or args.list):
+        raise UsageError(f"--resume runs the plan of the summary in --output; it takes no "
+                         f"{'--only' if args.only is not None else '--list'}")
+    cases = load_cases(args.cases)
+    plan = select(cases, args.only)
     if args.list:
-        for c in cases:
+        for c in plan:
             print(f"{c['name']}: ipu-e2e-{c['command']} {' '.join(c['args'])} (expect {c['expect']})")
         return EXIT_OK
     baselines = load_baselines(args.baselines)
     output_folders(args.output)
-    entries = []
-    for index, case in enumerate(cases):
-        progress.update(f"case {case['name']}", index + 1, len(cases))
+    plan, entries = resume(args.output, cases) if args.resume else (plan, [])
+    finished = {e["name"] for e in entries}
+    summary = write_summary(args.output, plan, entries)
+    for index, case in enumerate(plan):
+        if case["name"] in finished:
+            continue
+        progress.update(f"case {case['name']}", index + 1, len(plan))
         entries.append(run_case(case, args.output, baselines.get(case["name"])))
-        write_summary(args.output, entries)
+        summary = write_summary(args.output, plan, entries)
     progress.done()
     if args.update_baselines:
         for e in entries:
             if not e["problems"]:
                 baselines[e["name"]] = e["figures"]
         artifacts.write_json(args.baselines, baselines)
-    print(markdown({"cases": entries, "passed": sum(e["status"] == "ok" for e in entries)}), end="")
+    print(markdown(summary), end="")
     return EXIT_OK if all(e["status"] == "ok" for e in entries) else EXIT_CHECK_FAILED
 
 

@@ -7,10 +7,18 @@ A case expecting a rejection that passes fails, and so does a case that
 times out.  A malformed case list or an unknown --only name is an input
 error (exit 2) naming the file, case and field.  A mutation-catalogue case
 adds its table (how each mutation was caught, where, which op) to the
-summary.  The repository's ci/cases.json loads and lists every case.
+summary.  The repository's ci/cases.json loads and lists every case.  A
+run killed with kill -9 leaves no case running and a summary marked
+interrupted; --resume runs the rest, each case once.  A case whose process is
+killed is recorded as having died of its signal.
 """
 import json
+import os
+import signal
 import subprocess
+import time
+
+from test_interrupts import processes_mentioning
 
 NIGHTLY = ["ci/nightly"]
 
@@ -119,3 +127,52 @@ def test_repository_case_list_loads(repo):
     assert len(listed) == len(cases)
     assert any(line.startswith("vit-auto: ipu-e2e-test --workload vit") for line in listed)
     assert all(c["expect"] in ("pass", "reject") for c in cases)
+
+
+def wait_until(condition, what, limit=120):
+    began = time.monotonic()
+    while not condition():
+        assert time.monotonic() - began < limit, f"waited {limit} s for {what}"
+        time.sleep(0.1)
+
+
+def test_kill_9_then_resume_finishes_every_case_exactly_once(repo, tmp_path):
+    slow = dict(VIT, name="slow", args=VIT["args"][:-1] + ["40"])
+    cases = write_cases(tmp_path / "cases.json", [STRESS, slow, REJECT])
+    out = tmp_path / "out"
+    args = ["--cases", cases, "--baselines", tmp_path / "none.json", "--output", out]
+    process = subprocess.Popen([str(repo / NIGHTLY[0]), "--quiet", *map(str, args)], cwd=repo,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_until(lambda: processes_mentioning(str(out / "cases" / "slow")), "the slow case to start")
+    process.kill()
+    process.wait()
+    # The running case does not outlive the runner.
+    wait_until(lambda: not processes_mentioning(str(out)), "the orphaned case to end", limit=10)
+    cut = json.loads((out / "summary.json").read_text())
+    assert cut["planned"] == ["stress", "slow", "tiny-budget"] and not cut["complete"]
+    assert [e["name"] for e in cut["cases"]] == ["stress"]
+    assert "INTERRUPTED: 1 of 3 planned cases finished" in (out / "summary.md").read_text()
+    done = nightly(repo, *args, "--resume")
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["complete"] and [e["name"] for e in summary["cases"]] == ["stress", "slow", "tiny-budget"]
+    assert summary["cases"][0] == cut["cases"][0]  # kept, not run again
+    assert "3 of 3 cases as expected" in (out / "summary.md").read_text()
+    assert "--resume" in nightly(repo, *args, "--resume", "--only", "slow").stderr
+
+
+def test_a_case_whose_process_dies_is_recorded_as_such(repo, tmp_path):
+    slow = dict(VIT, name="slow", args=VIT["args"][:-1] + ["200"])
+    cases = write_cases(tmp_path / "cases.json", [slow])
+    out = tmp_path / "out"
+    process = subprocess.Popen([str(repo / NIGHTLY[0]), "--quiet", "--cases", str(cases), "--baselines",
+                                str(tmp_path / "none.json"), "--output", str(out)], cwd=repo,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_until(lambda: processes_mentioning(str(out / "cases" / "slow")), "the case to start")
+    for pid in processes_mentioning(str(out / "cases" / "slow")):
+        os.kill(pid, signal.SIGKILL)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 1, err
+    entry = json.loads((out / "summary.json").read_text())["cases"][0]
+    assert entry["status"] == "failed" and entry["exit"] == -9
+    assert entry["problems"] == ["the process died of SIGKILL"]
