@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 from . import mutation_catalogue, noise_floor, profiles, runner, stress, tolerances, transformer
-from .command import EXIT_OK, guarded, output_folders, positive_int, write_result
+from .command import EXIT_OK, guarded, output_folders, positive_int, tile_count, write_result
 from .native import Context, IpuError, Package, Workload, bench_gemm, bench_kernels, check_outputs, mutations
 from .progress import Progress
 
@@ -56,10 +56,10 @@ def parser():
     sub = p.add_subparsers(dest="bench", required=True, metavar="BENCH")
     device = sub.add_parser("device", help="exchange and tile-GEMM throughput of the device model")
     device.add_argument("--device", default="c600", metavar="PROFILE", help="device profile (default: c600)")
-    device.add_argument("--tiles", type=positive_int, metavar="N", help="override the profile's tile count")
+    device.add_argument("--tiles", type=tile_count, metavar="N", help="override the profile's tile count")
     device.add_argument("--iterations", type=positive_int, default=3, metavar="N",
                         help="exchange-stress Repeat iterations (default: 3)")
-    device.add_argument("--gemm", default="46x47x1152", metavar="MxNxK",
+    device.add_argument("--gemm", type=gemm_shape, default="46x47x1152", metavar="MxNxK",
                         help="tile GEMM shape (default: 46x47x1152)")
     device.add_argument("--repeats", type=positive_int, default=3, metavar="R",
                         help="timed repetitions; the best is reported (default: 3)")
@@ -67,7 +67,7 @@ def parser():
     device.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     kernels = sub.add_parser("kernels", help="per-kernel cycle formulas, sample cycles, simulator throughput")
     kernels.add_argument("--device", default="c600", metavar="PROFILE", help="device profile (default: c600)")
-    kernels.add_argument("--tiles", type=positive_int, metavar="N", help="override the profile's tile count")
+    kernels.add_argument("--tiles", type=tile_count, metavar="N", help="override the profile's tile count")
     kernels.add_argument("--repeats", type=positive_int, default=3, metavar="R",
                          help="timed repetitions; the best is reported (default: 3)")
     kernels.add_argument("--markdown", action="store_true", help="print the table as Markdown")
@@ -78,23 +78,25 @@ def parser():
     viewer.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     compile_ = sub.add_parser("compile", help="build and run the full-size MLP, stage by stage")
     compile_.add_argument("--device", default="c600", metavar="PROFILE", help="device profile (default: c600)")
-    compile_.add_argument("--tiles", type=positive_int, metavar="N", help="override the profile's tile count")
+    compile_.add_argument("--tiles", type=tile_count, metavar="N", help="override the profile's tile count")
     compile_.add_argument("--batch", type=int, choices=(1, 2, 4), default=1, help="images (default: 1)")
     compile_.add_argument("--precision", choices=("fp8", "fp16"), default="fp8", help="(default: fp8)")
     compile_.add_argument("--output", type=Path, metavar="DIR", help="write bench-compile.json to DIR")
     compile_.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     plan = sub.add_parser("plan", help="planning time of the full-size MLP across a memory-budget sweep")
     plan.add_argument("--device", default="c600", metavar="PROFILE", help="device profile (default: c600)")
-    plan.add_argument("--tiles", type=positive_int, metavar="N", help="override the profile's tile count")
-    plan.add_argument("--batches", default="1,2,4", metavar="LIST", help="batches (default: 1,2,4)")
-    plan.add_argument("--budgets", default="default,393216,262144,131072,65536", metavar="LIST",
+    plan.add_argument("--tiles", type=tile_count, metavar="N", help="override the profile's tile count")
+    plan.add_argument("--batches", type=comma_list(batch_size), default="1,2,4", metavar="LIST",
+                      help="batches (default: 1,2,4)")
+    plan.add_argument("--budgets", type=comma_list(transformer.budget), default="default,393216,262144,131072,65536",
+                      metavar="LIST",
                       help="budgets per tile in bytes, or default (default: default,393216,262144,131072,65536)")
     plan.add_argument("--output", type=Path, metavar="DIR", help="write bench-plan.json to DIR")
     plan.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     vit = sub.add_parser("vit", help="build the ViT, run resident inferences, time the FP32 reference")
     vit.add_argument("--workload", choices=("vit", "vit-small"), default="vit", help="(default: vit)")
     vit.add_argument("--device", default="c600", metavar="PROFILE", help="device profile (default: c600)")
-    vit.add_argument("--tiles", type=positive_int, metavar="N",
+    vit.add_argument("--tiles", type=tile_count, metavar="N",
                      help="override the profile's tile count (default: the profile's, 1472 for c600)")
     vit.add_argument("--layers", type=positive_int, metavar="N",
                      help="encoder layers (default: the workload's, 27 for vit, 3 for vit-small)")
@@ -249,14 +251,20 @@ def report_compile(result, out):
           f"estimate {result['estimate_cycles']} cycles", file=out)
 
 
-def listed(text, flag, convert):
-    try:
+def comma_list(convert):
+    """An argparse type: a comma-separated list, each item an argparse type of its own."""
+    def parse(text):
         values = [convert(v.strip()) for v in text.split(",") if v.strip()]
-    except (ValueError, TypeError) as error:
-        raise ValueError(f"{flag}: {error}") from None
-    if not values:
-        raise ValueError(f"{flag}: expected a comma-separated list, got '{text}'")
-    return values
+        if not values:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list, got '{text}'")
+        return values
+    return parse
+
+
+def batch_size(text):
+    if text not in ("1", "2", "4"):
+        raise argparse.ArgumentTypeError(f"expected batches 1, 2 or 4, got '{text}'")
+    return int(text)
 
 
 def plan_case(ctx, profile, batch, budget, folder):
@@ -291,13 +299,9 @@ def plan_case(ctx, profile, batch, budget, folder):
 def bench_plan(args, progress):
     ctx = Context(progress=lambda stage, done, total: progress.update(f"compile: {stage}"))
     profile = profiles.load(ctx, args.device, args.tiles or 0)
-    batches = listed(args.batches, "--batches", int)
-    if any(b not in (1, 2, 4) for b in batches):
-        raise ValueError(f"--batches: expected batches from 1, 2 and 4, got '{args.batches}'")
-    budgets = listed(args.budgets, "--budgets", lambda v: None if v == "default" else transformer.budget(v))
     cases = []
-    for batch in batches:
-        for budget in budgets:
+    for batch in args.batches:
+        for budget in args.budgets:
             progress.update(f"planning batch {batch} at {budget or 'the default budget'}")
             with tempfile.TemporaryDirectory() as folder:
                 case = plan_case(ctx, profile, batch, budget, folder)
@@ -396,17 +400,21 @@ def report_vit(result, out):
 
 
 def gemm_shape(text):
+    """An argparse type: MxNxK with M and N in 1..4096 and K in 1..65535 (the bench's limits)."""
+    expected = f"expected MxNxK such as 46x47x1152 (M, N 1..4096; K 1..65535), got '{text}'"
     try:
         m, n, k = (int(v) for v in text.lower().split("x"))
     except ValueError:
-        raise ValueError(f"--gemm: expected MxNxK such as 46x47x1152, got '{text}'") from None
+        raise argparse.ArgumentTypeError(expected) from None
+    if not (1 <= m <= 4096 and 1 <= n <= 4096 and 1 <= k <= 65535):
+        raise argparse.ArgumentTypeError(expected)
     return m, n, k
 
 
 def bench_device(args, progress):
     ctx = Context()
     profile = profiles.load(ctx, args.device, args.tiles or 0)
-    m, n, k = gemm_shape(args.gemm)
+    m, n, k = args.gemm
     result = {"bench": "device", "device": profile["name"], "tiles": profile["tiles"]}
     progress.update("exchange-stress: building")
     started = time.perf_counter()
@@ -452,7 +460,7 @@ def main(argv=None):
                   "noise": (bench_noise, report_noise), "mutations": (bench_mutations, report_mutations)}[args.bench]
 
     def run():
-        output_folders(args.output)
+        output_folders(args, "output")
         return work(args, progress)
 
     failed, result = guarded("ipu-e2e-bench", progress, run)

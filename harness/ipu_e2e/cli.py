@@ -8,7 +8,8 @@ import time
 from pathlib import Path
 
 from . import profiles, stress, transformer
-from .command import UsageError, guarded, output_folders, positive_int, write_result
+from .command import (UsageError, guarded, output_file, output_folders, positive_int, thread_count, tile_count,
+                      write_result)
 from .native import Context, Package
 from .progress import Progress
 
@@ -24,7 +25,7 @@ def parser():
     p.add_argument("--device", default="c600", metavar="PROFILE",
                    help="device profile: a name in fixtures/profiles (%s) or a JSON file (default: c600)"
                         % ", ".join(profiles.available()))
-    p.add_argument("--tiles", type=positive_int, metavar="N", help="override the profile's tile count")
+    p.add_argument("--tiles", type=tile_count, metavar="N", help="override the profile's tile count")
     p.add_argument("--exchange-pattern", choices=stress.PATTERNS, default=None,
                    help="exchange-stress pattern (default: all)")
     p.add_argument("--sources", choices=stress.SOURCES, default=None,
@@ -39,7 +40,7 @@ def parser():
     p.add_argument("--save-package", metavar="FILE", type=Path, help="keep the package the workload built")
     p.add_argument("--package", metavar="FILE", type=Path,
                    help="load a saved package and run it on the inputs recorded with it")
-    p.add_argument("--threads", type=positive_int, metavar="N", help="device worker threads (default: all cores)")
+    p.add_argument("--threads", type=thread_count, metavar="N", help="device worker threads (default: all cores)")
     p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     return p
 
@@ -66,9 +67,10 @@ def execute(args, progress):
                   progress=lambda stage, done, total: progress.update(stage, done or None, total or None))
     started = time.perf_counter()
     profile = package = None
-    if args.package and getattr(args, "inject", None):
-        raise UsageError("--inject applies when compiling a workload, not to --package (a saved package "
-                         "replays as it was built)")
+    given = [name for name in BUILD_FLAGS if getattr(args, name) != PARSER_DEFAULTS[name]]
+    if args.package and given:
+        raise UsageError(f"--{given[0].replace('_', '-')} applies when building a workload, not to --package "
+                         f"(a saved package replays as it was built)")
     if args.package:
         # A replay runs the workload the package records, whatever --workload says.
         package, args.workload = load_package(ctx, args, progress)
@@ -108,6 +110,8 @@ def report(result, module, out):
 
 # Every flag's value when the user did not give it (None for workload flags).
 PARSER_DEFAULTS = vars(parser().parse_args([]))
+# The flags that shape what is built.
+BUILD_FLAGS = ("workload", "device", "exchange_pattern", "sources", "iterations") + transformer.BUILD_FLAGS
 
 
 def main(argv=None):
@@ -115,7 +119,8 @@ def main(argv=None):
     progress = Progress(quiet=args.quiet)
 
     def work():
-        output_folders(args.output, args.profile_directory, args.dump_tensors, args.memory_profile_directory)
+        output_folders(args, "output", "profile_directory", "dump_tensors", "memory_profile_directory")
+        output_file(args, "save_package")
         return execute(args, progress)
 
     failed, outcome = guarded("ipu-e2e-test", progress, work)

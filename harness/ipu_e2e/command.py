@@ -3,6 +3,7 @@ types, and the mapping of errors to a one-line message and an exit code
 (usage and input errors 2, device faults and internal errors 3).
 """
 import argparse
+import os
 import sys
 
 from . import profiles
@@ -26,15 +27,55 @@ def positive_int(text):
     return value
 
 
-def output_folders(*paths):
-    """Create the output folders before any work, so a bad path fails at once."""
-    for path in paths:
+def int_in(lo, hi):
+    """An argparse type: an integer in lo..hi."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer in {lo}..{hi}, got '{text}'") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"expected an integer in {lo}..{hi}, got {value}")
+        return value
+    return parse
+
+
+# A device has at most 65,535 tiles (exchange rows name a peer in 16 bits);
+# worker threads are capped like the library's.
+tile_count = int_in(1, 65535)
+thread_count = int_in(1, 1024)
+
+
+def output_folders(args, *names):
+    """Create the output folders the flags `names` give (argparse dests)
+    before any work, so a bad path fails at once, naming its flag."""
+    for name in names:
+        path = getattr(args, name)
         if path is None:
             continue
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as error:
-            raise UsageError(f"cannot create the output folder {path}: {error.strerror}") from None
+            raise UsageError(f"--{name.replace('_', '-')} {path}: cannot create this output folder: "
+                             f"{error.strerror}") from None
+
+
+def output_file(args, name):
+    """Check before any work that the flag `name` gives a file path that can
+    be written: not a folder, in a folder that exists (or is created here) and
+    is writable."""
+    path = getattr(args, name)
+    if path is None:
+        return
+    flag = f"--{name.replace('_', '-')} {path}"
+    if path.is_dir():
+        raise UsageError(f"{flag}: is a directory; expected a file path")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"{flag}: cannot create its folder: {error.strerror}") from None
+    if not os.access(path.parent, os.W_OK):
+        raise UsageError(f"{flag}: the folder {path.parent} is not writable")
 
 
 def write_result(prog, path, value):

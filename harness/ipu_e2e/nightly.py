@@ -77,6 +77,9 @@ def read_json(path, what):
         return json.loads(Path(path).read_text())
     except OSError as error:
         raise UsageError(f"{path}: cannot read the {what}: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise UsageError(f"{path}: the {what} is not UTF-8 text (byte 0x{error.object[error.start]:02x} at "
+                         f"offset {error.start}): expected JSON") from None
     except json.JSONDecodeError as error:
         raise UsageError(f"{path}: the {what} is not JSON: {error}") from None
 
@@ -327,7 +330,7 @@ def work(args, progress):
             print(f"{c['name']}: ipu-e2e-{c['command']} {' '.join(c['args'])} (expect {c['expect']})")
         return EXIT_OK
     baselines = load_baselines(args.baselines)
-    output_folders(args.output)
+    output_folders(args, "output")
     plan, entries = resume(args.output, cases) if args.resume else (plan, [])
     finished = {e["name"] for e in entries}
     summary = write_summary(args.output, plan, entries)

@@ -30,6 +30,9 @@ def load(ctx, spec="c600", tiles=0):
         json.loads(text)
     except OSError as error:
         raise ProfileError(f"--device: cannot read {path}: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise ProfileError(f"--device: {path} is not UTF-8 text (byte 0x{error.object[error.start]:02x} at "
+                           f"offset {error.start}): expected a profile JSON file") from None
     except json.JSONDecodeError as error:
         raise ProfileError(f"--device: {path} is not valid JSON: {error}") from None
     from .native import IpuError

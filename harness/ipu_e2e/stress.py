@@ -62,7 +62,8 @@ def check_flags(args, defaults):
     from . import transformer
     given = [name for name in transformer.FLAGS if getattr(args, name) != defaults[name] and name != "inject"]
     if given:
-        raise UsageError(f"--{given[0].replace('_', '-')} applies to {transformer.applies_to(given[0])}")
+        raise UsageError(f"--{given[0].replace('_', '-')} applies to {transformer.applies_to(given[0])}, not to "
+                         f"--workload exchange-stress")
     for name, value in FLAGS.items():
         if getattr(args, name) is None:
             setattr(args, name, value)

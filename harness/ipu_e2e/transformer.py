@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from . import memory_report, native, npy, placement_report, runner, tolerances
-from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError, positive_int
+from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError, int_in, positive_int
 from .native import Workload, check_outputs
 
 WORKLOADS = ("mlp", "vit", "vit-small")
@@ -28,6 +28,12 @@ SHARED = ("batch", "memory_budget", "search_budget", "catalogue_budget", "fronti
 ONLY = {"mlp": {"precision": "fp8", "blocks": 1},
         "vit": {"layers": None, "heads": None, "head_dim": None, "attention": "auto"}}
 FLAGS = SHARED + tuple(name for flags in ONLY.values() for name in flags)
+# The flags that shape the package (the rest check or report it).
+BUILD_FLAGS = ("batch", "memory_budget", "search_budget", "catalogue_budget", "frontier_cap", "catalogue_group",
+               "seed", "inject", "memory_profile_directory", "tokens", "channels", "hidden") + tuple(
+    name for flags in ONLY.values() for name in flags)
+# The output check's flags: they need the reference (--reference-run, or a --package replay).
+CHECK_FLAGS = ("reference_fp32", "min_cosine", "atol", "rtol")
 AMP_RATES = {("f143", "f16"): "amp_macs_fp8", ("f143", "f32"): "amp_macs_fp8",
              ("f152", "f16"): "amp_macs_fp8", ("f152", "f32"): "amp_macs_fp8",
              ("f16", "f16"): "amp_macs_fp16_fp16", ("f16", "f32"): "amp_macs_fp16_fp32"}
@@ -49,6 +55,10 @@ def applies_to(name):
     return "--workload mlp, vit or vit-small"
 
 
+MAX_BUDGET = 2**32 - 1  # budgets per tile are 32-bit byte counts
+MAX_SEED = 2**63 - 1
+
+
 def budget(text):
     if text == "default":
         return None
@@ -57,8 +67,8 @@ def budget(text):
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"expected a number of bytes or 'default', got '{text}'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive number of bytes, got {value}")
+    if not 1 <= value <= MAX_BUDGET:
+        raise argparse.ArgumentTypeError(f"expected a positive number of bytes at most {MAX_BUDGET}, got {value}")
     return value
 
 
@@ -94,7 +104,8 @@ def add_arguments(p):
                             "(default: 32)")
     group.add_argument("--catalogue-group", type=positive_int, default=None, metavar="N",
                        help="partitions per enumeration group (default: 4096)")
-    group.add_argument("--seed", type=int, default=0, metavar="S", help="seed of inputs and weights")
+    group.add_argument("--seed", type=int_in(0, MAX_SEED), default=0, metavar="S",
+                       help="seed of inputs and weights")
     group.add_argument("--reference-run", action="store_true", help="check against the host reference")
     group.add_argument("--reference-fp32", action="store_true",
                        help="the reference computes in FP32 from the unquantized values; without it, at "
@@ -155,6 +166,10 @@ def check_flags(args, defaults):
     for name in ("exchange_pattern", "sources", "iterations"):
         if getattr(args, name) is not None:
             raise UsageError(f"--{name.replace('_', '-')} applies to --workload exchange-stress")
+    given = [name for name in CHECK_FLAGS if getattr(args, name) != defaults[name]]
+    if given and not args.reference_run and not args.package:
+        raise UsageError(f"--{given[0].replace('_', '-')} sets the output check against the reference: it "
+                         f"applies with --reference-run")
     mine = family(args.workload)
     for other, flags in ONLY.items():
         given = [name for name in flags if other != mine and getattr(args, name) != defaults[name]]

@@ -97,4 +97,4 @@ def test_inject_with_a_saved_package_is_a_usage_error(cli, tmp_path):
     saved = tmp_path / "mlp.pkg"
     assert cli("--quiet", *MLP, "--save-package", saved).returncode == 0
     done = cli("--quiet", "--package", saved, "--inject", "fp8-scale-twice")
-    assert done.returncode == 2 and "--inject applies when compiling" in done.stderr
+    assert done.returncode == 2 and "--inject applies when building a workload, not to --package" in done.stderr

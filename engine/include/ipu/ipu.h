@@ -54,7 +54,9 @@ const char *ipu_ctx_errmsg(const ipu_ctx *ctx);
 void ipu_ctx_clear_error(ipu_ctx *ctx);
 void ipu_ctx_set_log(ipu_ctx *ctx, ipu_log_fn fn, void *user);
 void ipu_ctx_set_progress(ipu_ctx *ctx, ipu_progress_fn fn, void *user);
-/* Worker threads for device tiles (0 = OpenMP default). Results do not depend on it. */
+/* Worker threads for device tiles (0 = OpenMP default; more than
+ * IPU_MAX_THREADS take that many). Results do not depend on it. */
+#define IPU_MAX_THREADS 1024
 void ipu_ctx_set_threads(ipu_ctx *ctx, int threads);
 /* Ask the work running on this context to stop: safe from any thread and from
  * a signal handler. Compile stages, device steps, reference ops and checks

@@ -51,7 +51,10 @@ void ipu_ctx_set_progress(ipu_ctx *ctx, ipu_progress_fn fn, void *user)
     ctx->progress_user = user;
 }
 
-void ipu_ctx_set_threads(ipu_ctx *ctx, int threads) { ctx->threads = threads > 0 ? threads : 0; }
+void ipu_ctx_set_threads(ipu_ctx *ctx, int threads)
+{
+    ctx->threads = threads < 0 ? 0 : threads > IPU_MAX_THREADS ? IPU_MAX_THREADS : threads;
+}
 
 void ipu_ctx_cancel(ipu_ctx *ctx)
 {

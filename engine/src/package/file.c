@@ -2,6 +2,7 @@
  * CRC-32 of everything after the header), the loader that checks every
  * length and offset before reading it, and the public package calls.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -351,10 +352,12 @@ static ipu_status parse_sections(ipu_ctx *ctx, const section_view *sec, ipu_pack
 
 static ipu_status load(ipu_ctx *ctx, const uint8_t *bytes, size_t size, ipu_package *pkg)
 {
+    if (size == 0)
+        return BAD("truncated: the file is empty (a package starts with a %u-byte header)", IPU_PKG_HEADER_SIZE);
+    if (memcmp(bytes, IPU_PKG_MAGIC, size < 8 ? size : 8) != 0)
+        return BAD("bad magic: this is not an ipu-e2e package");
     if (size < IPU_PKG_HEADER_SIZE)
         return BAD("truncated: %zu bytes, shorter than the %u-byte header", size, IPU_PKG_HEADER_SIZE);
-    if (memcmp(bytes, IPU_PKG_MAGIC, 8) != 0)
-        return BAD("bad magic: this is not an ipu-e2e package");
     uint32_t version = ipu_load_u32(bytes + 8);
     if (version != IPU_PKG_VERSION)
         return BAD("unsupported version %u (this library reads version %u)", version,
@@ -418,7 +421,7 @@ static ipu_status load(ipu_ctx *ctx, const uint8_t *bytes, size_t size, ipu_pack
 
 ipu_status ipu_package_load(ipu_ctx *ctx, const void *bytes, size_t size, ipu_package **out)
 {
-    if (!bytes || !out)
+    if ((!bytes && size) || !out)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_package_load: NULL argument");
     ipu_package *pkg = ipu_calloc(ctx, 1, sizeof *pkg);
     if (!pkg)
@@ -439,5 +442,11 @@ ipu_status ipu_package_load_file(ipu_ctx *ctx, const char *path, ipu_package **o
     IPU_TRY(ipu_read_file(ctx, path, &bytes, &size));
     ipu_status status = ipu_package_load(ctx, bytes, size, out);
     free(bytes);
+    if (status == IPU_ERR_MALFORMED) { /* name the file */
+        char found[sizeof ctx->errmsg];
+        snprintf(found, sizeof found, "%s", ipu_ctx_errmsg(ctx));
+        ipu_ctx_clear_error(ctx);
+        status = IPU_FAIL(ctx, status, "%s: %s", path, found);
+    }
     return status;
 }
