@@ -247,6 +247,11 @@ static ipu_status check_tables(ipu_ctx *ctx, const ipu_package *pkg)
     return IPU_OK;
 }
 
+/* A run executes at most this many control ops (Repeat bodies counted once
+ * per iteration): the 27-layer ViT executes about a thousand, and a package
+ * of nested Repeats must not keep the device busy for ever. */
+#define MAX_EXECUTED_OPS (1ull << 24)
+
 /* Check one program's ops; mark each slot's use. */
 static ipu_status check_program(ipu_ctx *ctx, const ipu_package *pkg, const ipu_pkg_op *ops,
                                 size_t count, const char *which, uint8_t *use)
@@ -261,13 +266,19 @@ static ipu_status check_program(ipu_ctx *ctx, const ipu_package *pkg, const ipu_
                        USE_NAMES[kind]);                                                       \
         use[slot] = (kind);                                                                    \
     } while (0)
-    /* Ends of the open Repeat bodies, innermost last. */
+    /* Ends of the open Repeat bodies, innermost last, and how many times an
+     * op at each depth runs (saturating above the limit). */
     size_t ends[64];
+    uint64_t runs[65] = {1}, executed = 0;
     int depth = 0;
     for (size_t i = 0; i < count; i++) {
         while (depth && ends[depth - 1] == i)
             depth--;
         const ipu_pkg_op *op = &ops[i];
+        executed += runs[depth];
+        if (executed > MAX_EXECUTED_OPS)
+            return BAD("%s op %zu: the program executes more than %llu control ops (Repeat counts "
+                       "multiply their bodies)", which, i, (unsigned long long)MAX_EXECUTED_OPS);
         for (int k = 0; k < 2; k++)
             if (op->origin[k] != IPU_NO_OP && op->origin[k] >= pkg->compiler_op_count)
                 return BAD("%s op %zu names compiler op %u of %zu", which, i, op->origin[k],
@@ -298,6 +309,7 @@ static ipu_status check_program(ipu_ctx *ctx, const ipu_package *pkg, const ipu_
                 return BAD("%s op %zu: Repeat nested deeper than 64", which, i);
             if (op->c != IPU_NO_SLOT)
                 USE(op->c, USE_PATCH);
+            runs[depth + 1] = runs[depth] > MAX_EXECUTED_OPS / op->a ? MAX_EXECUTED_OPS + 1 : runs[depth] * op->a;
             ends[depth++] = i + 1 + op->b;
             break;
         default:
