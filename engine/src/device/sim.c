@@ -424,12 +424,11 @@ static int execute(sim *s, ipu_ctx *ctx, const ipu_pkg_op *ops, size_t begin, si
     return 0;
 }
 
-static ipu_status run_program(sim *s, ipu_ctx *ctx, const char *name, const ipu_pkg_op *ops,
-                              size_t count, ipu_host_buffer *buffers)
+static ipu_status execute_program(sim *s, ipu_ctx *ctx, const char *name, const ipu_pkg_op *ops,
+                                  size_t count, ipu_host_buffer *buffers)
 {
     const ipu_package *pkg = s->pkg;
     memset(&s->fault, 0, sizeof s->fault);
-    s->ctx = ctx;
     atomic_store(&s->out_of_memory, 0);
     for (uint32_t t = 0; t < s->p.tiles; t++) {
         s->tiles[t].faulted = 0;
@@ -490,6 +489,16 @@ static ipu_status run_program(sim *s, ipu_ctx *ctx, const char *name, const ipu_
                         (unsigned long long)f->step, f->detail, allocs);
     }
     return IPU_OK;
+}
+
+/* Run a program with ctx's allocator; the simulator keeps no context after it. */
+static ipu_status run_program(sim *s, ipu_ctx *ctx, const char *name, const ipu_pkg_op *ops,
+                              size_t count, ipu_host_buffer *buffers)
+{
+    s->ctx = ctx;
+    ipu_status status = execute_program(s, ctx, name, ops, count, buffers);
+    s->ctx = NULL;
+    return status;
 }
 
 static ipu_status sim_initialize(void *impl, ipu_ctx *ctx, const ipu_package *pkg,
