@@ -88,8 +88,8 @@ def parser():
     plan.add_argument("--tiles", type=tile_count, metavar="N", help="override the profile's tile count")
     plan.add_argument("--batches", type=comma_list(batch_size), default="1,2,4", metavar="LIST",
                       help="batches (default: 1,2,4)")
-    plan.add_argument("--budgets", type=comma_list(transformer.budget), default="default,393216,262144,131072,65536",
-                      metavar="LIST",
+    plan.add_argument("--budgets", type=comma_list(transformer.budget), metavar="LIST",
+                      default="default,393216,262144,131072,65536",
                       help="budgets per tile in bytes, or default (default: default,393216,262144,131072,65536)")
     plan.add_argument("--output", type=Path, metavar="DIR", help="write bench-plan.json to DIR")
     plan.add_argument("--quiet", action="store_true", help="no progress line on stderr")
