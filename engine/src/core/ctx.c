@@ -116,8 +116,8 @@ ipu_status ipu_progress(ipu_ctx *ctx, const char *stage, uint64_t done, uint64_t
 ipu_status ipu_inconsistent_at(ipu_ctx *ctx, const char *stage, const char *file, int line,
                                const char *fmt, ...)
 {
-    if (ctx && ctx->status == IPU_ERR_NO_MEMORY)
-        return ctx->status; /* the check could not run: no inconsistency found */
+    if (ctx && (ctx->status == IPU_ERR_NO_MEMORY || ctx->status == IPU_ERR_CANCELLED))
+        return ctx->status; /* the check could not finish: no inconsistency found */
     char what[256], found[1024];
     va_list args;
     va_start(args, fmt);
