@@ -27,17 +27,23 @@ def positive_int(text):
     return value
 
 
-def int_in(lo, hi):
-    """An argparse type: an integer in lo..hi."""
+def number_in(lo, hi, expected, kind=float):
+    """An argparse type: a number of kind (float or int) with lo <= value <=
+    hi (so not NaN), else the message says `expected`."""
     def parse(text):
         try:
-            value = int(text)
+            value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer in {lo}..{hi}, got '{text}'") from None
+            raise argparse.ArgumentTypeError(f"expected {expected}, got '{text}'") from None
         if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"expected an integer in {lo}..{hi}, got {value}")
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {value}")
         return value
     return parse
+
+
+def int_in(lo, hi):
+    """An argparse type: an integer in lo..hi."""
+    return number_in(lo, hi, f"an integer in {lo}..{hi}", int)
 
 
 # A device has at most 65,535 tiles (exchange rows name a peer in 16 bits);

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from . import memory_report, native, npy, placement_report, runner, tolerances
-from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError, int_in, positive_int
+from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError, int_in, number_in, positive_int
 from .native import Workload, check_outputs
 
 WORKLOADS = ("mlp", "vit", "vit-small")
@@ -70,19 +70,6 @@ def budget(text):
     if not 1 <= value <= MAX_BUDGET:
         raise argparse.ArgumentTypeError(f"expected a positive number of bytes at most {MAX_BUDGET}, got {value}")
     return value
-
-
-def number_in(lo, hi, expected):
-    """An argparse type: a float with lo <= value <= hi (finite), else the message says `expected`."""
-    def parse(text):
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {expected}, got '{text}'") from None
-        if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"expected {expected}, got {value}")
-        return value
-    return parse
 
 
 cosine = number_in(-1.0, 1.0, "a number in [-1, 1]")

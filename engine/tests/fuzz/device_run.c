@@ -5,7 +5,8 @@
  * replays a saved package, every call held to fuzz_check, once with device
  * tiles on one thread and once on two: statuses, cycle reports, output bytes
  * and faults must be the same (DESIGN.md: results do not depend on the
- * thread count).
+ * thread count); and the entry point of the targets that build a package
+ * around their input.
  */
 #include <string.h>
 #include <zlib.h>
@@ -174,4 +175,38 @@ void fuzz_run_package(ipu_ctx *ctx, const ipu_package *pkg, int must_not_fault)
     }
     json_decref(one);
     json_decref(two);
+}
+
+int fuzz_build_and_run(const uint8_t *data, size_t size, fuzz_build_fn build)
+{
+    ipu_ctx *ctx = fuzz_context();
+    ipu_package *pkg = NULL;
+    if (ctx && fuzz_check(ctx, build(ctx, data, size, &pkg), "ipu_pkg_build") == IPU_OK)
+        fuzz_run_package(ctx, pkg, 0);
+    ipu_package_free(pkg);
+    ipu_ctx_free(ctx);
+    return 0;
+}
+
+ipu_status fuzz_finish_package(struct ipu_pkg_builder *b, ipu_status status, ipu_package **out)
+{
+    ipu_pkg_set_invocations(b, 2);
+    if (status != IPU_OK) {
+        ipu_pkg_builder_free(b);
+        return status;
+    }
+    return ipu_pkg_build(b, out);
+}
+
+ipu_status fuzz_add_areas(struct ipu_pkg_builder *b, uint32_t t, uint32_t area, int allocations)
+{
+    static uint8_t source[FUZZ_MAX_AREA];
+    for (uint32_t i = 0; i < area && i < FUZZ_MAX_AREA; i++)
+        source[i] = (uint8_t)(t * 64 + i * 37);
+    ipu_status status = ipu_pkg_add_data(b, t, FUZZ_SRC, source, area < FUZZ_MAX_AREA ? area : FUZZ_MAX_AREA);
+    if (status == IPU_OK && allocations)
+        status = ipu_pkg_add_alloc(b, t, FUZZ_SRC, area, "fuzz/source");
+    if (status == IPU_OK && allocations)
+        status = ipu_pkg_add_alloc(b, t, FUZZ_DST, area, "fuzz/destination");
+    return status;
 }

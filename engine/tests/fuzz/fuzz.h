@@ -39,6 +39,29 @@ int fuzz_package_small(const ipu_package *pkg);
  * aborts (printing it). */
 void fuzz_run_package(ipu_ctx *ctx, const ipu_package *pkg, int must_not_fault);
 
+/* The 4-tile c600 layout of the packages the exchange and compute targets
+ * build around their input. */
+#define FUZZ_TILES 4u
+#define FUZZ_CODE 0x4C700u     /* kernel code: after the c600 runtime state */
+#define FUZZ_DESC 0x58000u     /* descriptors: after the host aperture */
+#define FUZZ_DESC_END 0x5C000u
+#define FUZZ_SRC 0x60000u      /* region 0: the initial bytes */
+#define FUZZ_DST 0x90000u      /* region 1: destinations */
+#define FUZZ_MAX_AREA 0x4000u  /* bytes at each */
+
+/* The targets that build a package around their input (exchange, compute):
+ * build(ctx, data, size, &pkg), then fuzz_run_package; always returns 0. */
+typedef ipu_status (*fuzz_build_fn)(ipu_ctx *ctx, const uint8_t *data, size_t size, ipu_package **out);
+int fuzz_build_and_run(const uint8_t *data, size_t size, fuzz_build_fn build);
+/* The end of such a build: two invocations, then the package, or the
+ * builder freed when status already failed. */
+struct ipu_pkg_builder;
+ipu_status fuzz_finish_package(struct ipu_pkg_builder *b, ipu_status status, ipu_package **out);
+/* Tile t's initial bytes at FUZZ_SRC (area bytes, at most FUZZ_MAX_AREA: FP16 and FP8 values of every
+ * size and sign, a few infinite or NaN) and, with allocations, allocations
+ * over them and over as many destination bytes at FUZZ_DST. */
+ipu_status fuzz_add_areas(struct ipu_pkg_builder *b, uint32_t t, uint32_t area, int allocations);
+
 /* Abort unless status is one the API defines and a failure left a message. */
 static inline ipu_status fuzz_check(const ipu_ctx *ctx, ipu_status status, const char *call)
 {

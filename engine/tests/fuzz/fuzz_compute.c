@@ -13,8 +13,8 @@
  *     the tile computes nothing), and per descriptor one byte choosing the
  *     kernel entry (1 + byte % 16, kernels.h) followed by that entry's
  *     argument words (u32 little-endian; missing bytes read as 0).
- * Each tile holds 16 KiB of initial bytes at SRC (region 0) and 16 KiB of
- * unwritten destination at DST (region 1).  Seeds: fixtures/fuzz/compute/
+ * Each tile holds 16 KiB of initial bytes at FUZZ_SRC (region 0) and 16 KiB of
+ * unwritten destination at FUZZ_DST (region 1).  Seeds: fixtures/fuzz/compute/
  * (written by fixtures/fuzz/make_seeds.py).
  */
 #include <string.h>
@@ -23,12 +23,6 @@
 #include "kernels/kernels.h"
 #include "package/package.h"
 
-#define TILES 4u
-#define CODE 0x4C700u   /* kernel code: after the c600 runtime state */
-#define DESC 0x58000u   /* descriptors: after the host aperture */
-#define DESC_END 0x5C000u
-#define SRC 0x60000u    /* region 0: initial bytes */
-#define DST 0x90000u    /* region 1: destinations */
 #define AREA 0x4000u
 #define MAX_DESCRIPTORS 7u
 
@@ -73,43 +67,22 @@ static ipu_status build(ipu_ctx *ctx, const uint8_t *data, size_t size, ipu_pack
     ipu_profile p;
     IPU_TRY(ipu_profile_parse(ctx, "{\"name\":\"fuzz-compute\",\"tiles\":4}", 0, &p));
     ipu_pkg_builder *b = NULL;
-    IPU_TRY(ipu_pkg_builder_create(ctx, &p, CODE, DESC, DESC_END, &b));
+    IPU_TRY(ipu_pkg_builder_create(ctx, &p, FUZZ_CODE, FUZZ_DESC, FUZZ_DESC_END, &b));
     uint32_t slot = ipu_pkg_new_slot(b);
     ipu_status status = IPU_OK;
-    static uint8_t list[4 + MAX_DESCRIPTORS * 4 * (1 + IPU_KERNEL_MAX_ARGS)], source[AREA];
-    for (uint32_t t = 0; status == IPU_OK && t < TILES; t++) {
+    static uint8_t list[4 + MAX_DESCRIPTORS * 4 * (1 + IPU_KERNEL_MAX_ARGS)];
+    for (uint32_t t = 0; status == IPU_OK && t < FUZZ_TILES; t++) {
         for (int entry = 1; status == IPU_OK && entry < IPU_K_ENTRY_END; entry++)
             status = ipu_pkg_add_code(b, t, entry);
         uint32_t n = status == IPU_OK ? compute_list(&r, list) : 0;
         if (n)
             status = ipu_pkg_put_slot(b, t, slot, list, n, NULL);
-        /* FP16 and FP8 values of every size and sign, a few of them infinite or NaN. */
-        for (uint32_t i = 0; i < AREA; i++)
-            source[i] = (uint8_t)(t * 64 + i * 37);
         if (status == IPU_OK)
-            status = ipu_pkg_add_data(b, t, SRC, source, AREA);
-        if (status == IPU_OK && allocations)
-            status = ipu_pkg_add_alloc(b, t, SRC, AREA, "fuzz/source");
-        if (status == IPU_OK && allocations)
-            status = ipu_pkg_add_alloc(b, t, DST, AREA, "fuzz/destination");
+            status = fuzz_add_areas(b, t, AREA, allocations);
     }
     if (status == IPU_OK)
         status = ipu_pkg_emit(b, 0, IPU_OP_STEP, slot, IPU_NO_SLOT, 0);
-    ipu_pkg_set_invocations(b, 2);
-    if (status != IPU_OK) {
-        ipu_pkg_builder_free(b);
-        return status;
-    }
-    return ipu_pkg_build(b, out);
+    return fuzz_finish_package(b, status, out);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-    ipu_ctx *ctx = fuzz_context();
-    ipu_package *pkg = NULL;
-    if (ctx && fuzz_check(ctx, build(ctx, data, size, &pkg), "ipu_pkg_build") == IPU_OK)
-        fuzz_run_package(ctx, pkg, 0);
-    ipu_package_free(pkg);
-    ipu_ctx_free(ctx);
-    return 0;
-}
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return fuzz_build_and_run(data, size, build); }

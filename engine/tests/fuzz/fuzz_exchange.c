@@ -4,8 +4,8 @@
  * (device/sim_exchange.c, sim_replay.c).  The input becomes the exchange
  * tables of a package built around them on a 4-tile c600-class device, and
  * the package runs two invocations.  Input bytes:
- *   byte 0, flags: bit 0 gives every tile a source allocation [SRC, +4 KiB)
- *     (region 0, initial bytes) and a destination allocation [DST, +4 KiB)
+ *   byte 0, flags: bit 0 gives every tile a source allocation [FUZZ_SRC, +4 KiB)
+ *     (region 0, initial bytes) and a destination allocation [FUZZ_DST, +4 KiB)
  *     (region 1), so the allocation checks apply (without it the package
  *     has no allocation table); bit 1 adds a patch list on tile 0 (Repeat
  *     patches into the tables); bits 2-3 the Repeat count minus 1 around the
@@ -16,7 +16,7 @@
  *     rows (format.h; missing bytes end the table early);
  *   then with bit 1: one byte whose low 3 bits count the patch entries, and
  *     their 16-byte entries.
- * Each tile's table is its first descriptor record: at DESC + 4 the first
+ * Each tile's table is its first descriptor record: at FUZZ_DESC + 4 the first
  * row (the patch list follows tile 0's table).  Seeds: fixtures/fuzz/exchange/
  * (written by fixtures/fuzz/make_seeds.py).
  */
@@ -25,12 +25,6 @@
 #include "fuzz.h"
 #include "package/package.h"
 
-#define TILES 4u
-#define CODE 0x4C700u   /* kernel code: after the c600 runtime state */
-#define DESC 0x58000u   /* descriptors: after the host aperture */
-#define DESC_END 0x5C000u
-#define SRC 0x60000u    /* region 0 source bytes */
-#define DST 0x90000u    /* region 1 destinations */
 #define AREA 0x1000u
 
 /* Reads the input front to back; past its end, nothing. */
@@ -77,23 +71,17 @@ static ipu_status build(ipu_ctx *ctx, const uint8_t *data, size_t size, ipu_pack
     ipu_profile p;
     IPU_TRY(ipu_profile_parse(ctx, "{\"name\":\"fuzz-exchange\",\"tiles\":4}", 0, &p));
     ipu_pkg_builder *b = NULL;
-    IPU_TRY(ipu_pkg_builder_create(ctx, &p, CODE, DESC, DESC_END, &b));
+    IPU_TRY(ipu_pkg_builder_create(ctx, &p, FUZZ_CODE, FUZZ_DESC, FUZZ_DESC_END, &b));
     uint32_t xslot = ipu_pkg_new_slot(b);
     uint32_t pslot = patches ? ipu_pkg_new_slot(b) : IPU_NO_SLOT;
     ipu_status status = IPU_OK;
-    uint8_t bytes[4 + 15 * IPU_XROW_SIZE], source[AREA];
-    for (uint32_t t = 0; status == IPU_OK && t < TILES; t++) {
+    uint8_t bytes[4 + 15 * IPU_XROW_SIZE];
+    for (uint32_t t = 0; status == IPU_OK && t < FUZZ_TILES; t++) {
         uint32_t n = record(&r, bytes, 15, IPU_XROW_SIZE, raw);
         if (n)
             status = ipu_pkg_put_slot(b, t, xslot, bytes, n, NULL);
-        for (uint32_t i = 0; i < AREA; i++)
-            source[i] = (uint8_t)(t * 64 + i * 37);
         if (status == IPU_OK)
-            status = ipu_pkg_add_data(b, t, SRC, source, AREA);
-        if (status == IPU_OK && allocations)
-            status = ipu_pkg_add_alloc(b, t, SRC, AREA, "fuzz/source");
-        if (status == IPU_OK && allocations)
-            status = ipu_pkg_add_alloc(b, t, DST, AREA, "fuzz/destination");
+            status = fuzz_add_areas(b, t, AREA, allocations);
     }
     if (status == IPU_OK && patches) {
         uint32_t n = record(&r, bytes, 7, IPU_PATCH_SIZE, raw);
@@ -104,21 +92,7 @@ static ipu_status build(ipu_ctx *ctx, const uint8_t *data, size_t size, ipu_pack
         status = ipu_pkg_emit(b, 0, IPU_OP_REPEAT, count, 1, pslot);
     if (status == IPU_OK)
         status = ipu_pkg_emit(b, 0, IPU_OP_STEP, IPU_NO_SLOT, xslot, 0);
-    ipu_pkg_set_invocations(b, 2);
-    if (status != IPU_OK) {
-        ipu_pkg_builder_free(b);
-        return status;
-    }
-    return ipu_pkg_build(b, out);
+    return fuzz_finish_package(b, status, out);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-    ipu_ctx *ctx = fuzz_context();
-    ipu_package *pkg = NULL;
-    if (ctx && fuzz_check(ctx, build(ctx, data, size, &pkg), "ipu_pkg_build") == IPU_OK)
-        fuzz_run_package(ctx, pkg, 0);
-    ipu_package_free(pkg);
-    ipu_ctx_free(ctx);
-    return 0;
-}
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return fuzz_build_and_run(data, size, build); }
