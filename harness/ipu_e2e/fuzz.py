@@ -121,7 +121,7 @@ def main(argv=None):
         print("ipu-e2e-fuzz: error: clang with its libFuzzer runtime is needed (Debian: clang)", file=sys.stderr)
         return EXIT_USAGE
     try:
-        output_folders(args.output, args.build_dir)
+        output_folders(args, "output", "build_dir")
     except UsageError as error:
         print(f"ipu-e2e-fuzz: error: {error}", file=sys.stderr)
         return EXIT_USAGE
