@@ -1,5 +1,5 @@
 """test_bad_input.py: bad command lines and option files for ipu-e2e-test,
-ipu-e2e-bench and ci/nightly (wrong types; zero, negative and huge numbers;
+ipu-e2e-bench, ci/nightly and ipu-e2e-fuzz (wrong types; zero, negative and huge numbers;
 missing, empty, non-UTF-8 and truncated files; directories for files;
 unwritable outputs; conflicting flags) each end with exit code 2, a message on
 stderr that names the flag, file or field and says what was expected, no
@@ -16,7 +16,8 @@ import pytest
 
 SMALL_MLP = ["--device", "tiles16", "--tokens", "64", "--channels", "64", "--hidden", "128"]
 SMALL_VIT = ["--workload", "vit-small", "--tiles", "64", "--layers", "1"]
-COMMANDS = {"test": "harness/bin/ipu-e2e-test", "bench": "harness/bin/ipu-e2e-bench", "nightly": "ci/nightly"}
+COMMANDS = {"test": "harness/bin/ipu-e2e-test", "bench": "harness/bin/ipu-e2e-bench", "nightly": "ci/nightly",
+            "fuzz": "harness/bin/ipu-e2e-fuzz"}
 TRACES = ("Traceback", "AddressSanitizer", "runtime error:", "Segmentation")
 
 
@@ -175,6 +176,11 @@ CASES = [
     ("nightly", ["--output", "{a-file}"], ["a-file"]),
     ("nightly", ["--resume"], ["--resume", "summary.json"]),
     ("nightly", ["--resume", "--only", "mlp-default"], ["--resume", "--only"]),
+    # ipu-e2e-fuzz (each refused before it builds anything)
+    ("fuzz", ["--seconds", "0"], ["--seconds", "positive integer"]),
+    ("fuzz", ["--jobs", "many"], ["--jobs", "'many'"]),
+    ("fuzz", ["--output", "{a-file}"], ["--output", "a-file"]),
+    ("fuzz", ["--build-dir", "{a-file}"], ["--build-dir", "a-file"]),
 ]
 
 
