@@ -35,6 +35,7 @@
 #include <dirent.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ipu/ipu.h"
@@ -395,8 +396,11 @@ static uint64_t run(pipeline_fn pipeline, const char *workload, const char *fold
 
 static void walk(pipeline_fn pipeline, const char *workload)
 {
-    char folder[] = "/tmp/ipu-allocation-failure-XXXXXX";
-    assert_non_null(mkdtemp(folder));
+    /* The run's files go in a folder of this process in ctest's working
+     * folder (the build folder). */
+    char folder[64];
+    snprintf(folder, sizeof folder, "allocation-failure-%ld", (long)getpid());
+    assert_int_equal(mkdir(folder, 0700), 0);
     outcome o;
     uint64_t total = run(pipeline, workload, folder, 0, &o);
     if (o.status != IPU_OK)
