@@ -74,23 +74,9 @@ ipu_status ipu_reference_attend_exact(ipu_ctx *ctx, int mode, const float *q, si
         size_t keys = nk - k0 < block ? nk - k0 : block;
         int accumulate = k0 > 0;
         ipu_fma_scores(qp, kp + k0 * d, qt, s, nq, keys, d);
-        for (size_t r = 0; r < nq; r++) {
-            float *sr = s + r * keys, m_old = -INFINITY, m_new = ipu_scale_max(sr, keys, scale);
-            if (accumulate) {
-                m_old = m[r];
-                if (m_old > m_new || isnan(m_old))
-                    m_new = m_old;
-            }
-            float sum = 0.0f;
-            for (size_t j = 0; j < keys; j++) {
-                sr[j] = expf(sr[j] - m_new);
-                sum += sr[j];
-            }
-            ipu_num_round(IPU_DT_F16, 0, sr, keys);
-            alpha[r] = accumulate ? expf(m_old - m_new) : 0.0f;
-            rowsum[r] = sum;
-            m[r] = m_new;
-        }
+        for (size_t r = 0; r < nq; r++)
+            m[r] = ipu_flash_row(s + r * keys, keys, scale, accumulate, accumulate ? m[r] : 0.0f, &alpha[r],
+                                 &rowsum[r]);
         ipu_fma_product(s, vp + k0 * d, pv, nq, keys, d);
         for (size_t r = 0; r < nq; r++) {
             float lr = 0.0f, *orow = o + r * d;

@@ -4,12 +4,14 @@
  * chains per instruction, and the portable fmaf loop give the same bits on
  * every host.  The blocks are small (a few query rows, at most 64 keys in a
  * flash block), where a BLAS call costs more in setup than in arithmetic.
- * The scores built on it and the scaled maximum of a row live here too, so
- * the kernels and the device-precision reference share them.
+ * The scores built on it, the scaled maximum of a row and the flash row
+ * update live here too, so the kernels and the device-precision reference
+ * share them.
  */
 #include <math.h>
 
 #include "kernels/fma_product.h"
+#include "numerics/numerics.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -90,4 +92,23 @@ float ipu_scale_max(float *x, size_t n, float scale)
             m = x[j];
     }
     return m;
+}
+
+float ipu_flash_row(float *sr, size_t keys, float scale, int accumulate, float m_old, float *alpha,
+                    float *sum)
+{
+    float m_new = ipu_scale_max(sr, keys, scale);
+    if (!accumulate)
+        m_old = -INFINITY;
+    else if (m_old > m_new || isnan(m_old))
+        m_new = m_old;
+    float total = 0.0f;
+    for (size_t j = 0; j < keys; j++) {
+        sr[j] = expf(sr[j] - m_new);
+        total += sr[j];
+    }
+    ipu_num_round(IPU_DT_F16, 0, sr, keys);
+    *alpha = accumulate ? expf(m_old - m_new) : 0.0f;
+    *sum = total;
+    return m_new;
 }

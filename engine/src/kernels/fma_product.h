@@ -23,4 +23,12 @@ void ipu_fma_scores(const float *q, const float *k, float *t, float *s, size_t r
 /* Scale x[0..n) in place; returns the largest scaled value (-inf when n is 0). */
 float ipu_scale_max(float *x, size_t n, float scale);
 
+/* One query row of a flash-attention key block, as the flash kernel updates
+ * it: the scores sr[0..keys) scaled, exponentiated against the running
+ * maximum (m_old, taken when accumulate) and rounded to FP16; returns the new
+ * maximum, with *alpha the factor that rescales the old accumulator (0 on the
+ * first block) and *sum the row's sum of the exponentials. */
+float ipu_flash_row(float *sr, size_t keys, float scale, int accumulate, float m_old, float *alpha,
+                    float *sum);
+
 #endif

@@ -322,20 +322,10 @@ static void run_block(const ipu_kernel_call *call, uint8_t *const ptr[], float *
     ipu_fma_scores(q, k, t, s, rows, valid, d);
     for (size_t r = 0; r < rows; r++) {
         uint8_t *st = ptr[3] + r * ld_state * 4;
-        float *sr = s + r * valid, m_old = -INFINITY, m_new = ipu_scale_max(sr, valid, scale);
-        if (accumulate) {
+        float m_old = 0.0f;
+        if (accumulate)
             memcpy(&m_old, st, 4);
-            if (m_old > m_new || isnan(m_old))
-                m_new = m_old;
-        }
-        float sum = 0.0f;
-        for (size_t j = 0; j < valid; j++) {
-            sr[j] = expf(sr[j] - m_new);
-            sum += sr[j];
-        }
-        ipu_num_round(IPU_DT_F16, 0, sr, valid);
-        alpha[r] = accumulate ? expf(m_old - m_new) : 0.0f;
-        rowsum[r] = sum;
+        float m_new = ipu_flash_row(s + r * valid, valid, scale, accumulate, m_old, &alpha[r], &rowsum[r]);
         memcpy(st, &m_new, 4);
     }
     ipu_fma_product(s, v, pv, rows, valid, d);
