@@ -1,5 +1,6 @@
-/* lower.c: plan -> low program (see lower.h and program.h); LayerNorm and
- * attention are lowered by norm.c and attention.c (lowering.h).
+/* lower.c: plan -> low program (see lower.h and program.h); matmuls,
+ * LayerNorm and attention are lowered by matmul.c, norm.c and attention.c
+ * (lowering.h).
  *
  * Every tensor block of a home layout is a buffer on its tile; a matmul's A
  * operand (and an add's second input) gets buffers of its own when its
@@ -474,200 +475,6 @@ uint32_t low_elements_per_row(const ipu_layout *l, uint32_t j)
     return ipu_layout_stride(l, l->col_bounds[j + 1] - l->col_bounds[j]) / l->elem;
 }
 
-/* Sub-band l of row band i of a reduced result: its first row relative to
- * the band, its rows and its row stride in bytes. */
-static void sub_band(const ipu_layout *c, uint32_t i, uint32_t j, uint32_t l, uint32_t gk, uint32_t *row0,
-                     uint32_t *rows, uint32_t *stride)
-{
-    *row0 = c->row_bounds[i * gk + l] - c->row_bounds[i * gk];
-    *rows = c->row_bounds[i * gk + l + 1] - c->row_bounds[i * gk + l];
-    *stride = ipu_layout_stride(c, c->col_bounds[j + 1] - c->col_bounds[j]);
-}
-
-/* The matmul's blocks, for a reference that computes them as the device
- * does: row blocks of gm even bands, the column and reduction bands of its
- * operand layouts, the output's row bands. */
-static ipu_status record_blocks(lowering *L, size_t index, uint32_t rows, uint32_t gm, const ipu_layout *b,
-                                const ipu_layout *a, const ipu_layout *c)
-{
-    ipu_low_op *record = &L->prog->ops[index];
-    uint32_t gn = b->col_parts, gk = a->col_parts;
-    record->row_block_count = gm, record->col_block_count = gn, record->parts = gk;
-    record->row_blocks = ipu_malloc(L->ctx, (gm + 1) * sizeof(uint32_t));
-    record->col_bounds = ipu_malloc(L->ctx, (gn + 1) * sizeof(uint32_t));
-    record->k_bounds = ipu_malloc(L->ctx, (gk + 1) * sizeof(uint32_t));
-    record->row_bounds = ipu_malloc(L->ctx, (c->row_parts + 1) * sizeof(uint32_t));
-    if (!record->row_blocks || !record->col_bounds || !record->k_bounds || !record->row_bounds)
-        return IPU_NO_MEMORY(L->ctx);
-    for (uint32_t i = 0; i < gm; i++)
-        ipu_band(rows, gm, 1, i, &record->row_blocks[i], &record->row_blocks[i + 1]);
-    memcpy(record->col_bounds, b->col_bounds, (gn + 1) * sizeof(uint32_t));
-    memcpy(record->k_bounds, a->col_bounds, (gk + 1) * sizeof(uint32_t));
-    memcpy(record->row_bounds, c->row_bounds, (c->row_parts + 1) * sizeof(uint32_t));
-    return IPU_OK;
-}
-
-static ipu_status lower_matmul(lowering *L, size_t index, uint32_t *partials)
-{
-    const ipu_graph *g = L->g;
-    const ipu_ir_op *op = &g->ops[index];
-    const ipu_op_plan *o = &L->plan->ops[index];
-    const ipu_ir_tensor *ta = &g->tensors[op->in[0]], *tb = &g->tensors[op->in[1]],
-                        *tc = &g->tensors[op->out];
-    const ipu_layout *home_a = &L->plan->home[op->in[0]], *home_c = &L->plan->home[op->out];
-    uint32_t gm = o->grid.gm, gn = o->grid.gn, gk = o->grid.gk;
-    char label[64];
-    snprintf(label, sizeof label, "op%zu matmul %.40s", index, tc->name);
-    const uint32_t *a_ids;
-    IPU_TRY(low_operand(L, index, 0, op->in[0], ipu_layout_same(home_a, &o->a) ? &(ipu_layout){0} : &o->a, label,
-                        &a_ids));
-    const uint32_t *b_ids = low_home_ids(L, op->in[1]);
-    int f8 = ta->dtype == IPU_DT_F143 || ta->dtype == IPU_DT_F152;
-    /* Injected: the weight's scale folded into the activation's as well (every tile of this GEMM). */
-    int scale_twice = f8 && L->prog->inject == IPU_INJECT_FP8_SCALE_TWICE;
-    int a_scale = ta->scale + (scale_twice ? tb->scale : 0);
-    uint32_t out = (uint32_t)ipu_dtype_size(tc->dtype);
-    IPU_TRY(low_begin_step(L, IPU_LOW_COMPUTE, label));
-    for (uint32_t i = 0; i < gm; i++)
-        for (uint32_t j = 0; j < gn; j++)
-            for (uint32_t l = 0; l < gk; l++) {
-                uint32_t r0, r1, k0, k1, n0, n1;
-                ipu_band(ta->rows, gm, 1, i, &r0, &r1);
-                k0 = o->a.col_bounds[l], k1 = o->a.col_bounds[l + 1];
-                n0 = o->b.col_bounds[j], n1 = o->b.col_bounds[j + 1];
-                uint32_t a_buf = a_ids[((size_t)j * gm + i) * gk + l];
-                uint32_t b_buf = b_ids[((size_t)i * gk + l) * gn + j];
-                uint32_t tile = L->prog->buffers[a_buf].tile, c_buf;
-                uint32_t ldc_bytes = ipu_layout_stride(home_c, n1 - n0);
-                if (gk == 1) {
-                    c_buf = low_home_ids(L, op->out)[(size_t)i * gn + j];
-                } else {
-                    size_t p = ((size_t)i * gn + j) * gk + l;
-                    char name[96];
-                    snprintf(name, sizeof name, "%.30s.partial[%u,%u,%u]", tc->name, i, j, l);
-                    IPU_TRY(low_new_buffer(L, tile, (r1 - r0) * ldc_bytes, op->out,
-                                       ldc_bytes != (n1 - n0) * out, 0, name, &partials[p]));
-                    c_buf = partials[p];
-                }
-                IPU_TRY(low_clear(L, c_buf));
-                uint32_t lda = low_elements_per_row(&o->a, l), ldb = low_elements_per_row(&o->b, j),
-                         ldc = ldc_bytes / out;
-                uint32_t members_stride = ipu_layout_block_bytes(&o->b, l, j);
-                int32_t advance_arg = tb->sequence > 1 ? 1 : -1;
-                uint32_t m = r1 - r0, kk = k1 - k0;
-                if (m > 1 && ipu_low_take_inject(&L->prog->inject, IPU_INJECT_GEMM_ROWS_SHORT))
-                    m--;
-                if (ipu_low_take_inject(&L->prog->inject, IPU_INJECT_GEMM_K_OVERRUN))
-                    kk++;
-                if (f8) {
-                    ipu_low_arg args[] = {BUF(a_buf, 0), BUF(b_buf, 0), BUF(c_buf, 0), LIT(m),
-                                          LIT(n1 - n0), LIT(kk),
-                                          LIT((uint32_t)ta->dtype | (uint32_t)tb->dtype << 8),
-                                          LIT((uint32_t)(uint8_t)(int8_t)a_scale |
-                                              (uint32_t)(uint8_t)(int8_t)tb->scale << 8),
-                                          LIT(tc->dtype), LIT(0), LIT(lda), LIT(ldb), LIT(ldc)};
-                    IPU_TRY(low_emit_kernel(L, tile, IPU_K_GEMM_F8, 13, args, advance_arg, members_stride));
-                } else {
-                    ipu_low_arg args[] = {BUF(a_buf, 0), BUF(b_buf, 0), BUF(c_buf, 0), LIT(m),
-                                          LIT(n1 - n0), LIT(kk), LIT(tc->dtype), LIT(0),
-                                          LIT(lda), LIT(ldb), LIT(ldc)};
-                    IPU_TRY(low_emit_kernel(L, tile, IPU_K_GEMM_F16, 11, args, advance_arg, members_stride));
-                }
-            }
-    if (scale_twice)
-        L->prog->inject = IPU_INJECT_NONE;
-    IPU_TRY(record_blocks(L, index, ta->rows, gm, &o->b, &o->a, home_c));
-    if (gk == 1)
-        return IPU_OK;
-    /* Reduce-scatter: tile (i, j, l) gathers sub-band l of the other gk - 1
-     * partials into one staging buffer (slot q, or q - 1 past its own), sums
-     * them by halves (ipu_reduce_tree_half) and adds its own piece. */
-    ipu_low_program *p = L->prog;
-    size_t tiles = (size_t)gm * gn * gk;
-    uint32_t *staging = ipu_calloc(L->ctx, tiles, sizeof *staging);
-    if (!staging)
-        return IPU_NO_MEMORY(L->ctx);
-    int spare = 0, stale_slot = 0;
-    ipu_status status = low_begin_step(L, IPU_LOW_COMPUTE, label);
-    for (uint32_t i = 0; i < gm && status == IPU_OK; i++)
-        for (uint32_t j = 0; j < gn && status == IPU_OK; j++)
-            for (uint32_t l = 0; l < gk && status == IPU_OK; l++) {
-                uint32_t row0, band, stride;
-                sub_band(home_c, i, j, l, gk, &row0, &band, &stride);
-                size_t s = ((size_t)i * gn + j) * gk + l;
-                uint32_t tile = home_c->tiles[(size_t)(i * gk + l) * gn + j];
-                /* Injected (first tile): one spare slot, which the sum then reads. */
-                spare = s == 0 && ipu_low_take_inject(&L->prog->inject, IPU_INJECT_REDUCE_STALE_SLOT);
-                status = low_new_buffer(L, tile, (gk - 1 + (uint32_t)spare) * band * stride, op->out, 0,
-                                        0, "reduce-staging", &staging[s]);
-                if (status == IPU_OK) {
-                    L->cleared[staging[s]] = 1; /* fully written by the exchange */
-                    low_use(L, staging[s]);
-                }
-                stale_slot |= spare;
-            }
-    if (status == IPU_OK)
-        status = low_begin_step(L, IPU_LOW_EXCHANGE, label);
-    for (uint32_t i = 0; i < gm && status == IPU_OK; i++)
-        for (uint32_t j = 0; j < gn && status == IPU_OK; j++)
-            for (uint32_t l = 0; l < gk && status == IPU_OK; l++) {
-                uint32_t row0, band, stride;
-                sub_band(home_c, i, j, l, gk, &row0, &band, &stride);
-                uint32_t to = staging[((size_t)i * gn + j) * gk + l];
-                for (uint32_t q = 0; q < gk && status == IPU_OK; q++) {
-                    if (q == l)
-                        continue;
-                    uint32_t from = partials[((size_t)i * gn + j) * gk + q];
-                    uint32_t slot = q < l ? q : q - 1;
-                    status = IPU_GROW(L->ctx, p->xfers, p->xfer_count, p->xfer_capacity);
-                    if (status == IPU_OK)
-                        status = IPU_GROW(L->ctx, p->xdsts, p->xdst_count, p->xdst_capacity);
-                    if (status != IPU_OK)
-                        break;
-                    p->xfers[p->xfer_count++] =
-                        (ipu_low_xfer){from, row0 * stride, band * stride, (uint32_t)p->xdst_count, 1};
-                    p->xdsts[p->xdst_count++] = (ipu_low_xdst){to, slot * band * stride};
-                    low_use(L, from), low_use(L, to);
-                    low_current(L)->count++;
-                }
-            }
-    if (status == IPU_OK)
-        status = low_begin_step(L, IPU_LOW_COMPUTE, label);
-    for (uint32_t i = 0; i < gm && status == IPU_OK; i++)
-        for (uint32_t j = 0; j < gn && status == IPU_OK; j++)
-            for (uint32_t l = 0; l < gk && status == IPU_OK; l++) {
-                uint32_t row0, band, stride;
-                sub_band(home_c, i, j, l, gk, &row0, &band, &stride);
-                uint32_t bytes = band * stride, count = bytes / out;
-                uint32_t result = low_home_ids(L, op->out)[(size_t)(i * gk + l) * gn + j];
-                uint32_t own = partials[((size_t)i * gn + j) * gk + l];
-                uint32_t s = staging[((size_t)i * gn + j) * gk + l];
-                uint32_t tile = L->prog->buffers[result].tile;
-                status = low_clear(L, result);
-                /* Injected (first tile): the sum reads the spare slot no transfer wrote. */
-                uint32_t first_slot = stale_slot && i + j + l == 0 ? (gk - 1) * bytes : 0;
-                for (uint32_t n = gk - 1; n > 1 && status == IPU_OK;) {
-                    uint32_t half = ipu_reduce_tree_half(n);
-                    ipu_low_arg args[] = {BUF(s, 0), BUF(s, (n - half) * bytes), BUF(s, 0),
-                                          LIT(half * count), LIT(tc->dtype)};
-                    status = low_emit_kernel(L, tile, IPU_K_ADD, 5, args, -1, 0);
-                    n -= half;
-                }
-                ipu_low_arg args[] = {BUF(own, row0 * stride), BUF(s, first_slot), BUF(result, 0), LIT(count),
-                                      LIT(tc->dtype)};
-                ipu_low_arg own_only[] = {BUF(own, row0 * stride), BUF(result, 0), LIT(bytes)};
-                ipu_low_arg again[] = {BUF(result, 0), BUF(s, 0), BUF(result, 0), LIT(count), LIT(tc->dtype)};
-                if (status == IPU_OK && ipu_low_take_inject(&L->prog->inject, IPU_INJECT_REDUCE_DROP_PARTIAL))
-                    status = low_emit_kernel(L, tile, IPU_K_COPY, 3, own_only, -1, 0);
-                else if (status == IPU_OK)
-                    status = low_emit_kernel(L, tile, IPU_K_ADD, 5, args, -1, 0);
-                if (status == IPU_OK && ipu_low_take_inject(&L->prog->inject, IPU_INJECT_REDUCE_DOUBLE_PARTIAL))
-                    status = low_emit_kernel(L, tile, IPU_K_ADD, 5, again, -1, 0);
-            }
-    free(staging);
-    return status;
-}
-
 static ipu_status lower_elementwise(lowering *L, size_t index)
 {
     const ipu_graph *g = L->g;
@@ -755,7 +562,7 @@ void ipu_low_free(ipu_low_program *prog)
     memset(prog, 0, sizeof *prog);
 }
 
-static ipu_status lower_ops(lowering *L, size_t first, size_t end, uint32_t **partials)
+static ipu_status lower_ops(lowering *L, size_t first, size_t end)
 {
     for (size_t i = first; i < end; i++) {
         IPU_TRY(IPU_CHECK_CANCEL(L->ctx));
@@ -766,13 +573,7 @@ static ipu_status lower_ops(lowering *L, size_t first, size_t end, uint32_t **pa
         } else if (kind == IPU_IR_ATTENTION || kind == IPU_IR_MAP_POOL) {
             IPU_TRY(ipu_lower_attention(L, i));
         } else if (kind == IPU_IR_MATMUL) {
-            const ipu_matmul_grid *grid = &L->plan->ops[i].grid;
-            if (!partials[i] && grid->gk > 1) {
-                partials[i] = ipu_calloc(L->ctx, (size_t)grid->gm * grid->gn * grid->gk, sizeof *partials[i]);
-                if (!partials[i])
-                    return IPU_NO_MEMORY(L->ctx);
-            }
-            IPU_TRY(lower_matmul(L, i, partials[i]));
+            IPU_TRY(ipu_lower_matmul(L, i));
         } else {
             IPU_TRY(lower_elementwise(L, i));
         }
@@ -862,7 +663,7 @@ static void name_origin(lowering *L, size_t from, uint32_t t)
             L->prog->steps[s].origin = op == UINT32_MAX ? IPU_LOW_LITERAL : op;
 }
 
-static ipu_status lower_program(lowering *L, uint32_t **partials)
+static ipu_status lower_program(lowering *L)
 {
     const ipu_graph *g = L->g;
     const ipu_ir_repeat *r = &g->repeat;
@@ -919,7 +720,7 @@ static ipu_status lower_program(lowering *L, uint32_t **partials)
         name_origin(L, from, (uint32_t)t);
     }
     size_t body = r->iterations ? r->first_op : g->op_count, body_end = r->first_op + r->op_count;
-    IPU_TRY(lower_ops(L, 0, body, partials));
+    IPU_TRY(lower_ops(L, 0, body));
     if (r->iterations && !alias) {
         size_t from = prog->step_count;
         IPU_TRY(low_redistribute(L, &L->plan->home[r->carried_init], L->blocks[r->carried_init],
@@ -928,7 +729,7 @@ static ipu_status lower_program(lowering *L, uint32_t **partials)
     }
     if (r->iterations) {
         L->body_first = (uint32_t)prog->step_count;
-        IPU_TRY(lower_ops(L, body, body_end, partials));
+        IPU_TRY(lower_ops(L, body, body_end));
         size_t from = prog->step_count;
         if (r->carried_next != r->carried && !ipu_low_take_inject(&prog->inject, IPU_INJECT_CARRY_DROPPED))
             IPU_TRY(low_redistribute(L, &L->plan->home[r->carried_next], L->blocks[r->carried_next],
@@ -938,7 +739,7 @@ static ipu_status lower_program(lowering *L, uint32_t **partials)
         prog->repeat_first = L->body_first;
         prog->repeat_count = L->body_end - L->body_first;
         prog->repeat_iterations = r->iterations;
-        IPU_TRY(lower_ops(L, body_end, g->op_count, partials));
+        IPU_TRY(lower_ops(L, body_end, g->op_count));
     }
     if (ipu_low_take_inject(&prog->inject, IPU_INJECT_OVERWRITE_PARAMETER)) {
         /* Zero the first parameter block after its last use: this invocation
@@ -994,13 +795,12 @@ ipu_status ipu_lower(ipu_ctx *ctx, const ipu_plan *plan, int inject, ipu_low_pro
     lowering L = {ctx, plan, g, out, NULL, NULL, NULL, NULL, 0, IPU_LOW_LITERAL, 0, 0};
     L.blocks = ipu_calloc(ctx, g->tensor_count, sizeof *L.blocks);
     L.operands = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *L.operands);
-    uint32_t **partials = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *partials);
     out->ops = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *out->ops);
     out->op_count = g->op_count;
     out->tensors = ipu_calloc(ctx, g->tensor_count ? g->tensor_count : 1, sizeof *out->tensors);
     out->tensor_count = g->tensor_count;
     ipu_status status =
-        L.blocks && L.operands && partials && out->ops && out->tensors ? IPU_OK : IPU_NO_MEMORY(ctx);
+        L.blocks && L.operands && out->ops && out->tensors ? IPU_OK : IPU_NO_MEMORY(ctx);
     for (size_t t = 0; status == IPU_OK && t < g->tensor_count; t++) {
         snprintf(out->tensors[t].name, sizeof out->tensors[t].name, "%s", g->tensors[t].name);
         uint32_t op = ipu_ir_homing_op(g, (uint32_t)t);
@@ -1014,17 +814,14 @@ ipu_status ipu_lower(ipu_ctx *ctx, const ipu_plan *plan, int inject, ipu_low_pro
                      ipu_attention_mode_name(plan->ops[i].attention));
     }
     if (status == IPU_OK)
-        status = lower_program(&L, partials);
+        status = lower_program(&L);
     for (size_t t = 0; L.blocks && t < g->tensor_count; t++)
         free(L.blocks[t]);
     for (size_t i = 0; L.operands && i < g->op_count; i++)
         for (int k = 0; k < 3; k++)
             free(L.operands[i][k]);
-    for (size_t i = 0; partials && i < g->op_count; i++)
-        free(partials[i]);
     free(L.blocks);
     free(L.operands);
-    free(partials);
     free(L.cleared);
     free(L.padded);
     if (status != IPU_OK)

@@ -1,6 +1,6 @@
 /* lowering.h: inside lowering, shared by lower.c (buffers, steps,
- * redistributions, host rounds, matmuls and elementwise ops) and the op
- * lowerings of norm.c (LayerNorm) and attention.c (attention, MAP pooling).
+ * redistributions, host rounds and elementwise ops) and the op lowerings of
+ * matmul.c, norm.c (LayerNorm) and attention.c (attention, MAP pooling).
  */
 #ifndef IPU_LOWERING_H
 #define IPU_LOWERING_H
@@ -51,6 +51,7 @@ uint32_t low_elements_per_row(const ipu_layout *l, uint32_t j);
 ipu_status low_operand(lowering *L, size_t index, int slot, uint32_t tensor, const ipu_layout *l,
                        const char *label, const uint32_t **ids);
 
+ipu_status ipu_lower_matmul(lowering *L, size_t index);
 ipu_status ipu_lower_layernorm(lowering *L, size_t index);
 ipu_status ipu_lower_attention(lowering *L, size_t index);
 

@@ -1,16 +1,18 @@
 /* catalogue.c: one matmul's candidates for the search (see plan.h).
  *
- * Every tile grid (gm, gn, gk) with at most one block per tile is a
- * partition.  Partitions whose operand blocks alone (A's, or B's with every
+ * Every tile grid (gm, gn, gk), computed at once or in gs serial pieces
+ * (matmul.c), is a partition.  Partitions whose operand blocks alone (A's, or B's with every
  * member of a parameter sequence) exceed the catalogue budget are filtered
  * out; the rest are enumerated in groups (group_size partitions in
  * enumeration order), each group keeps its coarse-model frontier: the
  * partitions no faster one in the group beats on the sum-of-maxima
  * footprint (matmul.c), thinned to frontier_cap evenly along the frontier,
- * the fastest and the smallest always kept.  A parameter matmul keeps two
- * such frontiers, on its resident weight block and on the rest of its
- * footprint: the search weighs them differently (weights stay for the whole
- * program, the rest only while the op runs).  The merged frontiers are
+ * the fastest and the smallest always kept.  A parameter matmul keeps three
+ * such frontiers, on its resident weight block, on the rest of its
+ * footprint and on the whole: the search weighs the first two differently
+ * (weights stay for the whole program, the rest only while the op runs),
+ * and the whole keeps the partitions small on both, which a tight budget
+ * needs (a serial grid with one weight replica, say).  The merged frontiers are
  * shortlisted the same way, then pruned with the detailed model, the exact
  * per-tile footprint (ipu_matmul_tile_footprint): a shortlisted partition
  * stays unless another is at least as fast, as small on the fullest tile
@@ -25,14 +27,59 @@
 
 static uint64_t stride(uint32_t cols, size_t elem) { return ((uint64_t)cols * elem + 7) & ~7ull; }
 
+/* The fullest tile of a serial grid (gs > 1).  Tile (i, j, l) holds B block
+ * (l, j) and its result rows (all of band i with gk = 1, else sub-band l)
+ * for the whole op; per piece t it holds that piece of A, and with gk > 1
+ * the piece's partials and then, beside them, the staged chunks t of the
+ * other gk - 1 partials (lower/matmul.c).  Every term grows with the column
+ * band's width, so the widest column band is the fullest. */
+static uint64_t serial_footprint(uint32_t m, uint32_t n, uint32_t k, size_t in, size_t out, uint32_t members,
+                                 const ipu_matmul_grid *g)
+{
+    uint32_t widest = 0, n0, n1;
+    for (uint32_t j = 0; j < g->gn; j++) {
+        ipu_band(n, g->gn, IPU_PLAN_COL_ALIGN, j, &n0, &n1);
+        widest = n1 - n0 > widest ? n1 - n0 : widest;
+    }
+    uint64_t c_row = stride(widest, out), best = 0;
+    for (uint32_t i = 0; i < g->gm; i++) {
+        uint32_t r0, r1, lo, hi;
+        ipu_band(m, g->gm, 1, i, &r0, &r1);
+        for (uint32_t l = 0; l < g->gk; l++) {
+            uint32_t k0, k1, s0, s1;
+            ipu_band(k, g->gk, IPU_PLAN_COL_ALIGN, l, &k0, &k1);
+            ipu_band(r1 - r0, g->gk, 1, l, &s0, &s1);
+            uint64_t whole = (uint64_t)(k1 - k0) * stride(widest, in) * members +
+                             (uint64_t)(g->gk == 1 ? r1 - r0 : s1 - s0) * c_row, piece_peak = 0;
+            for (uint32_t t = 0; t < g->gs; t++) {
+                /* Piece t's rows: chunk t of every sub-band (the same on every owner). */
+                uint64_t rows = 0;
+                for (uint32_t q = 0; q < g->gk; q++) {
+                    ipu_matmul_chunk(m, g, i, q, t, &lo, &hi);
+                    rows += hi - lo;
+                }
+                ipu_matmul_chunk(m, g, i, l, t, &lo, &hi);
+                uint64_t a = rows * stride(k1 - k0, in), partial = g->gk > 1 ? rows * c_row : 0,
+                         staged = (uint64_t)(g->gk - 1) * (hi - lo) * c_row;
+                uint64_t peak = a + partial > partial + staged ? a + partial : partial + staged;
+                piece_peak = peak > piece_peak ? peak : piece_peak;
+            }
+            best = whole + piece_peak > best ? whole + piece_peak : best;
+        }
+    }
+    return best;
+}
+
 uint64_t ipu_matmul_tile_footprint(uint32_t m, uint32_t n, uint32_t k, int in_dtype, int out_dtype,
                                    uint32_t members, const ipu_matmul_grid *g)
 {
     size_t in = ipu_dtype_size(in_dtype), out = ipu_dtype_size(out_dtype);
+    if (g->gs > 1)
+        return serial_footprint(m, n, k, in, out, members, g);
     uint64_t best = 0;
     /* Tile (i, j, l) holds A block (i, l), B block (l, j), and its result
      * block, or with gk > 1 its partial, the staged sub-band l of the other
-     * partials and its reduced piece (lower.c). */
+     * partials and its reduced piece (lower/matmul.c). */
     for (uint32_t i = 0; i < g->gm; i++) {
         uint32_t r0, r1;
         ipu_band(m, g->gm, 1, i, &r0, &r1);
@@ -68,7 +115,9 @@ static int by_cycles(const void *pa, const void *pb)
         return ta < tb ? -1 : 1;
     if (a->gm != b->gm)
         return a->gm < b->gm ? -1 : 1;
-    return a->gn < b->gn ? -1 : a->gn > b->gn;
+    if (a->gn != b->gn)
+        return a->gn < b->gn ? -1 : 1;
+    return a->gs < b->gs ? -1 : a->gs > b->gs;
 }
 
 /* What a frontier trades against cycles (coarse model): B's resident block,
@@ -83,8 +132,8 @@ static uint64_t key_of(const ipu_matmul_grid *g, int key)
 /* Sort fastest first and keep each key's frontier (the partitions smaller
  * on that key than every faster one), each thinned to cap evenly along it
  * with its fastest and smallest kept.  A parameter's block stays resident
- * while the rest comes and goes, so a parameter matmul keeps two frontiers
- * (resident block, the rest); others one (the whole footprint).  Sets *n
+ * while the rest comes and goes, so a parameter matmul keeps three frontiers
+ * (resident block, the rest, the whole); others one (the whole footprint).  Sets *n
  * to the new count, in cycles order. */
 static ipu_status frontier(ipu_ctx *ctx, ipu_matmul_grid *v, uint32_t *n_io, uint32_t cap, int resident)
 {
@@ -96,7 +145,7 @@ static ipu_status frontier(ipu_ctx *ctx, ipu_matmul_grid *v, uint32_t *n_io, uin
         return IPU_NO_MEMORY(ctx);
     }
     qsort(v, n, sizeof *v, by_cycles);
-    for (int key = resident ? KEY_RESIDENT : KEY_TOTAL; key <= (resident ? KEY_TRANSIENT : KEY_TOTAL); key++) {
+    for (int key = resident ? KEY_RESIDENT : KEY_TOTAL; key <= KEY_TOTAL; key++) {
         uint32_t found = 0;
         for (uint32_t i = 0; i < n; i++)
             if (!found || key_of(&v[i], key) < key_of(&v[scratch[found - 1]], key))
@@ -138,6 +187,21 @@ static ipu_status merge(ipu_ctx *ctx, ipu_matmul_grid **merged, size_t *count, s
     return IPU_OK;
 }
 
+/* Append a grid to the current group, growing it up to group entries. */
+static ipu_status add_to_group(ipu_ctx *ctx, ipu_matmul_grid **current, size_t *capacity, uint32_t *filled,
+                               uint32_t group, const ipu_matmul_grid *grid)
+{
+    if (*filled == *capacity) {
+        size_t grown = *capacity * 2 < group ? *capacity * 2 : group;
+        ipu_matmul_grid *bigger = ipu_realloc(ctx, *current, grown * sizeof **current);
+        if (!bigger)
+            return IPU_NO_MEMORY(ctx);
+        *current = bigger, *capacity = grown;
+    }
+    (*current)[(*filled)++] = *grid;
+    return IPU_OK;
+}
+
 ipu_status ipu_catalogue_matmul(ipu_ctx *ctx, const ipu_profile *p, uint32_t m, uint32_t n, uint32_t k,
                                 int in_dtype, int out_dtype, uint32_t members, int resident,
                                 const ipu_catalogue_options *o, ipu_catalogue *out)
@@ -153,34 +217,28 @@ ipu_status ipu_catalogue_matmul(ipu_ctx *ctx, const ipu_profile *p, uint32_t m, 
     for (uint32_t gm = 1; gm <= m && gm <= p->tiles && status == IPU_OK; gm++)
         for (uint32_t gn = 1; (uint64_t)gm * gn <= p->tiles && status == IPU_OK; gn++)
             for (uint32_t gk = 1; (uint64_t)gm * gn * gk <= p->tiles && status == IPU_OK; gk++) {
-                ipu_matmul_grid grid;
-                if (!ipu_matmul_grid_cost(p, m, n, k, in_dtype, out_dtype, members, gm, gn, gk, &grid)) {
-                    if (gk > 1)
-                        break; /* larger gk only makes bands thinner */
-                    continue;
-                }
-                out->enumerated++;
-                if (grid.a_bytes > o->budget || grid.b_bytes > o->budget) {
-                    out->filtered++;
-                    continue;
-                }
-                if (filled == current_capacity) {
-                    size_t grown = current_capacity * 2 < group ? current_capacity * 2 : group;
-                    ipu_matmul_grid *bigger = ipu_realloc(ctx, current, grown * sizeof *current);
-                    if (!bigger) {
-                        status = IPU_NO_MEMORY(ctx);
+                uint32_t s = 0;
+                for (ipu_matmul_grid grid; s < IPU_MATMUL_SERIAL_COUNTS && status == IPU_OK; s++) {
+                    /* More pieces only make chunks thinner. */
+                    if (!ipu_matmul_grid_cost(p, m, n, k, in_dtype, out_dtype, members, gm, gn, gk,
+                                              ipu_matmul_serial_counts[s], &grid))
                         break;
+                    out->enumerated++;
+                    if (grid.a_bytes > o->budget || grid.b_bytes > o->budget) {
+                        out->filtered++;
+                        continue;
                     }
-                    current = bigger, current_capacity = grown;
+                    status = add_to_group(ctx, &current, &current_capacity, &filled, group, &grid);
+                    if (status == IPU_OK && filled == group) {
+                        out->groups++;
+                        status = frontier(ctx, current, &filled, cap, resident);
+                        if (status == IPU_OK)
+                            status = merge(ctx, &merged, &merged_count, &merged_capacity, current, filled);
+                        filled = 0;
+                    }
                 }
-                current[filled++] = grid;
-                if (filled == group) {
-                    out->groups++;
-                    status = frontier(ctx, current, &filled, cap, resident);
-                    if (status == IPU_OK)
-                        status = merge(ctx, &merged, &merged_count, &merged_capacity, current, filled);
-                    filled = 0;
-                }
+                if (s == 0 && gk > 1)
+                    break; /* larger gk only makes bands thinner */
             }
     if (status == IPU_OK && filled) {
         out->groups++;

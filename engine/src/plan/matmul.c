@@ -2,7 +2,8 @@
  * kernel library's cycle formulas, so the estimate charges what the device
  * charges), their per-tile footprint and their operand and result layouts.
  *
- * Cost of grid (gm, gn, gk) for C[M x N] = A[M x K] . B[K x N]:
+ * Cost of grid (gm, gn, gk) for C[M x N] = A[M x K] . B[K x N], computed at
+ * once (gs = 1):
  *   compute   the slowest tile's GEMM on the largest blocks;
  *   operands  one exchange step bringing each tile its A block (the most
  *             words a tile receives, plus latency, overhead and sync);
@@ -12,6 +13,14 @@
  *   plus one sync for the compute step.
  * Footprint: A block, B block (every member of a parameter sequence),
  * partials or result, reduction staging and the reduced piece.
+ *
+ * A serial grid (gs > 1) computes each tile's rows in gs pieces in turn
+ * (ipu_matmul_chunk): per piece one step brings that piece of A, the tile
+ * runs one GEMM per chunk of it (gk chunks, one per reduction owner), and
+ * with gk > 1 the piece's partials are reduced at once.  It pays gs times
+ * the syncs, latencies and call overheads; A, the partials and the
+ * reduction staging shrink to one piece, reused across the loop.  B and the
+ * result stay whole.
  */
 #include <string.h>
 
@@ -57,39 +66,60 @@ uint64_t ipu_plan_exchange_cycles(const ipu_profile *p, uint64_t bytes)
     return p->sync_cycles + (bytes + 3) / 4 + p->exchange_latency + p->exchange_overhead;
 }
 
+const uint32_t ipu_matmul_serial_counts[IPU_MATMUL_SERIAL_COUNTS] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
+
+void ipu_matmul_chunk(uint32_t m, const ipu_matmul_grid *g, uint32_t i, uint32_t l, uint32_t t, uint32_t *lo,
+                      uint32_t *hi)
+{
+    uint32_t r0, r1, s0, s1, c0, c1;
+    ipu_band(m, g->gm, 1, i, &r0, &r1);
+    ipu_band(r1 - r0, g->gk, 1, l, &s0, &s1);
+    ipu_band(s1 - s0, g->gs, 1, t, &c0, &c1);
+    *lo = r0 + s0 + c0, *hi = r0 + s0 + c1;
+}
+
 int ipu_matmul_grid_cost(const ipu_profile *p, uint32_t m, uint32_t n, uint32_t k, int in_dtype,
                          int out_dtype, uint32_t members, uint32_t gm, uint32_t gn, uint32_t gk,
-                         ipu_matmul_grid *out)
+                         uint32_t gs, ipu_matmul_grid *out)
 {
     size_t in = ipu_dtype_size(in_dtype), outsz = ipu_dtype_size(out_dtype);
-    if (!in || !outsz || (uint64_t)gm * gn * gk > p->tiles || gm > m)
+    if (!in || !outsz || !gs || (uint64_t)gm * gn * gk > p->tiles || gm > m)
         return 0;
     uint32_t mb = ceil_div(m, gm), kb = max_band(k, gk, IPU_PLAN_COL_ALIGN),
              nb = max_band(n, gn, IPU_PLAN_COL_ALIGN);
-    /* With gk > 1 every row band must split into gk non-empty pieces. */
-    if (!kb || !nb || (gk > 1 && m / gm < gk))
+    /* With gk > 1 every row band must split into gk non-empty pieces, and
+     * with gs > 1 every one of those into gs non-empty chunks. */
+    if (!kb || !nb || (gk > 1 && m / gm < gk) || (gs > 1 && m / gm / gk < gs))
         return 0;
     memset(out, 0, sizeof *out);
-    out->gm = gm, out->gn = gn, out->gk = gk;
-    uint64_t a_block = mb * stride(kb, in), b_block = kb * stride(nb, in) * members;
-    uint64_t c_block = mb * stride(nb, outsz);
-    out->compute_cycles = gemm_cycles(p, in_dtype, out_dtype, mb, nb, kb);
-    out->operand_cycles = ipu_plan_exchange_cycles(p, a_block);
-    out->tile_bytes = a_block + b_block + c_block;
-    out->a_bytes = a_block;
+    out->gm = gm, out->gn = gn, out->gk = gk, out->gs = gs;
+    /* Largest sub-band (reduction owner's rows), chunk and piece of a band. */
+    uint32_t sub = ceil_div(mb, gk), chunk = ceil_div(sub, gs), piece = gs == 1 ? mb : gk * chunk;
+    uint64_t a_piece = piece * stride(kb, in), b_block = kb * stride(nb, in) * members;
+    uint64_t c_row = stride(nb, outsz), c_block = mb * c_row;
+    out->compute_cycles = gs == 1 ? gemm_cycles(p, in_dtype, out_dtype, mb, nb, kb)
+                                  : (uint64_t)gs * gk * gemm_cycles(p, in_dtype, out_dtype, chunk, nb, kb);
+    out->operand_cycles = gs * ipu_plan_exchange_cycles(p, a_piece);
+    out->a_bytes = a_piece;
     out->b_bytes = b_block;
-    if (gk > 1) {
-        uint64_t piece_rows = ceil_div(mb, gk), piece = piece_rows * stride(nb, outsz);
-        out->reduce_cycles = ipu_plan_exchange_cycles(p, (gk - 1) * piece) +
-                             add_cycles(p, out_dtype, piece / outsz);
+    if (gk == 1) {
+        out->tile_bytes = a_piece + b_block + c_block;
+    } else {
+        /* Per piece: each owner receives gk - 1 chunks of the partials and sums them. */
+        uint64_t chunk_bytes = chunk * c_row, reduce = ipu_plan_exchange_cycles(p, (gk - 1) * chunk_bytes) +
+                                                       add_cycles(p, out_dtype, chunk_bytes / outsz);
         for (uint32_t pieces = gk - 1; pieces > 1;) {
             uint32_t half = ipu_reduce_tree_half(pieces);
-            out->reduce_cycles += add_cycles(p, out_dtype, half * piece / outsz);
+            reduce += add_cycles(p, out_dtype, half * chunk_bytes / outsz);
             pieces -= half;
         }
-        out->tile_bytes += gk * piece;
+        out->reduce_cycles = gs * reduce;
+        /* At once: the partials, staging and the reduced piece; serial: the
+         * reduced sub-band, one piece of partials and its staging. */
+        out->tile_bytes = gs == 1 ? a_piece + b_block + c_block + gk * chunk_bytes
+                                  : a_piece + b_block + sub * c_row + piece * c_row + (gk - 1) * chunk_bytes;
     }
-    out->cycles = p->sync_cycles + out->compute_cycles + out->operand_cycles + out->reduce_cycles;
+    out->cycles = gs * p->sync_cycles + out->compute_cycles + out->operand_cycles + out->reduce_cycles;
     return 1;
 }
 
@@ -133,4 +163,26 @@ ipu_status ipu_matmul_layouts(ipu_ctx *ctx, uint32_t m, uint32_t n, uint32_t k, 
         ipu_layout_free(a), ipu_layout_free(b), ipu_layout_free(c);
     }
     return status;
+}
+
+ipu_status ipu_matmul_input_home(ipu_ctx *ctx, const ipu_matmul_grid *g, const ipu_layout *a, ipu_layout *out)
+{
+    if (g->gs == 1)
+        return ipu_layout_follow(ctx, out, a, a->elem);
+    /* Band i of A cut into `cuts` row bands, cut r on replica r's tile. */
+    uint32_t cuts = a->replicas < a->rows / g->gm ? a->replicas : a->rows / g->gm, lo;
+    IPU_TRY(ipu_layout_alloc(ctx, out, a->rows, a->cols, a->elem, g->gm * cuts, g->gk, 1));
+    memcpy(out->col_bounds, a->col_bounds, ((size_t)g->gk + 1) * sizeof *out->col_bounds);
+    for (uint32_t i = 0; i < g->gm; i++) {
+        uint32_t r0, r1;
+        ipu_band(a->rows, g->gm, 1, i, &r0, &r1);
+        for (uint32_t r = 0; r < cuts; r++) {
+            uint32_t hi;
+            ipu_band(r1 - r0, cuts, 1, r, &lo, &hi);
+            out->row_bounds[i * cuts + r + 1] = r0 + hi;
+            for (uint32_t l = 0; l < g->gk; l++)
+                out->tiles[(size_t)(i * cuts + r) * g->gk + l] = ipu_layout_tile(a, i, l, r);
+        }
+    }
+    return IPU_OK;
 }

@@ -31,7 +31,8 @@ void ipu_plan_free(ipu_plan *plan)
 }
 
 /* The smallest parameter block and the smallest transient footprint (all
- * but the parameter block) any grid of matmul op index can have (per tile). */
+ * but the parameter block) any grid of matmul op index can have (per tile),
+ * serial ones included. */
 static void smallest_grid(const ipu_plan *plan, size_t index, uint64_t *param, uint64_t *transient)
 {
     const ipu_graph *g = plan->graph;
@@ -45,15 +46,17 @@ static void smallest_grid(const ipu_plan *plan, size_t index, uint64_t *param, u
     for (uint32_t gm = 1; gm <= a->rows && gm <= p->tiles; gm++)
         for (uint32_t gn = 1; (uint64_t)gm * gn <= p->tiles; gn++)
             for (uint32_t gk = 1; (uint64_t)gm * gn * gk <= p->tiles; gk++) {
-                if (!ipu_matmul_grid_cost(p, a->rows, b->cols, a->cols, a->dtype, c->dtype, b->sequence,
-                                          gm, gn, gk, &grid)) {
-                    if (gk > 1)
+                uint32_t s = 0;
+                for (; s < IPU_MATMUL_SERIAL_COUNTS; s++) {
+                    if (!ipu_matmul_grid_cost(p, a->rows, b->cols, a->cols, a->dtype, c->dtype, b->sequence,
+                                              gm, gn, gk, ipu_matmul_serial_counts[s], &grid))
                         break;
-                    continue;
+                    uint64_t moving = grid.tile_bytes - (resident ? grid.b_bytes : 0);
+                    *param = grid.b_bytes < *param ? grid.b_bytes : *param;
+                    *transient = moving < *transient ? moving : *transient;
                 }
-                uint64_t moving = grid.tile_bytes - (resident ? grid.b_bytes : 0);
-                *param = grid.b_bytes < *param ? grid.b_bytes : *param;
-                *transient = moving < *transient ? moving : *transient;
+                if (s == 0 && gk > 1)
+                    break;
             }
     if (!resident)
         *param = 0;
@@ -139,9 +142,10 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                         "plan: no grid for op %zu (matmul %ux%ux%u) fits the memory budget of %u "
                         "bytes per tile: of %u retained candidates the smallest needs %llu bytes "
-                        "(grid %ux%ux%u) on top of %llu bytes resident or needed by later matmuls%s",
+                        "(grid %ux%ux%u in %u serial pieces) on top of %llu bytes resident or needed by later "
+                        "matmuls%s",
                         index, m, k, n, plan->budget, cat->count, (unsigned long long)smallest->exact_bytes,
-                        smallest->gm, smallest->gn, smallest->gk, (unsigned long long)reserved,
+                        smallest->gm, smallest->gn, smallest->gk, smallest->gs, (unsigned long long)reserved,
                         cap ? " (after a whole plan with a larger one did not fit)" : "");
     }
     o->grid = *best;
@@ -160,7 +164,7 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
     }
     plan->home[op->out] = result;
     if (!plan->home[op->in[0]].tiles)
-        IPU_TRY(ipu_layout_follow(ctx, &plan->home[op->in[0]], &o->a, o->a.elem));
+        IPU_TRY(ipu_matmul_input_home(ctx, best, &o->a, &plan->home[op->in[0]]));
     if (!plan->home[op->in[1]].tiles)
         IPU_TRY(ipu_layout_copy(ctx, &plan->home[op->in[1]], &o->b));
     if (b->role == IPU_ROLE_PARAM)
@@ -339,9 +343,10 @@ json_t *ipu_plan_json(const ipu_plan *plan)
         if (op->kind == IPU_IR_MATMUL) {
             const ipu_catalogue *c = &o->catalogue;
             json_object_set_new(entry, "grid",
-                                json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "rows",
+                                json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "rows",
                                           (json_int_t)o->grid.gm, "cols", (json_int_t)o->grid.gn,
-                                          "reduction", (json_int_t)o->grid.gk, "compute",
+                                          "reduction", (json_int_t)o->grid.gk, "serial",
+                                          (json_int_t)o->grid.gs, "compute",
                                           (json_int_t)o->grid.compute_cycles, "operands",
                                           (json_int_t)o->grid.operand_cycles, "reduce",
                                           (json_int_t)o->grid.reduce_cycles, "tiles",
@@ -352,20 +357,21 @@ json_t *ipu_plan_json(const ipu_plan *plan)
             json_t *grids = json_array();
             for (uint32_t r = 0; r < c->count; r++) {
                 const ipu_matmul_grid *x = &c->grids[r];
-                json_array_append_new(grids, json_pack("[I, I, I, I, I, I, I, I]", (json_int_t)x->gm,
+                json_array_append_new(grids, json_pack("[I, I, I, I, I, I, I, I, I]", (json_int_t)x->gm,
                                                        (json_int_t)x->gn, (json_int_t)x->gk, (json_int_t)x->cycles,
                                                        (json_int_t)x->tile_bytes, (json_int_t)x->exact_bytes,
-                                                       (json_int_t)x->a_bytes, (json_int_t)x->b_bytes));
+                                                       (json_int_t)x->a_bytes, (json_int_t)x->b_bytes,
+                                                       (json_int_t)x->gs));
             }
             json_object_set_new(entry, "catalogue",
-                                json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:[s, s, s, s, s, s, s, s]}",
+                                json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:[s, s, s, s, s, s, s, s, s]}",
                                           "enumerated", (json_int_t)c->enumerated, "filtered",
                                           (json_int_t)c->filtered, "groups", (json_int_t)c->groups, "frontier",
                                           (json_int_t)c->frontier, "shortlisted", (json_int_t)c->shortlisted,
                                           "retained", (json_int_t)c->count, "fit", (json_int_t)o->fits,
                                           "refined", (json_int_t)o->refined, "candidates", grids, "columns",
                                           "rows", "cols", "reduction", "cycles", "coarse_bytes", "exact_bytes",
-                                          "a_bytes", "b_bytes"));
+                                          "a_bytes", "b_bytes", "serial"));
         }
         if (op->kind == IPU_IR_ATTENTION || op->kind == IPU_IR_MAP_POOL)
             json_object_set_new(entry, "attention",

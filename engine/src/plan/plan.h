@@ -24,6 +24,7 @@
 
 typedef struct ipu_matmul_grid {
     uint32_t gm, gn, gk;
+    uint32_t gs; /* serial pieces: each tile computes its rows in gs pieces in turn (1: at once) */
     uint64_t compute_cycles, operand_cycles, reduce_cycles, cycles;
     uint64_t tile_bytes; /* op-local footprint: the sum of the largest blocks (coarse bound) */
     uint64_t a_bytes;    /* of which A's largest block */
@@ -108,10 +109,25 @@ typedef struct ipu_plan {
     uint64_t transient_room; /* the largest transient matmul footprint the budget allows for */
 } ipu_plan;
 
+/* The serial piece counts a grid may take (1 first: all rows at once). */
+#define IPU_MATMUL_SERIAL_COUNTS 12
+extern const uint32_t ipu_matmul_serial_counts[IPU_MATMUL_SERIAL_COUNTS];
+
 /* Cost and footprint of one grid; 0 when the grid does not suit the shape. */
 int ipu_matmul_grid_cost(const ipu_profile *p, uint32_t m, uint32_t n, uint32_t k, int in_dtype,
                          int out_dtype, uint32_t members, uint32_t gm, uint32_t gn, uint32_t gk,
-                         ipu_matmul_grid *out);
+                         uint32_t gs, ipu_matmul_grid *out);
+/* A home for A when the matmul is its first reader (a graph input, the
+ * Repeat's carried tensor): at once, replica 0 of the A layout a (read in
+ * place); serial, each A block cut into row bands over the tiles of its
+ * replicas, so the input is spread over the grid and no tile holds a whole
+ * block the serial loop would bring a piece at a time. */
+ipu_status ipu_matmul_input_home(ipu_ctx *ctx, const ipu_matmul_grid *g, const ipu_layout *a, ipu_layout *out);
+/* Serial pieces of a grid: row band i of m rows over gm is cut into gk
+ * sub-bands (reduction owners) and each sub-band l into gs chunks; piece t
+ * is chunk t of every sub-band.  Rows [*lo, *hi) of chunk (i, l, t). */
+void ipu_matmul_chunk(uint32_t m, const ipu_matmul_grid *g, uint32_t i, uint32_t l, uint32_t t, uint32_t *lo,
+                      uint32_t *hi);
 /* The A, B and result layouts of a grid (tiles from 0; tile (i, j, l) is
  * (i * gn + j) * gk + l).  With gk > 1 the result is reduced by row bands:
  * each row band i is split gk ways and sub-band l lives on tile (i, j, l). */
