@@ -428,8 +428,9 @@ def report(result, out):
         for op in result["plan"]["ops"]:
             grid = op.get("grid")
             cat = op.get("catalogue")
-            where = f" grid {grid['rows']}x{grid['cols']}x{grid['reduction']} ({cat['retained']} retained of " \
-                    f"{cat['enumerated']}, {cat['fit']} fit)" if grid else ""
+            serial = f" in {grid['serial']} serial pieces" if grid and grid.get("serial", 1) > 1 else ""
+            where = f" grid {grid['rows']}x{grid['cols']}x{grid['reduction']}{serial} ({cat['retained']} retained " \
+                    f"of {cat['enumerated']}, {cat['fit']} fit)" if grid else ""
             if "attention" in op:
                 mode, details = attention_of(op)
                 where += f", {mode} attention" + "".join(f", {k.replace('_', ' ')} {v}" for k, v in details.items())

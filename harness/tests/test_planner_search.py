@@ -2,14 +2,15 @@
 (engine/src/plan/catalogue.c, plan.c, engine/src/driver/shrink.c), checked
 from the compile report against computations made here:
 
-- the catalogue: how many partitions a matmul has (grids with at most one
-  block per tile and no empty band) is counted here; the groups follow from
-  it and the group size; the retained candidates are fastest first, none
-  beaten on cycles, exact footprint and (for weights) resident block by
-  another, no more than the cap per frontier (two for a parameter matmul),
-  within the catalogue budget, and each one's exact per-tile footprint is
-  recomputed here from the band arithmetic (uneven tails, 8-byte rows,
-  reduction staging);
+- the catalogue: how many partitions a matmul has (grids with no empty
+  band, computed at once or in serial pieces with no empty chunk) is counted
+  here; the groups follow from it and the group size; the retained
+  candidates are fastest first, none beaten on cycles, exact footprint and
+  (for weights) resident block by another, no more than the cap per
+  frontier (three for a parameter matmul), within the catalogue budget, and
+  each one's exact per-tile footprint is recomputed here from the band
+  arithmetic (uneven tails, 8-byte rows, reduction staging, one serial piece
+  at a time);
 - the search: with a budget the fastest candidates do not fit, it tries
   smaller ones, capping a matmul each time, until a plan fits; the package
   then runs and matches the reference, and every candidate plan left a
@@ -45,18 +46,56 @@ def pad8(n):
     return (n + 7) // 8 * 8
 
 
+# The serial piece counts a grid may take (plan.h).
+SERIAL = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]
+
+
 def partitions(m, n, k, tiles):
-    """Every grid the catalogue enumerates."""
+    """Every grid the catalogue enumerates: (gm, gn, gk, gs)."""
     out = []
     for gm in range(1, min(m, tiles) + 1):
         for gn in range(1, tiles // gm + 1):
             for gk in range(1, tiles // (gm * gn) + 1):
                 if max_band(k, gk, 4) and max_band(n, gn, 4) and (gk == 1 or m // gm >= gk):
-                    out.append((gm, gn, gk))
+                    out += [(gm, gn, gk, gs) for gs in SERIAL if gs == 1 or m // gm // gk >= gs]
     return out
 
 
-def exact_footprint(m, n, k, insz, outsz, members, gm, gn, gk):
+def chunk(m, gm, gk, gs, i, l, t):
+    """Rows of chunk t of sub-band l of row band i."""
+    r0, r1 = band(m, gm, 1, i)
+    s0, s1 = band(r1 - r0, gk, 1, l)
+    c0, c1 = band(s1 - s0, gs, 1, t)
+    return r0 + s0 + c0, r0 + s0 + c1
+
+
+def serial_footprint(m, n, k, insz, outsz, members, gm, gn, gk, gs):
+    """Per tile: B and the result rows for the whole op; per piece its A
+    rows, and with gk > 1 its partials, then beside them the staged chunks
+    of the other partials."""
+    best = 0
+    for i in range(gm):
+        r0, r1 = band(m, gm, 1, i)
+        for l in range(gk):
+            k0, k1 = band(k, gk, 4, l)
+            s0, s1 = band(r1 - r0, gk, 1, l)
+            for j in range(gn):
+                n0, n1 = band(n, gn, 4, j)
+                c_row = pad8((n1 - n0) * outsz)
+                whole = (k1 - k0) * pad8((n1 - n0) * insz) * members + (r1 - r0 if gk == 1 else s1 - s0) * c_row
+                peak = 0
+                for t in range(gs):
+                    rows = sum(hi - lo for lo, hi in (chunk(m, gm, gk, gs, i, q, t) for q in range(gk)))
+                    lo, hi = chunk(m, gm, gk, gs, i, l, t)
+                    a, partial = rows * pad8((k1 - k0) * insz), rows * c_row if gk > 1 else 0
+                    peak = max(peak, a + partial, partial + (gk - 1) * (hi - lo) * c_row)
+                best = max(best, whole + peak)
+    return best
+
+
+def exact_footprint(m, n, k, insz, outsz, members, gm, gn, gk, gs):
+    if gs > 1:
+        return serial_footprint(m, n, k, insz, outsz, members, gm, gn, gk, gs)
     best = 0
     for i in range(gm):
         r0, r1 = band(m, gm, 1, i)
@@ -93,7 +132,7 @@ def check_catalogues(info, report, tiles, catalogue_budget, cap, group):
         assert cat["enumerated"] == len(partitions(m, n, k, tiles))
         assert cat["groups"] == -(-(cat["enumerated"] - cat["filtered"]) // group)
         resident = b["role"] == "parameter"
-        assert 1 <= cat["retained"] <= cat["shortlisted"] <= (2 if resident else 1) * cap
+        assert 1 <= cat["retained"] <= cat["shortlisted"] <= (3 if resident else 1) * cap
         rows = [dict(zip(cat["columns"], r)) for r in cat["candidates"]]
         assert len(rows) == cat["retained"]
         assert all(x["cycles"] <= y["cycles"] for x, y in zip(rows, rows[1:]))
@@ -107,10 +146,12 @@ def check_catalogues(info, report, tiles, catalogue_budget, cap, group):
         for r in rows:
             assert r["a_bytes"] <= catalogue_budget and r["b_bytes"] <= catalogue_budget
             assert r["exact_bytes"] == exact_footprint(m, n, k, SIZES[a["dtype"]], SIZES[c["dtype"]],
-                                                       b["sequence"], r["rows"], r["cols"], r["reduction"])
+                                                       b["sequence"], r["rows"], r["cols"], r["reduction"],
+                                                       r["serial"])
             assert r["coarse_bytes"] >= r["exact_bytes"]
         g = op["grid"]
-        assert (g["rows"], g["cols"], g["reduction"]) in {(r["rows"], r["cols"], r["reduction"]) for r in rows}
+        assert (g["rows"], g["cols"], g["reduction"], g["serial"]) in {
+            (r["rows"], r["cols"], r["reduction"], r["serial"]) for r in rows}
         assert cat["fit"] >= 1
 
 
