@@ -1,11 +1,9 @@
 """test_planner_sweep.py: the planner's memory-budget sweep on the full-size
 FP8 MLP (1472 tiles, 729 tokens per image), batches 1, 2 and 4 at budgets
-default, 384, 256, 128 and 64 KiB, through the CLI as a user runs it.  Each
-case must either plan, run and pass its device-precision reference check
-(exit 0), or be rejected (exit 2) with a rejected memory profile whose
-budget is the case's; either way every candidate plan's profile and its
-page are written, and nothing takes long (the whole sweep is about a
-minute).
+default, 384, 256, 128 and 64 KiB, through the CLI as a user runs it.  Every
+case must plan within its budget (serial grids make the small budgets
+feasible), run and pass its device-precision reference check (exit 0); every
+candidate plan's profile and its page are written, one of them fitting.
 """
 import json
 
@@ -24,15 +22,8 @@ def test_each_case_passes_or_is_rejected_with_a_profile(cli, tmp_path, batch, bu
     profiles = [json.loads(p.read_text()) for p in found]
     limit = 586960 if budget == "default" else budget
     assert all(p["budget"] == limit and p["tiles"] == 1472 for p in profiles)
-    if done.returncode == 0:
-        assert done.stdout.rstrip().endswith("PASS")
-        result = json.loads((tmp_path / "result.json").read_text())
-        assert result["estimate"]["peak_bytes"] <= limit
-        assert any(p["status"] == "finalist" and p["fits"] for p in profiles)
-    else:
-        assert done.returncode == 2, done.stderr
-        rejected = [p for p in profiles if p["status"] == "rejected"]
-        assert len(rejected) == 1 and not rejected[0]["fits"]
-        assert rejected[0]["rejection"]["budget"] == limit
-        assert rejected[0]["rejection"]["over_budget"]
-        assert "memory profiles:" in done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.rstrip().endswith("PASS")
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["estimate"]["peak_bytes"] <= limit
+    assert any(p["status"] == "finalist" and p["fits"] for p in profiles)
