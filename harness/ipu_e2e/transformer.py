@@ -10,6 +10,7 @@ not give is left to the engine's defaults and read back from the workload.
 import argparse
 import json
 import os
+import resource
 import time
 from pathlib import Path
 
@@ -22,7 +23,7 @@ ATTENTION_MODES = ("auto", "flash", "materialized")
 # Flags every transformer workload takes (their defaults are the parser's).
 SHARED = ("batch", "memory_budget", "search_budget", "catalogue_budget", "frontier_cap", "catalogue_group",
           "seed", "reference_run", "reference_fp32", "reference_inferences", "min_cosine", "atol", "rtol",
-          "check_ops", "inject", "dump_tensors",
+          "check_ops", "inject", "dump_tensors", "compile_only",
           "memory_profile_directory", "tokens", "channels", "hidden")
 # Flags of one family, with the value they take when not given (None: the engine's default).
 ONLY = {"mlp": {"precision": "fp8", "blocks": 1},
@@ -34,6 +35,8 @@ BUILD_FLAGS = ("batch", "memory_budget", "search_budget", "catalogue_budget", "f
     name for flags in ONLY.values() for name in flags)
 # The output check's flags: they need the reference (--reference-run, or a --package replay).
 CHECK_FLAGS = ("reference_fp32", "min_cosine", "atol", "rtol")
+# The flags that need a device run (refused with --compile-only).
+RUN_FLAGS = ("reference_run", "check_ops", "reference_inferences", "dump_tensors", "profile_directory", "package")
 AMP_RATES = {("f143", "f16"): "amp_macs_fp8", ("f143", "f32"): "amp_macs_fp8",
              ("f152", "f16"): "amp_macs_fp8", ("f152", "f32"): "amp_macs_fp8",
              ("f16", "f16"): "amp_macs_fp16_fp16", ("f16", "f32"): "amp_macs_fp16_fp32"}
@@ -93,6 +96,11 @@ def add_arguments(p):
                        help="partitions per enumeration group (default: 4096)")
     group.add_argument("--seed", type=int_in(0, MAX_SEED), default=0, metavar="S",
                        help="seed of inputs and weights")
+    group.add_argument("--compile-only", action="store_true",
+                       help="plan, lower, schedule, place and package (with --save-package and "
+                            "--memory-profile-directory) but do not run the device; result.json then holds the "
+                            "estimate, the support sizes, the peaks per tile, the build's stage times and its "
+                            "peak RSS")
     group.add_argument("--reference-run", action="store_true", help="check against the host reference")
     group.add_argument("--reference-fp32", action="store_true",
                        help="the reference computes in FP32 from the unquantized values; without it, at "
@@ -153,6 +161,9 @@ def check_flags(args, defaults):
     for name in ("exchange_pattern", "sources", "iterations"):
         if getattr(args, name) is not None:
             raise UsageError(f"--{name.replace('_', '-')} applies to --workload exchange-stress")
+    ran = [name for name in RUN_FLAGS if getattr(args, name) != defaults[name]]
+    if args.compile_only and ran:
+        raise UsageError(f"--{ran[0].replace('_', '-')} needs a device run: it does not apply with --compile-only")
     given = [name for name in CHECK_FLAGS if getattr(args, name) != defaults[name]]
     if given and not args.reference_run and not args.package:
         raise UsageError(f"--{given[0].replace('_', '-')} sets the output check against the reference: it "
@@ -291,6 +302,8 @@ def execute(ctx, args, profile, package, progress, started):
     if compiled:
         result.update(estimate={"cycles": compiled["plan"]["cycles"], **compiled["estimate"]},
                       plan=compiled["plan"], support=compiled["package"], search=compiled["attempts"])
+    if args.compile_only:
+        return compile_only(result, compiled)
     outcome = runner.run_checked(ctx, package, progress, args.profile_directory, result,
                                  args.reference_inferences)
     if outcome is None:
@@ -336,6 +349,15 @@ def execute(ctx, args, profile, package, progress, started):
     passed = all(c["passed"] for c in checks) and resident_ok and ops_ok
     result["status"] = "PASS" if passed else "FAIL"
     return (EXIT_OK if passed else EXIT_CHECK_FAILED), result
+
+
+def compile_only(result, compiled):
+    """A build without a run: its stage times, peak RSS and per-tile peaks."""
+    result["build"] = {"seconds": sum(compiled["wall_seconds"].values()), "stages": compiled["wall_seconds"],
+                       "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    result["tile_peaks"] = compiled["tiles"]
+    result["status"] = "COMPILED"
+    return EXIT_OK, result
 
 
 def reference_options(fp32, package_info):
@@ -440,8 +462,18 @@ def report(result, out):
     if names:
         shown = ", ".join(names) if len(names) <= 3 else f"{names[0]} .. {names[-1]}"
         print(f"  memory profiles: {len(names)} ({shown}, each with a .html page)", file=out)
-    print(f"  simulated {result['cycles']} cycles ({result['ms']:.4f} ms), compute roofline ratio "
-          f"{result['roofline_ratio']:.2f}", file=out)
+    if "build" in result:
+        b, peaks = result["build"], result["tile_peaks"]
+        fullest = max(range(len(peaks["peak_bytes"])), key=peaks["peak_bytes"].__getitem__)
+        print(f"  compiled only: build {b['seconds']:.2f} s ("
+              + ", ".join(f"{k} {v:.2f} s" for k, v in b["stages"].items())
+              + f"), peak RSS {b['peak_rss_bytes'] / 2**20:.0f} MiB; support {result['support']['code_bytes']} "
+                f"bytes of code and {result['support']['descriptor_bytes']} of descriptors per tile at most; "
+                f"fullest tile {fullest}: {peaks['peak_bytes'][fullest]} bytes live at its peak, placed up to "
+                f"{peaks['high_water'][fullest]} bytes", file=out)
+    else:
+        print(f"  simulated {result['cycles']} cycles ({result['ms']:.4f} ms), compute roofline ratio "
+              f"{result['roofline_ratio']:.2f}", file=out)
     print("  wall: " + ", ".join(f"{k} {v:.2f} s" for k, v in result["wall_seconds"].items()), file=out)
     resident = result.get("resident")
     if resident:

@@ -289,6 +289,33 @@ static ipu_status plan_and_lower(ipu_ctx *ctx, const ipu_profile *p, const ipu_g
  * retained candidate, so the search ends; this bounds it further. */
 #define ATTEMPTS 64
 
+/* Per tile of the placed program: the live bytes at its fullest step and
+ * how far up its SRAM placement went ({"peak_bytes": [...], "high_water":
+ * [...]}, the second in bytes from the SRAM base, support included). */
+static json_t *tile_peaks_json(ipu_ctx *ctx, const ipu_low_program *prog)
+{
+    uint64_t peak = 0, *per_tile = NULL;
+    uint32_t peak_tile = 0, peak_step = 0, tiles = prog->profile.tiles;
+    uint32_t *high = ipu_calloc(ctx, tiles ? tiles : 1, sizeof *high);
+    if (!high || ipu_low_peaks(ctx, prog, &peak, &peak_tile, &peak_step, &per_tile) != IPU_OK) {
+        free(high);
+        return NULL;
+    }
+    for (size_t b = 0; b < prog->buffer_count; b++) {
+        const ipu_low_buffer *buf = &prog->buffers[b];
+        uint32_t end = buf->address + buf->size - prog->profile.sram_base;
+        high[buf->tile] = end > high[buf->tile] ? end : high[buf->tile];
+    }
+    json_t *peaks = json_array(), *highs = json_array();
+    for (uint32_t t = 0; t < tiles; t++) {
+        json_array_append_new(peaks, json_integer((json_int_t)per_tile[t]));
+        json_array_append_new(highs, json_integer(high[t]));
+    }
+    free(high);
+    free(per_tile);
+    return json_pack("{s:o, s:o}", "peak_bytes", peaks, "high_water", highs);
+}
+
 static json_t *try_json(const attempt *a, const char *outcome, long shrunk)
 {
     json_t *t = json_pack("{s:I, s:I, s:I, s:s}", "peak_bytes", (json_int_t)a->peak, "peak_tile",
@@ -423,11 +450,12 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     }
     if (status == IPU_OK && report_json) {
         json_t *report = json_pack(
-            "{s:o, s:O, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:{s:f, s:f, s:f}}", "plan",
+            "{s:o, s:O, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:{s:f, s:f, s:f}, s:o?}", "plan",
             ipu_plan_json(&a.plan), "package", a.assembly, "estimate", "peak_bytes", (json_int_t)a.peak,
             "peak_tile", (json_int_t)a.peak_tile, "peak_step", (json_int_t)a.peak_step, "budget",
             (json_int_t)c.budget, "search_budget", (json_int_t)c.plan.budget, "attempts", tries,
-            "wall_seconds", "plan", t.plan, "lower", t.refine, "package", t.package);
+            "wall_seconds", "plan", t.plan, "lower", t.refine, "package", t.package, "tiles",
+            tile_peaks_json(ctx, &a.prog));
         tries = NULL;
         *report_json = report ? json_dumps(report, JSON_COMPACT) : NULL;
         json_decref(report);
