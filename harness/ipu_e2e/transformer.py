@@ -314,6 +314,8 @@ def execute(ctx, args, profile, package, progress, started):
     total_macs, ideal = macs(winfo, info["profile"])
     result.update(cycles=run_result["cycles"], ms=run_result["ms"], totals=run_result["totals"],
                   macs=total_macs, roofline_ratio=run_result["cycles"] * info["tiles"] / ideal)
+    if compiled:
+        result["op_cycles"] = op_cycles(compiled["plan"], winfo.get("repeat"), run_result["steps"])
     if args.dump_tensors:
         dump(args.dump_tensors, workload, outputs)
     ops_ok = True
@@ -349,6 +351,29 @@ def execute(ctx, args, profile, package, progress, started):
     passed = all(c["passed"] for c in checks) and resident_ok and ops_ok
     result["status"] = "PASS" if passed else "FAIL"
     return (EXIT_OK if passed else EXIT_CHECK_FAILED), result
+
+
+def op_cycles(plan, repeat, steps):
+    """Per compiler op: the planner's estimate beside the cycles the device
+    charged to it (a step's compute, sync, host and control cycles to the op
+    its compute or host phase lowers, its exchange cycles to the op its
+    exchange lowers), over every execution (Repeat iterations included).
+    Host rounds and carries count for the op that homes their tensor."""
+    charged = {}
+    for s in steps:
+        op, exchange_op = s["compiler_op"], s["exchange_compiler_op"]
+        if op is not None:
+            charged[op] = charged.get(op, 0) + s["cycles"] - s["exchange"]
+        if exchange_op is not None:
+            charged[exchange_op] = charged.get(exchange_op, 0) + s["exchange"]
+    body = range(repeat["first_op"], repeat["first_op"] + repeat["op_count"]) if repeat else range(0)
+    rows = []
+    for op in plan["ops"]:
+        i = op["op"]
+        executions = repeat["iterations"] if i in body else 1
+        rows.append({"op": i, "kind": op["kind"], "output": op["output"], "executions": executions,
+                     "estimate": op["cycles"] * executions, "device": charged.get(i, 0)})
+    return rows
 
 
 def compile_only(result, compiled):
@@ -474,6 +499,12 @@ def report(result, out):
     else:
         print(f"  simulated {result['cycles']} cycles ({result['ms']:.4f} ms), compute roofline ratio "
               f"{result['roofline_ratio']:.2f}", file=out)
+    if result.get("op_cycles"):
+        rows = result["op_cycles"]
+        worst = max(rows, key=lambda r: abs(r["device"] - r["estimate"]))
+        print(f"  estimate against the device, per op: {sum(r['estimate'] for r in rows)} against "
+              f"{sum(r['device'] for r in rows)} cycles; furthest op {worst['op']} {worst['kind']} "
+              f"{worst['output']}: {worst['estimate']} against {worst['device']}", file=out)
     print("  wall: " + ", ".join(f"{k} {v:.2f} s" for k, v in result["wall_seconds"].items()), file=out)
     resident = result.get("resident")
     if resident:

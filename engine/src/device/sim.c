@@ -305,7 +305,15 @@ static int patch_phase(sim *s, uint32_t slot, uint32_t iteration, uint64_t *cycl
     return sim_collect_fault(s);
 }
 
-static void record_step(sim *s, const char *kind, uint64_t compute, uint32_t compute_tile,
+/* A compiler op index as JSON, null for none. */
+static json_t *origin_json(uint32_t origin)
+{
+    return origin == IPU_NO_OP ? json_null() : json_integer(origin);
+}
+
+/* One executed step of control op op: its cycles, and the compiler ops its
+ * compute (or host) phase and its exchange phase lower. */
+static void record_step(sim *s, const ipu_pkg_op *op, const char *kind, uint64_t compute, uint32_t compute_tile,
                         uint64_t sync, uint64_t exchange, uint64_t host, uint64_t control)
 {
     s->totals[SIM_COMPUTE] += compute;
@@ -314,9 +322,11 @@ static void record_step(sim *s, const char *kind, uint64_t compute, uint32_t com
     s->totals[SIM_HOST] += host;
     s->totals[SIM_CONTROL] += control;
     json_array_append_new(
-        s->steps, json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "index",
+        s->steps, json_pack("{s:I, s:s, s:s, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "index",
                             (json_int_t)s->step, "kind", kind, "program", s->program, "op",
-                            (json_int_t)s->op_index, "compute", (json_int_t)compute,
+                            (json_int_t)s->op_index, "compiler_op", origin_json(op->origin[0]),
+                            "exchange_compiler_op", origin_json(op->op == IPU_OP_STEP && op->b != IPU_NO_SLOT ? op->origin[1] : IPU_NO_OP),
+                            "compute", (json_int_t)compute,
                             "compute_tile", (json_int_t)compute_tile, "sync", (json_int_t)sync,
                             "exchange", (json_int_t)exchange, "host", (json_int_t)host, "control",
                             (json_int_t)control, "cycles",
@@ -366,7 +376,7 @@ static int run_step(sim *s, const ipu_pkg_op *op, ipu_status *status)
         return 1;
     if (end_phase(s, status))
         return 1;
-    record_step(s, op->b != IPU_NO_SLOT ? "step" : "compute", compute, slowest, s->p.sync_cycles,
+    record_step(s, op, op->b != IPU_NO_SLOT ? "step" : "compute", compute, slowest, s->p.sync_cycles,
                 exchange, 0, 0);
     return 0;
 }
@@ -394,7 +404,7 @@ static int execute(sim *s, ipu_ctx *ctx, const ipu_pkg_op *ops, size_t begin, si
             sim_end_lives(s, s->phase + 1);
             double per_cycle = s->p.host_bytes_per_second / s->p.clock_hz;
             uint64_t cycles = (uint64_t)((double)bytes / per_cycle + 0.999999);
-            record_step(s, op->op == IPU_OP_HOST_IN ? "host_in" : "host_out", 0, 0,
+            record_step(s, op, op->op == IPU_OP_HOST_IN ? "host_in" : "host_out", 0, 0,
                         s->p.sync_cycles, 0, cycles, 0);
             break;
         }
@@ -409,7 +419,7 @@ static int execute(sim *s, ipu_ctx *ctx, const ipu_pkg_op *ops, size_t begin, si
                     uint64_t cycles = 0;
                     if (patch_phase(s, op->c, it, &cycles))
                         return 1;
-                    record_step(s, "patch", 0, 0, 0, 0, 0, cycles);
+                    record_step(s, op, "patch", 0, 0, 0, 0, 0, cycles);
                 }
                 sim_end_lives(s, s->phase);
                 sim_end_lives(s, s->phase + 1);

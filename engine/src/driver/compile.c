@@ -448,14 +448,19 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
             *out = NULL;
         }
     }
+    json_t *tile_peaks = status == IPU_OK && report_json ? tile_peaks_json(ctx, &a.prog) : NULL;
+    if (status == IPU_OK && report_json && !tile_peaks) {
+        ipu_package_free(*out);
+        *out = NULL;
+        status = IPU_NO_MEMORY(ctx);
+    }
     if (status == IPU_OK && report_json) {
         json_t *report = json_pack(
-            "{s:o, s:O, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:{s:f, s:f, s:f}, s:o?}", "plan",
+            "{s:o, s:O, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:{s:f, s:f, s:f}, s:o}", "plan",
             ipu_plan_json(&a.plan), "package", a.assembly, "estimate", "peak_bytes", (json_int_t)a.peak,
             "peak_tile", (json_int_t)a.peak_tile, "peak_step", (json_int_t)a.peak_step, "budget",
             (json_int_t)c.budget, "search_budget", (json_int_t)c.plan.budget, "attempts", tries,
-            "wall_seconds", "plan", t.plan, "lower", t.refine, "package", t.package, "tiles",
-            tile_peaks_json(ctx, &a.prog));
+            "wall_seconds", "plan", t.plan, "lower", t.refine, "package", t.package, "tiles", tile_peaks);
         tries = NULL;
         *report_json = report ? json_dumps(report, JSON_COMPACT) : NULL;
         json_decref(report);
