@@ -302,6 +302,8 @@ def execute(ctx, args, profile, package, progress, started):
     if compiled:
         result.update(estimate={"cycles": compiled["plan"]["cycles"], **compiled["estimate"]},
                       plan=compiled["plan"], support=compiled["package"], search=compiled["attempts"])
+        if attention:
+            result["attention_choice"] = compiled["attention"]
     if args.compile_only:
         return compile_only(result, compiled)
     outcome = runner.run_checked(ctx, package, progress, args.profile_directory, result,

@@ -197,3 +197,27 @@ def test_device_options_are_checked():
     with pytest.raises(native.IpuError, match="must be true or false"):
         device.configure(allocation_checks=1)
     device.close()
+
+
+# Geometries where the two attention modes cost differently: short and long
+# sequences, few and many tiles per (image, head), batch 1 and 2.
+AUTO_GEOMETRIES = [
+    ["--tiles", 16, "--tokens", 20, "--heads", 4, "--head-dim", 8, "--hidden", 40, "--layers", 2],
+    ["--tiles", 64, "--tokens", 97, "--heads", 4, "--head-dim", 16, "--hidden", 96, "--layers", 2],
+    ["--tiles", 64, "--tokens", 300, "--heads", 2, "--head-dim", 32, "--hidden", 128, "--layers", 1,
+     "--batch", 2],
+    ["--tiles", 32, "--tokens", 180, "--heads", 8, "--head-dim", 8, "--hidden", 80, "--layers", 2],
+    ["--workload", "vit-small", "--tiles", 64],
+]
+
+
+@pytest.mark.parametrize("geometry", AUTO_GEOMETRIES, ids=range(len(AUTO_GEOMETRIES)))
+def test_auto_attention_runs_no_slower_than_the_faster_mode(cli, tmp_path, geometry):
+    cycles = {}
+    for mode in transformer.ATTENTION_MODES:
+        out = tmp_path / mode
+        args = geometry if geometry[0] == "--workload" else ["--workload", "vit", *geometry]
+        done = cli("--quiet", *args, "--attention", mode, "--output", out)
+        assert done.returncode == 0, done.stdout + done.stderr
+        cycles[mode] = json.loads((out / "result.json").read_text())["cycles"]
+    assert cycles["auto"] <= min(cycles["flash"], cycles["materialized"]) * 1.005, cycles

@@ -284,11 +284,6 @@ static ipu_status plan_and_lower(ipu_ctx *ctx, const ipu_profile *p, const ipu_g
     return status;
 }
 
-/* The search: candidate plans until one fits the search budget and places;
- * one that does not caps a matmul (shrink.h).  Each cap removes at least one
- * retained candidate, so the search ends; this bounds it further. */
-#define ATTEMPTS 64
-
 /* Per tile of the placed program: the live bytes at its fullest step and
  * how far up its SRAM placement went ({"peak_bytes": [...], "high_water":
  * [...]}, the second in bytes from the SRAM base, support included). */
@@ -314,6 +309,46 @@ static json_t *tile_peaks_json(ipu_ctx *ctx, const ipu_low_program *prog)
     free(high);
     free(per_tile);
     return json_pack("{s:o, s:o}", "peak_bytes", peaks, "high_water", highs);
+}
+
+/* The search: candidate plans until one fits the search budget and places;
+ * one that does not caps a matmul (shrink.h).  Each cap removes at least one
+ * retained candidate, so the search ends; this bounds it further. */
+#define ATTEMPTS 64
+
+/* "auto" attention: the mode whose whole plan the planner estimates faster
+ * (flash on a tie; a mode that cannot plan at all loses).  *cycles gets
+ * each mode's estimate (0: it did not plan). */
+static ipu_status choose_attention(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g,
+                                   const ipu_plan_options *options, int *mode, uint64_t cycles[3])
+{
+    cycles[IPU_ATTENTION_FLASH] = cycles[IPU_ATTENTION_MATERIALIZED] = 0;
+    for (int m = IPU_ATTENTION_FLASH; m <= IPU_ATTENTION_MATERIALIZED; m++) {
+        ipu_plan_options o = *options;
+        o.attention = m;
+        ipu_plan plan;
+        ipu_status status = ipu_plan_graph(ctx, p, g, &o, &plan);
+        if (status == IPU_ERR_INVALID_ARGUMENT) { /* this mode does not plan */
+            ipu_ctx_clear_error(ctx);
+            continue;
+        }
+        IPU_TRY(status);
+        cycles[m] = plan.cycles;
+        ipu_plan_free(&plan);
+    }
+    uint64_t flash = cycles[IPU_ATTENTION_FLASH], mat = cycles[IPU_ATTENTION_MATERIALIZED];
+    *mode = mat && (!flash || mat < flash) ? IPU_ATTENTION_MATERIALIZED
+            : flash                        ? IPU_ATTENTION_FLASH
+                                           : IPU_ATTENTION_AUTO;
+    return IPU_OK;
+}
+
+static int has_attention(const ipu_graph *g)
+{
+    for (size_t i = 0; i < g->op_count; i++)
+        if (g->ops[i].kind == IPU_IR_ATTENTION || g->ops[i].kind == IPU_IR_MAP_POOL)
+            return 1;
+    return 0;
 }
 
 static json_t *try_json(const attempt *a, const char *outcome, long shrunk)
@@ -357,6 +392,10 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     uint64_t first_peak = 0;
     json_t *tries = json_array();
     int exhausted = 0; /* the search ended without a plan that fits */
+    int requested = c.plan.attention;
+    uint64_t mode_cycles[3] = {0, 0, 0};
+    if (status == IPU_OK && requested == IPU_ATTENTION_AUTO && has_attention(g))
+        status = choose_attention(ctx, p, g, &c.plan, &c.plan.attention, mode_cycles);
     while (status == IPU_OK) {
         attempts++;
         attempt_free(&a);
@@ -456,11 +495,15 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     }
     if (status == IPU_OK && report_json) {
         json_t *report = json_pack(
-            "{s:o, s:O, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:{s:f, s:f, s:f}, s:o}", "plan",
+            "{s:o, s:O, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:{s:f, s:f, s:f}, s:o, s:{s:s, s:s, s:I, s:I}}",
+            "plan",
             ipu_plan_json(&a.plan), "package", a.assembly, "estimate", "peak_bytes", (json_int_t)a.peak,
             "peak_tile", (json_int_t)a.peak_tile, "peak_step", (json_int_t)a.peak_step, "budget",
             (json_int_t)c.budget, "search_budget", (json_int_t)c.plan.budget, "attempts", tries,
-            "wall_seconds", "plan", t.plan, "lower", t.refine, "package", t.package, "tiles", tile_peaks);
+            "wall_seconds", "plan", t.plan, "lower", t.refine, "package", t.package, "tiles", tile_peaks,
+            "attention", "requested", ipu_attention_mode_name(requested), "searched",
+            ipu_attention_mode_name(c.plan.attention), "flash_estimate", (json_int_t)mode_cycles[IPU_ATTENTION_FLASH],
+            "materialized_estimate", (json_int_t)mode_cycles[IPU_ATTENTION_MATERIALIZED]);
         tries = NULL;
         *report_json = report ? json_dumps(report, JSON_COMPACT) : NULL;
         json_decref(report);
