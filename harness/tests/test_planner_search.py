@@ -90,7 +90,9 @@ def serial_footprint(m, n, k, insz, outsz, members, gm, gn, gk, gs):
                     a, partial = rows * pad8((k1 - k0) * insz), rows * c_row if gk > 1 else 0
                     peak = max(peak, a + partial, partial + (gk - 1) * (hi - lo) * c_row)
                 best = max(best, whole + peak)
-    return best
+    # The serial loop's descriptors and exchange rows (112 bytes a chunk, 64 a piece) beyond
+    # an eighth of the 48 KiB support reserve (plan/matmul.c).
+    return best + max(0, gs * (112 * gk + 64) - 48 * 1024 // 8)
 
 
 def exact_footprint(m, n, k, insz, outsz, members, gm, gn, gk, gs):

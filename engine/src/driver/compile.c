@@ -316,6 +316,21 @@ static json_t *tile_peaks_json(ipu_ctx *ctx, const ipu_low_program *prog)
  * retained candidate, so the search ends; this bounds it further. */
 #define ATTEMPTS 64
 
+/* How far the package's support on its fullest tile reaches past what the
+ * device leaves beside the search budget (0: it fits), rounded up to 1 KiB. */
+static uint32_t support_overflow(const ipu_profile *p, const ipu_support_map *support, uint32_t budget)
+{
+    uint64_t most = 0;
+    for (uint32_t t = 0; t < p->tiles; t++) {
+        uint64_t bytes = (uint64_t)(support->code_end[t] - support->code_base) +
+                         (support->descriptor_end[t] - support->descriptor_base);
+        most = bytes > most ? bytes : most;
+    }
+    uint64_t capacity = ipu_profile_access_end(p) - p->sram_base - p->runtime_state_bytes;
+    uint64_t room = capacity > budget ? capacity - budget : 0;
+    return most > room ? (uint32_t)((most - room + 1023) & ~1023ull) : 0;
+}
+
 /* "auto" attention: the mode whose whole plan the planner estimates faster
  * (flash on a tie; a mode that cannot plan at all loses).  *cycles gets
  * each mode's estimate (0: it did not plan). */
@@ -427,7 +442,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
                                      "options", w->options_json);
             if (status == IPU_OK)
                 status = ipu_assemble(ctx, &a.prog, meta, records, record_count, out, &a.assembly,
-                                      c.report_path ? &support : NULL);
+                                      &support);
             if (status == IPU_ERR_MALFORMED) /* the validator refuses the compiler's own package */
                 status = IPU_INCONSISTENT(ctx, "package", "the package of %s", w->name);
             t.package += seconds() - t0;
@@ -441,9 +456,21 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
             }
             if (status != IPU_ERR_INVALID_ARGUMENT)
                 break; /* placed and packaged, or failed for another reason */
-            /* Placement could not fit a buffer: shrink where it is, when it starts. */
             char why[1024];
             snprintf(why, sizeof why, "%s", ipu_ctx_errmsg(ctx));
+            /* Support (code, descriptors, exchange tables) larger than the
+             * device leaves beside the search budget: the tensors get that
+             * much less, and the search starts again under it. */
+            uint32_t over = support_overflow(p, &support, c.plan.budget);
+            if (over && over < c.plan.budget && attempts < ATTEMPTS) {
+                json_array_append_new(tries, try_json(&a, why, -1));
+                c.plan.budget -= over;
+                memset(caps, 0, (g->op_count ? g->op_count : 1) * sizeof *caps);
+                ipu_ctx_clear_error(ctx);
+                status = IPU_OK;
+                continue;
+            }
+            /* Placement could not fit a buffer: shrink where it is, when it starts. */
             const ipu_low_buffer *stuck = a.prog.unplaced != IPU_LOW_LITERAL ? &a.prog.buffers[a.prog.unplaced] : NULL;
             ipu_status shrink = ipu_shrink_at_peak(ctx, &a.plan, &a.prog, stuck ? stuck->tile : a.peak_tile,
                                                    stuck ? stuck->first : a.peak_step, caps, &shrunk);

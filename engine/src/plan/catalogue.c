@@ -1,9 +1,10 @@
 /* catalogue.c: one matmul's candidates for the search (see plan.h).
  *
  * Every tile grid (gm, gn, gk), computed at once or in gs serial pieces
- * (matmul.c), is a partition.  Partitions whose operand blocks alone (A's, or B's with every
- * member of a parameter sequence) exceed the catalogue budget are filtered
- * out; the rest are enumerated in groups (group_size partitions in
+ * (matmul.c), is a partition.  Partitions whose operand blocks alone (A's,
+ * or B's with every member of a parameter sequence) exceed the catalogue
+ * budget are filtered out, and for a parameter those whose weight block
+ * exceeds the search's replication bound (weight_limit); the rest are enumerated in groups (group_size partitions in
  * enumeration order), each group keeps its coarse-model frontier: the
  * partitions no faster one in the group beats on the sum-of-maxima
  * footprint (matmul.c), thinned to frontier_cap evenly along the frontier,
@@ -31,7 +32,8 @@ static uint64_t stride(uint32_t cols, size_t elem) { return ((uint64_t)cols * el
  * (l, j) and its result rows (all of band i with gk = 1, else sub-band l)
  * for the whole op; per piece t it holds that piece of A, and with gk > 1
  * the piece's partials and then, beside them, the staged chunks t of the
- * other gk - 1 partials (lower/matmul.c).  Every term grows with the column
+ * other gk - 1 partials (lower/matmul.c); and the loop's support beyond its
+ * share of the reserve (matmul.c).  Every term grows with the column
  * band's width, so the widest column band is the fullest. */
 static uint64_t serial_footprint(uint32_t m, uint32_t n, uint32_t k, size_t in, size_t out, uint32_t members,
                                  const ipu_matmul_grid *g)
@@ -67,7 +69,7 @@ static uint64_t serial_footprint(uint32_t m, uint32_t n, uint32_t k, size_t in, 
             best = whole + piece_peak > best ? whole + piece_peak : best;
         }
     }
-    return best;
+    return best + g->support_bytes;
 }
 
 uint64_t ipu_matmul_tile_footprint(uint32_t m, uint32_t n, uint32_t k, int in_dtype, int out_dtype,
@@ -224,7 +226,8 @@ ipu_status ipu_catalogue_matmul(ipu_ctx *ctx, const ipu_profile *p, uint32_t m, 
                                               ipu_matmul_serial_counts[s], &grid))
                         break;
                     out->enumerated++;
-                    if (grid.a_bytes > o->budget || grid.b_bytes > o->budget) {
+                    if (grid.a_bytes > o->budget || grid.b_bytes > o->budget ||
+                        (resident && o->weight_limit && grid.b_bytes > o->weight_limit)) {
                         out->filtered++;
                         continue;
                     }

@@ -18,9 +18,11 @@
  * (ipu_matmul_chunk): per piece one step brings that piece of A, the tile
  * runs one GEMM per chunk of it (gk chunks, one per reduction owner), and
  * with gk > 1 the piece's partials are reduced at once.  It pays gs times
- * the syncs, latencies and call overheads; A, the partials and the
- * reduction staging shrink to one piece, reused across the loop.  B and the
- * result stay whole.
+ * the syncs, latencies and call overheads, and its descriptors and
+ * exchange tables grow with the pieces (serial_support: counted in the
+ * footprint beyond its share of the support reserve); A, the partials and
+ * the reduction staging shrink to one piece, reused across the loop.  B and
+ * the result stay whole.
  */
 #include <string.h>
 
@@ -64,6 +66,18 @@ static uint64_t add_cycles(const ipu_profile *p, int dtype, uint64_t count)
 uint64_t ipu_plan_exchange_cycles(const ipu_profile *p, uint64_t bytes)
 {
     return p->sync_cycles + (bytes + 3) / 4 + p->exchange_latency + p->exchange_overhead;
+}
+
+/* Support storage (kernel descriptors, exchange table rows, step slots) a
+ * serial grid adds per tile: per piece about gk GEMM descriptors, the rows
+ * bringing A's chunks and reducing the partials, the adds and the piece's
+ * steps, 112 bytes a chunk and 64 a piece (measured: 467 bytes a piece at
+ * gk = 4).  An eighth of the profile's support reserve is the grid's to use;
+ * beyond that it is memory the tensors cannot have, counted with them. */
+static uint64_t serial_support(const ipu_profile *p, uint32_t gk, uint32_t gs)
+{
+    uint64_t bytes = gs > 1 ? (uint64_t)gs * (112u * gk + 64u) : 0, allowance = p->support_reserve / 8;
+    return bytes > allowance ? bytes - allowance : 0;
 }
 
 const uint32_t ipu_matmul_serial_counts[IPU_MATMUL_SERIAL_COUNTS] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
@@ -119,6 +133,8 @@ int ipu_matmul_grid_cost(const ipu_profile *p, uint32_t m, uint32_t n, uint32_t 
         out->tile_bytes = gs == 1 ? a_piece + b_block + c_block + gk * chunk_bytes
                                   : a_piece + b_block + sub * c_row + piece * c_row + (gk - 1) * chunk_bytes;
     }
+    out->support_bytes = serial_support(p, gk, gs);
+    out->tile_bytes += out->support_bytes;
     out->cycles = gs * p->sync_cycles + out->compute_cycles + out->operand_cycles + out->reduce_cycles;
     return 1;
 }

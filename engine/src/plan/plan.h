@@ -30,6 +30,7 @@ typedef struct ipu_matmul_grid {
     uint64_t a_bytes;    /* of which A's largest block */
     uint64_t b_bytes;    /* of which B's largest block (every member of a sequence) */
     uint64_t exact_bytes; /* op-local footprint of the fullest tile (catalogue: detailed model) */
+    uint64_t support_bytes; /* serial grids: support counted with the footprint (ipu_matmul_grid_cost) */
 } ipu_matmul_grid;
 
 /* How a matmul's catalogue is built (catalogue.c). */
@@ -37,6 +38,8 @@ typedef struct ipu_catalogue_options {
     uint32_t budget;       /* catalogue budget: partitions whose A or B block exceeds it are filtered */
     uint32_t group_size;   /* partitions per enumeration group */
     uint32_t frontier_cap; /* largest frontier kept per group and in the shortlist */
+    uint64_t weight_limit; /* parameter matmuls: partitions whose B block exceeds it are filtered
+                            * (the search's replication bound; 0: none) */
 } ipu_catalogue_options;
 
 /* A matmul's retained candidates, fastest first, and how many each stage kept. */
