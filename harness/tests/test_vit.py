@@ -177,7 +177,14 @@ def test_bench_vit_reports_the_targets(repo, tmp_path):
     assert result["device_reference_ratio"] == pytest.approx(
         result["device_seconds_per_inference"] / result["reference_seconds"])
     assert set(result["targets_met"]) == {"build_seconds", "peak_rss_mib", "device_reference_ratio",
-                                          "allocation_check_cost"}
+                                          "allocation_check_cost", "compile_only_build_seconds",
+                                          "compile_only_peak_rss_mib"}
+    # Compile-only builds at batches 1 and 2, each measured in its own process.
+    assert [c["batch"] for c in result["compile_only"]] == [1, 2]
+    for c in result["compile_only"]:
+        assert c["build_seconds"] == pytest.approx(sum(c["stages"].values()))
+        assert c["peak_rss_mib"] > 0
+    assert "compile only, batch 2: build" in done.stdout
     # The same package without the allocation checks computes the same outputs.
     assert result["unchecked_outputs_identical"]
     assert result["allocation_check_cost"] == pytest.approx(
