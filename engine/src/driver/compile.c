@@ -316,19 +316,32 @@ static json_t *tile_peaks_json(ipu_ctx *ctx, const ipu_low_program *prog)
  * retained candidate, so the search ends; this bounds it further. */
 #define ATTEMPTS 64
 
-/* How far the package's support on its fullest tile reaches past what the
- * device leaves beside the search budget (0: it fits), rounded up to 1 KiB. */
-static uint32_t support_overflow(const ipu_profile *p, const ipu_support_map *support, uint32_t budget)
+/* When support (code, descriptors, exchange tables) and the tensors live at
+ * a tile's peak together exceed what the device gives that tile: the
+ * search budget that leaves the fullest such tile's support its room, else
+ * 0 (placement failed on fragmentation, not on room). */
+static ipu_status support_cap(ipu_ctx *ctx, const ipu_profile *p, const ipu_support_map *support,
+                              const ipu_low_program *prog, uint32_t *cap)
 {
+    uint64_t peak = 0, *per_tile = NULL, capacity = ipu_profile_access_end(p) - p->sram_base - p->runtime_state_bytes;
+    uint32_t peak_tile = 0, peak_step = 0;
+    IPU_TRY(ipu_low_peaks(ctx, prog, &peak, &peak_tile, &peak_step, &per_tile));
     uint64_t most = 0;
     for (uint32_t t = 0; t < p->tiles; t++) {
         uint64_t bytes = (uint64_t)(support->code_end[t] - support->code_base) +
                          (support->descriptor_end[t] - support->descriptor_base);
-        most = bytes > most ? bytes : most;
+        if (bytes + per_tile[t] > capacity && bytes > most)
+            most = bytes;
     }
-    uint64_t capacity = ipu_profile_access_end(p) - p->sram_base - p->runtime_state_bytes;
-    uint64_t room = capacity > budget ? capacity - budget : 0;
-    return most > room ? (uint32_t)((most - room + 1023) & ~1023ull) : 0;
+    free(per_tile);
+    *cap = most && most < capacity ? (uint32_t)((capacity - most) & ~1023ull) : 0;
+    return IPU_OK;
+}
+
+/* How the search budget came to be lower than asked, for messages. */
+static const char *support_note(uint32_t asked, uint32_t budget)
+{
+    return budget < asked ? " (the search budget, lowered for the package support)" : "";
 }
 
 /* "auto" attention: the mode whose whole plan the planner estimates faster
@@ -408,6 +421,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     json_t *tries = json_array();
     int exhausted = 0; /* the search ended without a plan that fits */
     int requested = c.plan.attention;
+    uint32_t searched = c.plan.budget; /* the search budget asked for (support may lower it) */
     uint64_t mode_cycles[3] = {0, 0, 0};
     if (status == IPU_OK && requested == IPU_ATTENTION_AUTO && has_attention(g))
         status = choose_attention(ctx, p, g, &c.plan, &c.plan.attention, mode_cycles);
@@ -422,9 +436,10 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
             snprintf(why, sizeof why, "%s", ipu_ctx_errmsg(ctx));
             ipu_ctx_clear_error(ctx);
             status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                              "no plan fits the memory budget of %u bytes per tile: the first candidate "
+                              "no plan fits the memory budget of %u bytes per tile%s: the first candidate "
                               "needed %llu bytes on tile %u; after %u smaller choices: %s",
-                              c.plan.budget, (unsigned long long)first_peak, first_peak_tile, attempts - 1, why);
+                              c.plan.budget, support_note(searched, c.plan.budget), (unsigned long long)first_peak,
+                              first_peak_tile, attempts - 1, why);
         }
         if (status != IPU_OK)
             break;
@@ -459,12 +474,17 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
             char why[1024];
             snprintf(why, sizeof why, "%s", ipu_ctx_errmsg(ctx));
             /* Support (code, descriptors, exchange tables) larger than the
-             * device leaves beside the search budget: the tensors get that
-             * much less, and the search starts again under it. */
-            uint32_t over = support_overflow(p, &support, c.plan.budget);
-            if (over && over < c.plan.budget && attempts < ATTEMPTS) {
+             * device leaves a tile beside its tensors: the search starts
+             * again under a budget that leaves the support its room. */
+            uint32_t cap = 0;
+            ipu_status measured = support_cap(ctx, p, &support, &a.prog, &cap);
+            if (measured != IPU_OK) {
+                status = measured;
+                break;
+            }
+            if (cap && cap < c.plan.budget && attempts < ATTEMPTS) {
                 json_array_append_new(tries, try_json(&a, why, -1));
-                c.plan.budget -= over;
+                c.plan.budget = cap;
                 memset(caps, 0, (g->op_count ? g->op_count : 1) * sizeof *caps);
                 ipu_ctx_clear_error(ctx);
                 status = IPU_OK;
@@ -492,9 +512,9 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         if (shrunk < 0 || attempts == ATTEMPTS) {
             exhausted = 1;
             status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                              "no plan fits the memory budget of %u bytes per tile: after %u candidate "
+                              "no plan fits the memory budget of %u bytes per tile%s: after %u candidate "
                               "plans the last needs %llu bytes on tile %u at program step %u, and %s",
-                              c.plan.budget, attempts, (unsigned long long)a.peak, a.peak_tile, a.peak_step,
+                              c.plan.budget, support_note(searched, c.plan.budget), attempts, (unsigned long long)a.peak, a.peak_tile, a.peak_step,
                               shrunk < 0 ? "no matmul holding memory there has a smaller candidate"
                                          : "the search stopped at its attempt limit");
             break;
