@@ -69,27 +69,32 @@ def chunk(m, gm, gk, gs, i, l, t):
     return r0 + s0 + c0, r0 + s0 + c1
 
 
-def serial_footprint(m, n, k, insz, outsz, members, gm, gn, gk, gs):
-    """Per tile: B and the result rows for the whole op; per piece its A
-    rows, and with gk > 1 its partials, then beside them the staged chunks
-    of the other partials."""
-    best = 0
+def tiles_of(m, n, k, gm, gn, gk):
+    """Every tile (i, j, l) of a grid with its bands: rows, reduction, sub-band and columns."""
     for i in range(gm):
         r0, r1 = band(m, gm, 1, i)
         for l in range(gk):
             k0, k1 = band(k, gk, 4, l)
             s0, s1 = band(r1 - r0, gk, 1, l)
             for j in range(gn):
-                n0, n1 = band(n, gn, 4, j)
-                c_row = pad8((n1 - n0) * outsz)
-                whole = (k1 - k0) * pad8((n1 - n0) * insz) * members + (r1 - r0 if gk == 1 else s1 - s0) * c_row
-                peak = 0
-                for t in range(gs):
-                    rows = sum(hi - lo for lo, hi in (chunk(m, gm, gk, gs, i, q, t) for q in range(gk)))
-                    lo, hi = chunk(m, gm, gk, gs, i, l, t)
-                    a, partial = rows * pad8((k1 - k0) * insz), rows * c_row if gk > 1 else 0
-                    peak = max(peak, a + partial, partial + (gk - 1) * (hi - lo) * c_row)
-                best = max(best, whole + peak)
+                yield i, l, (r0, r1), (k0, k1), (s0, s1), band(n, gn, 4, j)
+
+
+def serial_footprint(m, n, k, insz, outsz, members, gm, gn, gk, gs):
+    """Per tile: B and the result rows for the whole op; per piece its A
+    rows, and with gk > 1 its partials, then beside them the staged chunks
+    of the other partials."""
+    best = 0
+    for i, l, (r0, r1), (k0, k1), (s0, s1), (n0, n1) in tiles_of(m, n, k, gm, gn, gk):
+        c_row = pad8((n1 - n0) * outsz)
+        whole = (k1 - k0) * pad8((n1 - n0) * insz) * members + (r1 - r0 if gk == 1 else s1 - s0) * c_row
+        peak = 0
+        for t in range(gs):
+            rows = sum(hi - lo for lo, hi in (chunk(m, gm, gk, gs, i, q, t) for q in range(gk)))
+            lo, hi = chunk(m, gm, gk, gs, i, l, t)
+            a, partial = rows * pad8((k1 - k0) * insz), rows * c_row if gk > 1 else 0
+            peak = max(peak, a + partial, partial + (gk - 1) * (hi - lo) * c_row)
+        best = max(best, whole + peak)
     # The serial loop's descriptors and exchange rows (112 bytes a chunk, 64 a piece) beyond
     # an eighth of the 48 KiB support reserve (plan/matmul.c).
     return best + max(0, gs * (112 * gk + 64) - 48 * 1024 // 8)
@@ -99,19 +104,13 @@ def exact_footprint(m, n, k, insz, outsz, members, gm, gn, gk, gs):
     if gs > 1:
         return serial_footprint(m, n, k, insz, outsz, members, gm, gn, gk, gs)
     best = 0
-    for i in range(gm):
-        r0, r1 = band(m, gm, 1, i)
-        for l in range(gk):
-            k0, k1 = band(k, gk, 4, l)
-            s0, s1 = band(r1 - r0, gk, 1, l)
-            for j in range(gn):
-                n0, n1 = band(n, gn, 4, j)
-                c_row = pad8((n1 - n0) * outsz)
-                size = (r1 - r0) * pad8((k1 - k0) * insz) + (k1 - k0) * pad8((n1 - n0) * insz) * members \
-                    + (r1 - r0) * c_row
-                if gk > 1:
-                    size += gk * (s1 - s0) * c_row
-                best = max(best, size)
+    for _, _, (r0, r1), (k0, k1), (s0, s1), (n0, n1) in tiles_of(m, n, k, gm, gn, gk):
+        c_row = pad8((n1 - n0) * outsz)
+        size = (r1 - r0) * pad8((k1 - k0) * insz) + (k1 - k0) * pad8((n1 - n0) * insz) * members \
+            + (r1 - r0) * c_row
+        if gk > 1:
+            size += gk * (s1 - s0) * c_row
+        best = max(best, size)
     return best
 
 
