@@ -33,7 +33,7 @@ static uint64_t stride(uint32_t cols, size_t elem) { return ((uint64_t)cols * el
  * for the whole op; per piece t it holds that piece of A, and with gk > 1
  * the piece's partials and then, beside them, the staged chunks t of the
  * other gk - 1 partials (lower/matmul.c); and the loop's support beyond its
- * share of the reserve (matmul.c).  Every term grows with the column
+ * share of what the device leaves beside the budget (matmul.c).  Every term grows with the column
  * band's width, so the widest column band is the fullest. */
 static uint64_t serial_footprint(uint32_t m, uint32_t n, uint32_t k, size_t in, size_t out, uint32_t members,
                                  const ipu_matmul_grid *g)
@@ -222,7 +222,7 @@ ipu_status ipu_catalogue_matmul(ipu_ctx *ctx, const ipu_profile *p, uint32_t m, 
                 uint32_t s = 0;
                 for (ipu_matmul_grid grid; s < IPU_MATMUL_SERIAL_COUNTS && status == IPU_OK; s++) {
                     /* More pieces only make chunks thinner. */
-                    if (!ipu_matmul_grid_cost(p, m, n, k, in_dtype, out_dtype, members, gm, gn, gk,
+                    if (!ipu_matmul_grid_cost(p, o->budget, m, n, k, in_dtype, out_dtype, members, gm, gn, gk,
                                               ipu_matmul_serial_counts[s], &grid))
                         break;
                     out->enumerated++;

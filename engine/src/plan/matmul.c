@@ -20,7 +20,7 @@
  * with gk > 1 the piece's partials are reduced at once.  It pays gs times
  * the syncs, latencies and call overheads, and its descriptors and
  * exchange tables grow with the pieces (serial_support: counted in the
- * footprint beyond its share of the support reserve); A, the partials and
+ * footprint beyond its share of what the device leaves beside the budget); A, the partials and
  * the reduction staging shrink to one piece, reused across the loop.  B and
  * the result stay whole.
  */
@@ -72,11 +72,14 @@ uint64_t ipu_plan_exchange_cycles(const ipu_profile *p, uint64_t bytes)
  * serial grid adds per tile: per piece about gk GEMM descriptors, the rows
  * bringing A's chunks and reducing the partials, the adds and the piece's
  * steps, 112 bytes a chunk and 64 a piece (measured: 467 bytes a piece at
- * gk = 4).  An eighth of the profile's support reserve is the grid's to use;
- * beyond that it is memory the tensors cannot have, counted with them. */
-static uint64_t serial_support(const ipu_profile *p, uint32_t gk, uint32_t gs)
+ * gk = 4).  An eighth of what the device leaves beside the budget (the
+ * support reserve at the default budget) is the grid's to use; beyond that
+ * it is memory the tensors cannot have, counted with them. */
+static uint64_t serial_support(const ipu_profile *p, uint32_t budget, uint32_t gk, uint32_t gs)
 {
-    uint64_t bytes = gs > 1 ? (uint64_t)gs * (112u * gk + 64u) : 0, allowance = p->support_reserve / 8;
+    uint64_t capacity = ipu_profile_access_end(p) - p->sram_base - p->runtime_state_bytes;
+    uint64_t bytes = gs > 1 ? (uint64_t)gs * (112u * gk + 64u) : 0,
+             allowance = capacity > budget ? (capacity - budget) / 8 : 0;
     return bytes > allowance ? bytes - allowance : 0;
 }
 
@@ -92,8 +95,8 @@ void ipu_matmul_chunk(uint32_t m, const ipu_matmul_grid *g, uint32_t i, uint32_t
     *lo = r0 + s0 + c0, *hi = r0 + s0 + c1;
 }
 
-int ipu_matmul_grid_cost(const ipu_profile *p, uint32_t m, uint32_t n, uint32_t k, int in_dtype,
-                         int out_dtype, uint32_t members, uint32_t gm, uint32_t gn, uint32_t gk,
+int ipu_matmul_grid_cost(const ipu_profile *p, uint32_t budget, uint32_t m, uint32_t n, uint32_t k,
+                         int in_dtype, int out_dtype, uint32_t members, uint32_t gm, uint32_t gn, uint32_t gk,
                          uint32_t gs, ipu_matmul_grid *out)
 {
     size_t in = ipu_dtype_size(in_dtype), outsz = ipu_dtype_size(out_dtype);
@@ -133,7 +136,7 @@ int ipu_matmul_grid_cost(const ipu_profile *p, uint32_t m, uint32_t n, uint32_t 
         out->tile_bytes = gs == 1 ? a_piece + b_block + c_block + gk * chunk_bytes
                                   : a_piece + b_block + sub * c_row + piece * c_row + (gk - 1) * chunk_bytes;
     }
-    out->support_bytes = serial_support(p, gk, gs);
+    out->support_bytes = serial_support(p, budget, gk, gs);
     out->tile_bytes += out->support_bytes;
     out->cycles = gs * p->sync_cycles + out->compute_cycles + out->operand_cycles + out->reduce_cycles;
     return 1;

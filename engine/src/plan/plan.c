@@ -48,8 +48,8 @@ static void smallest_grid(const ipu_plan *plan, size_t index, uint64_t *param, u
             for (uint32_t gk = 1; (uint64_t)gm * gn * gk <= p->tiles; gk++) {
                 uint32_t s = 0;
                 for (; s < IPU_MATMUL_SERIAL_COUNTS; s++) {
-                    if (!ipu_matmul_grid_cost(p, a->rows, b->cols, a->cols, a->dtype, c->dtype, b->sequence,
-                                              gm, gn, gk, ipu_matmul_serial_counts[s], &grid))
+                    if (!ipu_matmul_grid_cost(p, plan->budget, a->rows, b->cols, a->cols, a->dtype, c->dtype,
+                                              b->sequence, gm, gn, gk, ipu_matmul_serial_counts[s], &grid))
                         break;
                     uint64_t moving = grid.tile_bytes - (resident ? grid.b_bytes : 0);
                     *param = grid.b_bytes < *param ? grid.b_bytes : *param;

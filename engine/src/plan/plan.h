@@ -116,9 +116,11 @@ typedef struct ipu_plan {
 #define IPU_MATMUL_SERIAL_COUNTS 12
 extern const uint32_t ipu_matmul_serial_counts[IPU_MATMUL_SERIAL_COUNTS];
 
-/* Cost and footprint of one grid; 0 when the grid does not suit the shape. */
-int ipu_matmul_grid_cost(const ipu_profile *p, uint32_t m, uint32_t n, uint32_t k, int in_dtype,
-                         int out_dtype, uint32_t members, uint32_t gm, uint32_t gn, uint32_t gk,
+/* Cost and footprint of one grid under a per-tile budget (what the device
+ * leaves beside it holds package support); 0 when the grid does not suit
+ * the shape. */
+int ipu_matmul_grid_cost(const ipu_profile *p, uint32_t budget, uint32_t m, uint32_t n, uint32_t k,
+                         int in_dtype, int out_dtype, uint32_t members, uint32_t gm, uint32_t gn, uint32_t gk,
                          uint32_t gs, ipu_matmul_grid *out);
 /* A home for A when the matmul is its first reader (a graph input, the
  * Repeat's carried tensor): at once, replica 0 of the A layout a (read in
