@@ -423,8 +423,11 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     int requested = c.plan.attention;
     uint32_t searched = c.plan.budget; /* the search budget asked for (support may lower it) */
     uint64_t mode_cycles[3] = {0, 0, 0};
-    if (status == IPU_OK && requested == IPU_ATTENTION_AUTO && has_attention(g))
+    if (status == IPU_OK && requested == IPU_ATTENTION_AUTO && has_attention(g)) {
+        double t0 = seconds();
         status = choose_attention(ctx, p, g, &c.plan, &c.plan.attention, mode_cycles);
+        t.plan += seconds() - t0;
+    }
     while (status == IPU_OK) {
         attempts++;
         attempt_free(&a);
@@ -514,7 +517,8 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
             status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                               "no plan fits the memory budget of %u bytes per tile%s: after %u candidate "
                               "plans the last needs %llu bytes on tile %u at program step %u, and %s",
-                              c.plan.budget, support_note(searched, c.plan.budget), attempts, (unsigned long long)a.peak, a.peak_tile, a.peak_step,
+                              c.plan.budget, support_note(searched, c.plan.budget), attempts,
+                              (unsigned long long)a.peak, a.peak_tile, a.peak_step,
                               shrunk < 0 ? "no matmul holding memory there has a smaller candidate"
                                          : "the search stopped at its attempt limit");
             break;
