@@ -1,0 +1,51 @@
+"""test_compile_only.py: `ipu-e2e-test --compile-only` builds the package
+without running it.  Its result.json has no device figures but the build's
+stage times and peak RSS, and per tile the live bytes at the peak and how far
+up placement went; those are recomputed here from the placement report's
+allocations (address, size, first and last step of every buffer).  The saved
+package replays and passes, and flags that need a device run are refused.
+"""
+import json
+
+import pytest
+
+SMALL = ["--workload", "mlp", "--tiles", 16, "--tokens", 40, "--channels", 32, "--hidden", 64]
+
+
+def test_compile_only_reports_the_build_and_the_placed_peaks(cli, tmp_path):
+    package = tmp_path / "mlp.pkg"
+    done = cli("--quiet", *SMALL, "--compile-only", "--memory-profile-directory", tmp_path, "--save-package",
+               package, "--output", tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.rstrip().endswith("COMPILED") and "compiled only: build" in done.stdout
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["status"] == "COMPILED" and "cycles" not in result and "checks" not in result
+    build = result["build"]
+    assert build["seconds"] == pytest.approx(sum(build["stages"].values()))
+    assert set(build["stages"]) == {"plan", "lower", "package"} and build["peak_rss_bytes"] > 0
+    # Per tile, from the placement report: the most bytes live at one step, and the highest placed byte.
+    report = json.loads(next(tmp_path.glob("placement-*.json")).read_text())
+    a, base = report["allocations"], report["device"]["sram_base"]
+    steps = len(report["steps"]["label"])
+    live = [[0] * steps for _ in range(16)]
+    high = [0] * 16
+    for tile, address, size, first, last in zip(a["tile"], a["address"], a["size"], a["first"], a["last"]):
+        for step in range(first, last + 1):
+            live[tile][step] += size
+        high[tile] = max(high[tile], address + size - base)
+    assert result["tile_peaks"]["peak_bytes"] == [max(row) for row in live]
+    assert result["tile_peaks"]["high_water"] == high
+    assert max(result["tile_peaks"]["peak_bytes"]) == result["estimate"]["peak_bytes"]
+    # The package it saved runs and matches the reference.
+    replay = cli("--quiet", "--package", package)
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    assert replay.stdout.rstrip().endswith("PASS")
+
+
+@pytest.mark.parametrize("flag", [["--reference-run"], ["--check-ops"], ["--reference-inferences", "2"],
+                                  ["--profile-directory", "out"]])
+def test_flags_that_need_a_run_are_refused(cli, tmp_path, flag):
+    done = cli("--quiet", *SMALL, "--compile-only", *flag, cwd=tmp_path)
+    assert done.returncode == 2
+    assert f"{flag[0]} needs a device run: it does not apply with --compile-only" in done.stderr
+    assert "Traceback" not in done.stderr
