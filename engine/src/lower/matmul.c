@@ -24,17 +24,6 @@
 #include "lower/lowering.h"
 #include "numerics/numerics.h"
 
-/* Rows of piece t of band i before chunk l (chunk l's first row in the piece's partials). */
-static uint32_t piece_row(uint32_t m, const ipu_matmul_grid *g, uint32_t i, uint32_t l, uint32_t t)
-{
-    uint32_t rows = 0, lo, hi;
-    for (uint32_t q = 0; q < l; q++) {
-        ipu_matmul_chunk(m, g, i, q, t, &lo, &hi);
-        rows += hi - lo;
-    }
-    return rows;
-}
-
 /* The matmul's blocks, for a reference that computes them as the device
  * does (reference.h): its GEMMs' row blocks (gm bands, or with gs > 1 every
  * chunk), the column and reduction bands of its operand layouts, and the
@@ -148,7 +137,7 @@ static ipu_status piece_gemms(matmul_lowering *M, uint32_t t, const ipu_layout *
 {
     lowering *L = M->L;
     uint32_t m = M->ta->rows, out = (uint32_t)ipu_dtype_size(M->tc->dtype);
-    ipu_matmul_grid g = M->o->grid;
+    const ipu_matmul_grid *g = &M->o->grid;
     IPU_TRY(low_begin_step(L, IPU_LOW_COMPUTE, label));
     for (uint32_t i = 0; i < M->gm; i++)
         for (uint32_t j = 0; j < M->gn; j++)
@@ -159,7 +148,7 @@ static ipu_status piece_gemms(matmul_lowering *M, uint32_t t, const ipu_layout *
                 uint32_t tile = ipu_layout_tile(&M->o->a, i, l, j);
                 uint32_t ldc_bytes = ipu_layout_stride(M->home_c, n1 - n0), c_buf, rows = r1 - r0;
                 if (M->gs > 1)
-                    rows = piece_row(m, &g, i, M->gk, t);
+                    rows = ipu_matmul_piece_rows(m, g, i, M->gk, t);
                 if (M->gk == 1) {
                     c_buf = low_home_ids(L, L->g->ops[M->index].out)[(size_t)i * M->gn + j];
                 } else {
@@ -184,13 +173,13 @@ static ipu_status piece_gemms(matmul_lowering *M, uint32_t t, const ipu_layout *
                 uint32_t a_stride = ipu_layout_stride(a_layout, a_layout->col_bounds[l + 1] - a_layout->col_bounds[l]);
                 for (uint32_t q = 0; q < M->gk; q++) {
                     uint32_t lo, hi, a_buf, a_off = 0;
-                    ipu_matmul_chunk(m, &g, i, q, t, &lo, &hi);
+                    ipu_matmul_chunk(m, g, i, q, t, &lo, &hi);
                     size_t n = ((size_t)i * M->gk + q) * M->gs + t;
                     if (in_place)
                         a_buf = a_ids[(size_t)i * M->gk + l], a_off = (lo - r0) * a_stride;
                     else
                         a_buf = a_ids[((size_t)j * a_layout->row_parts + n) * M->gk + l];
-                    uint32_t out_off = M->gk == 1 ? (lo - r0) * ldc_bytes : piece_row(m, &g, i, q, t) * ldc_bytes;
+                    uint32_t out_off = M->gk == 1 ? (lo - r0) * ldc_bytes : ipu_matmul_piece_rows(m, g, i, q, t) * ldc_bytes;
                     IPU_TRY(emit_gemm(M, tile, a_buf, a_off, lda, b_buf, c_buf, out_off, ldc, hi - lo, j, l));
                 }
             }
@@ -211,7 +200,7 @@ static chunk_rows chunk_of(const matmul_lowering *M, uint32_t i, uint32_t j, uin
     ipu_band(m, M->gm, 1, i, &r0, &r1);
     ipu_band(r1 - r0, M->gk, 1, l, &s0, &s1);
     const ipu_layout *c = M->home_c;
-    return (chunk_rows){piece_row(m, &M->o->grid, i, l, t), hi - lo, lo - (r0 + s0),
+    return (chunk_rows){ipu_matmul_piece_rows(m, &M->o->grid, i, l, t), hi - lo, lo - (r0 + s0),
                         ipu_layout_stride(c, c->col_bounds[j + 1] - c->col_bounds[j])};
 }
 

@@ -4,8 +4,9 @@
  * (matmul.c), is a partition.  Partitions whose operand blocks alone (A's,
  * or B's with every member of a parameter sequence) exceed the catalogue
  * budget are filtered out, and for a parameter those whose weight block
- * exceeds the search's replication bound (weight_limit); the rest are enumerated in groups (group_size partitions in
- * enumeration order), each group keeps its coarse-model frontier: the
+ * exceeds the search's replication bound (weight_limit); the rest are
+ * enumerated in groups (group_size partitions in enumeration order), each
+ * group keeps its coarse-model frontier: the
  * partitions no faster one in the group beats on the sum-of-maxima
  * footprint (matmul.c), thinned to frontier_cap evenly along the frontier,
  * the fastest and the smallest always kept.  A parameter matmul keeps three
@@ -13,8 +14,8 @@
  * footprint and on the whole: the search weighs the first two differently
  * (weights stay for the whole program, the rest only while the op runs),
  * and the whole keeps the partitions small on both, which a tight budget
- * needs (a serial grid with one weight replica, say).  The merged frontiers are
- * shortlisted the same way, then pruned with the detailed model, the exact
+ * needs (a serial grid with one weight replica, say).  The merged
+ * frontiers are shortlisted the same way, then pruned with the detailed model, the exact
  * per-tile footprint (ipu_matmul_tile_footprint): a shortlisted partition
  * stays unless another is at least as fast, as small on the fullest tile
  * and (for a parameter) holds no more weights.  The result is sorted
@@ -33,8 +34,8 @@ static uint64_t stride(uint32_t cols, size_t elem) { return ((uint64_t)cols * el
  * for the whole op; per piece t it holds that piece of A, and with gk > 1
  * the piece's partials and then, beside them, the staged chunks t of the
  * other gk - 1 partials (lower/matmul.c); and the loop's support beyond its
- * share of what the device leaves beside the budget (matmul.c).  Every term grows with the column
- * band's width, so the widest column band is the fullest. */
+ * share of what the device leaves beside the budget (matmul.c).  Every term
+ * grows with the column band's width, so the widest band is the fullest. */
 static uint64_t serial_footprint(uint32_t m, uint32_t n, uint32_t k, size_t in, size_t out, uint32_t members,
                                  const ipu_matmul_grid *g)
 {
@@ -55,11 +56,7 @@ static uint64_t serial_footprint(uint32_t m, uint32_t n, uint32_t k, size_t in, 
                              (uint64_t)(g->gk == 1 ? r1 - r0 : s1 - s0) * c_row, piece_peak = 0;
             for (uint32_t t = 0; t < g->gs; t++) {
                 /* Piece t's rows: chunk t of every sub-band (the same on every owner). */
-                uint64_t rows = 0;
-                for (uint32_t q = 0; q < g->gk; q++) {
-                    ipu_matmul_chunk(m, g, i, q, t, &lo, &hi);
-                    rows += hi - lo;
-                }
+                uint64_t rows = ipu_matmul_piece_rows(m, g, i, g->gk, t);
                 ipu_matmul_chunk(m, g, i, l, t, &lo, &hi);
                 uint64_t a = rows * stride(k1 - k0, in), partial = g->gk > 1 ? rows * c_row : 0,
                          staged = (uint64_t)(g->gk - 1) * (hi - lo) * c_row;
@@ -134,9 +131,9 @@ static uint64_t key_of(const ipu_matmul_grid *g, int key)
 /* Sort fastest first and keep each key's frontier (the partitions smaller
  * on that key than every faster one), each thinned to cap evenly along it
  * with its fastest and smallest kept.  A parameter's block stays resident
- * while the rest comes and goes, so a parameter matmul keeps three frontiers
- * (resident block, the rest, the whole); others one (the whole footprint).  Sets *n
- * to the new count, in cycles order. */
+ * while the rest comes and goes, so a parameter matmul keeps three
+ * frontiers (resident block, the rest, the whole); others one (the whole
+ * footprint).  Sets *n to the new count, in cycles order. */
 static ipu_status frontier(ipu_ctx *ctx, ipu_matmul_grid *v, uint32_t *n_io, uint32_t cap, int resident)
 {
     uint32_t n = *n_io;

@@ -95,6 +95,16 @@ void ipu_matmul_chunk(uint32_t m, const ipu_matmul_grid *g, uint32_t i, uint32_t
     *lo = r0 + s0 + c0, *hi = r0 + s0 + c1;
 }
 
+uint32_t ipu_matmul_piece_rows(uint32_t m, const ipu_matmul_grid *g, uint32_t i, uint32_t l, uint32_t t)
+{
+    uint32_t rows = 0, lo, hi;
+    for (uint32_t q = 0; q < l; q++) {
+        ipu_matmul_chunk(m, g, i, q, t, &lo, &hi);
+        rows += hi - lo;
+    }
+    return rows;
+}
+
 int ipu_matmul_grid_cost(const ipu_profile *p, uint32_t budget, uint32_t m, uint32_t n, uint32_t k,
                          int in_dtype, int out_dtype, uint32_t members, uint32_t gm, uint32_t gn, uint32_t gk,
                          uint32_t gs, ipu_matmul_grid *out)

@@ -133,6 +133,9 @@ ipu_status ipu_matmul_input_home(ipu_ctx *ctx, const ipu_matmul_grid *g, const i
  * is chunk t of every sub-band.  Rows [*lo, *hi) of chunk (i, l, t). */
 void ipu_matmul_chunk(uint32_t m, const ipu_matmul_grid *g, uint32_t i, uint32_t l, uint32_t t, uint32_t *lo,
                       uint32_t *hi);
+/* Rows of piece t of band i in its chunks before chunk l (l = gk: the whole
+ * piece); where chunk l starts in the piece's partials. */
+uint32_t ipu_matmul_piece_rows(uint32_t m, const ipu_matmul_grid *g, uint32_t i, uint32_t l, uint32_t t);
 /* The A, B and result layouts of a grid (tiles from 0; tile (i, j, l) is
  * (i * gn + j) * gk + l).  With gk > 1 the result is reduced by row bands:
  * each row band i is split gk ways and sub-band l lives on tile (i, j, l). */
