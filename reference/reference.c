@@ -214,6 +214,19 @@ static void round_to_type(const ipu_ir_tensor *t, float *values, size_t n)
     }
 }
 
+/* A biased matmul's bias added to every row of its product: at device
+ * precision the product is rounded to the output's type first, as the
+ * device's GEMM writes it before the BIAS kernel reads it. */
+static void add_bias(const eval *e, const ipu_ir_tensor *t, const float *bias, float *out)
+{
+    if (e->rounded)
+        round_to_type(t, out, (size_t)elements(t));
+#pragma omp parallel for schedule(static) num_threads(e->threads) if (elements(t) >= PARALLEL_MIN)
+    for (int64_t r = 0; r < (int64_t)t->rows; r++)
+        for (uint32_t col = 0; col < t->cols; col++)
+            out[(size_t)r * t->cols + col] += bias[col];
+}
+
 /* One op on its input arrays a, b, c (as many as it takes) into out, rounded
  * to the output's type at device precision (e->rounded set). */
 static ipu_status compute(eval *e, const ipu_ir_op *op, const float *a, const float *b,
@@ -225,6 +238,7 @@ static ipu_status compute(eval *e, const ipu_ir_op *op, const float *a, const fl
     int mode = e->plan && e->rounded ? e->plan->attention[index] : IPU_REF_ATTENTION_FP32;
     const ipu_reference_blocks *blocks = e->plan && e->rounded ? &e->plan->matmuls[index] : NULL;
     const ipu_ir_tensor *ta = &g->tensors[op->in[0]];
+    int64_t second = op->kind == IPU_IR_ADD ? (int64_t)elements(&g->tensors[op->in[1]]) : 1;
     if (op->kind >= IPU_IR_LAYERNORM && (out == a || out == b || out == c))
         return IPU_FAIL(e->ctx, IPU_ERR_INVALID_ARGUMENT,
                         "reference: %s writes its own operand '%s'", ipu_ir_op_name(op->kind),
@@ -235,6 +249,8 @@ static ipu_status compute(eval *e, const ipu_ir_op *op, const float *a, const fl
             IPU_TRY(blocked_matmul(e, op, blocks, a, b, out));
         else
             IPU_TRY(matmul(e, op, a, b, out));
+        if (op->biased)
+            add_bias(e, &g->tensors[op->out], c, out);
         break;
     case IPU_IR_GELU:
 #pragma omp parallel for schedule(static) num_threads(e->threads) if (n >= PARALLEL_MIN)
@@ -244,7 +260,7 @@ static ipu_status compute(eval *e, const ipu_ir_op *op, const float *a, const fl
     case IPU_IR_ADD:
 #pragma omp parallel for schedule(static) num_threads(e->threads) if (n >= PARALLEL_MIN)
         for (int64_t i = 0; i < n; i++)
-            out[i] = a[i] + b[i];
+            out[i] = a[i] + b[i % second];
         break;
     case IPU_IR_LAYERNORM:
         IPU_TRY(ipu_reference_layernorm(e->ctx, a, b, c, op->epsilon, ta->rows, ta->cols,
@@ -276,7 +292,7 @@ static ipu_status run_op(eval *e, const ipu_ir_op *op, int64_t iteration)
 {
     const float *a = NULL, *b = NULL, *c = NULL;
     float *out = NULL;
-    int inputs = ipu_ir_op_arity(op->kind);
+    int inputs = ipu_ir_op_inputs(op);
     IPU_TRY(value(e, op->in[0], iteration, &a));
     if (inputs >= 2)
         IPU_TRY(value(e, op->in[1], iteration, &b));
@@ -408,7 +424,7 @@ ipu_status ipu_reference_device_op(ipu_ctx *ctx, const ipu_workload *w, size_t i
     if (index >= g->op_count)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "reference: op %zu of %zu", index, g->op_count);
     const ipu_ir_op *op = &g->ops[index];
-    for (int k = 0; k < ipu_ir_op_arity(op->kind); k++)
+    for (int k = 0; k < ipu_ir_op_inputs(op); k++)
         if (!inputs[k] || inputs[k] == out)
             return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                             "reference: op %zu (%s) needs input %d apart from its output", index,

@@ -148,7 +148,7 @@ static json_t *tensor_json(const ipu_ir_tensor *t)
 static json_t *op_json(const ipu_graph *g, const ipu_ir_op *op)
 {
     json_t *inputs = json_array();
-    for (int k = 0; inputs && k < ipu_ir_op_arity(op->kind); k++)
+    for (int k = 0; inputs && k < ipu_ir_op_inputs(op); k++)
         if (json_array_append_new(inputs, json_string(g->tensors[op->in[k]].name))) {
             json_decref(inputs);
             inputs = NULL;

@@ -177,7 +177,7 @@ static ipu_status compare(checker *k, uint32_t op, uint32_t phase, uint32_t iter
     float *got = k->latest[o->out];
     const float *inputs[3] = {NULL, NULL, NULL};
     int ready = 1;
-    for (int i = 0; i < ipu_ir_op_arity(o->kind); i++)
+    for (int i = 0; i < ipu_ir_op_inputs(o); i++)
         ready &= (inputs[i] = input_value(k, op, o->in[i], iteration)) != NULL;
     if (ready)
         IPU_TRY(ipu_reference_device_op(k->ctx, k->w, op, &k->plan, inputs, k->expected));

@@ -1,30 +1,37 @@
-/* vit.c: the SigLIP (so400m-sized) vision transformer workload.  The input
- * is the patch embeddings x [B*T x C] in FP16 (the host does the patch
- * projection; T = 729 tokens, C = 1152 = 16 heads x 72); `layers` (27)
- * pre-LayerNorm blocks, without biases,
- *     h  = x + attention(LN1(x) . Wqkv) . Wo
- *     x' = h + gelu(LN2(h) . W1) . W2          (MLP C -> 4304 -> C)
+/* vit.c: the SigLIP (so400m patch14-384-sized) vision transformer
+ * workload.  Its input (option "input") is either the patch embeddings
+ * x [B*T x C] in FP16 ("embeddings", the default: the host did the patch
+ * projection) or the pixel patches [B*T x 588] in FP16 ("patches": 14 x 14
+ * x 3 values per token), which the patch projection x = patches . Wp + bp
+ * and the learned position embedding (x += pos, pos [T x C] added to every
+ * image) turn into x on the device; T = 729 tokens, C = 1152 = 16 heads x
+ * 72.  Then `layers` (27) pre-LayerNorm blocks with SigLIP's biases,
+ *     h  = x + attention(LN1(x) . Wqkv + bqkv) . Wo + bo
+ *     x' = h + (gelu(LN2(h) . W1 + b1) . W2 + b2)      (MLP C -> 4304 -> C)
  * are one Repeat whose carried tensor is the residual stream and whose
- * parameters (LN1/LN2 gamma and beta, Wqkv [C x 3C] fused as [q | k | v],
- * Wo, W1, W2) are sequences of `layers` members.  After it: the final
- * LayerNorm and SigLIP's MAP head, written as ordinary ops around the
- * MAP_POOL op (one shared query attending over each image's tokens):
- * q = probe . Wq, [k | v] = x . Wkv (Wkv [C x 2C] fused), pooled =
- * MAP_POOL(q, [k | v]), a = pooled . Wo, y = a + gelu(LN(a) . W1) . W2:
- * the output "embedding" [B x C], one row per image.  LayerNorm epsilon is
- * 1e-6.  Types: weights and the probe F143 with scale -4; activations FP16;
- * LayerNorm parameters FP16.  FP8 GEMMs take both operands in FP8, so every
- * activation feeding a GEMM is cast first to F143 with scale -2 (the MLP
- * workload's pattern and scale: values up to 112, normal down to 2^-8; at
- * full size, over the first 3 layers, LayerNorm and GELU outputs reach
- * about 6 and attention outputs about 1.4 with medians 0.08 to 0.3; under 3%
- * fall below 2^-8).  Values: inputs and the probe N(0, 1); weights
- * N(0, 1/sqrt(fan-in)); LayerNorm gammas 1 + N(0, 0.1) and betas N(0, 0.1);
- * counter-based per tensor as the MLP's, so they do not depend on the thread
- * count.  "vit-small" is the same network sized for a 64-tile device: 3
- * layers, width 256 (4 heads x 64), MLP 1024, 729 tokens by default (the
- * full width's weights, 46 MB for 3 layers and the head, cannot fit in 64
- * tiles' 37.5 MB of budget).
+ * parameters (LN1/LN2 gamma and beta, Wqkv [C x 3C] fused as [q | k | v]
+ * with its bias, Wo, W1, W2 and their biases) are sequences of `layers`
+ * members.  After it: the final LayerNorm and SigLIP's MAP head, written as
+ * ordinary ops around the MAP_POOL op (one shared query attending over each
+ * image's tokens): q = probe . Wq + bq, [k | v] = x . Wkv + bkv (Wkv
+ * [C x 2C] fused), pooled = MAP_POOL(q, [k | v]), a = pooled . Wo + bo,
+ * y = a + (gelu(LN(a) . W1 + b1) . W2 + b2): the output "embedding"
+ * [B x C], one row per image.  Every bias is a biased matmul's [1 x N]
+ * FP16 parameter, named after its weight ("wqkv_bias").  LayerNorm epsilon
+ * is 1e-6.  Types: weights and the probe F143 with scale -4; activations,
+ * biases and the position embedding FP16; LayerNorm parameters FP16.  FP8
+ * GEMMs take both operands in FP8, so every activation feeding a GEMM is
+ * cast first to F143 with scale -2 (the MLP workload's pattern and scale:
+ * values up to 112, normal down to 2^-8; at full size, over the first 3
+ * layers, LayerNorm and GELU outputs reach about 6 and attention outputs
+ * about 1.4 with medians 0.08 to 0.3; under 3% fall below 2^-8).  Values:
+ * inputs (embeddings or patches) and the probe N(0, 1); weights N(0,
+ * 1/sqrt(fan-in)); LayerNorm gammas 1 + N(0, 0.1), betas and biases
+ * N(0, 0.1); the position embedding N(0, 0.5); counter-based per tensor as
+ * the MLP's, so they do not depend on the thread count.  "vit-small" is the
+ * same network sized for a 64-tile device: 3 layers, width 256 (4 heads x
+ * 64), MLP 1024, 729 tokens by default (the full width's weights, 46 MB
+ * for 3 layers and the head, cannot fit in 64 tiles' 37.5 MB of budget).
  */
 #include <math.h>
 #include <stdio.h>
@@ -37,14 +44,17 @@
 #define LN_EPSILON 1e-6f
 #define WEIGHT_SCALE -4
 #define ACT_SCALE -2
+/* Pixel values per patch: 14 x 14 pixels x 3 channels. */
+#define PATCH_PIXELS (14 * 14 * 3)
 
 typedef struct vit_options {
     uint32_t batch, layers, tokens, channels, hidden, heads, head_dim;
+    int patches; /* option "input": "patches" (else "embeddings") */
     uint64_t seed;
 } vit_options;
 
-static const char *const KNOWN[] = {"batch",  "layers", "seed",  "tokens",
-                                    "channels", "hidden", "heads", "head_dim"};
+static const char *const KNOWN[] = {"batch",  "layers", "seed",  "tokens", "channels",
+                                    "hidden", "heads",  "head_dim", "input"};
 
 static ipu_status parse(ipu_ctx *ctx, const char *name, const json_t *o, vit_options *m)
 {
@@ -60,7 +70,7 @@ static ipu_status parse(ipu_ctx *ctx, const char *name, const json_t *o, vit_opt
         if (k == sizeof KNOWN / sizeof *KNOWN)
             return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                             "%s options: unknown option '%s' (expected batch, layers, seed, "
-                            "tokens, channels, hidden, heads or head_dim)",
+                            "tokens, channels, hidden, heads, head_dim or input)",
                             name, key);
     }
     int small = strcmp(name, "vit-small") == 0;
@@ -87,6 +97,13 @@ static ipu_status parse(ipu_ctx *ctx, const char *name, const json_t *o, vit_opt
     if (seed && (!json_is_integer(seed) || json_integer_value(seed) < 0))
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "--seed: expected a non-negative integer");
     m->seed = seed ? (uint64_t)json_integer_value(seed) : 0;
+    json_t *input = json_object_get(o, "input");
+    const char *kind = json_string_value(input);
+    if (input && (!kind || (strcmp(kind, "embeddings") && strcmp(kind, "patches"))))
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "--input: expected embeddings or patches, got %s%s%s", kind ? "'" : "a non-string",
+                        kind ? kind : "", kind ? "'" : "");
+    m->patches = kind && strcmp(kind, "patches") == 0;
     return IPU_OK;
 }
 
@@ -119,8 +136,25 @@ static ipu_status to_f8(builder *b, const char *name, uint32_t x, uint32_t *out)
     return ipu_graph_op(b->ctx, b->g, IPU_IR_CAST, x, 0, *out);
 }
 
-/* out = LN(x; gamma, beta) cast to F8, then . w: the pre-norm GEMM pattern
- * (tensors <prefix>_ln, <prefix>_ln_f8 and out_name). */
+/* The bias of weight w: [1 x N] FP16, "<w>_bias", with w's members. */
+static ipu_status bias_of(builder *b, uint32_t w, uint32_t *id)
+{
+    char name[IPU_IR_NAME];
+    const ipu_ir_tensor *t = &b->g->tensors[w];
+    snprintf(name, sizeof name, "%.58s_bias", t->name);
+    return param(b, name, 1, t->cols, IPU_DT_F16, t->sequence, id);
+}
+
+/* out = x . w + w's bias (a new parameter). */
+static ipu_status biased(builder *b, uint32_t x, uint32_t w, uint32_t out)
+{
+    uint32_t bias;
+    IPU_TRY(bias_of(b, w, &bias));
+    return ipu_graph_matmul_bias(b->ctx, b->g, x, w, bias, out);
+}
+
+/* out = LN(x; gamma, beta) cast to F8, then . w + bias: the pre-norm GEMM
+ * pattern (tensors <prefix>_ln, <prefix>_ln_f8 and out_name). */
 static ipu_status norm_matmul(builder *b, const char *prefix, uint32_t x, uint32_t gamma,
                               uint32_t beta, uint32_t w, const char *out_name, uint32_t *ln,
                               uint32_t *out)
@@ -134,10 +168,10 @@ static ipu_status norm_matmul(builder *b, const char *prefix, uint32_t x, uint32
     snprintf(name, sizeof name, "%s_ln_f8", prefix);
     IPU_TRY(to_f8(b, name, *ln, &ln8));
     IPU_TRY(act(b, out_name, rows, out_cols, out));
-    return ipu_graph_op(b->ctx, b->g, IPU_IR_MATMUL, ln8, w, *out);
+    return biased(b, ln8, w, *out);
 }
 
-/* out = x + gelu(LN(x) . w1) . w2 (out may be an output tensor). */
+/* out = x + (gelu(LN(x) . w1 + b1) . w2 + b2) (out may be an output tensor). */
 static ipu_status mlp_block(builder *b, const char *prefix, uint32_t x, uint32_t gamma,
                             uint32_t beta, uint32_t w1, uint32_t w2, uint32_t out)
 {
@@ -153,7 +187,7 @@ static ipu_status mlp_block(builder *b, const char *prefix, uint32_t x, uint32_t
     IPU_TRY(to_f8(b, name, gl, &gl8));
     snprintf(name, sizeof name, "%s_out", prefix);
     IPU_TRY(act(b, name, rows, cols, &mlp));
-    IPU_TRY(ipu_graph_op(b->ctx, b->g, IPU_IR_MATMUL, gl8, w2, mlp));
+    IPU_TRY(biased(b, gl8, w2, mlp));
     return ipu_graph_op(b->ctx, b->g, IPU_IR_ADD, x, mlp, out);
 }
 
@@ -162,7 +196,20 @@ static ipu_status build_graph(ipu_ctx *ctx, const vit_options *m, ipu_graph *g)
     builder bb = {ctx, g}, *b = &bb;
     uint32_t R = m->batch * m->tokens, C = m->channels, H = m->hidden, L = m->layers;
     uint32_t x_in, x, ln1_g, ln1_b, wqkv, wo, ln2_g, ln2_b, w1, w2;
-    IPU_TRY(ipu_graph_tensor(ctx, g, "x", R, C, IPU_DT_F16, 0, IPU_ROLE_INPUT, &x_in));
+    if (m->patches) {
+        /* x = patches . Wp + bp + pos (pos added to every image's rows). */
+        uint32_t patches, patches8, wp, embedded, pos;
+        IPU_TRY(ipu_graph_tensor(ctx, g, "patches", R, PATCH_PIXELS, IPU_DT_F16, 0, IPU_ROLE_INPUT, &patches));
+        IPU_TRY(to_f8(b, "patches_f8", patches, &patches8));
+        IPU_TRY(param(b, "patch_w", PATCH_PIXELS, C, IPU_DT_F143, 1, &wp));
+        IPU_TRY(act(b, "patch_embedded", R, C, &embedded));
+        IPU_TRY(biased(b, patches8, wp, embedded));
+        IPU_TRY(param(b, "pos_embedding", m->tokens, C, IPU_DT_F16, 1, &pos));
+        IPU_TRY(act(b, "x", R, C, &x_in));
+        IPU_TRY(ipu_graph_op(ctx, g, IPU_IR_ADD, embedded, pos, x_in));
+    } else {
+        IPU_TRY(ipu_graph_tensor(ctx, g, "x", R, C, IPU_DT_F16, 0, IPU_ROLE_INPUT, &x_in));
+    }
     IPU_TRY(param(b, "ln1_gamma", 1, C, IPU_DT_F16, L, &ln1_g));
     IPU_TRY(param(b, "ln1_beta", 1, C, IPU_DT_F16, L, &ln1_b));
     IPU_TRY(param(b, "wqkv", C, 3 * C, IPU_DT_F143, L, &wqkv));
@@ -173,14 +220,14 @@ static ipu_status build_graph(ipu_ctx *ctx, const vit_options *m, ipu_graph *g)
     IPU_TRY(param(b, "w2", H, C, IPU_DT_F143, L, &w2));
     IPU_TRY(act(b, "residual", R, C, &x));
 
-    /* The layer body: h = x + attention(LN1(x) . Wqkv) . Wo; x' = MLP block. */
+    /* The layer body: h = x + attention(LN1(x) . Wqkv + bqkv) . Wo + bo; x' = MLP block. */
     uint32_t first = (uint32_t)g->op_count, ln1, qkv, att, att8, proj, h, x_next;
     IPU_TRY(norm_matmul(b, "attn", x, ln1_g, ln1_b, wqkv, "attn_qkv", &ln1, &qkv));
     IPU_TRY(act(b, "attn_heads", R, C, &att));
     IPU_TRY(ipu_graph_attention(ctx, g, qkv, m->tokens, m->heads, m->head_dim, att));
     IPU_TRY(to_f8(b, "attn_heads_f8", att, &att8));
     IPU_TRY(act(b, "attn_out", R, C, &proj));
-    IPU_TRY(ipu_graph_op(ctx, g, IPU_IR_MATMUL, att8, wo, proj));
+    IPU_TRY(biased(b, att8, wo, proj));
     IPU_TRY(act(b, "attn_residual", R, C, &h));
     IPU_TRY(ipu_graph_op(ctx, g, IPU_IR_ADD, x, proj, h));
     IPU_TRY(act(b, "block_out", R, C, &x_next));
@@ -202,12 +249,12 @@ static ipu_status build_graph(ipu_ctx *ctx, const vit_options *m, ipu_graph *g)
     uint32_t post, kv, q, pooled, pooled8, pooled_out, y;
     IPU_TRY(norm_matmul(b, "post", x_next, post_g, post_b, wkv, "map_kv", &post, &kv));
     IPU_TRY(act(b, "map_q", 1, C, &q));
-    IPU_TRY(ipu_graph_op(ctx, g, IPU_IR_MATMUL, probe, wq, q));
+    IPU_TRY(biased(b, probe, wq, q));
     IPU_TRY(act(b, "map_pooled", m->batch, C, &pooled));
     IPU_TRY(ipu_graph_map_pool(ctx, g, q, kv, m->tokens, m->heads, m->head_dim, pooled));
     IPU_TRY(to_f8(b, "map_pooled_f8", pooled, &pooled8));
     IPU_TRY(act(b, "map_attn", m->batch, C, &pooled_out));
-    IPU_TRY(ipu_graph_op(ctx, g, IPU_IR_MATMUL, pooled8, map_wo, pooled_out));
+    IPU_TRY(biased(b, pooled8, map_wo, pooled_out));
     IPU_TRY(ipu_graph_tensor(ctx, g, "embedding", m->batch, C, IPU_DT_F16, 0, IPU_ROLE_OUTPUT, &y));
     IPU_TRY(mlp_block(b, "map_mlp", pooled_out, map_g, map_b, map_w1, map_w2, y));
     return ipu_graph_validate(ctx, g);
@@ -219,15 +266,18 @@ static int ends_with(const char *s, const char *suffix)
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
-/* Values per the file comment: LayerNorm gammas around 1, betas around 0,
- * the probe standard normal, weights 1/sqrt(fan-in), inputs standard normal. */
+/* Values per the file comment: LayerNorm gammas around 1, betas and biases
+ * around 0, the probe standard normal, the position embedding N(0, 0.5),
+ * weights 1/sqrt(fan-in), inputs standard normal. */
 static void vit_values(const ipu_ir_tensor *t, float *scale, float *offset)
 {
     ipu_default_values(t, scale, offset);
     if (ends_with(t->name, "_gamma"))
         *scale = 0.1f, *offset = 1.0f;
-    else if (ends_with(t->name, "_beta"))
+    else if (ends_with(t->name, "_beta") || ends_with(t->name, "_bias"))
         *scale = 0.1f;
+    else if (strcmp(t->name, "pos_embedding") == 0)
+        *scale = 0.5f;
     else if (strcmp(t->name, "map_probe") == 0)
         *scale = 1.0f;
 }

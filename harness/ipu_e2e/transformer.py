@@ -27,7 +27,7 @@ SHARED = ("batch", "memory_budget", "search_budget", "catalogue_budget", "fronti
           "memory_profile_directory", "tokens", "channels", "hidden")
 # Flags of one family, with the value they take when not given (None: the engine's default).
 ONLY = {"mlp": {"precision": "fp8", "blocks": 1},
-        "vit": {"layers": None, "heads": None, "head_dim": None, "attention": "auto"}}
+        "vit": {"layers": None, "heads": None, "head_dim": None, "input": None, "attention": "auto"}}
 FLAGS = SHARED + tuple(name for flags in ONLY.values() for name in flags)
 # The flags that shape the package (the rest check or report it).
 BUILD_FLAGS = ("batch", "memory_budget", "search_budget", "catalogue_budget", "frontier_cap", "catalogue_group",
@@ -150,6 +150,10 @@ def add_arguments(p):
                      help="attention heads (default: the workload's)")
     vit.add_argument("--head-dim", type=positive_int, default=None, metavar="N",
                      help="width of one head (default: the workload's)")
+    vit.add_argument("--input", choices=("embeddings", "patches"), default=None,
+                     help="what the host feeds: embeddings (x [tokens x channels], the default) or "
+                          "patches (14x14x3 pixel values per token, [tokens x 588]: the patch projection "
+                          "with its bias and the position embedding run on the device)")
     vit.add_argument("--attention", choices=ATTENTION_MODES, default=None,
                      help="attention implementation: flash (key blocks, running softmax), materialized "
                           "(whole score rows) or auto (the planner's choice; default)")
@@ -182,7 +186,7 @@ def check_flags(args, defaults):
 def options(args):
     """The workload options: the workload, batch and seed, and the geometry the user gave."""
     names = ("tokens", "channels", "hidden") + (
-        ("precision", "blocks") if family(args.workload) == "mlp" else ("layers", "heads", "head_dim"))
+        ("precision", "blocks") if family(args.workload) == "mlp" else ("layers", "heads", "head_dim", "input"))
     given = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
     return {"workload": args.workload, "batch": args.batch, "seed": args.seed, **given}
 

@@ -49,6 +49,13 @@ ipu_status ipu_graph_op(ipu_ctx *ctx, ipu_graph *g, int kind, uint32_t in0, uint
     return ipu_graph_add_op(ctx, g, &op);
 }
 
+ipu_status ipu_graph_matmul_bias(ipu_ctx *ctx, ipu_graph *g, uint32_t a, uint32_t w, uint32_t bias,
+                                 uint32_t out)
+{
+    ipu_ir_op op = {.kind = IPU_IR_MATMUL, .in = {a, w, bias}, .out = out, .biased = 1};
+    return ipu_graph_add_op(ctx, g, &op);
+}
+
 ipu_status ipu_graph_layernorm(ipu_ctx *ctx, ipu_graph *g, uint32_t x, uint32_t gamma,
                                uint32_t beta, float epsilon, uint32_t out)
 {
@@ -91,6 +98,11 @@ int ipu_ir_op_arity(int kind)
     return kind >= 0 && kind < IPU_IR_KIND_COUNT ? inputs[kind] : 0;
 }
 
+int ipu_ir_op_inputs(const ipu_ir_op *op)
+{
+    return ipu_ir_op_arity(op->kind) + (op->kind == IPU_IR_MATMUL && op->biased);
+}
+
 static int f16_or_f32(int dtype) { return dtype == IPU_DT_F16 || dtype == IPU_DT_F32; }
 
 /* The shapes of a LayerNorm, attention or MAP pooling op (in[] in range). */
@@ -126,7 +138,10 @@ ipu_status ipu_graph_validate(ipu_ctx *ctx, const ipu_graph *g)
         const ipu_ir_op *op = &g->ops[i];
         if (op->kind < 0 || op->kind >= IPU_IR_KIND_COUNT)
             return BAD("op %zu has unknown kind %d", i, op->kind);
-        int inputs = ipu_ir_op_arity(op->kind);
+        if (op->biased && op->kind != IPU_IR_MATMUL)
+            return BAD("op %zu (%s) is marked biased, which only a matmul may be", i,
+                       ipu_ir_op_name(op->kind));
+        int inputs = ipu_ir_op_inputs(op);
         for (int k = 0; k < inputs; k++)
             if (op->in[k] >= g->tensor_count)
                 return BAD("op %zu (%s) reads tensor %u of %zu", i, ipu_ir_op_name(op->kind),
@@ -136,7 +151,7 @@ ipu_status ipu_graph_validate(ipu_ctx *ctx, const ipu_graph *g)
                        g->tensor_count);
         const ipu_ir_tensor *a = &g->tensors[op->in[0]], *o = &g->tensors[op->out];
         const ipu_ir_tensor *b = inputs >= 2 ? &g->tensors[op->in[1]] : NULL;
-        const ipu_ir_tensor *c = inputs >= 3 ? &g->tensors[op->in[2]] : NULL;
+        const ipu_ir_tensor *c = inputs >= 3 && op->kind != IPU_IR_MATMUL ? &g->tensors[op->in[2]] : NULL;
         if (o->role == IPU_ROLE_INPUT || o->role == IPU_ROLE_PARAM)
             return BAD("op %zu (%s) writes %s '%s', which is read-only", i,
                        ipu_ir_op_name(op->kind), o->role == IPU_ROLE_INPUT ? "input" : "parameter",
@@ -146,9 +161,11 @@ ipu_status ipu_graph_validate(ipu_ctx *ctx, const ipu_graph *g)
             shape_ok = a->cols == b->rows && o->rows == a->rows && o->cols == b->cols;
         else if (op->kind >= IPU_IR_LAYERNORM)
             shape_ok = transformer_shapes_ok(g, op);
+        else if (op->kind == IPU_IR_ADD)
+            shape_ok = o->rows == a->rows && o->cols == a->cols && b->cols == a->cols &&
+                       a->rows % b->rows == 0;
         else
-            shape_ok = o->rows == a->rows && o->cols == a->cols &&
-                       (!b || (b->rows == a->rows && b->cols == a->cols));
+            shape_ok = o->rows == a->rows && o->cols == a->cols;
         if (!shape_ok)
             return BAD("op %zu (%s): shapes %ux%u%s -> %ux%u do not agree%s", i,
                        ipu_ir_op_name(op->kind), a->rows, a->cols, b ? " and others" : "", o->rows,
@@ -164,6 +181,12 @@ ipu_status ipu_graph_validate(ipu_ctx *ctx, const ipu_graph *g)
                 return BAD("op %zu (matmul): inputs %s x %s -> %s is not an AMP combination "
                            "(both FP8 or both FP16 in; FP16 or FP32 out)",
                            i, ipu_dtype_name(a->dtype), ipu_dtype_name(b->dtype),
+                           ipu_dtype_name(o->dtype));
+            const ipu_ir_tensor *bias = op->biased ? &g->tensors[op->in[2]] : NULL;
+            if (bias && (bias->rows != 1 || bias->cols != o->cols || bias->dtype != o->dtype))
+                return BAD("op %zu (matmul): bias '%s' is %ux%u %s; expected 1x%u %s (the output's "
+                           "columns and type)",
+                           i, bias->name, bias->rows, bias->cols, ipu_dtype_name(bias->dtype), o->cols,
                            ipu_dtype_name(o->dtype));
         } else if (op->kind != IPU_IR_CAST &&
                    (o->dtype != a->dtype || (b && b->dtype != a->dtype) ||
@@ -206,7 +229,7 @@ uint32_t ipu_ir_homing_op(const ipu_graph *g, uint32_t t)
         if (g->ops[i].out == t)
             return (uint32_t)i;
     for (size_t i = 0; i < g->op_count; i++)
-        for (int k = 0; k < ipu_ir_op_arity(g->ops[i].kind); k++)
+        for (int k = 0; k < ipu_ir_op_inputs(&g->ops[i]); k++)
             if (g->ops[i].in[k] == t)
                 return (uint32_t)i;
     return UINT32_MAX;

@@ -4,7 +4,8 @@
  * ops LayerNorm, attention and MAP pooling (defined at ipu_op_kind: every
  * `seq` consecutive rows are one image, so a batch is B * seq rows and
  * attention never crosses images).  An op reads up to three inputs (in[0],
- * in[1], in[2]; ipu_ir_op_arity says how many).  A graph may hold one Repeat
+ * in[1], in[2]; ipu_ir_op_inputs says how many: a biased matmul reads its
+ * bias as the third).  A graph may hold one Repeat
  * region: its body ops run `iterations` times; parameters used in the body
  * are sequences with one member per iteration; a carried tensor is read by
  * the body and rewritten at the end of every iteration (its initial value is
@@ -25,9 +26,13 @@ typedef enum ipu_role {
 } ipu_role;
 
 typedef enum ipu_op_kind {
-    IPU_IR_MATMUL = 0, /* out = in0 [M x K] . in1 [K x N] */
-    IPU_IR_GELU = 1,   /* out = gelu(in0) */
-    IPU_IR_ADD = 2,    /* out = in0 + in1 */
+    /* out = in0 [M x K] . in1 [K x N]; a biased matmul then adds in2 [1 x N]
+     * (out's type) to every row: out = round(round(in0 . in1) + in2). */
+    IPU_IR_MATMUL = 0,
+    IPU_IR_GELU = 1, /* out = gelu(in0) */
+    /* out = in0 + in1; in1 may have fewer rows P (R a multiple of P): row r
+     * of in0 adds row r mod P (a position embedding added to every image). */
+    IPU_IR_ADD = 2,
     IPU_IR_CAST = 3,   /* out = in0 converted to out's type and scale */
     IPU_IR_COPY = 4,   /* out = in0 */
     /* out [R x C] = LayerNorm of each row of in0 [R x C] with gamma in1 [1 x C]
@@ -63,8 +68,9 @@ typedef struct ipu_ir_tensor {
 
 typedef struct ipu_ir_op {
     int kind;
-    uint32_t in[3]; /* ipu_ir_op_arity(kind) inputs; unused ones are 0 */
+    uint32_t in[3]; /* ipu_ir_op_inputs(op) inputs; unused ones are 0 */
     uint32_t out;
+    int biased;               /* MATMUL: in[2] is a bias */
     float epsilon;            /* LAYERNORM */
     uint32_t heads, head_dim; /* ATTENTION, MAP_POOL */
     uint32_t seq;             /* ATTENTION, MAP_POOL: rows of one image */
@@ -93,6 +99,9 @@ ipu_status ipu_graph_tensor(ipu_ctx *ctx, ipu_graph *g, const char *name, uint32
 /* A matmul, GELU, add, cast or copy (in1 is ignored by one-input kinds). */
 ipu_status ipu_graph_op(ipu_ctx *ctx, ipu_graph *g, int kind, uint32_t in0, uint32_t in1,
                         uint32_t out);
+/* out = a . w + bias (bias [1 x N] in out's type). */
+ipu_status ipu_graph_matmul_bias(ipu_ctx *ctx, ipu_graph *g, uint32_t a, uint32_t w, uint32_t bias,
+                                 uint32_t out);
 /* Any op, its fields as given (checked by ipu_graph_validate). */
 ipu_status ipu_graph_add_op(ipu_ctx *ctx, ipu_graph *g, const ipu_ir_op *op);
 ipu_status ipu_graph_layernorm(ipu_ctx *ctx, ipu_graph *g, uint32_t x, uint32_t gamma,
@@ -106,8 +115,10 @@ ipu_status ipu_graph_validate(ipu_ctx *ctx, const ipu_graph *g);
 /* Bytes of one member of a tensor on the host (rows * cols * element size). */
 uint64_t ipu_ir_tensor_bytes(const ipu_ir_tensor *t);
 const char *ipu_ir_op_name(int kind);
-/* The number of inputs an op kind reads (0 for an unknown kind). */
+/* The number of inputs an op kind reads (0 for an unknown kind), and the
+ * number this op reads (its kind's, plus a matmul's bias). */
 int ipu_ir_op_arity(int kind);
+int ipu_ir_op_inputs(const ipu_ir_op *op);
 /* The op that gives tensor t its home: its producer, else its first reader
  * (graph inputs, parameters and the carried value are homed where they are
  * first needed); UINT32_MAX when no op touches it. */

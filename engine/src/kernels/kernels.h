@@ -38,14 +38,15 @@ typedef enum ipu_kernel_entry {
     IPU_K_FROM_PANELS = 14,     /* src, dst, rows, k, dtype, ld, flags: panels -> row-major */
     IPU_K_GEMM_PANELS_F16 = 15, /* a, b, c, m, n, k, out_type, flags, ldc (panel operands) */
     IPU_K_GEMM_PANELS_F8 = 16,  /* a, b, c, m, n, k, in_types, scales, out_type, flags, ldc */
-    IPU_K_ENTRY_END = 17
+    IPU_K_BIAS = 17,            /* x, bias, rows, cols, ld, type (f16|f32): x[r][c] += bias[c] in place */
+    IPU_K_ENTRY_END = 18
 } ipu_kernel_entry;
 
 /* Worker bodies, shared by the entry points built on them (append-only). */
 typedef enum ipu_kernel_body {
     IPU_BODY_NONE = 0,
     IPU_BODY_MEMORY = 1,  /* fill, copy */
-    IPU_BODY_VECTOR = 2,  /* cast, add, gelu */
+    IPU_BODY_VECTOR = 2,  /* cast, add, gelu, bias */
     IPU_BODY_AMP = 3,     /* the GEMMs */
     IPU_BODY_REDUCE = 4,  /* normalization */
     IPU_BODY_ATTENTION = 5,

@@ -1,6 +1,7 @@
 /* kernels_basic.c: memory and vector kernels: fill, copy, cast between all
- * element types (with FP8 scales), add and GELU (tanh approximation, the
- * shared numerics' definition).  Vector kernels move one 64-bit operation
+ * element types (with FP8 scales), add, GELU (tanh approximation, the
+ * shared numerics' definition) and a bias row added in place to every row
+ * of a block (a biased matmul's epilogue).  Vector kernels move one 64-bit operation
  * per cycle; memory kernels 8 bytes per cycle (profile rates).
  */
 #include <string.h>
@@ -47,6 +48,20 @@ static const char *describe_add(ipu_kernel_call *call)
     return NULL;
 }
 
+static const char *describe_bias(ipu_kernel_call *call)
+{
+    const uint32_t *a = call->args;
+    if (a[5] != IPU_DT_F32 && a[5] != IPU_DT_F16)
+        return "bias type must be f32 or f16";
+    if (a[4] < a[3])
+        return "bias row stride is shorter than a row";
+    size_t elem = ipu_dtype_size((int)a[5]);
+    uint64_t rows = a[2] ? (uint64_t)(a[2] - 1) * a[4] + a[3] : 0;
+    ipu_kernel_operand(call, "x", a[0], rows * elem, 8, IPU_ACCESS_READ | IPU_ACCESS_WRITE);
+    ipu_kernel_operand(call, "bias", a[1], (uint64_t)a[3] * elem, 8, IPU_ACCESS_READ);
+    return NULL;
+}
+
 static const char *describe_gelu(ipu_kernel_call *call)
 {
     const uint32_t *a = call->args;
@@ -81,6 +96,14 @@ static uint64_t cycles_add(const ipu_kernel_call *call, const ipu_profile *p)
     const uint32_t *a = call->args;
     return IPU_VERTEX_OVERHEAD +
            ipu_ceil_div((uint64_t)a[3] * ipu_dtype_size((int)a[4]), p->vector_bytes_per_cycle);
+}
+
+/* One vector pass over the rows, the bias row reloaded for each. */
+static uint64_t cycles_bias(const ipu_kernel_call *call, const ipu_profile *p)
+{
+    const uint32_t *a = call->args;
+    return IPU_VERTEX_OVERHEAD +
+           (uint64_t)a[2] * ipu_ceil_div((uint64_t)a[3] * ipu_dtype_size((int)a[5]), p->vector_bytes_per_cycle);
 }
 
 static uint64_t cycles_gelu(const ipu_kernel_call *call, const ipu_profile *p)
@@ -133,6 +156,15 @@ static void run_add(const ipu_kernel_call *call, uint8_t *const ptr[], float *sc
     ipu_num_add_run((int)call->args[4], ptr[0], ptr[1], ptr[2], call->args[3]);
 }
 
+static void run_bias(const ipu_kernel_call *call, uint8_t *const ptr[], float *scratch)
+{
+    (void)scratch;
+    const uint32_t *a = call->args;
+    size_t row = (size_t)a[4] * ipu_dtype_size((int)a[5]);
+    for (uint32_t r = 0; r < a[2]; r++)
+        ipu_num_add_run((int)a[5], ptr[0] + r * row, ptr[1], ptr[0] + r * row, a[3]);
+}
+
 static void run_gelu(const ipu_kernel_call *call, uint8_t *const ptr[], float *scratch)
 {
     (void)scratch;
@@ -153,6 +185,9 @@ static const ipu_kernel_def DEFS[] = {
     {IPU_K_GELU, "gelu", 4, 192, IPU_BODY_VECTOR, describe_gelu, cycles_gelu, NULL, run_gelu,
      "10 + 8 * ceil(count * element bytes / vector_bytes_per_cycle)",
      {0x60000, 0x62000, 2048, IPU_DT_F16}},
+    {IPU_K_BIAS, "bias", 6, 128, IPU_BODY_VECTOR, describe_bias, cycles_bias, NULL, run_bias,
+     "10 + rows * ceil(cols * element bytes / vector_bytes_per_cycle)",
+     {0x60000, 0x62000, 16, 128, 128, IPU_DT_F16}},
 };
 
 const ipu_kernel_family ipu_kernels_basic = {DEFS, sizeof DEFS / sizeof *DEFS};

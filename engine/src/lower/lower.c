@@ -320,6 +320,39 @@ ipu_status low_operand(lowering *L, size_t index, int slot, uint32_t tensor, con
     return IPU_OK;
 }
 
+ipu_status low_current_member(lowering *L, size_t index, int slot, const ipu_layout *l, const char *label,
+                              const uint32_t **ids)
+{
+    const ipu_ir_op *op = &L->g->ops[index];
+    uint32_t tensor = op->in[slot];
+    const ipu_ir_tensor *t = &L->g->tensors[tensor];
+    const ipu_layout *home = &L->plan->home[tensor];
+    const uint32_t *home_ids = low_home_ids(L, tensor);
+    uint32_t **own = &L->operands[index][slot];
+    char name[64];
+    snprintf(name, sizeof name, "%.40s@op%zu", t->name, index);
+    IPU_TRY(low_layout_buffers(L, l, tensor, 1, IPU_LOW_OPERAND, name, own));
+    size_t blocks = (size_t)home->row_parts * home->col_parts;
+    uint32_t *staging = ipu_calloc(L->ctx, blocks, sizeof *staging);
+    if (!staging)
+        return IPU_NO_MEMORY(L->ctx);
+    ipu_status status = low_begin_step(L, IPU_LOW_COMPUTE, label);
+    for (size_t b = 0; b < blocks && status == IPU_OK; b++) {
+        uint32_t i = (uint32_t)(b / home->col_parts), j = (uint32_t)(b % home->col_parts);
+        uint32_t bytes = ipu_layout_block_bytes(home, i, j), tile = ipu_layout_tile(home, i, j, 0);
+        snprintf(name, sizeof name, "%.40s.member", t->name);
+        status = low_new_buffer(L, tile, bytes, tensor, 0, 0, name, &staging[b]);
+        ipu_low_arg args[] = {BUF(home_ids[b], 0), BUF(staging[b], 0), LIT(bytes)};
+        if (status == IPU_OK)
+            status = low_emit_kernel(L, tile, IPU_K_COPY, 3, args, t->sequence > 1 ? 0 : -1, bytes);
+    }
+    if (status == IPU_OK)
+        status = low_redistribute(L, home, staging, l, *own, label);
+    free(staging);
+    *ids = *own;
+    return status;
+}
+
 /* ---- host streams ------------------------------------------------------ */
 
 static ipu_status add_stream(lowering *L, const char *name, uint32_t direction, uint64_t size,
@@ -475,6 +508,33 @@ uint32_t low_elements_per_row(const ipu_layout *l, uint32_t j)
     return ipu_layout_stride(l, l->col_bounds[j + 1] - l->col_bounds[j]) / l->elem;
 }
 
+/* An add's broadcast second input (fewer rows than the result) on its b
+ * layout: its home stacked to the result's rows, each copy read from the
+ * same buffers, redistributed in one step. */
+static ipu_status broadcast_operand(lowering *L, size_t index, const char *label, const uint32_t **ids)
+{
+    uint32_t tensor = L->g->ops[index].in[1];
+    const ipu_layout *home = &L->plan->home[tensor], *wanted = &L->plan->ops[index].b;
+    const uint32_t *home_ids = low_home_ids(L, tensor);
+    uint32_t copies = wanted->rows / home->rows, **own = &L->operands[index][1];
+    size_t blocks = (size_t)home->row_parts * home->col_parts;
+    char name[64];
+    snprintf(name, sizeof name, "%.40s@op%zu", L->g->tensors[tensor].name, index);
+    IPU_TRY(low_layout_buffers(L, wanted, tensor, 1, IPU_LOW_OPERAND, name, own));
+    ipu_layout stacked;
+    IPU_TRY(ipu_layout_stack_rows(L->ctx, &stacked, home, copies));
+    uint32_t *stacked_ids = ipu_malloc(L->ctx, blocks * copies * sizeof *stacked_ids);
+    ipu_status status = stacked_ids ? IPU_OK : IPU_NO_MEMORY(L->ctx);
+    for (size_t c = 0; status == IPU_OK && c < copies; c++)
+        memcpy(stacked_ids + c * blocks, home_ids, blocks * sizeof *stacked_ids);
+    if (status == IPU_OK)
+        status = low_redistribute(L, &stacked, stacked_ids, wanted, *own, label);
+    free(stacked_ids);
+    ipu_layout_free(&stacked);
+    *ids = *own;
+    return status;
+}
+
 static ipu_status lower_elementwise(lowering *L, size_t index)
 {
     const ipu_graph *g = L->g;
@@ -485,7 +545,9 @@ static ipu_status lower_elementwise(lowering *L, size_t index)
     const uint32_t *in2_ids = NULL;
     char label[64];
     snprintf(label, sizeof label, "op%zu %s %.40s", index, ipu_ir_op_name(op->kind), to->name);
-    if (op->kind == IPU_IR_ADD)
+    if (op->kind == IPU_IR_ADD && g->tensors[op->in[1]].rows < to->rows)
+        IPU_TRY(broadcast_operand(L, index, label, &in2_ids));
+    else if (op->kind == IPU_IR_ADD)
         IPU_TRY(low_operand(L, index, 1, op->in[1], &L->plan->ops[index].b, label, &in2_ids));
     IPU_TRY(low_begin_step(L, IPU_LOW_COMPUTE, label));
     /* Injected: every block of this add reads its first input twice. */
@@ -669,10 +731,12 @@ static ipu_status lower_program(lowering *L)
     const ipu_ir_repeat *r = &g->repeat;
     ipu_low_program *prog = L->prog;
     /* Buffers of every home layout.  The carried value's initial tensor lands
-     * directly in the carried tensor's storage, unless it is a parameter:
-     * the body rewrites that storage, so a parameter keeps its own and is
-     * copied in before the body. */
-    int alias = r->iterations && g->tensors[r->carried_init].role != IPU_ROLE_PARAM;
+     * directly in the carried tensor's storage when it has the carried
+     * tensor's home, unless it is a parameter (the body rewrites that
+     * storage, so a parameter keeps its own); otherwise it is copied in
+     * before the body. */
+    int alias = r->iterations && g->tensors[r->carried_init].role != IPU_ROLE_PARAM &&
+                ipu_layout_same(&L->plan->home[r->carried_init], &L->plan->home[r->carried]);
     for (size_t t = 0; t < g->tensor_count; t++) {
         if (alias && t == r->carried_init)
             continue;

@@ -51,6 +51,13 @@ uint32_t low_elements_per_row(const ipu_layout *l, uint32_t j);
 ipu_status low_operand(lowering *L, size_t index, int slot, uint32_t tensor, const ipu_layout *l,
                        const char *label, const uint32_t **ids);
 
+/* The current member of parameter in[slot] of op index (a row parameter
+ * homed thinly, ipu_plan_row_param_home) on operand layout l: a copy on each
+ * home tile takes the member into staging (its source advances one member
+ * per Repeat iteration), and one multicast step delivers it. */
+ipu_status low_current_member(lowering *L, size_t index, int slot, const ipu_layout *l, const char *label,
+                              const uint32_t **ids);
+
 ipu_status ipu_lower_matmul(lowering *L, size_t index);
 ipu_status ipu_lower_layernorm(lowering *L, size_t index);
 ipu_status ipu_lower_attention(lowering *L, size_t index);

@@ -16,6 +16,9 @@
  * is computed, so placement gives the next piece the same bytes; each tile
  * runs one GEMM per chunk, into its result rows (gk = 1) or the piece's
  * partials; the piece's partials are reduced as above, chunk l to owner l.
+ *
+ * A biased matmul then adds the bias's current member to every result
+ * block in place (plan.c's plan_bias).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -295,6 +298,26 @@ static ipu_status reduce_piece(matmul_lowering *M, uint32_t t, const uint32_t *p
     return status;
 }
 
+/* A biased matmul's epilogue: the bias's current member comes to every
+ * result block's tile, then one in-place BIAS call per block. */
+static ipu_status add_bias(matmul_lowering *M, const char *label)
+{
+    lowering *L = M->L;
+    const ipu_layout *c = M->home_c;
+    const uint32_t *bias_ids, *c_ids = low_home_ids(L, L->g->ops[M->index].out);
+    IPU_TRY(low_current_member(L, M->index, 2, &M->o->bias, label, &bias_ids));
+    IPU_TRY(low_begin_step(L, IPU_LOW_COMPUTE, label));
+    for (uint32_t i = 0; i < c->row_parts; i++)
+        for (uint32_t j = 0; j < c->col_parts; j++) {
+            size_t b = (size_t)i * c->col_parts + j;
+            ipu_low_arg args[] = {BUF(c_ids[b], 0), BUF(bias_ids[b], 0), LIT(c->row_bounds[i + 1] - c->row_bounds[i]),
+                                  LIT(c->col_bounds[j + 1] - c->col_bounds[j]), LIT(low_elements_per_row(c, j)),
+                                  LIT(M->tc->dtype)};
+            IPU_TRY(low_emit_kernel(L, ipu_layout_tile(c, i, j, 0), IPU_K_BIAS, 6, args, -1, 0));
+        }
+    return IPU_OK;
+}
+
 ipu_status ipu_lower_matmul(lowering *L, size_t index)
 {
     const ipu_graph *g = L->g;
@@ -363,6 +386,8 @@ ipu_status ipu_lower_matmul(lowering *L, size_t index)
     ipu_layout_free(&spread);
     if (scale_twice)
         L->prog->inject = IPU_INJECT_NONE;
+    if (status == IPU_OK && op->biased)
+        status = add_bias(&M, label);
     if (status == IPU_OK)
         status = record_blocks(L, index, M.ta->rows, &o->grid, &o->b, &o->a, M.home_c);
     free(partials);

@@ -4,8 +4,8 @@
  * evenly over the device (an input without a home yet, such as the Repeat's
  * carried residual stream, is homed there).  The result follows the input's
  * row layout.  Gamma and beta ([1 x C], sequences inside the Repeat) are
- * homed thinly, a few column pieces on separate tiles, so their members do
- * not crowd the row tiles; every execution brings the current member to each
+ * homed thinly (ipu_plan_row_param_home), so their members do not crowd
+ * the row tiles; every execution brings the current member to each
  * row band's tile (the b operand layout: one replica per band).
  */
 #include <string.h>
@@ -13,24 +13,6 @@
 #include "kernels/kernels.h"
 #include "numerics/numerics.h"
 #include "plan/plan.h"
-
-/* Column pieces of a LayerNorm parameter's home. */
-#define PARAM_PIECES 32u
-
-/* Home of a [1 x C] parameter: up to PARAM_PIECES column pieces on tiles
- * spaced evenly, offset by the tensor's index so parameters spread out. */
-static ipu_status param_home(ipu_ctx *ctx, ipu_plan *plan, uint32_t tensor)
-{
-    const ipu_ir_tensor *t = &plan->graph->tensors[tensor];
-    uint32_t tiles = plan->profile.tiles, units = (t->cols + IPU_PLAN_COL_ALIGN - 1) / IPU_PLAN_COL_ALIGN;
-    uint32_t pieces = units < PARAM_PIECES ? units : PARAM_PIECES;
-    pieces = pieces < tiles ? pieces : tiles;
-    uint32_t step = tiles / pieces;
-    IPU_TRY(ipu_layout_grid(ctx, &plan->home[tensor], 1, t->cols, (uint32_t)ipu_dtype_size(t->dtype), 1,
-                            pieces, IPU_PLAN_COL_ALIGN, 1, tensor % step, 0, step, 0));
-    plan->param_bytes += ipu_layout_largest_block(&plan->home[tensor], t->sequence);
-    return IPU_OK;
-}
 
 static uint64_t layernorm_cycles(const ipu_profile *p, uint32_t rows, uint32_t cols, int dtype)
 {
@@ -75,7 +57,7 @@ ipu_status ipu_plan_layernorm(ipu_ctx *ctx, ipu_plan *plan, size_t index)
                                   (uint32_t)ipu_dtype_size(out->dtype)));
     for (int k = 1; k <= 2; k++)
         if (!plan->home[op->in[k]].tiles)
-            IPU_TRY(param_home(ctx, plan, op->in[k]));
+            IPU_TRY(ipu_plan_row_param_home(ctx, plan, op->in[k]));
     /* Gamma and beta (one member) on every row band's tile. */
     uint32_t pelem = (uint32_t)ipu_dtype_size(gamma->dtype);
     IPU_TRY(ipu_layout_alloc(ctx, &o->b, 1, x->cols, pelem, 1, 1, by_rows->row_parts));

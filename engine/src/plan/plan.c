@@ -2,8 +2,9 @@
  * matmul takes the cheapest grid whose footprint plus the parameters already
  * resident fits the budget; its A input, when it has no home yet (a graph
  * input or the Repeat's carried tensor), is homed on replica 0 of the A
- * layout.  Elementwise ops and copies follow their first input's layout; an
- * add whose second input lives elsewhere brings it over first.  The carried
+ * layout.  Elementwise ops and copies follow their first input's layout (a
+ * graph input they read first is homed by rows over the device); an add
+ * whose second input lives elsewhere brings it over first.  The carried
  * tensor's initial value shares its home.
  */
 #include <stdlib.h>
@@ -21,6 +22,7 @@ void ipu_plan_free(ipu_plan *plan)
     for (size_t i = 0; plan->ops && i < plan->graph->op_count; i++) {
         ipu_layout_free(&plan->ops[i].a);
         ipu_layout_free(&plan->ops[i].b);
+        ipu_layout_free(&plan->ops[i].bias);
         free(plan->ops[i].catalogue.grids);
     }
     free(plan->home);
@@ -28,6 +30,62 @@ void ipu_plan_free(ipu_plan *plan)
     free(plan->smallest_param);
     free(plan->smallest_transient);
     memset(plan, 0, sizeof *plan);
+}
+
+/* Column pieces of a row parameter's home: at least this many ... */
+#define ROW_PARAM_PIECES 32u
+/* ... and more when a piece's members would take more bytes than this. */
+#define ROW_PARAM_PIECE_BYTES 1024u
+
+ipu_status ipu_plan_row_param_home(ipu_ctx *ctx, ipu_plan *plan, uint32_t tensor)
+{
+    const ipu_ir_tensor *t = &plan->graph->tensors[tensor];
+    uint32_t tiles = plan->profile.tiles, units = (t->cols + IPU_PLAN_COL_ALIGN - 1) / IPU_PLAN_COL_ALIGN;
+    uint64_t bytes = ipu_ir_tensor_bytes(t) * t->sequence;
+    uint64_t pieces = (bytes + ROW_PARAM_PIECE_BYTES - 1) / ROW_PARAM_PIECE_BYTES;
+    pieces = pieces < ROW_PARAM_PIECES ? ROW_PARAM_PIECES : pieces;
+    pieces = pieces < units ? pieces : units;
+    pieces = pieces < tiles ? pieces : tiles;
+    uint32_t step = tiles / (uint32_t)pieces;
+    IPU_TRY(ipu_layout_grid(ctx, &plan->home[tensor], 1, t->cols, (uint32_t)ipu_dtype_size(t->dtype), 1,
+                            (uint32_t)pieces, IPU_PLAN_COL_ALIGN, 1, tensor % step, 0, step, 0));
+    plan->param_bytes += ipu_layout_largest_block(&plan->home[tensor], t->sequence);
+    return IPU_OK;
+}
+
+/* A biased matmul's bias: homed thinly if nobody has, and its operand
+ * layout, one replica per result row band with the result's column bands
+ * (block (0, j) of replica i on the tile of result block (i, j)).  Its cost:
+ * the member's copy step and delivery, then one in-place vector pass over
+ * the largest result block. */
+static ipu_status plan_bias(ipu_ctx *ctx, ipu_plan *plan, size_t index)
+{
+    const ipu_ir_op *op = &plan->graph->ops[index];
+    const ipu_ir_tensor *bias = &plan->graph->tensors[op->in[2]];
+    const ipu_layout *result = &plan->home[op->out];
+    ipu_op_plan *o = &plan->ops[index];
+    if (!plan->home[op->in[2]].tiles)
+        IPU_TRY(ipu_plan_row_param_home(ctx, plan, op->in[2]));
+    IPU_TRY(ipu_layout_alloc(ctx, &o->bias, 1, bias->cols, (uint32_t)ipu_dtype_size(bias->dtype), 1,
+                             result->col_parts, result->row_parts));
+    o->bias.row_bounds[1] = 1;
+    memcpy(o->bias.col_bounds, result->col_bounds, (result->col_parts + 1) * sizeof *o->bias.col_bounds);
+    uint32_t rows = 0, cols = 0;
+    for (uint32_t i = 0; i < result->row_parts; i++)
+        for (uint32_t j = 0; j < result->col_parts; j++) {
+            o->bias.tiles[i * result->col_parts + j] = ipu_layout_tile(result, i, j, 0);
+            uint32_t r = result->row_bounds[i + 1] - result->row_bounds[i];
+            uint32_t c = result->col_bounds[j + 1] - result->col_bounds[j];
+            rows = r > rows ? r : rows, cols = c > cols ? c : cols;
+        }
+    ipu_kernel_call call = {0};
+    call.entry = IPU_K_BIAS;
+    call.args[2] = rows, call.args[3] = cols, call.args[4] = cols, call.args[5] = (uint32_t)bias->dtype;
+    uint64_t member = ipu_layout_largest_block(&o->bias, 1);
+    const ipu_profile *p = &plan->profile;
+    o->cycles += 2 * p->sync_cycles + ipu_plan_exchange_cycles(p, member) + ipu_kernel_cycles(&call, p);
+    o->tile_bytes += member;
+    return IPU_OK;
 }
 
 /* The smallest parameter block and the smallest transient footprint (all
@@ -171,28 +229,38 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
         IPU_TRY(ipu_layout_copy(ctx, &plan->home[op->in[1]], &o->b));
     if (b->role == IPU_ROLE_PARAM)
         plan->param_bytes += ipu_layout_largest_block(&o->b, members);
-    return IPU_OK;
+    return op->biased ? plan_bias(ctx, plan, index) : IPU_OK;
 }
 
 static ipu_status plan_elementwise(ipu_ctx *ctx, ipu_plan *plan, size_t index)
 {
     const ipu_graph *g = plan->graph;
     const ipu_ir_op *op = &g->ops[index];
-    const ipu_layout *in = &plan->home[op->in[0]];
-    if (!in->tiles)
+    ipu_layout *in = &plan->home[op->in[0]];
+    const ipu_ir_tensor *first = &g->tensors[op->in[0]];
+    if (!in->tiles && first->role != IPU_ROLE_INPUT)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                         "plan: op %zu (%s) reads '%s' before any op gives it a layout", index,
-                        ipu_ir_op_name(op->kind), g->tensors[op->in[0]].name);
+                        ipu_ir_op_name(op->kind), first->name);
+    if (!in->tiles) {
+        /* A graph input first read here: row bands spread over the device. */
+        uint32_t tiles = plan->profile.tiles, parts = first->rows < tiles ? first->rows : tiles;
+        IPU_TRY(ipu_layout_grid(ctx, in, first->rows, first->cols, (uint32_t)ipu_dtype_size(first->dtype), parts,
+                                1, IPU_PLAN_COL_ALIGN, 1, 0, tiles / parts, 0, 0));
+    }
     const ipu_ir_tensor *out = &g->tensors[op->out];
     if (!plan->home[op->out].tiles)
         IPU_TRY(ipu_layout_follow(ctx, &plan->home[op->out], in, (uint32_t)ipu_dtype_size(out->dtype)));
     uint64_t moved = 0;
     if (op->kind == IPU_IR_ADD) {
-        /* The second input on the result's layout. */
+        /* The second input on the result's layout (a broadcast one, with
+         * fewer rows, homed on the result's first rows; lowering stacks
+         * its home to the result's rows). */
         ipu_layout *second = &plan->home[op->in[1]];
-        uint32_t elem = (uint32_t)ipu_dtype_size(g->tensors[op->in[1]].dtype);
+        const ipu_ir_tensor *t = &g->tensors[op->in[1]];
+        uint32_t elem = (uint32_t)ipu_dtype_size(t->dtype);
         if (!second->tiles)
-            IPU_TRY(ipu_layout_follow(ctx, second, &plan->home[op->out], elem));
+            IPU_TRY(ipu_layout_clip_rows(ctx, second, &plan->home[op->out], t->rows, elem));
         ipu_layout wanted;
         IPU_TRY(ipu_layout_follow(ctx, &wanted, &plan->home[op->out], elem));
         if (ipu_layout_same(second, &wanted)) {

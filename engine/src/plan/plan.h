@@ -78,6 +78,7 @@ typedef struct ipu_op_plan {
      * beta on every row band's tile; attention and MAP pooling: a = the
      * queries, b = the keys and values. */
     ipu_layout a, b;
+    ipu_layout bias; /* biased matmuls: the current bias member on every result block's tile */
     int attention;        /* attention and MAP pooling: ipu_attention_mode chosen */
     uint32_t query_bands; /* attention and MAP pooling: bands per (image, head) */
     uint32_t chunk_rows;  /* materialized attention: queries per scores chunk */
@@ -184,6 +185,12 @@ const char *ipu_attention_mode_name(int mode);
 /* Inside the planner: one exchange step moving at most `bytes` into any
  * tile; the op planners of norm.c and attention.c. */
 uint64_t ipu_plan_exchange_cycles(const ipu_profile *p, uint64_t bytes);
+/* Home a [1 x C] parameter (a LayerNorm's gamma or beta, a bias; a sequence
+ * inside the Repeat) thinly: column pieces on tiles spaced evenly, offset by
+ * the tensor's index so parameters spread out; at least 32 pieces (fewer
+ * when C is narrow), more when a piece's members would pass 1 KiB.  Every
+ * execution brings the current member to the tiles that need it. */
+ipu_status ipu_plan_row_param_home(ipu_ctx *ctx, ipu_plan *plan, uint32_t tensor);
 ipu_status ipu_plan_layernorm(ipu_ctx *ctx, ipu_plan *plan, size_t index);
 ipu_status ipu_plan_attention(ipu_ctx *ctx, ipu_plan *plan, size_t index);
 /* An attention op's unit footprint in the requested mode (auto: the smaller). */
