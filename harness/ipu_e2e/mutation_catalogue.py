@@ -32,6 +32,7 @@ WORKLOADS = {
     "fp8-scale-twice": MLP, "reduce-drop-partial": VIT_SMALL, "reduce-double-partial": VIT_SMALL,
     "reduce-stale-slot": VIT_SMALL, "gemm-rows-short": MLP, "gemm-k-overrun": MLP, "gelu-count-short": MLP,
     "add-wrong-input": VIT_FLASH, "cast-wrong-type": MLP, "norm-gamma-beta-swapped": VIT_FLASH,
+    "bias-member-frozen": VIT_FLASH,
     "attention-tail-key-dropped": VIT_FLASH, "attention-mask-off-by-one": VIT_FLASH,
     "softmax-valid-short": VIT_MATERIALIZED, "attention-scale-missing": VIT_FLASH, "lifetime-end-early": MLP,
     "carry-dropped": MLP, "host-input-row-early": MLP, "host-output-row-early": MLP,

@@ -1,17 +1,20 @@
 """test_reference_vit.py: the SigLIP ViT workload (`vit`, `vit-small`) and its
 FP32 reference, against a numpy float64 implementation of the network written
-here from the workload's values (not from its op list): pre-LayerNorm blocks
-h = x + attention(LN1(x) Wqkv) Wo, x' = h + gelu(LN2(h) W1) W2 with
-per-layer parameter members, a final LayerNorm, then the MAP head (a probe
-query q = probe Wq attends per head over each image's tokens with
-[k | v] = x Wkv, out projection Wo, and y = a + gelu(LN(a) W1) W2), within
-1e-4 of the output's magnitude.  Also: the generated values follow the stated
+here from the workload's values (not from its op list): with input
+"patches", x = patches Wp + bp + pos (pos added to every image); then
+pre-LayerNorm blocks h = x + attention(LN1(x) Wqkv + bqkv) Wo + bo,
+x' = h + gelu(LN2(h) W1 + b1) W2 + b2 with per-layer parameter members, a
+final LayerNorm, then the MAP head (a probe query q = probe Wq + bq attends
+per head over each image's tokens with [k | v] = x Wkv + bkv, out
+projection Wo + bo, and y = a + gelu(LN(a) W1 + b1) W2 + b2), within 1e-4 of
+the output's magnitude.  Also: the generated values follow the stated
 distributions (inputs and probe N(0, 1), weights N(0, 1/sqrt(fan-in)), LN
-gammas 1 + N(0, 0.1), betas N(0, 0.1)) and depend only on the seed, not on
-OMP_NUM_THREADS (subprocesses with 1 and 2 threads, reference output
-included); the info JSON lists the ops, their fields and the Repeat over the
-layers; bad options fail with a message; and compiling a ViT with an
-unknown attention mode fails cleanly with invalid_argument naming the option.
+gammas 1 + N(0, 0.1), betas and biases N(0, 0.1), the position embedding
+N(0, 0.5)) and depend only on the seed, not on OMP_NUM_THREADS (subprocesses
+with 1 and 2 threads, reference output included); the info JSON lists the
+ops, their fields and the Repeat over the layers; bad options fail with a
+message; and compiling a ViT with an unknown attention mode fails cleanly
+with invalid_argument naming the option.
 """
 import json
 import math
@@ -29,6 +32,7 @@ HARNESS = Path(__file__).resolve().parents[1]
 SMALL = {"workload": "vit", "tokens": 13, "channels": 24, "heads": 2, "head_dim": 12, "hidden": 40,
          "layers": 2, "batch": 2}
 EPS = 1e-6
+PATCH = 14 * 14 * 3  # pixel values per patch
 
 
 @pytest.fixture
@@ -71,27 +75,34 @@ def numpy_vit(w, o):
     def v(name, *shape):
         return floats(w.values(name), shape).astype(np.float64)
 
-    x = v("x", B, T, C)
+    if o.get("input") == "patches":
+        x = v("patches", B, T, PATCH) @ v("patch_w", PATCH, C) + v("patch_w_bias", C)
+        x = x + v("pos_embedding", T, C)[None]
+    else:
+        x = v("x", B, T, C)
     ln1_g, ln1_b = v("ln1_gamma", L, C), v("ln1_beta", L, C)
     ln2_g, ln2_b = v("ln2_gamma", L, C), v("ln2_beta", L, C)
     wqkv, wo = v("wqkv", L, C, 3 * C), v("wo", L, C, C)
+    bqkv, bo = v("wqkv_bias", L, 3 * C), v("wo_bias", L, C)
     w1, w2 = v("w1", L, C, H), v("w2", L, H, C)
+    b1, b2 = v("w1_bias", L, H), v("w2_bias", L, C)
     for i in range(L):
-        qkv = layernorm(x, ln1_g[i], ln1_b[i]) @ wqkv[i]
+        qkv = layernorm(x, ln1_g[i], ln1_b[i]) @ wqkv[i] + bqkv[i]
         q, k, vv = (split_heads(qkv[..., j * C:(j + 1) * C], heads, d) for j in range(3))
         p = softmax(q @ np.swapaxes(k, -1, -2) / math.sqrt(d))        # [B, heads, T, T]
         att = np.moveaxis(p @ vv, -3, -2).reshape(B, T, C)
-        h = x + att @ wo[i]
-        x = h + gelu(layernorm(h, ln2_g[i], ln2_b[i]) @ w1[i]) @ w2[i]
+        h = x + att @ wo[i] + bo[i]
+        x = h + gelu(layernorm(h, ln2_g[i], ln2_b[i]) @ w1[i] + b1[i]) @ w2[i] + b2[i]
     x = layernorm(x, v("post_gamma", C), v("post_beta", C))
-    q = split_heads(v("map_probe", 1, C) @ v("map_wq", C, C), heads, d)  # [heads, 1, d]
-    kv = x @ v("map_wkv", C, 2 * C)
+    q = v("map_probe", 1, C) @ v("map_wq", C, C) + v("map_wq_bias", C)
+    q = split_heads(q, heads, d)                                        # [heads, 1, d]
+    kv = x @ v("map_wkv", C, 2 * C) + v("map_wkv_bias", 2 * C)
     k, vv = split_heads(kv[..., :C], heads, d), split_heads(kv[..., C:], heads, d)
     p = softmax(q[None] @ np.swapaxes(k, -1, -2) / math.sqrt(d))      # [B, heads, 1, T]
     pooled = (p @ vv).reshape(B, C)
-    a = pooled @ v("map_wo", C, C)
-    y = layernorm(a, v("map_ln_gamma", C), v("map_ln_beta", C)) @ v("map_w1", C, H)
-    return a + gelu(y) @ v("map_w2", H, C)
+    a = pooled @ v("map_wo", C, C) + v("map_wo_bias", C)
+    y = layernorm(a, v("map_ln_gamma", C), v("map_ln_beta", C)) @ v("map_w1", C, H) + v("map_w1_bias", H)
+    return a + gelu(y) @ v("map_w2", H, C) + v("map_w2_bias", C)
 
 
 GEOMETRIES = [
@@ -99,6 +110,8 @@ GEOMETRIES = [
     {"seed": 7, "layers": 1, "batch": 1},
     {"seed": 123, "layers": 3, "heads": 3, "head_dim": 8, "channels": 24, "tokens": 20, "hidden": 33},
     {"workload": "vit-small", "seed": 5},
+    {"seed": 4, "input": "patches"},
+    {"seed": 8, "layers": 1, "batch": 3, "tokens": 7, "input": "patches"},
 ]
 
 
@@ -155,6 +168,13 @@ def test_info_describes_the_vit(ctx):
     head = ["layernorm", "cast", "matmul", "matmul", "map_pool", "cast", "matmul",
             "layernorm", "cast", "matmul", "gelu", "cast", "matmul", "add"]
     assert [op["op"] for op in ops] == body + head
+    # Every matmul is biased: its third input is its weight's [1 x N] FP16 bias.
+    for op in ops:
+        if op["op"] == "matmul":
+            weight, bias = tensors[op["inputs"][1]], tensors[op["inputs"][2]]
+            assert bias["name"] == weight["name"] + "_bias"
+            assert (bias["rows"], bias["cols"], bias["dtype"], bias["role"], bias["sequence"]) == \
+                (1, weight["cols"], "f16", "parameter", weight["sequence"])
     assert info["repeat"] == {"first_op": 0, "op_count": len(body), "iterations": 2,
                               "carried": "residual", "carried_next": "block_out", "carried_init": "x"}
     assert ops[0]["inputs"] == ["residual", "ln1_gamma", "ln1_beta"]
@@ -167,8 +187,23 @@ def test_info_describes_the_vit(ctx):
     assert ops[len(body)]["inputs"][0] == "block_out"  # the final LayerNorm reads the last layer
     for op in ops:
         if op["op"] == "matmul":
-            a, b = (tensors[n] for n in op["inputs"])
+            a, b = (tensors[n] for n in op["inputs"][:2])
             assert a["dtype"] == b["dtype"] == "f143"
+
+
+def test_info_describes_the_patch_input(ctx):
+    info = native.Workload(ctx, {**SMALL, "input": "patches"}).info()
+    tensors = {t["name"]: t for t in info["tensors"]}
+    assert [t["name"] for t in info["tensors"] if t["role"] == "input"] == ["patches"]
+    assert (tensors["patches"]["rows"], tensors["patches"]["cols"], tensors["patches"]["dtype"]) == (26, PATCH, "f16")
+    assert (tensors["patch_w"]["rows"], tensors["patch_w"]["cols"]) == (PATCH, 24)
+    assert (tensors["pos_embedding"]["rows"], tensors["pos_embedding"]["cols"]) == (13, 24)
+    assert tensors["x"]["role"] == "activation"
+    ops = info["ops"]
+    assert [op["op"] for op in ops[:3]] == ["cast", "matmul", "add"]
+    assert ops[1]["inputs"] == ["patches_f8", "patch_w", "patch_w_bias"]
+    assert ops[2] == {"op": "add", "inputs": ["patch_embedded", "pos_embedding"], "output": "x"}
+    assert info["repeat"]["first_op"] == 3 and info["repeat"]["carried_init"] == "x"
 
 
 def test_vit_small_is_the_vit_with_three_layers(ctx):
@@ -212,6 +247,13 @@ def test_value_distribution(ctx):
     samples += [(v(n), 0.0, 1 / math.sqrt(H)) for n in ("w2", "map_w2")]
     samples += [(v(n), 1.0, 0.1) for n in ("ln1_gamma", "ln2_gamma", "post_gamma", "map_ln_gamma")]
     samples += [(v(n), 0.0, 0.1) for n in ("ln1_beta", "ln2_beta", "post_beta", "map_ln_beta")]
+    samples += [(v(n + "_bias"), 0.0, 0.1) for n in ("wqkv", "wo", "w1", "w2", "map_wq", "map_wkv", "map_wo",
+                                                     "map_w1", "map_w2")]
+    patches = native.Workload(ctx, {"workload": "vit", "tokens": 729, "channels": C, "heads": 4,
+                                    "head_dim": 64, "hidden": H, "layers": 1, "seed": 3, "input": "patches"})
+    samples += [(floats(patches.values("patches")).astype(np.float64), 0.0, 1.0),
+                (floats(patches.values("patch_w")).astype(np.float64), 0.0, 1 / math.sqrt(PATCH)),
+                (floats(patches.values("pos_embedding")).astype(np.float64), 0.0, 0.5)]
     for values, mean, std in samples:
         n = values.size
         assert abs(values.mean() - mean) < 5 * std / math.sqrt(n)
@@ -266,6 +308,8 @@ def test_values_and_reference_do_not_depend_on_threads():
     ({"layers": 0}, "'layers': expected an integer in 1..64"),
     ({"heads": "2"}, "'heads': expected an integer"),
     ({"seed": -1}, "--seed"),
+    ({"input": "pixels"}, "--input: expected embeddings or patches, got 'pixels'"),
+    ({"input": 3}, "--input: expected embeddings or patches, got a non-string"),
 ])
 def test_bad_options(ctx, options, message):
     with pytest.raises(native.IpuError, match=message) as error:

@@ -33,6 +33,7 @@ typedef enum ipu_inject {
     IPU_INJECT_ADD_WRONG_INPUT,        /* an add reads its first input twice */
     IPU_INJECT_CAST_WRONG_TYPE,        /* a cast to E4M3 writes E5M2 */
     IPU_INJECT_NORM_GAMMA_BETA_SWAPPED, /* a LayerNorm takes beta for gamma and gamma for beta */
+    IPU_INJECT_BIAS_MEMBER_FROZEN,     /* a biased matmul in the Repeat adds the first member's bias every iteration */
     IPU_INJECT_ATTN_TAIL_KEY_DROPPED,  /* flash attention leaves out the last key of the tail block */
     IPU_INJECT_ATTN_MASK_OFF_BY_ONE,   /* flash attention's tail block takes one key more than valid */
     IPU_INJECT_SOFTMAX_VALID_SHORT,    /* materialized attention's softmax masks the last valid key */

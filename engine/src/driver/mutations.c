@@ -29,6 +29,7 @@ static const ipu_mutation MUTATIONS[] = {
     {IPU_INJECT_ADD_WRONG_INPUT, "add-wrong-input", "lower", "an add reads its first input twice"},
     {IPU_INJECT_CAST_WRONG_TYPE, "cast-wrong-type", "lower", "a cast to E4M3 writes E5M2"},
     {IPU_INJECT_NORM_GAMMA_BETA_SWAPPED, "norm-gamma-beta-swapped", "lower", "a LayerNorm takes beta for gamma and gamma for beta"},
+    {IPU_INJECT_BIAS_MEMBER_FROZEN, "bias-member-frozen", "lower", "a biased matmul in the Repeat adds the first member's bias every iteration"},
     {IPU_INJECT_ATTN_TAIL_KEY_DROPPED, "attention-tail-key-dropped", "lower", "flash attention leaves out the last key of the tail block"},
     {IPU_INJECT_ATTN_MASK_OFF_BY_ONE, "attention-mask-off-by-one", "lower", "flash attention's tail block takes one key more than valid"},
     {IPU_INJECT_SOFTMAX_VALID_SHORT, "softmax-valid-short", "lower", "materialized attention's softmax masks the last valid key"},

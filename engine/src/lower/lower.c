@@ -336,6 +336,11 @@ ipu_status low_current_member(lowering *L, size_t index, int slot, const ipu_lay
     uint32_t *staging = ipu_calloc(L->ctx, blocks, sizeof *staging);
     if (!staging)
         return IPU_NO_MEMORY(L->ctx);
+    /* The copy's source advances one member per iteration; injected: not a bias's. */
+    int32_t advance = t->sequence > 1 ? 0 : -1;
+    if (advance == 0 && op->kind == IPU_IR_MATMUL &&
+        ipu_low_take_inject(&L->prog->inject, IPU_INJECT_BIAS_MEMBER_FROZEN))
+        advance = -1;
     ipu_status status = low_begin_step(L, IPU_LOW_COMPUTE, label);
     for (size_t b = 0; b < blocks && status == IPU_OK; b++) {
         uint32_t i = (uint32_t)(b / home->col_parts), j = (uint32_t)(b % home->col_parts);
@@ -344,7 +349,7 @@ ipu_status low_current_member(lowering *L, size_t index, int slot, const ipu_lay
         status = low_new_buffer(L, tile, bytes, tensor, 0, 0, name, &staging[b]);
         ipu_low_arg args[] = {BUF(home_ids[b], 0), BUF(staging[b], 0), LIT(bytes)};
         if (status == IPU_OK)
-            status = low_emit_kernel(L, tile, IPU_K_COPY, 3, args, t->sequence > 1 ? 0 : -1, bytes);
+            status = low_emit_kernel(L, tile, IPU_K_COPY, 3, args, advance, bytes);
     }
     if (status == IPU_OK)
         status = low_redistribute(L, home, staging, l, *own, label);
