@@ -203,7 +203,8 @@ def geometry(info):
     else:
         attention = next(op for op in info["ops"] if op["op"] == "attention")
         shape.update(batch=x["rows"] // attention["seq"], tokens=attention["seq"], layers=w1["sequence"],
-                     heads=attention["heads"], head_dim=attention["head_dim"])
+                     heads=attention["heads"], head_dim=attention["head_dim"],
+                     input="patches" if tensors.get("patches", {}).get("role") == "input" else "embeddings")
     return shape
 
 
@@ -431,6 +432,8 @@ def summary(result):
                        f"-> {g['hidden']}")
     line = head + (f"{g['layers']} layers, {g['heads']} heads x {g['head_dim']}, {g['tokens']} tokens x "
                    f"{g['channels']} -> {g['hidden']}")
+    if g.get("input") == "patches":
+        line += ", from pixel patches"
     if "attention" in result:
         planned = planned_attention(result)
         line += f", attention {result['attention']}"

@@ -1,7 +1,8 @@
 """test_vit.py: the ViT workloads (`vit`, `vit-small`) through ipu-e2e-test
 and ipu-e2e-bench.  vit-small on 64 tiles matches the FP32 and the
 device-precision references over resident inferences; small geometries on
-16 tiles pass in every --attention mode, the compile report records the mode
+16 tiles pass in every --attention mode, and from pixel patches (bit exact,
+every op checked), the compile report records the mode
 asked for, and a saved package replays as the workload it recorded; a
 parameter corrupted after upload fails the digest check; flags of the other
 workload family are usage errors naming the flag.  The geometry the harness
@@ -65,7 +66,24 @@ def test_odd_geometry_passes(cli, tmp_path):
                            "--reference-fp32", "--output", tmp_path), tmp_path)
     assert result["status"] == "PASS"
     assert result["geometry"] == {"batch": 1, "tokens": 13, "channels": 36, "hidden": 50, "layers": 1,
-                                  "heads": 3, "head_dim": 12}
+                                  "heads": 3, "head_dim": 12, "input": "embeddings"}
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_pixel_patches_pass_bit_exact_and_against_fp32(cli, tmp_path, batch):
+    # The patch projection (588 -> width, biased), the position embedding added
+    # to each image's rows, then the biased layers: bit exact against the
+    # device-precision reference with every op checked, and within the FP32
+    # reference's tolerances.
+    args = ["--workload", "vit", *SMALL, "--batch", batch, "--input", "patches"]
+    device = result_of(cli("--quiet", *args, "--reference-run", "--check-ops", "--output", tmp_path / "d"),
+                       tmp_path / "d")
+    assert device["status"] == "PASS" and device["geometry"]["input"] == "patches"
+    assert device["checks"][0]["max_abs_error"] == 0
+    assert device["op_check"]["passed"] and device["op_check"]["ops"] == 31
+    fp32 = result_of(cli("--quiet", *args, "--reference-run", "--reference-fp32", "--output", tmp_path / "f"),
+                     tmp_path / "f")
+    assert fp32["status"] == "PASS" and fp32["checks"][0]["min_cosine"] >= 0.99
 
 
 def test_a_saved_vit_package_replays_as_the_vit(cli, tmp_path):
@@ -129,7 +147,8 @@ def test_channels_must_equal_heads_times_head_dim(cli):
 def test_help_lists_the_vit_flags(cli):
     done = cli("--help")
     assert done.returncode == 0
-    for text in ("vit-small", "--layers", "--heads", "--head-dim", "--attention", "materialized"):
+    for text in ("vit-small", "--layers", "--heads", "--head-dim", "--attention", "materialized", "--input",
+                 "patches"):
         assert text in done.stdout
 
 

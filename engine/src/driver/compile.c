@@ -420,7 +420,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     uint64_t first_peak = 0;
     json_t *tries = json_array();
     int exhausted = 0; /* the search ended without a plan that fits */
-    int requested = c.plan.attention;
+    int requested = c.plan.attention, fell_back = 0; /* fell_back: auto left materialized for flash */
     uint32_t searched = c.plan.budget; /* the search budget asked for (support may lower it) */
     uint64_t mode_cycles[3] = {0, 0, 0};
     if (status == IPU_OK && requested == IPU_ATTENTION_AUTO && has_attention(g)) {
@@ -476,6 +476,22 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
                 break; /* placed and packaged, or failed for another reason */
             char why[1024];
             snprintf(why, sizeof why, "%s", ipu_ctx_errmsg(ctx));
+            /* Auto attention: a materialized attention operand (every key
+             * of an image) does not place; flash brings keys a block at a
+             * time, so the search goes on in that mode. */
+            const ipu_low_buffer *stuck = a.prog.unplaced != IPU_LOW_LITERAL ? &a.prog.buffers[a.prog.unplaced] : NULL;
+            if (stuck && requested == IPU_ATTENTION_AUTO && c.plan.attention == IPU_ATTENTION_MATERIALIZED &&
+                mode_cycles[IPU_ATTENTION_FLASH] && stuck->op < g->op_count &&
+                (g->ops[stuck->op].kind == IPU_IR_ATTENTION || g->ops[stuck->op].kind == IPU_IR_MAP_POOL) &&
+                attempts < ATTEMPTS) {
+                json_array_append_new(tries, try_json(&a, why, -1));
+                c.plan.attention = IPU_ATTENTION_FLASH;
+                fell_back = 1;
+                memset(caps, 0, (g->op_count ? g->op_count : 1) * sizeof *caps);
+                ipu_ctx_clear_error(ctx);
+                status = IPU_OK;
+                continue;
+            }
             /* Support (code, descriptors, exchange tables) larger than the
              * device leaves a tile beside its tensors: the search starts
              * again under a budget that leaves the support its room. */
@@ -494,7 +510,6 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
                 continue;
             }
             /* Placement could not fit a buffer: shrink where it is, when it starts. */
-            const ipu_low_buffer *stuck = a.prog.unplaced != IPU_LOW_LITERAL ? &a.prog.buffers[a.prog.unplaced] : NULL;
             ipu_status shrink = ipu_shrink_at_peak(ctx, &a.plan, &a.prog, stuck ? stuck->tile : a.peak_tile,
                                                    stuck ? stuck->first : a.peak_step, caps, &shrunk);
             if (shrink != IPU_OK) { /* the placement error gives way to this one */
@@ -546,7 +561,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     }
     if (status == IPU_OK && report_json) {
         json_t *report = json_pack(
-            "{s:o, s:O, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:{s:f, s:f, s:f}, s:o, s:{s:s, s:s, s:I, s:I}}",
+            "{s:o, s:O, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:{s:f, s:f, s:f}, s:o, s:{s:s, s:s, s:I, s:I, s:b}}",
             "plan",
             ipu_plan_json(&a.plan), "package", a.assembly, "estimate", "peak_bytes", (json_int_t)a.peak,
             "peak_tile", (json_int_t)a.peak_tile, "peak_step", (json_int_t)a.peak_step, "budget",
@@ -554,7 +569,8 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
             "wall_seconds", "plan", t.plan, "lower", t.refine, "package", t.package, "tiles", tile_peaks,
             "attention", "requested", ipu_attention_mode_name(requested), "searched",
             ipu_attention_mode_name(c.plan.attention), "flash_estimate", (json_int_t)mode_cycles[IPU_ATTENTION_FLASH],
-            "materialized_estimate", (json_int_t)mode_cycles[IPU_ATTENTION_MATERIALIZED]);
+            "materialized_estimate", (json_int_t)mode_cycles[IPU_ATTENTION_MATERIALIZED], "placement_fallback",
+            fell_back);
         tries = NULL;
         *report_json = report ? json_dumps(report, JSON_COMPACT) : NULL;
         json_decref(report);

@@ -545,11 +545,13 @@ static ipu_status lower_elementwise(lowering *L, size_t index)
     const ipu_graph *g = L->g;
     const ipu_ir_op *op = &g->ops[index];
     const ipu_ir_tensor *ti = &g->tensors[op->in[0]], *to = &g->tensors[op->out];
-    const ipu_layout *li = &L->plan->home[op->in[0]], *lo = &L->plan->home[op->out];
-    const uint32_t *in_ids = low_home_ids(L, op->in[0]), *out_ids = low_home_ids(L, op->out);
+    const ipu_op_plan *o = &L->plan->ops[index];
+    const ipu_layout *li = o->a.tiles ? &o->a : &L->plan->home[op->in[0]], *lo = &L->plan->home[op->out];
+    const uint32_t *in_ids, *out_ids = low_home_ids(L, op->out);
     const uint32_t *in2_ids = NULL;
     char label[64];
     snprintf(label, sizeof label, "op%zu %s %.40s", index, ipu_ir_op_name(op->kind), to->name);
+    IPU_TRY(low_operand(L, index, 0, op->in[0], &o->a, label, &in_ids));
     if (op->kind == IPU_IR_ADD && g->tensors[op->in[1]].rows < to->rows)
         IPU_TRY(broadcast_operand(L, index, label, &in2_ids));
     else if (op->kind == IPU_IR_ADD)

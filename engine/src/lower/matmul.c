@@ -349,7 +349,7 @@ ipu_status ipu_lower_matmul(lowering *L, size_t index)
     if (M.gs > 1 && !in_place && !same_columns(home_a, &o->a)) {
         char name[64];
         snprintf(name, sizeof name, "%.36s@op%zu.spread", M.ta->name, index);
-        status = ipu_matmul_input_home(L->ctx, &o->grid, &o->a, &spread);
+        status = ipu_matmul_input_home(L->ctx, &o->grid, &o->a, 1, &spread);
         if (status == IPU_OK)
             status = low_layout_buffers(L, &spread, op->in[0], 1, IPU_LOW_OPERAND, name, &spread_ids);
         if (status == IPU_OK)

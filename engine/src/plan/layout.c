@@ -77,20 +77,6 @@ ipu_status ipu_layout_follow(ipu_ctx *ctx, ipu_layout *dst, const ipu_layout *sr
     return IPU_OK;
 }
 
-ipu_status ipu_layout_clip_rows(ipu_ctx *ctx, ipu_layout *dst, const ipu_layout *src, uint32_t rows,
-                                uint32_t elem)
-{
-    uint32_t parts = 0;
-    while (parts < src->row_parts && src->row_bounds[parts] < rows)
-        parts++;
-    IPU_TRY(ipu_layout_alloc(ctx, dst, rows, src->cols, elem, parts ? parts : 1, src->col_parts, 1));
-    memcpy(dst->row_bounds, src->row_bounds, ((size_t)parts + 1) * sizeof *dst->row_bounds);
-    dst->row_bounds[parts] = rows;
-    memcpy(dst->col_bounds, src->col_bounds, ((size_t)src->col_parts + 1) * sizeof *dst->col_bounds);
-    memcpy(dst->tiles, src->tiles, (size_t)parts * src->col_parts * sizeof *dst->tiles);
-    return IPU_OK;
-}
-
 ipu_status ipu_layout_stack_rows(ipu_ctx *ctx, ipu_layout *dst, const ipu_layout *src, uint32_t copies)
 {
     if ((uint64_t)src->rows * copies > UINT32_MAX || (uint64_t)src->row_parts * copies > UINT32_MAX)

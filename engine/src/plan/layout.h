@@ -41,10 +41,6 @@ ipu_status ipu_layout_alloc(ipu_ctx *ctx, ipu_layout *l, uint32_t rows, uint32_t
 ipu_status ipu_layout_copy(ipu_ctx *ctx, ipu_layout *dst, const ipu_layout *src);
 /* A layout like src (replica 0 only) for a tensor of elem-byte elements. */
 ipu_status ipu_layout_follow(ipu_ctx *ctx, ipu_layout *dst, const ipu_layout *src, uint32_t elem);
-/* The first `rows` rows of src (replica 0) for a tensor of elem-byte
- * elements: its bands that start above `rows`, the last one cut there. */
-ipu_status ipu_layout_clip_rows(ipu_ctx *ctx, ipu_layout *dst, const ipu_layout *src, uint32_t rows,
-                                uint32_t elem);
 /* src (replica 0) stacked `copies` times down the rows: a layout of
  * copies * src->rows rows whose band c * src->row_parts + i is band i of
  * copy c, on the same tile (a broadcast's source, read once per copy). */

@@ -194,9 +194,10 @@ ipu_status ipu_matmul_layouts(ipu_ctx *ctx, uint32_t m, uint32_t n, uint32_t k, 
     return status;
 }
 
-ipu_status ipu_matmul_input_home(ipu_ctx *ctx, const ipu_matmul_grid *g, const ipu_layout *a, ipu_layout *out)
+ipu_status ipu_matmul_input_home(ipu_ctx *ctx, const ipu_matmul_grid *g, const ipu_layout *a, int spread,
+                                 ipu_layout *out)
 {
-    if (g->gs == 1)
+    if (g->gs == 1 && !spread)
         return ipu_layout_follow(ctx, out, a, a->elem);
     /* Band i of A cut into `cuts` row bands, cut r on replica r's tile. */
     uint32_t cuts = a->replicas < a->rows / g->gm ? a->replicas : a->rows / g->gm, lo;

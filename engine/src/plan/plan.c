@@ -3,8 +3,10 @@
  * resident fits the budget; its A input, when it has no home yet (a graph
  * input or the Repeat's carried tensor), is homed on replica 0 of the A
  * layout.  Elementwise ops and copies follow their first input's layout (a
- * graph input they read first is homed by rows over the device); an add
- * whose second input lives elsewhere brings it over first.  The carried
+ * graph input they read first waits to be homed as the op's result is, by
+ * the op that reads it, else spread over the device); an add
+ * whose second input lives elsewhere brings it over first (a broadcast
+ * one, with fewer rows, is homed spread over the device too).  The carried
  * tensor's initial value shares its home.
  */
 #include <stdlib.h>
@@ -223,13 +225,31 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
         plan->next_tile = (plan->next_tile + used) % p->tiles;
     }
     plan->home[op->out] = result;
+    /* A without a home: a graph input, the carried tensor, or an activation
+     * whose producer (an elementwise op on a host input) waits for it. */
     if (!plan->home[op->in[0]].tiles)
-        IPU_TRY(ipu_matmul_input_home(ctx, best, &o->a, &plan->home[op->in[0]]));
+        IPU_TRY(ipu_matmul_input_home(ctx, best, &o->a, ipu_ir_homing_op(g, op->in[0]) < index,
+                                      &plan->home[op->in[0]]));
     if (!plan->home[op->in[1]].tiles)
         IPU_TRY(ipu_layout_copy(ctx, &plan->home[op->in[1]], &o->b));
     if (b->role == IPU_ROLE_PARAM)
         plan->param_bytes += ipu_layout_largest_block(&o->b, members);
     return op->biased ? plan_bias(ctx, plan, index) : IPU_OK;
+}
+
+/* A home for a tensor spread over the whole device: min(rows, tiles) row
+ * bands, each cut into as many column bands as the tiles allow. */
+static ipu_status spread_home(ipu_ctx *ctx, ipu_plan *plan, uint32_t tensor)
+{
+    const ipu_ir_tensor *t = &plan->graph->tensors[tensor];
+    uint32_t tiles = plan->profile.tiles, rows = t->rows < tiles ? t->rows : tiles;
+    uint32_t units = (t->cols + IPU_PLAN_COL_ALIGN - 1) / IPU_PLAN_COL_ALIGN, cols = tiles / rows;
+    cols = cols < units ? cols : units;
+    IPU_TRY(ipu_layout_grid(ctx, &plan->home[tensor], t->rows, t->cols, (uint32_t)ipu_dtype_size(t->dtype), rows,
+                            cols, IPU_PLAN_COL_ALIGN, 1, 0, cols, 1, 0));
+    if (t->role == IPU_ROLE_PARAM)
+        plan->param_bytes += ipu_layout_largest_block(&plan->home[tensor], t->sequence);
+    return IPU_OK;
 }
 
 static ipu_status plan_elementwise(ipu_ctx *ctx, ipu_plan *plan, size_t index)
@@ -242,32 +262,41 @@ static ipu_status plan_elementwise(ipu_ctx *ctx, ipu_plan *plan, size_t index)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                         "plan: op %zu (%s) reads '%s' before any op gives it a layout", index,
                         ipu_ir_op_name(op->kind), first->name);
-    if (!in->tiles) {
-        /* A graph input first read here: row bands spread over the device. */
-        uint32_t tiles = plan->profile.tiles, parts = first->rows < tiles ? first->rows : tiles;
-        IPU_TRY(ipu_layout_grid(ctx, in, first->rows, first->cols, (uint32_t)ipu_dtype_size(first->dtype), parts,
-                                1, IPU_PLAN_COL_ALIGN, 1, 0, tiles / parts, 0, 0));
-    }
+    if (!in->tiles) /* a graph input first read here */
+        IPU_TRY(spread_home(ctx, plan, op->in[0]));
     const ipu_ir_tensor *out = &g->tensors[op->out];
     if (!plan->home[op->out].tiles)
         IPU_TRY(ipu_layout_follow(ctx, &plan->home[op->out], in, (uint32_t)ipu_dtype_size(out->dtype)));
+    /* A result homed elsewhere first (the Repeat's initial value): the first
+     * input comes to its layout. */
     uint64_t moved = 0;
+    ipu_layout first_wanted;
+    IPU_TRY(ipu_layout_follow(ctx, &first_wanted, &plan->home[op->out], (uint32_t)ipu_dtype_size(first->dtype)));
+    if (ipu_layout_same(in, &first_wanted)) {
+        ipu_layout_free(&first_wanted);
+    } else {
+        plan->ops[index].a = first_wanted;
+        moved = ipu_layout_largest_block(&first_wanted, 1);
+    }
     if (op->kind == IPU_IR_ADD) {
         /* The second input on the result's layout (a broadcast one, with
-         * fewer rows, homed on the result's first rows; lowering stacks
-         * its home to the result's rows). */
+         * fewer rows, is homed spread over the device, as it stays resident
+         * when it is a parameter; lowering stacks its home to the result's
+         * rows). */
         ipu_layout *second = &plan->home[op->in[1]];
         const ipu_ir_tensor *t = &g->tensors[op->in[1]];
         uint32_t elem = (uint32_t)ipu_dtype_size(t->dtype);
-        if (!second->tiles)
-            IPU_TRY(ipu_layout_clip_rows(ctx, second, &plan->home[op->out], t->rows, elem));
+        if (!second->tiles && t->rows < out->rows)
+            IPU_TRY(spread_home(ctx, plan, op->in[1]));
+        else if (!second->tiles)
+            IPU_TRY(ipu_layout_follow(ctx, second, &plan->home[op->out], elem));
         ipu_layout wanted;
         IPU_TRY(ipu_layout_follow(ctx, &wanted, &plan->home[op->out], elem));
         if (ipu_layout_same(second, &wanted)) {
             ipu_layout_free(&wanted);
         } else {
             plan->ops[index].b = wanted;
-            moved = ipu_layout_largest_block(&wanted, 1);
+            moved += ipu_layout_largest_block(&wanted, 1);
         }
     }
     /* One vector pass over the largest block (GELU: its own formula). */
@@ -291,6 +320,53 @@ static ipu_status plan_elementwise(ipu_ctx *ctx, ipu_plan *plan, size_t index)
         plan->ops[index].cycles += ipu_plan_exchange_cycles(&plan->profile, moved);
     plan->ops[index].tile_bytes = ipu_layout_largest_block(in, 1) +
                                   ipu_layout_largest_block(&plan->home[op->out], 1) + moved;
+    return IPU_OK;
+}
+
+/* How many times op i runs: the Repeat's iterations inside its body, else once. */
+static uint32_t executions(const ipu_ir_repeat *r, size_t i)
+{
+    return r->iterations && i >= r->first_op && i < r->first_op + r->op_count ? r->iterations : 1;
+}
+
+/* A one-input elementwise op that first reads a host input waits for the
+ * op that homes its result (the patches' cast waits for the patch
+ * projection), so the input is homed where that consumer wants it rather
+ * than gathered there from wherever it landed. */
+static int waits_for_consumer(const ipu_plan *plan, size_t i)
+{
+    const ipu_graph *g = plan->graph;
+    const ipu_ir_op *op = &g->ops[i];
+    if (plan->home[op->out].tiles)
+        return 0;
+    /* The Repeat's initial value, computed before the body, waits for the
+     * carried tensor's home: it is made directly in the carried storage. */
+    if (g->repeat.iterations && op->out == g->repeat.carried_init && i < g->repeat.first_op)
+        return 1;
+    return (op->kind == IPU_IR_CAST || op->kind == IPU_IR_GELU || op->kind == IPU_IR_COPY) &&
+           g->tensors[op->in[0]].role == IPU_ROLE_INPUT && !plan->home[op->in[0]].tiles;
+}
+
+/* Plan the waiting ops whose result now has a home (an unhomed input
+ * follows it); with `all`, the rest as well (their input spread over the
+ * device). */
+static ipu_status plan_waiting(ipu_ctx *ctx, ipu_plan *plan, uint8_t *waiting, int all)
+{
+    const ipu_graph *g = plan->graph;
+    const ipu_ir_repeat *r = &g->repeat;
+    for (size_t d = 0; d < g->op_count; d++) {
+        const ipu_ir_op *op = &g->ops[d];
+        if (waiting[d] && op->out == r->carried_init && !plan->home[op->out].tiles && plan->home[r->carried].tiles)
+            IPU_TRY(ipu_layout_copy(ctx, &plan->home[op->out], &plan->home[r->carried]));
+        if (!waiting[d] || (!all && !plan->home[op->out].tiles))
+            continue;
+        if (plan->home[op->out].tiles && !plan->home[op->in[0]].tiles)
+            IPU_TRY(ipu_layout_follow(ctx, &plan->home[op->in[0]], &plan->home[op->out],
+                                      (uint32_t)ipu_dtype_size(g->tensors[op->in[0]].dtype)));
+        IPU_TRY(plan_elementwise(ctx, plan, d));
+        plan->cycles += plan->ops[d].cycles * executions(&g->repeat, d);
+        waiting[d] = 0;
+    }
     return IPU_OK;
 }
 
@@ -338,11 +414,10 @@ ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g
     out->transient_room = largest;
     out->replication = params && budget > largest ? (double)(budget - largest) / (double)params : 1.0;
     out->replication = out->replication < 1.0 ? 1.0 : out->replication;
-    ipu_status status = IPU_OK;
+    uint8_t *waiting = ipu_calloc(ctx, g->op_count ? g->op_count : 1, 1);
+    ipu_status status = waiting ? IPU_OK : IPU_NO_MEMORY(ctx);
     const ipu_ir_repeat *r = &g->repeat;
     for (size_t i = 0; i < g->op_count && status == IPU_OK; i++) {
-        /* The Repeat's carried tensor is homed by its first reader; before
-         * the body starts, its initial value must already have that home. */
         int kind = g->ops[i].kind;
         if (kind == IPU_IR_MATMUL)
             status = plan_matmul(ctx, out, i);
@@ -350,16 +425,23 @@ ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g
             status = ipu_plan_layernorm(ctx, out, i);
         else if (kind == IPU_IR_ATTENTION || kind == IPU_IR_MAP_POOL)
             status = ipu_plan_attention(ctx, out, i);
+        else if (waits_for_consumer(out, i))
+            waiting[i] = 1;
         else
             status = plan_elementwise(ctx, out, i);
+        if (status == IPU_OK && !waiting[i])
+            out->cycles += out->ops[i].cycles * executions(r, i);
+        if (status == IPU_OK)
+            status = plan_waiting(ctx, out, waiting, 0);
+        /* The Repeat's carried tensor is homed by its first reader; before
+         * the body starts, its initial value must already have that home. */
         if (status == IPU_OK && r->iterations && i + 1 == r->first_op + r->op_count &&
             !out->home[r->carried_init].tiles)
             status = ipu_layout_copy(ctx, &out->home[r->carried_init], &out->home[r->carried]);
-        uint32_t executions = r->iterations && i >= r->first_op && i < r->first_op + r->op_count
-                                  ? r->iterations
-                                  : 1;
-        out->cycles += out->ops[i].cycles * executions;
     }
+    if (status == IPU_OK)
+        status = plan_waiting(ctx, out, waiting, 1);
+    free(waiting);
     /* Host input and output move through the aperture at the device's host
      * bandwidth, whatever the plan (uploading parameters is initialization). */
     for (size_t t = 0; status == IPU_OK && t < g->tensor_count; t++) {

@@ -73,8 +73,9 @@ typedef struct ipu_op_plan {
     uint32_t fits;        /* matmuls: retained candidates that fit the budget */
     uint32_t refined;     /* matmuls: candidates over the coarse bound judged on their exact footprint */
     /* Operand layouts (empty when an operand is read where it lives):
-     * matmul: a = A, b = B with its replicas; add: b = the second input on
-     * the result's layout; LayerNorm: a = the input by rows, b = gamma and
+     * matmul: a = A, b = B with its replicas; elementwise: a = the first
+     * input on a result homed elsewhere first (the Repeat's initial value),
+     * and for an add b = the second input on the result's layout; LayerNorm: a = the input by rows, b = gamma and
      * beta on every row band's tile; attention and MAP pooling: a = the
      * queries, b = the keys and values. */
     ipu_layout a, b;
@@ -125,10 +126,12 @@ int ipu_matmul_grid_cost(const ipu_profile *p, uint32_t budget, uint32_t m, uint
                          uint32_t gs, ipu_matmul_grid *out);
 /* A home for A when the matmul is its first reader (a graph input, the
  * Repeat's carried tensor): at once, replica 0 of the A layout a (read in
- * place); serial, each A block cut into row bands over the tiles of its
- * replicas, so the input is spread over the grid and no tile holds a whole
- * block the serial loop would bring a piece at a time. */
-ipu_status ipu_matmul_input_home(ipu_ctx *ctx, const ipu_matmul_grid *g, const ipu_layout *a, ipu_layout *out);
+ * place); serial or `spread`, each A block cut into row bands over the
+ * tiles of its replicas, so the input is spread over the grid and no tile
+ * holds a whole block (the serial loop brings it a piece at a time; a host
+ * input cast on its way to A keeps its own storage thin). */
+ipu_status ipu_matmul_input_home(ipu_ctx *ctx, const ipu_matmul_grid *g, const ipu_layout *a, int spread,
+                                 ipu_layout *out);
 /* Serial pieces of a grid: row band i of m rows over gm is cut into gk
  * sub-bands (reduction owners) and each sub-band l into gs chunks; piece t
  * is chunk t of every sub-band.  Rows [*lo, *hi) of chunk (i, l, t). */
