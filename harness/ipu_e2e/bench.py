@@ -18,6 +18,10 @@ baseline measured in the same run (never asserted in tests).
            and walking its liveness), the share spent in refinement, the
            candidate plans tried and the outcome (planned with its peak, or
            rejected); planning time at each budget relative to the default's.
+           Every planned package also runs once on the device, and per batch
+           the estimates' ranking of the plans is judged against the device's
+           cycles: the pairs in the device's order, and the worst inversion
+           (the device cycles a choice by estimate would lose).
   vit      the full-size ViT (or vit-small): build time (plan to package) and
            peak RSS, the same of `ipu-e2e-test --compile-only` at batches 1
            and 2 (each in its own process), device wall time per resident
@@ -293,11 +297,16 @@ def plan_case(ctx, profile, batch, budget, folder):
                 "plan_seconds": search["plan_seconds"], "refine_seconds": search["refine_seconds"],
                 "wall_seconds": wall}
     else:
-        package.close()
+        wall = time.perf_counter() - begun
+        try:
+            run_result = runner.run_resident(ctx, package, 1)[0]
+        finally:
+            package.close()
         w = report["wall_seconds"]
         case = {"outcome": "planned", "attempts": len(report["attempts"]) + 1, "plan_seconds": w["plan"],
                 "refine_seconds": w["lower"], "peak_bytes": report["estimate"]["peak_bytes"],
-                "estimate_cycles": report["plan"]["cycles"], "wall_seconds": time.perf_counter() - begun}
+                "estimate_cycles": report["plan"]["cycles"], "device_cycles": run_result["cycles"],
+                "wall_seconds": wall}
     workload.close()
     case["search_seconds"] = case["plan_seconds"] + case["refine_seconds"]
     case["refinement_share"] = case["refine_seconds"] / case["search_seconds"] if case["search_seconds"] else 0.0
@@ -314,21 +323,54 @@ def bench_plan(args, progress):
             with tempfile.TemporaryDirectory() as folder:
                 case = plan_case(ctx, profile, batch, budget, folder)
             cases.append(dict(case, batch=batch, budget=budget or "default"))
-        base = next(c for c in cases if c["batch"] == batch and c["budget"] == (budgets[0] or "default"))
+        base = next(c for c in cases if c["batch"] == batch and c["budget"] == (args.budgets[0] or "default"))
         for c in cases:
             if c["batch"] == batch:
                 c["search_vs_first_budget"] = c["search_seconds"] / base["search_seconds"]
-    return {"bench": "plan", "device": profile["name"], "tiles": profile["tiles"], "cases": cases}
+    ranking = [dict(ranking_of([c for c in cases if c["batch"] == batch]), batch=batch) for batch in args.batches]
+    return {"bench": "plan", "device": profile["name"], "tiles": profile["tiles"], "cases": cases,
+            "ranking": ranking}
+
+
+def ranking_of(cases):
+    """How the estimates order a batch's planned cases against the device:
+    of the pairs whose device cycles differ, those the estimates put in the
+    same order, and the worst inversion (its budgets, the device cycles the
+    estimate's choice loses and the estimate difference behind it)."""
+    planned = [c for c in cases if c["outcome"] == "planned"]
+    pairs = ordered = 0
+    worst = None
+    for i, a in enumerate(planned):
+        for b in planned[i + 1:]:
+            device = a["device_cycles"] - b["device_cycles"]
+            if not device:
+                continue
+            pairs += 1
+            estimate = a["estimate_cycles"] - b["estimate_cycles"]
+            if estimate * device > 0:
+                ordered += 1
+            elif not worst or abs(device) > worst["device_cycles_lost"]:
+                worst = {"budgets": [a["budget"], b["budget"]], "device_cycles_lost": abs(device),
+                         "estimate_difference": abs(estimate)}
+    return {"plans": len(planned), "pairs": pairs, "in_device_order": ordered, "worst_inversion": worst}
 
 
 def report_plan(result, out):
     print(f"plan bench: full-size FP8 MLP on {result['device']} ({result['tiles']} tiles); search = catalogue "
           f"and search + refinement (lowering and liveness of each candidate plan)", file=out)
     for c in result["cases"]:
-        outcome = f"planned, peak {c['peak_bytes']} B" if c["outcome"] == "planned" else "rejected"
+        outcome = (f"planned, peak {c['peak_bytes']:,} B, estimate {c['estimate_cycles']:,} against "
+                   f"{c['device_cycles']:,} device cycles" if c["outcome"] == "planned" else "rejected")
         print(f"  batch {c['batch']} budget {str(c['budget']):>7}: search {c['search_seconds']:6.2f} s "
               f"(x{c['search_vs_first_budget']:.2f} of the first budget's), refinement "
               f"{100 * c['refinement_share']:4.1f}%, {c['attempts']:>2} attempt(s), {outcome}", file=out)
+    for r in result["ranking"]:
+        worst = r["worst_inversion"]
+        inversion = (f"worst inversion: budgets {worst['budgets'][0]} and {worst['budgets'][1]}, the device "
+                     f"{worst['device_cycles_lost']:,} cycles apart against an estimate difference of "
+                     f"{worst['estimate_difference']:,}" if worst else "no inversion")
+        print(f"  ranking, batch {r['batch']}: {r['in_device_order']} of {r['pairs']} pairs of its {r['plans']} "
+              f"plans in the device's order; {inversion}", file=out)
 
 
 def bench_vit(args, progress):
