@@ -1,7 +1,8 @@
 /* reference.c: the FP32 host reference (see reference.h).  Every tensor that
  * is not an input or parameter gets one host buffer (allocated zeroed on
- * first use); inputs and parameters are read in place from w->values, a
- * parameter sequence at member `iteration` inside the Repeat body.  The ops
+ * first use); inputs and parameters are read from the workload's values
+ * (made on first use, ipu_workload_values_of), a parameter sequence at member
+ * `iteration` inside the Repeat body.  The ops
  * before the body run once, the body `iterations` times (the carried tensor
  * loaded from carried_init before the first iteration and from carried_next
  * after each one), then the ops after it.  Elementwise loops are OpenMP
@@ -90,7 +91,11 @@ static ipu_status value(eval *e, uint32_t id, int64_t iteration, const float **o
         *out = b;
         return IPU_OK;
     }
-    const float *base = e->rounded ? e->rounded[id] : e->w->values[id];
+    const float *base = NULL;
+    if (e->rounded)
+        base = e->rounded[id];
+    else
+        IPU_TRY(ipu_workload_values_of(e->ctx, e->w, id, &base));
     if (!base)
         return IPU_FAIL(e->ctx, IPU_ERR_STATE, "reference: tensor '%s' has no values", t->name);
     uint64_t member = 0;
@@ -348,14 +353,18 @@ static ipu_status round_values(ipu_ctx *ctx, const ipu_workload *w, float **roun
     const ipu_graph *g = &w->graph;
     for (size_t i = 0; i < g->tensor_count; i++) {
         const ipu_ir_tensor *t = &g->tensors[i];
-        if (!is_value(t) || !w->values[i])
+        if (!is_value(t))
             continue;
         size_t n = (size_t)(elements(t) * t->sequence);
-        rounded[i] = ipu_malloc(ctx, n * sizeof(float));
-        if (!rounded[i])
-            return IPU_NO_MEMORY(ctx);
-        memcpy(rounded[i], w->values[i], n * sizeof(float));
-        round_to_type(t, rounded[i], n);
+        uint8_t *bytes = ipu_malloc(ctx, n * ipu_dtype_size(t->dtype) + 1);
+        rounded[i] = ipu_malloc(ctx, n * sizeof(float) + 1);
+        ipu_status status = bytes && rounded[i] ? IPU_OK : IPU_NO_MEMORY(ctx);
+        if (status == IPU_OK)
+            status = ipu_workload_device_bytes_of(ctx, w, (uint32_t)i, bytes);
+        if (status == IPU_OK)
+            ipu_num_decode(t->dtype, t->scale, bytes, rounded[i], n);
+        free(bytes);
+        IPU_TRY(status);
     }
     return IPU_OK;
 }
@@ -364,8 +373,6 @@ static ipu_status reference(ipu_ctx *ctx, const ipu_workload *w, int device,
                             const ipu_reference_plan *plan, float ***outputs)
 {
     const ipu_graph *g = &w->graph;
-    if (!w->values)
-        return IPU_FAIL(ctx, IPU_ERR_STATE, "reference: the workload's values are not generated");
     IPU_TRY(ipu_graph_validate(ctx, g));
     int previous = openblas_get_num_threads();
     size_t slots = g->tensor_count ? g->tensor_count : 1;

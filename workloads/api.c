@@ -18,8 +18,6 @@
 #include "reference/reference.h"
 #include "workloads/workload.h"
 
-#define ENCODE_CHUNK 65536
-
 static const char *role_name(int role)
 {
     static const char *names[] = {"input", "parameter", "activation", "output"};
@@ -65,9 +63,8 @@ static ipu_status find_tensor(ipu_ctx *ctx, const ipu_workload *w, const char *n
                     name);
 }
 
-/* The values of an input or parameter, all members. */
-static ipu_status find_values(ipu_ctx *ctx, const ipu_workload *w, const char *name,
-                              uint32_t *id, const float **data, size_t *count)
+/* An input or parameter by name (the only tensors with values). */
+static ipu_status find_value_tensor(ipu_ctx *ctx, const ipu_workload *w, const char *name, uint32_t *id)
 {
     IPU_TRY(find_tensor(ctx, w, name, id));
     const ipu_ir_tensor *t = &w->graph.tensors[*id];
@@ -75,9 +72,16 @@ static ipu_status find_values(ipu_ctx *ctx, const ipu_workload *w, const char *n
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                         "tensor '%s' is an %s: only inputs and parameters have values", name,
                         role_name(t->role));
-    if (!w->values || !w->values[*id])
-        return IPU_FAIL(ctx, IPU_ERR_STATE, "tensor '%s' has no generated values", name);
-    *data = w->values[*id];
+    return IPU_OK;
+}
+
+/* The values of an input or parameter, all members. */
+static ipu_status find_values(ipu_ctx *ctx, const ipu_workload *w, const char *name,
+                              uint32_t *id, const float **data, size_t *count)
+{
+    IPU_TRY(find_value_tensor(ctx, w, name, id));
+    const ipu_ir_tensor *t = &w->graph.tensors[*id];
+    IPU_TRY(ipu_workload_values_of(ctx, w, *id, data));
     *count = (size_t)((uint64_t)t->rows * t->cols * t->sequence);
     return IPU_OK;
 }
@@ -125,7 +129,7 @@ ipu_status ipu_workload_create(ipu_ctx *ctx, const char *options_json, ipu_workl
     }
     json_decref(o);
     if (status == IPU_OK)
-        status = ipu_workload_generate(ctx, w);
+        status = ipu_workload_prepare_values(ctx, w);
     if (status != IPU_OK) {
         ipu_workload_free(w);
         return status;
@@ -219,23 +223,19 @@ ipu_status ipu_workload_device_bytes(ipu_ctx *ctx, const ipu_workload *w, const 
                                      void **out_bytes, size_t *out_size)
 {
     uint32_t id = 0;
-    const float *values;
-    size_t count;
-    IPU_TRY(find_values(ctx, w, tensor, &id, &values, &count));
+    IPU_TRY(find_value_tensor(ctx, w, tensor, &id));
     const ipu_ir_tensor *t = &w->graph.tensors[id];
+    uint64_t count = (uint64_t)t->rows * t->cols * t->sequence;
     size_t elem = ipu_dtype_size(t->dtype);
     if (count > SIZE_MAX / elem)
         return IPU_NO_MEMORY(ctx);
     unsigned char *bytes = ipu_malloc(ctx, count ? count * elem : 1);
     if (!bytes)
         return IPU_NO_MEMORY(ctx);
-    int64_t chunks = (int64_t)((count + ENCODE_CHUNK - 1) / ENCODE_CHUNK);
-    int dtype = t->dtype, scale = t->scale;
-#pragma omp parallel for schedule(static) if (chunks > 1)
-    for (int64_t c = 0; c < chunks; c++) {
-        size_t start = (size_t)c * ENCODE_CHUNK;
-        size_t n = count - start < ENCODE_CHUNK ? count - start : ENCODE_CHUNK;
-        ipu_num_encode(dtype, scale, values + start, bytes + start * elem, n);
+    ipu_status status = ipu_workload_device_bytes_of(ctx, w, id, bytes);
+    if (status != IPU_OK) {
+        free(bytes);
+        return status;
     }
     *out_bytes = bytes;
     *out_size = count * elem;

@@ -237,18 +237,18 @@ static ipu_status type_values(checker *k)
     const ipu_graph *g = &k->w->graph;
     for (size_t i = 0; i < g->tensor_count; i++) {
         const ipu_ir_tensor *t = &g->tensors[i];
-        if (!is_value(t) || !k->w->values[i])
+        if (!is_value(t))
             continue;
         size_t n = elements(t) * t->sequence, elem = ipu_dtype_size(t->dtype);
         uint8_t *bytes = ipu_malloc(k->ctx, n > 0 ? n * elem : 1);
         k->typed[i] = ipu_malloc(k->ctx, (n ? n : 1) * sizeof(float));
-        if (!bytes || !k->typed[i]) {
-            free(bytes);
-            return IPU_NO_MEMORY(k->ctx);
-        }
-        ipu_num_encode(t->dtype, t->scale, k->w->values[i], bytes, n);
-        ipu_num_decode(t->dtype, t->scale, bytes, k->typed[i], n);
+        ipu_status status = bytes && k->typed[i] ? IPU_OK : IPU_NO_MEMORY(k->ctx);
+        if (status == IPU_OK)
+            status = ipu_workload_device_bytes_of(k->ctx, k->w, (uint32_t)i, bytes);
+        if (status == IPU_OK)
+            ipu_num_decode(t->dtype, t->scale, bytes, k->typed[i], n);
         free(bytes);
+        IPU_TRY(status);
     }
     return IPU_OK;
 }
@@ -306,8 +306,6 @@ ipu_status ipu_check_ops(ipu_ctx *ctx, const ipu_workload *w, const ipu_package 
 {
     if (!w || !pkg || !out_json)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_check_ops: NULL argument");
-    if (!w->values)
-        return IPU_FAIL(ctx, IPU_ERR_STATE, "op check: the workload's values are not generated");
     const ipu_graph *g = &w->graph;
     if (pkg->compiler_op_count != g->op_count)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,

@@ -1,12 +1,15 @@
 /* random.c: counter-based random values: element i of stream s under seed S
  * is a pure function of (S, s, i) (splitmix64 of the counter, Box-Muller), so
- * any slice can be generated independently and in parallel; and generating
- * a workload's inputs and parameters from them (stream = tensor index), with
- * the option helper the builders share.
+ * any slice can be generated independently and in parallel; and a
+ * workload's inputs and parameters made from them on first use (stream =
+ * tensor index): as FP32 values, kept for the references, or straight to
+ * device-typed bytes, a chunk at a time, for a compile that needs no FP32
+ * copy; with the option helper the builders share.
  */
 #include <math.h>
 #include <stdlib.h>
 
+#include "numerics/numerics.h"
 #include "workloads/workload.h"
 
 static uint64_t mix(uint64_t z)
@@ -23,14 +26,16 @@ void ipu_random_normal(uint64_t seed, uint64_t stream, uint64_t offset, float *o
                        float scale)
 {
     uint64_t key = mix(seed ^ mix(stream + 0x9E3779B97F4A7C15ull));
-    for (size_t i = 0; i < n; i++) {
-        uint64_t index = offset + i;
-        /* Each pair of elements shares one Box-Muller draw. */
-        uint64_t pair = index >> 1;
+    /* Each pair of elements (2p, 2p + 1) shares one Box-Muller draw: the
+     * cosine gives the even element, the sine the odd one. */
+    for (size_t i = 0; i < n;) {
+        uint64_t index = offset + i, pair = index >> 1;
         double u1 = uniform(mix(key + 2 * pair)), u2 = uniform(mix(key + 2 * pair + 1));
         double radius = sqrt(-2.0 * log(u1)), angle = 6.283185307179586 * u2;
-        double z = (index & 1) ? radius * sin(angle) : radius * cos(angle);
-        out[i] = (float)(z * scale);
+        if (!(index & 1))
+            out[i++] = (float)(radius * cos(angle) * scale);
+        if (i < n)
+            out[i++] = (float)(radius * sin(angle) * scale);
     }
 }
 
@@ -40,39 +45,98 @@ void ipu_default_values(const ipu_ir_tensor *t, float *scale, float *offset)
     *offset = 0.0f;
 }
 
-ipu_status ipu_workload_generate(ipu_ctx *ctx, ipu_workload *w)
+ipu_status ipu_workload_prepare_values(ipu_ctx *ctx, ipu_workload *w)
 {
-    ipu_graph *g = &w->graph;
-    w->values = ipu_calloc(ctx, g->tensor_count, sizeof *w->values);
-    if (!w->values)
-        return IPU_NO_MEMORY(ctx);
-    for (size_t i = 0; i < g->tensor_count; i++) {
-        const ipu_ir_tensor *t = &g->tensors[i];
-        if (t->role != IPU_ROLE_INPUT && t->role != IPU_ROLE_PARAM)
-            continue;
+    w->values = ipu_calloc(ctx, w->graph.tensor_count ? w->graph.tensor_count : 1, sizeof *w->values);
+    return w->values ? IPU_OK : IPU_NO_MEMORY(ctx);
+}
+
+static ipu_status check_value_tensor(ipu_ctx *ctx, const ipu_workload *w, uint32_t id)
+{
+    if (!w->values || id >= w->graph.tensor_count)
+        return IPU_FAIL(ctx, IPU_ERR_STATE, "workload values: tensor %u of %zu%s", id, w->graph.tensor_count,
+                        w->values ? "" : " (no value table)");
+    const ipu_ir_tensor *t = &w->graph.tensors[id];
+    if (t->role != IPU_ROLE_INPUT && t->role != IPU_ROLE_PARAM)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "workload values: '%s' is not an input or parameter",
+                        t->name);
+    return IPU_OK;
+}
+
+/* Values per generation chunk, and chunks (a fraction of a second) between
+ * cancel checks. */
+#define CHUNK 65536
+#define SLICE 256
+
+/* Chunk c of tensor id's values (n of them) into out. */
+static void chunk_values(const ipu_workload *w, uint32_t id, int64_t c, size_t n, float *out)
+{
+    const ipu_ir_tensor *t = &w->graph.tensors[id];
+    float scale, offset;
+    (w->value_rule ? w->value_rule : ipu_default_values)(t, &scale, &offset);
+    ipu_random_normal(w->seed, id, (uint64_t)c * CHUNK, out, n, scale);
+    for (size_t e = 0; offset != 0.0f && e < n; e++)
+        out[e] += offset;
+}
+
+ipu_status ipu_workload_values_of(ipu_ctx *ctx, const ipu_workload *w, uint32_t id, const float **out)
+{
+    IPU_TRY(check_value_tensor(ctx, w, id));
+    if (!w->values[id]) {
+        const ipu_ir_tensor *t = &w->graph.tensors[id];
         uint64_t count = (uint64_t)t->rows * t->cols * t->sequence;
         float *v = ipu_malloc(ctx, count * sizeof *v);
         if (!v)
             return IPU_NO_MEMORY(ctx);
-        w->values[i] = v;
-        float scale, offset;
-        (w->value_rule ? w->value_rule : ipu_default_values)(t, &scale, &offset);
-        /* Chunks of 64Ki values in parallel, 256 chunks (a fraction of a
-         * second) between cancel checks. */
-        const int64_t chunk = 65536, chunks = (int64_t)((count + chunk - 1) / chunk), slice = 256;
-        for (int64_t first = 0; first < chunks; first += slice) {
-            IPU_TRY(IPU_CHECK_CANCEL(ctx));
-            int64_t last = first + slice < chunks ? first + slice : chunks;
+        const int64_t chunks = (int64_t)((count + CHUNK - 1) / CHUNK);
+        for (int64_t first = 0; first < chunks; first += SLICE) {
+            ipu_status status = IPU_CHECK_CANCEL(ctx);
+            if (status != IPU_OK) {
+                free(v);
+                return status;
+            }
+            int64_t last = first + SLICE < chunks ? first + SLICE : chunks;
 #pragma omp parallel for schedule(static)
             for (int64_t c = first; c < last; c++) {
-                uint64_t start = (uint64_t)c * chunk;
-                size_t n = count - start < (uint64_t)chunk ? (size_t)(count - start) : (size_t)chunk;
-                ipu_random_normal(w->seed, i, start, v + start, n, scale);
-                for (size_t e = 0; offset != 0.0f && e < n; e++)
-                    v[start + e] += offset;
+                uint64_t start = (uint64_t)c * CHUNK;
+                chunk_values(w, id, c, count - start < CHUNK ? (size_t)(count - start) : CHUNK, v + start);
             }
         }
+        w->values[id] = v;
     }
+    *out = w->values[id];
+    return IPU_OK;
+}
+
+ipu_status ipu_workload_device_bytes_of(ipu_ctx *ctx, const ipu_workload *w, uint32_t id, void *out)
+{
+    IPU_TRY(check_value_tensor(ctx, w, id));
+    const ipu_ir_tensor *t = &w->graph.tensors[id];
+    uint64_t count = (uint64_t)t->rows * t->cols * t->sequence;
+    size_t elem = ipu_dtype_size(t->dtype);
+    const int64_t chunks = (int64_t)((count + CHUNK - 1) / CHUNK);
+    const float *kept = w->values[id];
+    float *scratch = kept ? NULL : ipu_malloc(ctx, (size_t)SLICE * CHUNK * sizeof *scratch);
+    if (!kept && !scratch)
+        return IPU_NO_MEMORY(ctx);
+    for (int64_t first = 0; first < chunks; first += SLICE) {
+        ipu_status status = IPU_CHECK_CANCEL(ctx);
+        if (status != IPU_OK) {
+            free(scratch);
+            return status;
+        }
+        int64_t last = first + SLICE < chunks ? first + SLICE : chunks;
+#pragma omp parallel for schedule(static)
+        for (int64_t c = first; c < last; c++) {
+            uint64_t start = (uint64_t)c * CHUNK;
+            size_t n = count - start < CHUNK ? (size_t)(count - start) : CHUNK;
+            const float *v = kept ? kept + start : scratch + (size_t)(c - first) * CHUNK;
+            if (!kept)
+                chunk_values(w, id, c, n, scratch + (size_t)(c - first) * CHUNK);
+            ipu_num_encode(t->dtype, t->scale, v, (uint8_t *)out + start * elem, n);
+        }
+    }
+    free(scratch);
     return IPU_OK;
 }
 

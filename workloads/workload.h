@@ -1,8 +1,9 @@
 /* workload.h: a workload is a graph plus the host values of its inputs and
  * parameters.  Values are deterministic functions of (seed, tensor, member,
  * index) — counter-based, so generating them in parallel gives the same bits
- * for any thread count — kept unquantized in FP32 (what an FP32 reference
- * computes from) and quantized to each tensor's device type on request.
+ * for any thread count — made on first use: kept unquantized in FP32 (what
+ * an FP32 reference computes from), or quantized to each tensor's device type
+ * without an FP32 copy (what a compile records).
  */
 #ifndef IPU_WORKLOAD_H
 #define IPU_WORKLOAD_H
@@ -15,7 +16,7 @@ struct ipu_workload {
     char name[32];
     uint64_t seed;
     ipu_graph graph;
-    float **values; /* per tensor: rows * cols * sequence floats, NULL unless input/param */
+    float **values; /* per tensor: rows * cols * sequence floats once made (ipu_workload_values_of) */
     char *options_json;
     float **reference; /* per tensor: the last reference run's outputs, NULL unless output */
     /* How the builder's values are distributed (NULL: ipu_default_values). */
@@ -48,8 +49,16 @@ ipu_status ipu_mlp_build(ipu_ctx *ctx, const json_t *options, ipu_workload **out
 ipu_status ipu_vit_build(ipu_ctx *ctx, const char *name, const json_t *options,
                          ipu_workload **out);
 
-/* Generate every input and parameter value (in parallel): normal values
- * scaled and offset as w->value_rule says for each tensor. */
-ipu_status ipu_workload_generate(ipu_ctx *ctx, ipu_workload *w);
+/* Values are made on first use: normal values scaled and offset as
+ * w->value_rule says for each tensor, generated in parallel.  Prepare the
+ * (empty) table of a new workload. */
+ipu_status ipu_workload_prepare_values(ipu_ctx *ctx, ipu_workload *w);
+/* The FP32 values of input or parameter id, generated on first use and kept
+ * (a cache inside the const workload). */
+ipu_status ipu_workload_values_of(ipu_ctx *ctx, const ipu_workload *w, uint32_t id, const float **out);
+/* Input or parameter id at its device type (rows * cols * sequence
+ * elements) into out: from the kept values, or generated a chunk at a time
+ * without keeping them. */
+ipu_status ipu_workload_device_bytes_of(ipu_ctx *ctx, const ipu_workload *w, uint32_t id, void *out);
 
 #endif

@@ -226,7 +226,8 @@ static void check_tables(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *p
 {
     size_t most = ph->count + ph->dst_total; /* rows on any one tile, at most */
     trow *want = xcalloc(most, sizeof *want);
-    uint8_t *out = xcalloc(4 + 16 * most, 1);
+    ipu_xtables tables;
+    TSEED_OK(ctx, ipu_exchange_encode(ctx, p, ph, &tables));
     for (uint32_t tile = 0; tile < p->tiles; tile++) {
         size_t n = 0;
         for (size_t i = 0; i < ph->count; i++) {
@@ -243,12 +244,12 @@ static void check_tables(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *p
             }
         }
         qsort(want, n, sizeof *want, trow_order);
-        uint32_t rows = ipu_exchange_tile_rows(ph, tile);
-        if (rows != n)
-            TSEED_FAIL("tile %u: ipu_exchange_tile_rows says %u rows, the phase implies %zu", tile,
-                       rows, n);
-        memset(out, 0xAB, 4 + 16 * n);
-        TSEED_OK(ctx, ipu_exchange_encode(ctx, p, ph, tile, out));
+        size_t size = tables.offset[tile + 1] - tables.offset[tile];
+        if (size != (n ? 4 + 16 * n : 0))
+            TSEED_FAIL("tile %u: a table of %zu bytes, the phase implies %zu rows", tile, size, n);
+        if (!n)
+            continue;
+        const uint8_t *out = tables.data + tables.offset[tile];
         assert_int_equal(ipu_load_u32(out), n);
         for (size_t r = 0; r < n; r++) {
             const uint8_t *e = out + 4 + 16 * r;
@@ -262,7 +263,7 @@ static void check_tables(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *p
         }
     }
     free(want);
-    free(out);
+    ipu_xtables_free(&tables);
 }
 
 static json_int_t report_int(json_t *object, const char *name)
@@ -285,17 +286,15 @@ static void check_device(ipu_ctx *ctx, const ipu_profile *p, const tphase *t)
         TSEED_OK(ctx, ipu_pkg_add_data(b, x->src_tile, x->src_address, t->data + t->data_at[i],
                                        x->bytes));
     }
-    uint8_t *table = NULL;
+    ipu_xtables tables;
+    TSEED_OK(ctx, ipu_exchange_encode(ctx, p, ph, &tables));
     for (uint32_t tile = 0; tile < p->tiles; tile++) {
-        uint32_t rows = ipu_exchange_tile_rows(ph, tile), at;
-        if (!rows)
-            continue;
-        table = realloc(table, 4 + 16 * (size_t)rows);
-        assert_non_null(table);
-        TSEED_OK(ctx, ipu_exchange_encode(ctx, p, ph, tile, table));
-        TSEED_OK(ctx, ipu_pkg_put_slot(b, tile, slot, table, 4 + 16 * (size_t)rows, &at));
+        uint32_t at;
+        size_t size = tables.offset[tile + 1] - tables.offset[tile];
+        if (size)
+            TSEED_OK(ctx, ipu_pkg_put_slot(b, tile, slot, tables.data + tables.offset[tile], size, &at));
     }
-    free(table);
+    ipu_xtables_free(&tables);
     TSEED_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, IPU_NO_SLOT, slot, 0));
     ipu_package *pkg = tpkg_build(ctx, b);
     ipu_device *dev = tpkg_device(ctx, pkg);
@@ -548,26 +547,31 @@ static void test_invalid(void **state)
     ipu_xphase missing = {NULL, 2, d, 5, 0};
     ipu_ctx_clear_error(ctx);
     assert_int_equal(ipu_exchange_schedule(ctx, &p, &missing), IPU_ERR_INVALID_ARGUMENT);
-    /* Encoding: addresses must be 4-byte aligned, the tile in range. */
+    /* Encoding: addresses must be 4-byte aligned, the tiles in range. */
     reset(x, d);
     ipu_ctx_clear_error(ctx);
     TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph));
     for (int i = 0; i < 5; i++)
         d[i].address = 0x80000u + 64u * (uint32_t)i;
-    uint8_t out[4 + 16 * 4];
+    ipu_xtables tables;
     x[1].src_address = 0x60002u;
     ipu_ctx_clear_error(ctx);
-    assert_int_equal(ipu_exchange_encode(ctx, &p, &ph, 1, out), IPU_ERR_INVALID_ARGUMENT);
+    assert_int_equal(ipu_exchange_encode(ctx, &p, &ph, &tables), IPU_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(ipu_ctx_errmsg(ctx), "0x60002"));
+    assert_null(tables.data);
     x[1].src_address = 0x60000u;
     ipu_ctx_clear_error(ctx);
-    TSEED_OK(ctx, ipu_exchange_encode(ctx, &p, &ph, 1, out));
+    TSEED_OK(ctx, ipu_exchange_encode(ctx, &p, &ph, &tables));
+    ipu_xtables_free(&tables);
     d[3].address = 0x80001u; /* tile 4, from transfer 2 */
     ipu_ctx_clear_error(ctx);
-    assert_int_equal(ipu_exchange_encode(ctx, &p, &ph, 4, out), IPU_ERR_INVALID_ARGUMENT);
+    assert_int_equal(ipu_exchange_encode(ctx, &p, &ph, &tables), IPU_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(ipu_ctx_errmsg(ctx), "0x80001"));
+    d[3].address = 0x80000u + 64u * 3;
+    d[4].tile = 16;
     ipu_ctx_clear_error(ctx);
-    assert_int_equal(ipu_exchange_encode(ctx, &p, &ph, 16, out), IPU_ERR_INVALID_ARGUMENT);
+    assert_int_equal(ipu_exchange_encode(ctx, &p, &ph, &tables), IPU_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(ipu_ctx_errmsg(ctx), "tile 16"));
     ipu_ctx_free(ctx);
 }
 

@@ -44,7 +44,7 @@ static ipu_workload *carry_workload(ipu_ctx *ctx)
     TSEED_OK(ctx, ipu_graph_op(ctx, g, IPU_IR_COPY, next, 0, y));
     g->repeat = (ipu_ir_repeat){0, 1, LAYERS, c, next, init};
     TSEED_OK(ctx, ipu_graph_validate(ctx, g));
-    TSEED_OK(ctx, ipu_workload_generate(ctx, w));
+    TSEED_OK(ctx, ipu_workload_prepare_values(ctx, w));
     return w;
 }
 

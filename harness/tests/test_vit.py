@@ -157,7 +157,7 @@ def test_geometry_and_macs_follow_the_options():
     info = native.Workload(ctx, SMALL_OPTIONS).info()
     B, T, C, H, L = 2, 20, 32, 40, 2
     assert transformer.geometry(info) == {"batch": B, "tokens": T, "channels": C, "hidden": H, "layers": L,
-                                          "heads": 4, "head_dim": 8}
+                                          "heads": 4, "head_dim": 8, "input": "embeddings"}
     # Per layer: Wqkv, Q K^T and P V, Wo, W1, W2; the head: Wkv, the probe's
     # Wq, MAP pooling, Wo, W1, W2.
     layer = B * T * C * (3 * C) + 2 * B * T * T * C + B * T * C * C + 2 * B * T * C * H
@@ -168,6 +168,10 @@ def test_geometry_and_macs_follow_the_options():
     attention = L * 2 * B * T * T * C + 2 * B * T * C
     assert cycles == pytest.approx((total - attention) / profile["amp_macs_fp8"]
                                    + attention / profile["amp_macs_fp16_fp32"])
+    # From pixel patches: the patch projection (588 values per token) as well.
+    patches = native.Workload(ctx, {**SMALL_OPTIONS, "input": "patches"}).info()
+    assert transformer.geometry(patches)["input"] == "patches"
+    assert transformer.macs(patches, profile)[0] == total + B * T * 588 * C
 
 
 def test_summary_names_the_geometry_and_the_planned_mode():

@@ -208,39 +208,52 @@ static void profile_rejection(ipu_ctx *ctx, profile_sink *sink, const ipu_profil
     ctx->status = failure;
 }
 
-/* Device-typed inputs and parameters, recorded so the package can run again. */
-/* The device-typed values of every input and parameter as package records;
- * shifted (a mutation of the driver): the first input's bytes one row out
- * of place, its first row last. */
-static ipu_status make_records(ipu_ctx *ctx, const ipu_workload *w, ipu_assembly_record *records,
-                               void **bytes, size_t *count, int shifted)
+/* Where a record's bytes come from: an input or parameter of the workload
+ * at its device type; shifted (a mutation of the driver): its bytes one row
+ * out of place, its first row last. */
+typedef struct record_source {
+    const ipu_workload *w;
+    uint32_t tensor;
+    int shifted;
+} record_source;
+
+static ipu_status fill_record(ipu_ctx *ctx, const void *source, void *dst)
+{
+    const record_source *r = source;
+    const ipu_ir_tensor *x = &r->w->graph.tensors[r->tensor];
+    IPU_TRY(ipu_workload_device_bytes_of(ctx, r->w, r->tensor, dst));
+    if (!r->shifted)
+        return IPU_OK;
+    size_t row = (size_t)x->cols * ipu_dtype_size(x->dtype), size = ipu_ir_tensor_bytes(x) * x->sequence;
+    uint8_t *first = ipu_malloc(ctx, row), *b = dst;
+    if (!first)
+        return IPU_NO_MEMORY(ctx);
+    memcpy(first, b, row);
+    memmove(b, b + row, size - row);
+    memcpy(b + size - row, first, row);
+    free(first);
+    return IPU_OK;
+}
+
+/* Every input and parameter as a package record, made when the package is
+ * assembled; shifted (a mutation): the first input of more than one row is
+ * recorded one row out of place. */
+static void make_records(const ipu_workload *w, ipu_assembly_record *records, record_source *sources, size_t *count,
+                         int shifted)
 {
     const ipu_graph *g = &w->graph;
     *count = 0;
     for (size_t t = 0; t < g->tensor_count; t++) {
         const ipu_ir_tensor *x = &g->tensors[t];
-        if ((x->role != IPU_ROLE_INPUT && x->role != IPU_ROLE_PARAM) || !w->values || !w->values[t])
+        if (x->role != IPU_ROLE_INPUT && x->role != IPU_ROLE_PARAM)
             continue;
-        uint64_t n = (uint64_t)x->rows * x->cols * x->sequence;
-        bytes[t] = ipu_malloc(ctx, n * ipu_dtype_size(x->dtype));
-        if (!bytes[t])
-            return IPU_NO_MEMORY(ctx);
-        ipu_num_encode(x->dtype, x->scale, w->values[t], bytes[t], n);
-        size_t row = (size_t)x->cols * ipu_dtype_size(x->dtype), size = n * ipu_dtype_size(x->dtype);
-        if (shifted && x->role == IPU_ROLE_INPUT && x->rows > 1) {
-            shifted = 0;
-            uint8_t *first = ipu_malloc(ctx, row), *b = bytes[t];
-            if (!first)
-                return IPU_NO_MEMORY(ctx);
-            memcpy(first, b, row);
-            memmove(b, b + row, size - row);
-            memcpy(b + size - row, first, row);
-            free(first);
-        }
-        records[(*count)++] =
-            (ipu_assembly_record){x->name, IPU_RECORD_INPUT, bytes[t], n * ipu_dtype_size(x->dtype)};
+        int shift = shifted && x->role == IPU_ROLE_INPUT && x->rows > 1;
+        shifted = shifted && !shift;
+        sources[*count] = (record_source){w, (uint32_t)t, shift};
+        records[*count] = (ipu_assembly_record){x->name, IPU_RECORD_INPUT, ipu_ir_tensor_bytes(x) * x->sequence,
+                                                fill_record, &sources[*count]};
+        (*count)++;
     }
-    return IPU_OK;
 }
 
 typedef struct attempt {
@@ -252,7 +265,8 @@ typedef struct attempt {
 } attempt;
 
 typedef struct timings {
-    double plan, refine, package; /* refine: lowering and the liveness walker, per candidate */
+    double plan, refine, package; /* refine: lowering and the liveness walker, per candidate;
+                                   * package: with the records (inputs and parameters) */
 } timings;
 
 static void attempt_free(attempt *a)
@@ -400,22 +414,21 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     ipu_support_map support = {0, 0, ipu_calloc(ctx, p->tiles, sizeof(uint32_t)),
                                ipu_calloc(ctx, p->tiles, sizeof(uint32_t))};
     ipu_assembly_record *records = ipu_calloc(ctx, g->tensor_count ? g->tensor_count : 1, sizeof *records);
-    void **bytes = ipu_calloc(ctx, g->tensor_count ? g->tensor_count : 1, sizeof *bytes);
+    record_source *sources = ipu_calloc(ctx, g->tensor_count ? g->tensor_count : 1, sizeof *sources);
     uint64_t *caps = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *caps);
     size_t record_count = 0;
-    ipu_status status = records && bytes && caps && support.code_end && support.descriptor_end
+    ipu_status status = records && sources && caps && support.code_end && support.descriptor_end
                             ? IPU_OK
                             : IPU_NO_MEMORY(ctx);
+    timings t = {0, 0, 0};
     if (status == IPU_OK)
-        status = make_records(ctx, w, records, bytes, &record_count,
-                              c.inject == IPU_INJECT_INPUT_RECORD_SHIFTED);
+        make_records(w, records, sources, &record_count, c.inject == IPU_INJECT_INPUT_RECORD_SHIFTED);
     /* The driver's own mutation is applied; the stages see none. */
     int stage_inject = c.inject == IPU_INJECT_INPUT_RECORD_SHIFTED ? IPU_INJECT_NONE : c.inject;
     c.plan.inject = stage_inject;
     c.plan.caps = caps;
     attempt a;
     memset(&a, 0, sizeof a);
-    timings t = {0, 0, 0};
     uint32_t attempts = 0, first_peak_tile = 0;
     uint64_t first_peak = 0;
     json_t *tries = json_array();
@@ -587,9 +600,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     free(caps);
     free(support.code_end);
     free(support.descriptor_end);
-    for (size_t i = 0; bytes && i < g->tensor_count; i++)
-        free(bytes[i]);
-    free(bytes);
+    free(sources);
     free(records);
     return status;
 }

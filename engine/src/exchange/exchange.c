@@ -295,22 +295,6 @@ ipu_status ipu_exchange_schedule(ipu_ctx *ctx, const ipu_profile *p, ipu_xphase 
 
 /* ---- encoding ------------------------------------------------------------------- */
 
-uint32_t ipu_exchange_tile_rows(const ipu_xphase *phase, uint32_t tile)
-{
-    uint32_t rows = 0;
-    if (!phase || (phase->count && !phase->xfers) || (phase->dst_total && !phase->dsts))
-        return 0; /* encoding reports it */
-    for (size_t i = 0; i < phase->count; i++) {
-        const ipu_xfer *x = &phase->xfers[i];
-        rows += x->src_tile == tile;
-        if (x->first_dst > phase->dst_total || x->dst_count > phase->dst_total - x->first_dst)
-            continue; /* invalid: encoding reports it */
-        for (uint32_t d = 0; d < x->dst_count; d++)
-            rows += phase->dsts[x->first_dst + d].tile == tile;
-    }
-    return rows;
-}
-
 static void put_row(uint8_t *r, uint32_t op, uint32_t peer, uint32_t cycle, uint32_t words,
                     uint32_t address)
 {
@@ -329,60 +313,96 @@ static int by_cycle(const void *a, const void *b)
     return memcmp(a, b, IPU_XROW_SIZE);
 }
 
-ipu_status ipu_exchange_encode(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *phase,
-                               uint32_t tile, uint8_t *out)
+/* Check transfer i's destinations lie inside the phase's. */
+static ipu_status check_dsts(ipu_ctx *ctx, const ipu_xphase *phase, size_t i)
 {
-    if (!p || !phase || !out || (phase->count && !phase->xfers) ||
-        (phase->dst_total && !phase->dsts))
+    const ipu_xfer *x = &phase->xfers[i];
+    if (x->first_dst > phase->dst_total || x->dst_count > phase->dst_total - x->first_dst)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                        "exchange encode: missing profile, phase or output");
-    if (tile >= p->tiles)
-        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                        "exchange encode: tile %u is out of range (%u tiles)", tile, p->tiles);
-    uint32_t sends = 0, recvs = 0, latency = p->exchange_latency;
-    uint8_t *rows = out + 4;
-    /* Sends first. */
-    for (size_t i = 0; i < phase->count; i++) {
+                        "exchange transfer %zu: destinations [%u, %llu) are outside the "
+                        "phase's %zu destinations",
+                        i, x->first_dst, (unsigned long long)x->first_dst + x->dst_count, phase->dst_total);
+    return IPU_OK;
+}
+
+void ipu_xtables_free(ipu_xtables *t)
+{
+    free(t->data);
+    free(t->offset);
+    t->data = NULL, t->offset = NULL;
+}
+
+/* Pass 1 counts every tile's sends and receives; pass 2 writes each row at
+ * its tile's next free place (sends first); then every tile's sends and
+ * receives are sorted by cycle. */
+ipu_status ipu_exchange_encode(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *phase, ipu_xtables *out)
+{
+    if (!p || !phase || !out || (phase->count && !phase->xfers) || (phase->dst_total && !phase->dsts))
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "exchange encode: missing profile, phase or output");
+    memset(out, 0, sizeof *out);
+    uint32_t tiles = p->tiles, latency = p->exchange_latency;
+    uint32_t *sends = ipu_calloc(ctx, 2 * (size_t)tiles, sizeof *sends), *recvs = sends + tiles;
+    uint32_t *next = ipu_calloc(ctx, 2 * (size_t)tiles, sizeof *next);
+    out->offset = ipu_calloc(ctx, (size_t)tiles + 1, sizeof *out->offset);
+    ipu_status status = sends && next && out->offset ? IPU_OK : IPU_NO_MEMORY(ctx);
+    for (size_t i = 0; i < phase->count && status == IPU_OK; i++) {
         const ipu_xfer *x = &phase->xfers[i];
-        if (x->src_tile != tile)
-            continue;
-        if (x->src_address % 4 || x->bytes == 0 || x->bytes % 4)
-            return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                            "exchange transfer %zu: source address 0x%X or %u bytes is not "
-                            "4-byte aligned",
-                            i, x->src_address, x->bytes);
-        put_row(rows + (size_t)sends++ * IPU_XROW_SIZE, IPU_XROW_SEND, 0, x->cycle, x->bytes / 4,
-                x->src_address);
+        status = check_dsts(ctx, phase, i);
+        if (status == IPU_OK && (x->src_tile >= tiles || (uint64_t)x->cycle + latency > UINT32_MAX))
+            status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                              "exchange transfer %zu: source tile %u or cycle %u is out of range", i, x->src_tile,
+                              x->cycle);
+        if (status == IPU_OK && (x->src_address % 4 || x->bytes == 0 || x->bytes % 4))
+            status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                              "exchange transfer %zu: source address 0x%X or %u bytes is not 4-byte aligned", i,
+                              x->src_address, x->bytes);
+        if (status == IPU_OK)
+            sends[x->src_tile]++;
+        for (uint32_t d = 0; d < x->dst_count && status == IPU_OK; d++) {
+            const ipu_xfer_dst *dst = &phase->dsts[x->first_dst + d];
+            if (dst->tile >= tiles)
+                status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                                  "exchange transfer %zu: destination tile %u is out of range (%u tiles)", i,
+                                  dst->tile, tiles);
+            else if (dst->address % 4)
+                status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                                  "exchange transfer %zu: destination address 0x%X on tile %u is not 4-byte "
+                                  "aligned",
+                                  i, dst->address, dst->tile);
+            else
+                recvs[dst->tile]++;
+        }
     }
-    /* Then receives, L cycles after their sends. */
-    for (size_t i = 0; i < phase->count; i++) {
+    for (uint32_t t = 0; t < tiles && status == IPU_OK; t++) {
+        uint32_t rows = sends[t] + recvs[t];
+        out->offset[t + 1] = out->offset[t] + (rows ? 4 + (size_t)rows * IPU_XROW_SIZE : 0);
+        next[t] = 0, next[tiles + t] = sends[t];
+    }
+    if (status == IPU_OK && !(out->data = ipu_malloc(ctx, out->offset[tiles] ? out->offset[tiles] : 1)))
+        status = IPU_NO_MEMORY(ctx);
+    for (size_t i = 0; i < phase->count && status == IPU_OK; i++) {
         const ipu_xfer *x = &phase->xfers[i];
-        if (x->first_dst > phase->dst_total || x->dst_count > phase->dst_total - x->first_dst)
-            return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                            "exchange transfer %zu: destinations [%u, %llu) are outside the "
-                            "phase's %zu destinations",
-                            i, x->first_dst, (unsigned long long)x->first_dst + x->dst_count,
-                            phase->dst_total);
+        uint8_t *rows = out->data + out->offset[x->src_tile] + 4;
+        put_row(rows + (size_t)next[x->src_tile]++ * IPU_XROW_SIZE, IPU_XROW_SEND, 0, x->cycle, x->bytes / 4,
+                x->src_address);
         for (uint32_t d = 0; d < x->dst_count; d++) {
             const ipu_xfer_dst *dst = &phase->dsts[x->first_dst + d];
-            if (dst->tile != tile)
-                continue;
-            if (dst->address % 4 || x->bytes == 0 || x->bytes % 4)
-                return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                                "exchange transfer %zu: destination address 0x%X on tile %u or "
-                                "%u bytes is not 4-byte aligned",
-                                i, dst->address, tile, x->bytes);
-            if (x->src_tile >= p->tiles || (uint64_t)x->cycle + latency > UINT32_MAX)
-                return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                                "exchange transfer %zu: source tile %u or cycle %u is out of "
-                                "range",
-                                i, x->src_tile, x->cycle);
-            put_row(rows + (size_t)(sends + recvs++) * IPU_XROW_SIZE, IPU_XROW_RECV, x->src_tile,
+            rows = out->data + out->offset[dst->tile] + 4;
+            put_row(rows + (size_t)next[tiles + dst->tile]++ * IPU_XROW_SIZE, IPU_XROW_RECV, x->src_tile,
                     x->cycle + latency, x->bytes / 4, dst->address);
         }
     }
-    ipu_store_u32(out, sends + recvs);
-    qsort(rows, sends, IPU_XROW_SIZE, by_cycle);
-    qsort(rows + (size_t)sends * IPU_XROW_SIZE, recvs, IPU_XROW_SIZE, by_cycle);
-    return IPU_OK;
+    for (uint32_t t = 0; t < tiles && status == IPU_OK; t++) {
+        if (out->offset[t + 1] == out->offset[t])
+            continue;
+        uint8_t *table = out->data + out->offset[t];
+        ipu_store_u32(table, sends[t] + recvs[t]);
+        qsort(table + 4, sends[t], IPU_XROW_SIZE, by_cycle);
+        qsort(table + 4 + (size_t)sends[t] * IPU_XROW_SIZE, recvs[t], IPU_XROW_SIZE, by_cycle);
+    }
+    free(sends);
+    free(next);
+    if (status != IPU_OK)
+        ipu_xtables_free(out);
+    return status;
 }

@@ -37,14 +37,17 @@ typedef struct ipu_xphase {
  * the phase horizon.  Checks tiles, sizes and destination counts. */
 ipu_status ipu_exchange_schedule(ipu_ctx *ctx, const ipu_profile *p, ipu_xphase *phase);
 
-/* Rows one tile's table needs for this phase (sends + receives), for sizing
- * the descriptor area before addresses are known. */
-uint32_t ipu_exchange_tile_rows(const ipu_xphase *phase, uint32_t tile);
+/* Every tile's exchange table of a scheduled phase, encoded in one pass:
+ * tile t's table (u32 row count, then 16-byte rows: its sends by cycle,
+ * then its receives by cycle) is data[offset[t] .. offset[t + 1]), empty
+ * when the tile takes no part. */
+typedef struct ipu_xtables {
+    uint8_t *data;
+    size_t *offset; /* tiles + 1 */
+} ipu_xtables;
 
-/* Encode one tile's table (u32 row count, then 16-byte rows) into out, which
- * holds 4 + 16 * ipu_exchange_tile_rows(phase, tile) bytes.  Addresses must be
- * filled and 4-byte aligned. */
-ipu_status ipu_exchange_encode(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *phase,
-                               uint32_t tile, uint8_t *out);
+/* Addresses must be filled and 4-byte aligned; tiles in the profile's range. */
+ipu_status ipu_exchange_encode(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *phase, ipu_xtables *out);
+void ipu_xtables_free(ipu_xtables *t);
 
 #endif

@@ -429,23 +429,23 @@ static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, 
                     ph->dsts[d].address = prog->buffers[q->buffer].address + q->offset;
                 }
             }
+            ipu_xtables tables = {0};
+            if (status == IPU_OK)
+                status = ipu_exchange_encode(A->ctx, A->p, ph, &tables);
             for (uint32_t t = 0; t < A->tiles && status == IPU_OK; t++) {
-                uint32_t rows = ipu_exchange_tile_rows(ph, t);
-                if (!rows)
+                uint8_t *table = tables.data + tables.offset[t];
+                size_t size = tables.offset[t + 1] - tables.offset[t];
+                if (!size)
                     continue;
-                rec.size = 0;
-                status = ipu_buf_append_zeros(A->ctx, &rec, 4 + (size_t)rows * IPU_XROW_SIZE);
-                if (status == IPU_OK)
-                    status = ipu_exchange_encode(A->ctx, A->p, ph, t, rec.data);
-                for (uint32_t r = 0; status == IPU_OK && !init && r < rows; r++) {
-                    uint8_t *row = rec.data + 4 + (size_t)r * IPU_XROW_SIZE;
+                for (size_t r = 0; !init && r < (size - 4) / IPU_XROW_SIZE; r++) {
+                    uint8_t *row = table + 4 + r * IPU_XROW_SIZE;
                     if ((ipu_load_u32(row) & 0xFF) == IPU_XROW_RECV &&
                         ipu_low_take_inject(&prog->inject, IPU_INJECT_RECEIVE_CYCLE_LATE))
                         ipu_store_u32(row + 4, ipu_load_u32(row + 4) + 1);
                 }
-                if (status == IPU_OK)
-                    status = ipu_pkg_put_slot(b, t, slot, rec.data, rec.size, NULL);
+                status = ipu_pkg_put_slot(b, t, slot, table, size, NULL);
             }
+            ipu_xtables_free(&tables);
             /* Merge with the compute step just before it when that one is open. */
             size_t len = ipu_pkg_program_length(b, init);
             const ipu_low_step *prev = s ? &prog->steps[s - 1] : NULL;
@@ -613,14 +613,21 @@ ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
     for (size_t i = 0; i < prog->stream_count && status == IPU_OK; i++)
         status = ipu_pkg_add_stream(b, prog->streams[i].name, prog->streams[i].direction,
                                     prog->streams[i].size, &stream_ids[i]);
+    uint64_t record_bytes = 0;
+    for (size_t r = 0; r < record_count; r++)
+        record_bytes += records[r].size + 8;
+    if (status == IPU_OK)
+        status = ipu_pkg_reserve_records(b, record_bytes);
     for (size_t r = 0; r < record_count && status == IPU_OK; r++) {
         size_t i = 0;
         while (i < prog->stream_count && strcmp(prog->streams[i].name, records[r].stream))
             i++;
+        uint8_t *dst = NULL;
         status = i == prog->stream_count
                      ? IPU_FAIL(ctx, IPU_ERR_INTERNAL, "record for unknown stream '%s'", records[r].stream)
-                     : ipu_pkg_add_record(b, records[r].kind, stream_ids[i], 0, records[r].data,
-                                          records[r].size);
+                     : ipu_pkg_add_record_space(b, records[r].kind, stream_ids[i], 0, records[r].size, &dst);
+        if (status == IPU_OK)
+            status = records[r].fill(ctx, records[r].source, dst);
     }
     for (size_t i = 0; i < prog->op_count && status == IPU_OK; i++)
         status = ipu_pkg_add_compiler_op(b, prog->ops[i].kind, prog->ops[i].name);

@@ -11,11 +11,15 @@
 #include "package/package.h"
 #include "report/placement.h"
 
+/* A record the package carries: `size` bytes that fill() writes straight
+ * into the package's storage (from source), so no copy of them is kept
+ * beside it. */
 typedef struct ipu_assembly_record {
     const char *stream;
     uint32_t kind; /* format.h ipu_record_kind */
-    const void *data;
     uint64_t size;
+    ipu_status (*fill)(ipu_ctx *ctx, const void *source, void *dst);
+    const void *source;
 } ipu_assembly_record;
 
 /* meta is taken (decref'd by the call); *report receives support sizes,

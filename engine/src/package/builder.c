@@ -279,15 +279,32 @@ ipu_status ipu_pkg_add_stream(ipu_pkg_builder *b, const char *name, uint32_t dir
     return IPU_OK;
 }
 
-ipu_status ipu_pkg_add_record(ipu_pkg_builder *b, uint32_t kind, uint32_t stream,
-                              uint32_t invocation, const void *bytes, uint64_t size)
+ipu_status ipu_pkg_add_record_space(ipu_pkg_builder *b, uint32_t kind, uint32_t stream, uint32_t invocation,
+                                    uint64_t size, uint8_t **dst)
 {
     ipu_package *pkg = b->pkg;
     IPU_TRY(IPU_GROW(b->ctx, pkg->records, pkg->record_count, b->record_capacity));
     IPU_TRY(ipu_buf_append_zeros(b->ctx, &b->data, (8 - b->data.size % 8) % 8));
-    pkg->records[pkg->record_count++] =
-        (ipu_pkg_record){kind, stream, invocation, b->data.size, size};
-    return ipu_buf_append(b->ctx, &b->data, bytes, size);
+    pkg->records[pkg->record_count++] = (ipu_pkg_record){kind, stream, invocation, b->data.size, size};
+    size_t at = b->data.size;
+    IPU_TRY(ipu_buf_append_zeros(b->ctx, &b->data, size));
+    *dst = b->data.data + at;
+    return IPU_OK;
+}
+
+ipu_status ipu_pkg_add_record(ipu_pkg_builder *b, uint32_t kind, uint32_t stream,
+                              uint32_t invocation, const void *bytes, uint64_t size)
+{
+    uint8_t *dst;
+    IPU_TRY(ipu_pkg_add_record_space(b, kind, stream, invocation, size, &dst));
+    if (size)
+        memcpy(dst, bytes, size);
+    return IPU_OK;
+}
+
+ipu_status ipu_pkg_reserve_records(ipu_pkg_builder *b, uint64_t bytes)
+{
+    return ipu_buf_reserve(b->ctx, &b->data, b->data.size + bytes);
 }
 
 void ipu_pkg_set_meta(ipu_pkg_builder *b, json_t *meta)
