@@ -17,14 +17,17 @@ from the compile report against computations made here:
   memory profile, only the last one fitting;
 - the budgets: a catalogue built at one budget is searched at another, and a
   catalogue budget nothing passes is refused, naming it; bad flag values
-  exit 2 naming the flag.
+  exit 2 naming the flag;
+- `ipu-e2e-bench plan`'s ranking of plans: the pairs its estimates order as
+  the device does and its worst inversion, against a count over every pair
+  of random cases made here.
 """
 import json
 import random
 
 import pytest
 
-from ipu_e2e import native, profiles
+from ipu_e2e import bench, native, profiles
 
 SIZES = {"f143": 1, "f152": 1, "f16": 2, "f32": 4}
 
@@ -212,3 +215,24 @@ def test_a_catalogue_built_at_one_budget_is_searched_at_another(cli, tmp_path):
 def test_bad_search_flags_exit_2_naming_them(cli, flag, value):
     done = cli("--quiet", "--workload", "mlp", "--tiles", 16, flag, value)
     assert done.returncode == 2 and flag in done.stderr
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_bench_plan_ranking_counts_pairs_in_the_device_order(seed):
+    rng = random.Random(seed)
+    cases = [{"outcome": "planned", "budget": b, "estimate_cycles": rng.randrange(100, 120),
+              "device_cycles": rng.randrange(100, 130)} for b in range(8)]
+    cases.append({"outcome": "rejected", "budget": 99})
+    ranking = bench.ranking_of(cases)
+    planned = cases[:8]
+    pairs = [(a, b) for a in planned for b in planned if a["budget"] < b["budget"]
+             and a["device_cycles"] != b["device_cycles"]]
+    agree = [(a, b) for a, b in pairs
+             if (a["estimate_cycles"] < b["estimate_cycles"]) == (a["device_cycles"] < b["device_cycles"])
+             and a["estimate_cycles"] != b["estimate_cycles"]]
+    assert ranking["plans"] == 8 and ranking["pairs"] == len(pairs) and ranking["in_device_order"] == len(agree)
+    lost = [abs(a["device_cycles"] - b["device_cycles"]) for a, b in pairs if (a, b) not in agree]
+    if lost:
+        assert ranking["worst_inversion"]["device_cycles_lost"] == max(lost)
+    else:
+        assert ranking["worst_inversion"] is None
