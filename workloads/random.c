@@ -79,28 +79,47 @@ static void chunk_values(const ipu_workload *w, uint32_t id, int64_t c, size_t n
         out[e] += offset;
 }
 
+/* Tensor id's values, a slice of chunks at a time between cancel checks:
+ * made into `values` (all of them), or encoded at the tensor's type into
+ * `bytes`, from the kept values or, when none are kept, from chunks made
+ * into a slice-sized scratch. */
+static ipu_status make_chunks(ipu_ctx *ctx, const ipu_workload *w, uint32_t id, float *values, uint8_t *bytes)
+{
+    const ipu_ir_tensor *t = &w->graph.tensors[id];
+    uint64_t count = (uint64_t)t->rows * t->cols * t->sequence;
+    size_t elem = ipu_dtype_size(t->dtype);
+    const int64_t chunks = (int64_t)((count + CHUNK - 1) / CHUNK);
+    const float *kept = w->values[id];
+    float *scratch = values || kept ? NULL : ipu_malloc(ctx, (size_t)SLICE * CHUNK * sizeof *scratch);
+    ipu_status status = values || kept || scratch ? IPU_OK : IPU_NO_MEMORY(ctx);
+    for (int64_t first = 0; first < chunks && status == IPU_OK; first += SLICE) {
+        status = IPU_CHECK_CANCEL(ctx);
+        int64_t last = first + SLICE < chunks ? first + SLICE : chunks;
+#pragma omp parallel for schedule(static) if (status == IPU_OK)
+        for (int64_t c = first; c < last; c++) {
+            uint64_t start = (uint64_t)c * CHUNK;
+            size_t n = count - start < CHUNK ? (size_t)(count - start) : CHUNK;
+            float *made = values ? values + start : scratch ? scratch + (size_t)(c - first) * CHUNK : NULL;
+            if (made)
+                chunk_values(w, id, c, n, made);
+            if (bytes)
+                ipu_num_encode(t->dtype, t->scale, made ? made : kept + start, bytes + start * elem, n);
+        }
+    }
+    free(scratch);
+    return status;
+}
+
 ipu_status ipu_workload_values_of(ipu_ctx *ctx, const ipu_workload *w, uint32_t id, const float **out)
 {
     IPU_TRY(check_value_tensor(ctx, w, id));
     if (!w->values[id]) {
         const ipu_ir_tensor *t = &w->graph.tensors[id];
-        uint64_t count = (uint64_t)t->rows * t->cols * t->sequence;
-        float *v = ipu_malloc(ctx, count * sizeof *v);
-        if (!v)
-            return IPU_NO_MEMORY(ctx);
-        const int64_t chunks = (int64_t)((count + CHUNK - 1) / CHUNK);
-        for (int64_t first = 0; first < chunks; first += SLICE) {
-            ipu_status status = IPU_CHECK_CANCEL(ctx);
-            if (status != IPU_OK) {
-                free(v);
-                return status;
-            }
-            int64_t last = first + SLICE < chunks ? first + SLICE : chunks;
-#pragma omp parallel for schedule(static)
-            for (int64_t c = first; c < last; c++) {
-                uint64_t start = (uint64_t)c * CHUNK;
-                chunk_values(w, id, c, count - start < CHUNK ? (size_t)(count - start) : CHUNK, v + start);
-            }
+        float *v = ipu_malloc(ctx, (uint64_t)t->rows * t->cols * t->sequence * sizeof *v);
+        ipu_status status = v ? make_chunks(ctx, w, id, v, NULL) : IPU_NO_MEMORY(ctx);
+        if (status != IPU_OK) {
+            free(v);
+            return status;
         }
         w->values[id] = v;
     }
@@ -111,33 +130,7 @@ ipu_status ipu_workload_values_of(ipu_ctx *ctx, const ipu_workload *w, uint32_t 
 ipu_status ipu_workload_device_bytes_of(ipu_ctx *ctx, const ipu_workload *w, uint32_t id, void *out)
 {
     IPU_TRY(check_value_tensor(ctx, w, id));
-    const ipu_ir_tensor *t = &w->graph.tensors[id];
-    uint64_t count = (uint64_t)t->rows * t->cols * t->sequence;
-    size_t elem = ipu_dtype_size(t->dtype);
-    const int64_t chunks = (int64_t)((count + CHUNK - 1) / CHUNK);
-    const float *kept = w->values[id];
-    float *scratch = kept ? NULL : ipu_malloc(ctx, (size_t)SLICE * CHUNK * sizeof *scratch);
-    if (!kept && !scratch)
-        return IPU_NO_MEMORY(ctx);
-    for (int64_t first = 0; first < chunks; first += SLICE) {
-        ipu_status status = IPU_CHECK_CANCEL(ctx);
-        if (status != IPU_OK) {
-            free(scratch);
-            return status;
-        }
-        int64_t last = first + SLICE < chunks ? first + SLICE : chunks;
-#pragma omp parallel for schedule(static)
-        for (int64_t c = first; c < last; c++) {
-            uint64_t start = (uint64_t)c * CHUNK;
-            size_t n = count - start < CHUNK ? (size_t)(count - start) : CHUNK;
-            const float *v = kept ? kept + start : scratch + (size_t)(c - first) * CHUNK;
-            if (!kept)
-                chunk_values(w, id, c, n, scratch + (size_t)(c - first) * CHUNK);
-            ipu_num_encode(t->dtype, t->scale, v, (uint8_t *)out + start * elem, n);
-        }
-    }
-    free(scratch);
-    return IPU_OK;
+    return make_chunks(ctx, w, id, NULL, out);
 }
 
 ipu_status ipu_option_uint(ipu_ctx *ctx, const json_t *o, const char *key, uint32_t fallback,
