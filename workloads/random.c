@@ -90,12 +90,13 @@ static ipu_status make_chunks(ipu_ctx *ctx, const ipu_workload *w, uint32_t id, 
     size_t elem = ipu_dtype_size(t->dtype);
     const int64_t chunks = (int64_t)((count + CHUNK - 1) / CHUNK);
     const float *kept = w->values[id];
-    float *scratch = values || kept ? NULL : ipu_malloc(ctx, (size_t)SLICE * CHUNK * sizeof *scratch);
+    uint64_t slice = count < (uint64_t)SLICE * CHUNK ? count : (uint64_t)SLICE * CHUNK;
+    float *scratch = values || kept ? NULL : ipu_malloc(ctx, (slice ? slice : 1) * sizeof *scratch);
     ipu_status status = values || kept || scratch ? IPU_OK : IPU_NO_MEMORY(ctx);
     for (int64_t first = 0; first < chunks && status == IPU_OK; first += SLICE) {
         status = IPU_CHECK_CANCEL(ctx);
         int64_t last = first + SLICE < chunks ? first + SLICE : chunks;
-#pragma omp parallel for schedule(static) if (status == IPU_OK)
+#pragma omp parallel for schedule(static) if (status == IPU_OK && last - first > 1)
         for (int64_t c = first; c < last; c++) {
             uint64_t start = (uint64_t)c * CHUNK;
             size_t n = count - start < CHUNK ? (size_t)(count - start) : CHUNK;

@@ -329,6 +329,10 @@ static json_t *tile_peaks_json(ipu_ctx *ctx, const ipu_low_program *prog)
  * one that does not caps a matmul (shrink.h).  Each cap removes at least one
  * retained candidate, so the search ends; this bounds it further. */
 #define ATTEMPTS 64
+/* Placement failures of materialized attention operands after which auto
+ * attention goes on in flash (capping matmuls usually frees a hole within
+ * one or two). */
+#define FALLBACK_MISSES 3
 
 /* When support (code, descriptors, exchange tables) and the tensors live at
  * a tile's peak together exceed what the device gives that tile: the
@@ -434,6 +438,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     json_t *tries = json_array();
     int exhausted = 0; /* the search ended without a plan that fits */
     int requested = c.plan.attention, fell_back = 0; /* fell_back: auto left materialized for flash */
+    uint32_t attention_misses = 0; /* materialized attention operands that did not place */
     uint32_t searched = c.plan.budget; /* the search budget asked for (support may lower it) */
     uint64_t mode_cycles[3] = {0, 0, 0};
     if (status == IPU_OK && requested == IPU_ATTENTION_AUTO && has_attention(g)) {
@@ -490,13 +495,14 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
             char why[1024];
             snprintf(why, sizeof why, "%s", ipu_ctx_errmsg(ctx));
             /* Auto attention: a materialized attention operand (every key
-             * of an image) does not place; flash brings keys a block at a
-             * time, so the search goes on in that mode. */
+             * of an image) keeps failing to place; flash brings keys a block
+             * at a time, so after FALLBACK_MISSES such failures the search
+             * goes on in that mode. */
             const ipu_low_buffer *stuck = a.prog.unplaced != IPU_LOW_LITERAL ? &a.prog.buffers[a.prog.unplaced] : NULL;
             if (stuck && requested == IPU_ATTENTION_AUTO && c.plan.attention == IPU_ATTENTION_MATERIALIZED &&
                 mode_cycles[IPU_ATTENTION_FLASH] && stuck->op < g->op_count &&
                 (g->ops[stuck->op].kind == IPU_IR_ATTENTION || g->ops[stuck->op].kind == IPU_IR_MAP_POOL) &&
-                attempts < ATTEMPTS) {
+                ++attention_misses >= FALLBACK_MISSES && attempts < ATTEMPTS) {
                 json_array_append_new(tries, try_json(&a, why, -1));
                 c.plan.attention = IPU_ATTENTION_FLASH;
                 fell_back = 1;
