@@ -356,15 +356,10 @@ static ipu_status round_values(ipu_ctx *ctx, const ipu_workload *w, float **roun
         if (!is_value(t))
             continue;
         size_t n = (size_t)(elements(t) * t->sequence);
-        uint8_t *bytes = ipu_malloc(ctx, n * ipu_dtype_size(t->dtype) + 1);
         rounded[i] = ipu_malloc(ctx, n * sizeof(float) + 1);
-        ipu_status status = bytes && rounded[i] ? IPU_OK : IPU_NO_MEMORY(ctx);
-        if (status == IPU_OK)
-            status = ipu_workload_device_bytes_of(ctx, w, (uint32_t)i, bytes);
-        if (status == IPU_OK)
-            ipu_num_decode(t->dtype, t->scale, bytes, rounded[i], n);
-        free(bytes);
-        IPU_TRY(status);
+        if (!rounded[i])
+            return IPU_NO_MEMORY(ctx);
+        IPU_TRY(ipu_workload_typed_values_of(ctx, w, (uint32_t)i, rounded[i]));
     }
     return IPU_OK;
 }

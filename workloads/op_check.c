@@ -239,16 +239,11 @@ static ipu_status type_values(checker *k)
         const ipu_ir_tensor *t = &g->tensors[i];
         if (!is_value(t))
             continue;
-        size_t n = elements(t) * t->sequence, elem = ipu_dtype_size(t->dtype);
-        uint8_t *bytes = ipu_malloc(k->ctx, n > 0 ? n * elem : 1);
+        size_t n = elements(t) * t->sequence;
         k->typed[i] = ipu_malloc(k->ctx, (n ? n : 1) * sizeof(float));
-        ipu_status status = bytes && k->typed[i] ? IPU_OK : IPU_NO_MEMORY(k->ctx);
-        if (status == IPU_OK)
-            status = ipu_workload_device_bytes_of(k->ctx, k->w, (uint32_t)i, bytes);
-        if (status == IPU_OK)
-            ipu_num_decode(t->dtype, t->scale, bytes, k->typed[i], n);
-        free(bytes);
-        IPU_TRY(status);
+        if (!k->typed[i])
+            return IPU_NO_MEMORY(k->ctx);
+        IPU_TRY(ipu_workload_typed_values_of(k->ctx, k->w, (uint32_t)i, k->typed[i]));
     }
     return IPU_OK;
 }

@@ -134,6 +134,19 @@ ipu_status ipu_workload_device_bytes_of(ipu_ctx *ctx, const ipu_workload *w, uin
     return make_chunks(ctx, w, id, NULL, out);
 }
 
+ipu_status ipu_workload_typed_values_of(ipu_ctx *ctx, const ipu_workload *w, uint32_t id, float *out)
+{
+    IPU_TRY(check_value_tensor(ctx, w, id));
+    const ipu_ir_tensor *t = &w->graph.tensors[id];
+    uint64_t count = (uint64_t)t->rows * t->cols * t->sequence;
+    uint8_t *bytes = ipu_malloc(ctx, count * ipu_dtype_size(t->dtype) + 1);
+    ipu_status status = bytes ? make_chunks(ctx, w, id, NULL, bytes) : IPU_NO_MEMORY(ctx);
+    if (status == IPU_OK)
+        ipu_num_decode(t->dtype, t->scale, bytes, out, count);
+    free(bytes);
+    return status;
+}
+
 ipu_status ipu_option_uint(ipu_ctx *ctx, const json_t *o, const char *key, uint32_t fallback,
                            uint32_t lo, uint32_t hi, const char *flag, uint32_t *out)
 {

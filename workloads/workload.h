@@ -60,5 +60,8 @@ ipu_status ipu_workload_values_of(ipu_ctx *ctx, const ipu_workload *w, uint32_t 
  * elements) into out: from the kept values, or generated a chunk at a time
  * without keeping them. */
 ipu_status ipu_workload_device_bytes_of(ipu_ctx *ctx, const ipu_workload *w, uint32_t id, void *out);
+/* The same values as the device holds them, decoded to FP32 into out (what
+ * the device-precision references compute from). */
+ipu_status ipu_workload_typed_values_of(ipu_ctx *ctx, const ipu_workload *w, uint32_t id, float *out);
 
 #endif

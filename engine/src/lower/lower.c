@@ -302,6 +302,22 @@ ipu_status low_redistribute(lowering *L, const ipu_layout *s, const uint32_t *sr
     return status;
 }
 
+/* Tensor's buffers on operand layout l of op index (kept in its operand
+ * slot), brought over in one step from src's blocks (buffers src_ids). */
+static ipu_status operand_from(lowering *L, size_t index, int slot, uint32_t tensor, const ipu_layout *src,
+                               const uint32_t *src_ids, const ipu_layout *l, const char *label, const uint32_t **ids)
+{
+    uint32_t **own = &L->operands[index][slot];
+    if (!*own) {
+        char name[64];
+        snprintf(name, sizeof name, "%.40s@op%zu", L->g->tensors[tensor].name, index);
+        IPU_TRY(low_layout_buffers(L, l, tensor, 1, IPU_LOW_OPERAND, name, own));
+    }
+    IPU_TRY(low_redistribute(L, src, src_ids, l, *own, label));
+    *ids = *own;
+    return IPU_OK;
+}
+
 ipu_status low_operand(lowering *L, size_t index, int slot, uint32_t tensor, const ipu_layout *l,
                        const char *label, const uint32_t **ids)
 {
@@ -309,15 +325,7 @@ ipu_status low_operand(lowering *L, size_t index, int slot, uint32_t tensor, con
         *ids = low_home_ids(L, tensor);
         return IPU_OK;
     }
-    uint32_t **own = &L->operands[index][slot];
-    if (!*own) {
-        char name[64];
-        snprintf(name, sizeof name, "%.40s@op%zu", L->g->tensors[tensor].name, index);
-        IPU_TRY(low_layout_buffers(L, l, tensor, 1, IPU_LOW_OPERAND, name, own));
-    }
-    IPU_TRY(low_redistribute(L, &L->plan->home[tensor], low_home_ids(L, tensor), l, *own, label));
-    *ids = *own;
-    return IPU_OK;
+    return operand_from(L, index, slot, tensor, &L->plan->home[tensor], low_home_ids(L, tensor), l, label, ids);
 }
 
 ipu_status low_current_member(lowering *L, size_t index, int slot, const ipu_layout *l, const char *label,
@@ -521,11 +529,8 @@ static ipu_status broadcast_operand(lowering *L, size_t index, const char *label
     uint32_t tensor = L->g->ops[index].in[1];
     const ipu_layout *home = &L->plan->home[tensor], *wanted = &L->plan->ops[index].b;
     const uint32_t *home_ids = low_home_ids(L, tensor);
-    uint32_t copies = wanted->rows / home->rows, **own = &L->operands[index][1];
+    uint32_t copies = wanted->rows / home->rows;
     size_t blocks = (size_t)home->row_parts * home->col_parts;
-    char name[64];
-    snprintf(name, sizeof name, "%.40s@op%zu", L->g->tensors[tensor].name, index);
-    IPU_TRY(low_layout_buffers(L, wanted, tensor, 1, IPU_LOW_OPERAND, name, own));
     ipu_layout stacked;
     IPU_TRY(ipu_layout_stack_rows(L->ctx, &stacked, home, copies));
     uint32_t *stacked_ids = ipu_malloc(L->ctx, blocks * copies * sizeof *stacked_ids);
@@ -533,10 +538,9 @@ static ipu_status broadcast_operand(lowering *L, size_t index, const char *label
     for (size_t c = 0; status == IPU_OK && c < copies; c++)
         memcpy(stacked_ids + c * blocks, home_ids, blocks * sizeof *stacked_ids);
     if (status == IPU_OK)
-        status = low_redistribute(L, &stacked, stacked_ids, wanted, *own, label);
+        status = operand_from(L, index, 1, tensor, &stacked, stacked_ids, wanted, label, ids);
     free(stacked_ids);
     ipu_layout_free(&stacked);
-    *ids = *own;
     return status;
 }
 
