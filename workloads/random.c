@@ -1,5 +1,5 @@
 /* random.c: counter-based random values: element i of stream s under seed S
- * is a pure function of (S, s, i) (splitmix64 of the counter, Box-Muller), so
+ * is a pure function of (S, s, i) (splitmix64 of the counter, a ziggurat), so
  * any slice can be generated independently and in parallel; and a
  * workload's inputs and parameters made from them on first use (stream =
  * tensor index): as FP32 values, kept for the references, or straight to
@@ -12,6 +12,9 @@
 #include "numerics/numerics.h"
 #include "workloads/workload.h"
 
+/* splitmix64's increment and finalizer. */
+#define GOLDEN 0x9E3779B97F4A7C15ull
+
 static uint64_t mix(uint64_t z)
 {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -22,21 +25,77 @@ static uint64_t mix(uint64_t z)
 /* A uniform double in (0, 1) from 53 random bits. */
 static double uniform(uint64_t bits) { return ((double)(bits >> 11) + 0.5) * 0x1.0p-53; }
 
+/* The ziggurat of Marsaglia and Tsang (2000): the normal density's right
+ * half covered by LAYERS boxes of equal area, the bottom one carrying the
+ * tail beyond R.  A draw takes a box (7 bits) and a signed 32-bit position
+ * in it from separate bits of one 64-bit word (not the same bits, Doornik
+ * 2005); inside the box's core it is the value at once, else the box's
+ * wedge or the tail is tested with further words. */
+#define LAYERS 128
+#define R 3.442619855899
+#define BOX_AREA 9.91256303526217e-3
+
+typedef struct ziggurat {
+    uint32_t core[LAYERS];  /* |position| below this (of 2^31): inside the core */
+    double width[LAYERS];   /* position to value */
+    double density[LAYERS]; /* exp(-x^2/2) at the box's outer edge */
+} ziggurat;
+
+static void ziggurat_init(ziggurat *z)
+{
+    const double m = 0x1.0p31;
+    double edge = R, previous = R, q = BOX_AREA / exp(-0.5 * R * R);
+    z->core[0] = (uint32_t)(R / q * m);
+    z->core[1] = 0;
+    z->width[0] = q / m;
+    z->width[LAYERS - 1] = R / m;
+    z->density[0] = 1.0;
+    z->density[LAYERS - 1] = exp(-0.5 * R * R);
+    for (int i = LAYERS - 2; i >= 1; i--) {
+        edge = sqrt(-2.0 * log(BOX_AREA / edge + exp(-0.5 * edge * edge)));
+        z->core[i + 1] = (uint32_t)(edge / previous * m);
+        previous = edge;
+        z->density[i] = exp(-0.5 * edge * edge);
+        z->width[i] = edge / m;
+    }
+}
+
+/* The draw for element word `bits`; `bits` steps on (a new word from the
+ * element's own sequence) whenever the draw needs more. */
+static double ziggurat_draw(const ziggurat *z, uint64_t bits)
+{
+    for (uint64_t step = 1;; step++) {
+        int32_t position = (int32_t)(uint32_t)(bits >> 32);
+        uint32_t box = (uint32_t)bits & (LAYERS - 1);
+        uint32_t magnitude = position < 0 ? 0u - (uint32_t)position : (uint32_t)position;
+        double x = position * z->width[box];
+        if (magnitude < z->core[box])
+            return x;
+        uint64_t next = mix(bits + step * GOLDEN);
+        if (box == 0) { /* the tail beyond R (Marsaglia 1964) */
+            for (;; step++) {
+                double tx = -log(uniform(next)) / R;
+                next = mix(next + step * GOLDEN);
+                double ty = -log(uniform(next));
+                if (ty + ty >= tx * tx)
+                    return position > 0 ? R + tx : -R - tx;
+                next = mix(next + step * GOLDEN);
+            }
+        }
+        if (z->density[box] + uniform(next) * (z->density[box - 1] - z->density[box]) < exp(-0.5 * x * x))
+            return x;
+        bits = mix(next + step * GOLDEN);
+    }
+}
+
 void ipu_random_normal(uint64_t seed, uint64_t stream, uint64_t offset, float *out, size_t n,
                        float scale)
 {
-    uint64_t key = mix(seed ^ mix(stream + 0x9E3779B97F4A7C15ull));
-    /* Each pair of elements (2p, 2p + 1) shares one Box-Muller draw: the
-     * cosine gives the even element, the sine the odd one. */
-    for (size_t i = 0; i < n;) {
-        uint64_t index = offset + i, pair = index >> 1;
-        double u1 = uniform(mix(key + 2 * pair)), u2 = uniform(mix(key + 2 * pair + 1));
-        double radius = sqrt(-2.0 * log(u1)), angle = 6.283185307179586 * u2;
-        if (!(index & 1))
-            out[i++] = (float)(radius * cos(angle) * scale);
-        if (i < n)
-            out[i++] = (float)(radius * sin(angle) * scale);
-    }
+    ziggurat z;
+    ziggurat_init(&z);
+    uint64_t key = mix(seed ^ mix(stream + GOLDEN));
+    for (size_t i = 0; i < n; i++)
+        out[i] = (float)(ziggurat_draw(&z, mix(key + (offset + i) * GOLDEN)) * scale);
 }
 
 void ipu_default_values(const ipu_ir_tensor *t, float *scale, float *offset)
