@@ -200,12 +200,10 @@ ipu_status low_layout_buffers(lowering *L, const ipu_layout *l, uint32_t tensor,
 
 /* ---- redistribution ---------------------------------------------------- */
 
+/* The buffer of destination q: its block of its replica. */
 static uint32_t dst_buffer(const ipu_layout *d, const uint32_t *ids, const ipu_piece_dst *q)
 {
-    for (uint32_t r = 0; r < d->replicas; r++)
-        if (ipu_layout_tile(d, q->block / d->col_parts, q->block % d->col_parts, r) == q->tile)
-            return ids[(size_t)r * d->row_parts * d->col_parts + q->block];
-    return IPU_LOW_LITERAL;
+    return ids[(size_t)q->replica * d->row_parts * d->col_parts + q->block];
 }
 
 /* One step: local copies in its compute phase, transfers in its exchange. */

@@ -151,11 +151,6 @@ uint32_t ipu_layout_block_bytes(const ipu_layout *l, uint32_t i, uint32_t j)
     return (r1 - r0) * ipu_layout_stride(l, c1 - c0);
 }
 
-uint32_t ipu_layout_tile(const ipu_layout *l, uint32_t i, uint32_t j, uint32_t r)
-{
-    return l->tiles[((size_t)r * l->row_parts + i) * l->col_parts + j];
-}
-
 ipu_status ipu_layout_check(ipu_ctx *ctx, const ipu_layout *l, uint32_t tiles)
 {
 #define BAD(...) IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "layout %ux%u: " __VA_ARGS__)
@@ -206,16 +201,50 @@ typedef struct keyed {
     ipu_piece_dst dst;
 } keyed;
 
-static int by_source(const void *a, const void *b)
+/* Source tile, offset, bytes, then destination tile: x before y. */
+static int source_before(const keyed *x, const keyed *y)
 {
-    const keyed *x = a, *y = b;
     if (x->src_tile != y->src_tile)
-        return x->src_tile < y->src_tile ? -1 : 1;
+        return x->src_tile < y->src_tile;
     if (x->src_offset != y->src_offset)
-        return x->src_offset < y->src_offset ? -1 : 1;
+        return x->src_offset < y->src_offset;
     if (x->bytes != y->bytes)
-        return x->bytes < y->bytes ? -1 : 1;
-    return x->dst.tile < y->dst.tile ? -1 : x->dst.tile > y->dst.tile;
+        return x->bytes < y->bytes;
+    return x->dst.tile < y->dst.tile;
+}
+
+/* Stable sort of n items by source (source_before), through scratch of n:
+ * insertion-sorted runs of RUN, then bottom-up merges. */
+#define RUN 16
+static void sort_by_source(keyed *items, keyed *scratch, size_t n)
+{
+    for (size_t lo = 0; lo < n; lo += RUN) {
+        size_t hi = lo + RUN < n ? lo + RUN : n;
+        for (size_t i = lo + 1; i < hi; i++) {
+            keyed k = items[i];
+            size_t at = i;
+            for (; at > lo && source_before(&k, &items[at - 1]); at--)
+                items[at] = items[at - 1];
+            items[at] = k;
+        }
+    }
+    keyed *from = items, *to = scratch;
+    for (size_t width = RUN; width < n; width *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * width) {
+            size_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+            size_t a = lo, b = mid, out = lo;
+            while (a < mid && b < hi)
+                to[out++] = source_before(&from[b], &from[a]) ? from[b++] : from[a++];
+            while (a < mid)
+                to[out++] = from[a++];
+            while (b < hi)
+                to[out++] = from[b++];
+        }
+        keyed *swap = from;
+        from = to, to = swap;
+    }
+    if (from != items)
+        memcpy(items, from, n * sizeof *items);
 }
 
 static ipu_status add_keyed(ipu_ctx *ctx, keyed **items, size_t *count, size_t *capacity, keyed k)
@@ -243,7 +272,7 @@ static ipu_status overlap_pieces(ipu_ctx *ctx, const ipu_layout *s, const ipu_la
         return IPU_OK; /* a staging layout holds only what its destination needs */
     int whole_rows = c0 == sc0 && c1 == sc1 && c0 == dc0 && c1 == dc1 && s_stride == d_stride;
     for (uint32_t r = 0; r < d->replicas; r++) {
-        ipu_piece_dst dst = {ipu_layout_tile(d, i, j, r), i * d->col_parts + j, 0};
+        ipu_piece_dst dst = {ipu_layout_tile(d, i, j, r), i * d->col_parts + j, r, 0};
         if (dst.tile == IPU_LAYOUT_ABSENT)
             continue;
         if (whole_rows) {
@@ -291,8 +320,14 @@ ipu_status ipu_redistribute(ipu_ctx *ctx, const ipu_layout *src, const ipu_layou
                 }
             }
         }
-    if (status == IPU_OK && count > 1)
-        qsort(items, count, sizeof *items, by_source);
+    if (status == IPU_OK && count > 1) {
+        keyed *scratch = ipu_malloc(ctx, count * sizeof *scratch);
+        if (scratch)
+            sort_by_source(items, scratch, count);
+        else
+            status = IPU_NO_MEMORY(ctx);
+        free(scratch);
+    }
     for (size_t a = 0; a < count && status == IPU_OK;) {
         size_t b = a;
         while (b < count && items[b].src_tile == items[a].src_tile &&

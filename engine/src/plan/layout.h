@@ -58,7 +58,10 @@ uint32_t ipu_layout_stride(const ipu_layout *l, uint32_t cols);
 void ipu_layout_block(const ipu_layout *l, uint32_t i, uint32_t j, uint32_t *row_lo,
                       uint32_t *row_hi, uint32_t *col_lo, uint32_t *col_hi);
 uint32_t ipu_layout_block_bytes(const ipu_layout *l, uint32_t i, uint32_t j);
-uint32_t ipu_layout_tile(const ipu_layout *l, uint32_t i, uint32_t j, uint32_t r);
+static inline uint32_t ipu_layout_tile(const ipu_layout *l, uint32_t i, uint32_t j, uint32_t r)
+{
+    return l->tiles[((size_t)r * l->row_parts + i) * l->col_parts + j];
+}
 /* Check a home layout: bounds, word-aligned inner column boundaries, tiles
  * inside the device, none absent and no two blocks on one tile; the message
  * names the problem. */
@@ -66,6 +69,7 @@ ipu_status ipu_layout_check(ipu_ctx *ctx, const ipu_layout *l, uint32_t tiles);
 
 typedef struct ipu_piece_dst {
     uint32_t tile, block; /* block index i * col_parts + j of the destination layout */
+    uint32_t replica;     /* the destination layout's replica that block belongs to */
     uint32_t offset;
 } ipu_piece_dst;
 
