@@ -195,22 +195,21 @@ void ipu_redistribution_free(ipu_redistribution *r)
     memset(r, 0, sizeof *r);
 }
 
-/* A piece keyed by its source, for merging multicast destinations. */
+/* A piece of a source block wanted by one destination block, in every
+ * present replica of that block (a multicast to them). */
 typedef struct keyed {
     uint32_t src_tile, src_block, src_offset, bytes;
-    ipu_piece_dst dst;
+    uint32_t dst_block, dst_offset;
 } keyed;
 
-/* Source tile, offset, bytes, then destination tile: x before y. */
+/* Source tile, offset, bytes: x before y. */
 static int source_before(const keyed *x, const keyed *y)
 {
     if (x->src_tile != y->src_tile)
         return x->src_tile < y->src_tile;
     if (x->src_offset != y->src_offset)
         return x->src_offset < y->src_offset;
-    if (x->bytes != y->bytes)
-        return x->bytes < y->bytes;
-    return x->dst.tile < y->dst.tile;
+    return x->bytes < y->bytes;
 }
 
 /* Stable sort of n items by source (source_before), through scratch of n:
@@ -270,27 +269,118 @@ static ipu_status overlap_pieces(ipu_ctx *ctx, const ipu_layout *s, const ipu_la
     uint32_t src_tile = ipu_layout_tile(s, p, q, 0);
     if (src_tile == IPU_LAYOUT_ABSENT)
         return IPU_OK; /* a staging layout holds only what its destination needs */
-    int whole_rows = c0 == sc0 && c1 == sc1 && c0 == dc0 && c1 == dc1 && s_stride == d_stride;
-    for (uint32_t r = 0; r < d->replicas; r++) {
-        ipu_piece_dst dst = {ipu_layout_tile(d, i, j, r), i * d->col_parts + j, r, 0};
-        if (dst.tile == IPU_LAYOUT_ABSENT)
-            continue;
-        if (whole_rows) {
-            dst.offset = (r0 - dr0) * d_stride;
-            IPU_TRY(add_keyed(ctx, items, count, capacity,
-                              (keyed){src_tile, p * s->col_parts + q, (r0 - sr0) * s_stride,
-                                      (r1 - r0) * s_stride, dst}));
-            continue;
+    uint32_t src_block = p * s->col_parts + q, dst_block = i * d->col_parts + j;
+    if (c0 == sc0 && c1 == sc1 && c0 == dc0 && c1 == dc1 && s_stride == d_stride) /* whole rows */
+        return add_keyed(ctx, items, count, capacity,
+                         (keyed){src_tile, src_block, (r0 - sr0) * s_stride, (r1 - r0) * s_stride, dst_block,
+                                 (r0 - dr0) * d_stride});
+    uint32_t bytes = ((c1 - c0) * s->elem + 3u) & ~3u;
+    for (uint32_t row = r0; row < r1; row++)
+        IPU_TRY(add_keyed(ctx, items, count, capacity,
+                          (keyed){src_tile, src_block, (row - sr0) * s_stride + (c0 - sc0) * s->elem, bytes,
+                                  dst_block, (row - dr0) * d_stride + (c0 - dc0) * d->elem}));
+    return IPU_OK;
+}
+
+/* Per destination block, its present replicas in tile order: block b's are
+ * order[first[b] .. first[b + 1]). */
+static ipu_status replicas_by_tile(ipu_ctx *ctx, const ipu_layout *d, uint32_t **first, uint32_t **order)
+{
+    size_t blocks = (size_t)d->row_parts * d->col_parts;
+    *first = ipu_malloc(ctx, (blocks + 1) * sizeof **first);
+    *order = ipu_malloc(ctx, (blocks * d->replicas + 1) * sizeof **order);
+    if (!*first || !*order)
+        return IPU_NO_MEMORY(ctx);
+    uint32_t n = 0;
+    for (size_t b = 0; b < blocks; b++) {
+        (*first)[b] = n;
+        for (uint32_t r = 0; r < d->replicas; r++) {
+            uint32_t tile = d->tiles[(size_t)r * blocks + b], at = n++;
+            if (tile == IPU_LAYOUT_ABSENT) {
+                n--;
+                continue;
+            }
+            for (; at > (*first)[b] && d->tiles[(size_t)(*order)[at - 1] * blocks + b] > tile; at--)
+                (*order)[at] = (*order)[at - 1];
+            (*order)[at] = r;
         }
-        uint32_t bytes = ((c1 - c0) * s->elem + 3u) & ~3u;
-        for (uint32_t row = r0; row < r1; row++) {
-            dst.offset = (row - dr0) * d_stride + (c0 - dc0) * d->elem;
-            IPU_TRY(add_keyed(ctx, items, count, capacity,
-                              (keyed){src_tile, p * s->col_parts + q,
-                                      (row - sr0) * s_stride + (c0 - sc0) * s->elem, bytes, dst}));
+    }
+    (*first)[blocks] = n;
+    return IPU_OK;
+}
+
+/* Destinations of pieces [a, b) (one source range): every present replica of
+ * each piece's block, in tile order. */
+static ipu_status group_dsts(ipu_ctx *ctx, const ipu_layout *d, const keyed *items, size_t a, size_t b,
+                             const uint32_t *first, const uint32_t *order, ipu_piece_dst **dsts,
+                             size_t *count, size_t *capacity)
+{
+    size_t blocks = (size_t)d->row_parts * d->col_parts;
+    *count = 0;
+    for (size_t k = a; k < b; k++) {
+        uint32_t block = items[k].dst_block;
+        for (uint32_t n = first[block]; n < first[block + 1]; n++) {
+            IPU_TRY(ipu_grow(ctx, (void **)dsts, sizeof **dsts, *count, capacity));
+            uint32_t r = order[n];
+            ipu_piece_dst dst = {d->tiles[(size_t)r * blocks + block], block, r, items[k].dst_offset};
+            size_t at = (*count)++;
+            for (; b - a > 1 && at > 0 && (*dsts)[at - 1].tile > dst.tile; at--) /* pieces of several blocks */
+                (*dsts)[at] = (*dsts)[at - 1];
+            (*dsts)[at] = dst;
         }
     }
     return IPU_OK;
+}
+
+/* The pieces sorted by source, a range wanted by several destinations made
+ * one: a local copy per destination on the source's tile, one transfer to
+ * all the others. */
+static ipu_status merge_pieces(ipu_ctx *ctx, const ipu_layout *d, const keyed *items, size_t count,
+                               ipu_redistribution *out)
+{
+    uint32_t *first = NULL, *order = NULL;
+    ipu_piece_dst *group = NULL;
+    size_t group_count = 0, group_capacity = 0;
+    ipu_status status = replicas_by_tile(ctx, d, &first, &order);
+    for (size_t a = 0; a < count && status == IPU_OK;) {
+        size_t b = a;
+        while (b < count && items[b].src_tile == items[a].src_tile && items[b].src_offset == items[a].src_offset &&
+               items[b].bytes == items[a].bytes)
+            b++;
+        status = group_dsts(ctx, d, items, a, b, first, order, &group, &group_count, &group_capacity);
+        const keyed *k = &items[a];
+        for (size_t g = 0; g < group_count && status == IPU_OK; g++) {
+            if (group[g].tile != k->src_tile)
+                continue;
+            status = IPU_GROW(ctx, out->dsts, out->dst_count, out->dst_capacity);
+            if (status == IPU_OK)
+                status = IPU_GROW(ctx, out->copies, out->copy_count, out->copy_capacity);
+            if (status == IPU_OK) {
+                out->dsts[out->dst_count] = group[g];
+                out->copies[out->copy_count++] =
+                    (ipu_piece){k->src_tile, k->src_block, k->src_offset, k->bytes, (uint32_t)out->dst_count++, 1};
+            }
+        }
+        uint32_t remote = 0, start = (uint32_t)out->dst_count;
+        for (size_t g = 0; g < group_count && status == IPU_OK; g++) {
+            if (group[g].tile == k->src_tile)
+                continue;
+            status = IPU_GROW(ctx, out->dsts, out->dst_count, out->dst_capacity);
+            if (status == IPU_OK)
+                out->dsts[out->dst_count++] = group[g], remote++;
+        }
+        if (status == IPU_OK && remote) {
+            status = IPU_GROW(ctx, out->pieces, out->piece_count, out->piece_capacity);
+            if (status == IPU_OK)
+                out->pieces[out->piece_count++] =
+                    (ipu_piece){k->src_tile, k->src_block, k->src_offset, k->bytes, start, remote};
+        }
+        a = b;
+    }
+    free(group);
+    free(first);
+    free(order);
+    return status;
 }
 
 ipu_status ipu_redistribute(ipu_ctx *ctx, const ipu_layout *src, const ipu_layout *dst,
@@ -328,42 +418,8 @@ ipu_status ipu_redistribute(ipu_ctx *ctx, const ipu_layout *src, const ipu_layou
             status = IPU_NO_MEMORY(ctx);
         free(scratch);
     }
-    for (size_t a = 0; a < count && status == IPU_OK;) {
-        size_t b = a;
-        while (b < count && items[b].src_tile == items[a].src_tile &&
-               items[b].src_offset == items[a].src_offset && items[b].bytes == items[a].bytes)
-            b++;
-        for (size_t k = a; k < b && status == IPU_OK; k++) {
-            if (items[k].dst.tile != items[a].src_tile)
-                continue;
-            /* A destination on the source's own tile: a local copy. */
-            status = IPU_GROW(ctx, out->dsts, out->dst_count, out->dst_capacity);
-            if (status == IPU_OK)
-                status = IPU_GROW(ctx, out->copies, out->copy_count, out->copy_capacity);
-            if (status == IPU_OK) {
-                out->dsts[out->dst_count] = items[k].dst;
-                out->copies[out->copy_count++] = (ipu_piece){items[a].src_tile, items[a].src_block,
-                                                              items[a].src_offset, items[a].bytes,
-                                                              (uint32_t)out->dst_count++, 1};
-            }
-        }
-        uint32_t remote = 0, first = (uint32_t)out->dst_count;
-        for (size_t k = a; k < b && status == IPU_OK; k++) {
-            if (items[k].dst.tile == items[a].src_tile)
-                continue;
-            status = IPU_GROW(ctx, out->dsts, out->dst_count, out->dst_capacity);
-            if (status == IPU_OK)
-                out->dsts[out->dst_count++] = items[k].dst, remote++;
-        }
-        if (status == IPU_OK && remote) {
-            status = IPU_GROW(ctx, out->pieces, out->piece_count, out->piece_capacity);
-            if (status == IPU_OK)
-                out->pieces[out->piece_count++] = (ipu_piece){items[a].src_tile, items[a].src_block,
-                                                               items[a].src_offset, items[a].bytes,
-                                                               first, remote};
-        }
-        a = b;
-    }
+    if (status == IPU_OK)
+        status = merge_pieces(ctx, dst, items, count, out);
     free(items);
     if (status != IPU_OK)
         ipu_redistribution_free(out);
