@@ -8,6 +8,7 @@
  * use the seed of support_seed.h (IPU_TEST_SEED or the clock, printed on
  * failure).  Fixed cases check reuse across disjoint lifetimes (the only way
  * to fit), best fit (smallest hole, lowest on ties), the size-order retry,
+ * the promotion retry (a case both orders fragment, found by a search),
  * the failure message (tile, name, and free / outside-aperture /
  * largest-hole figures computed here from a byte map), input validation,
  * determinism and a 1472-tile x 300-request program.
@@ -433,6 +434,33 @@ static void test_size_order_retry(void **state)
     case_free(&c);
 }
 
+/* A 100-byte window both orders fragment: lifetime order and size order
+ * each leave no 20 contiguous bytes for "tail" at step 4 (beside "wide" and
+ * "late", 100 bytes in all); promoting "tail", then "wide" (the request the
+ * next round fails at), places the tile. */
+static void test_promotion_retry(void **state)
+{
+    (void)state;
+    ipu_profile p;
+    profile4(&p);
+    uint32_t w = p.region1_base;
+    pcase c = {0};
+    add_req(&c, 1, 20, 1, 4, 5, w, w + 100, "tail");
+    add_req(&c, 1, 40, 1, 4, 4, w, w + 100, "late");
+    add_req(&c, 1, 30, 1, 2, 3, w, w + 100, "middle");
+    add_req(&c, 1, 50, 1, 1, 1, w, w + 100, "early");
+    add_req(&c, 1, 40, 1, 1, 4, w, w + 100, "wide");
+    char logged[1024] = "";
+    ipu_ctx *ctx = ipu_ctx_create();
+    ipu_ctx_set_log(ctx, log_capture, logged);
+    TSEED_OK(ctx, run(ctx, &p, &c));
+    check(&p, &c);
+    assert_non_null(strstr(logged, "promoting the failed requests placed the tile"));
+    assert_non_null(strstr(logged, "'tail'"));
+    ipu_ctx_free(ctx);
+    case_free(&c);
+}
+
 /* Free bytes, free bytes outside the aperture and the largest hole, from a
  * byte map of accessible SRAM clipped to [lo, hi). */
 static void figures(const ipu_profile *p, const uint8_t *used, uint32_t lo, uint32_t hi,
@@ -487,15 +515,16 @@ static void test_failure_message(void **state)
         c.req[i].address = 0;
     assert_int_equal(run(ctx, &p, &c), IPU_ERR_INVALID_ARGUMENT);
     const char *msg = ipu_ctx_errmsg(ctx);
-    char want[4][128];
+    char want[5][128];
     snprintf(want[0], sizeof want[0], "%llu bytes free", fb);
     snprintf(want[1], sizeof want[1], "(%llu outside the host aperture", out);
     snprintf(want[2], sizeof want[2], "largest hole %llu;", big);
     snprintf(want[3], sizeof want[3], "size order: failed at request 4 'big'");
+    snprintf(want[4], sizeof want[4], "promoting failed requests first (1 rounds): failed at request 4 'big'");
     if (!strstr(msg, "tile 2:") || !strstr(msg, "request 4 'big' (size 300000, alignment 64, "
                                                 "lifetime [1, 5]"))
         TSEED_FAIL("message lacks the tile or request: %s", msg);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (!strstr(msg, want[i]))
             TSEED_FAIL("message lacks \"%s\": %s", want[i], msg);
     /* The request that did not fit is marked, and only it. */
@@ -622,6 +651,7 @@ int main(void)
         cmocka_unit_test(test_reuse),           cmocka_unit_test(test_best_fit),
         cmocka_unit_test(test_access_tail),
         cmocka_unit_test(test_size_order_retry),
+        cmocka_unit_test(test_promotion_retry),
         cmocka_unit_test(test_failure_message), cmocka_unit_test(test_validation),
         cmocka_unit_test(test_determinism),     cmocka_unit_test(test_full_device),
     };

@@ -12,11 +12,16 @@
  * O(n^2) per tile at worst, and in lifetime order requests that have ended
  * leave the list, so a scan walks only the live ones.  If lifetime order
  * fails on a tile, the tile is retried in size order (largest first); if
- * that fails too, the error names the tile, the request, its free bytes (in
- * all and outside the host aperture) and largest hole, and each strategy's
- * outcome (tiles placed before it keep their addresses; the failing tile's
- * requests are left untouched).  Everything is deterministic: every order
- * has the request index as its last key.
+ * that fails too, the requests that failed are promoted: placed first
+ * (largest first), the rest after them in lifetime order, each round
+ * promoting the request the last one failed at, for up to PROMOTION_ROUNDS
+ * rounds (a fragmented tile usually has room once its few large, short-lived
+ * requests choose their holes before the long-lived ones split the space).
+ * If every strategy fails, the error names the tile, the request, its free
+ * bytes (in all and outside the host aperture) and largest hole, and each
+ * strategy's outcome (tiles placed before it keep their addresses; the
+ * failing tile's requests are left untouched).  Everything is deterministic:
+ * every order has the request index as its last key.
  */
 #include "place/place.h"
 
@@ -59,6 +64,7 @@ typedef struct place_state {
     /* scratch */
     ipu_place_request *loc; /* the tile's requests, copied for locality */
     uint8_t *is_placed;     /* by local index */
+    uint8_t *is_promoted;   /* by local index: placed first in a promotion round */
     place_key *keys;
     uint32_t *order;
     place_live *placed; /* placed requests sorted by address */
@@ -237,13 +243,21 @@ static size_t run_pass(place_state *s, int prune, place_scan *fail)
     return s->n;
 }
 
-static void make_order(place_state *s, int by_size)
+typedef enum place_order { BY_LIFETIME, BY_SIZE, PROMOTED_FIRST } place_order;
+
+/* Rounds of promotion after lifetime and size order fail on a tile. */
+#define PROMOTION_ROUNDS 16
+
+static void make_order(place_state *s, place_order how)
 {
     for (size_t i = 0; i < s->n; i++) {
         const ipu_place_request *r = &s->loc[i];
         uint64_t size_key = UINT32_MAX - (uint64_t)r->size; /* larger first */
-        s->keys[i].k1 = by_size ? size_key : r->first;
-        s->keys[i].k2 = by_size ? r->first : size_key;
+        s->keys[i].k1 = how == BY_SIZE          ? size_key
+                        : how == BY_LIFETIME    ? r->first
+                        : s->is_promoted[i] ? 0
+                                                : 1 + (uint64_t)r->first;
+        s->keys[i].k2 = how == BY_SIZE ? r->first : size_key;
         s->keys[i].index = (uint32_t)i; /* ids ascend: ties by request index */
     }
     qsort(s->keys, s->n, sizeof *s->keys, key_cmp);
@@ -251,35 +265,57 @@ static void make_order(place_state *s, int by_size)
         s->order[i] = s->keys[i].index;
 }
 
+/* Promotion rounds after both orders failed at local requests first_fail
+ * and second_fail: returns s->n when a round placed the tile, else the
+ * position its last round failed at (scan in *fail); *rounds counts them. */
+static size_t promote(place_state *s, uint32_t first_fail, uint32_t second_fail, place_scan *fail,
+                      uint32_t *rounds)
+{
+    memset(s->is_promoted, 0, s->n);
+    s->is_promoted[first_fail] = s->is_promoted[second_fail] = 1;
+    size_t at = s->n;
+    for (*rounds = 1; *rounds <= PROMOTION_ROUNDS; ++*rounds) {
+        make_order(s, PROMOTED_FIRST);
+        at = run_pass(s, 0, fail);
+        if (at == s->n || s->is_promoted[s->order[at]])
+            break; /* placed, or the promoted requests do not fit together */
+        s->is_promoted[s->order[at]] = 1;
+    }
+    return at;
+}
+
 static ipu_status place_tile(ipu_ctx *ctx, place_state *s, uint32_t tile)
 {
-    place_scan f1, f2;
+    place_scan f1 = {0}, f2 = {0}, f3 = {0};
     for (size_t i = 0; i < s->n; i++) {
         s->loc[i] = s->req[s->ids[i]];
         s->local_of[s->ids[i]] = (uint32_t)i;
     }
-    make_order(s, 0);
-    size_t at1 = run_pass(s, 1, &f1), at2 = s->n;
-    uint32_t r1 = at1 < s->n ? s->ids[s->order[at1]] : 0;
+    make_order(s, BY_LIFETIME);
+    size_t at1 = run_pass(s, 1, &f1), at2 = s->n, at3 = s->n;
+    uint32_t l1 = at1 < s->n ? s->order[at1] : 0, l2 = 0, rounds = 0;
     if (at1 < s->n) {
-        make_order(s, 1);
+        make_order(s, BY_SIZE);
         at2 = run_pass(s, 0, &f2);
+        l2 = at2 < s->n ? s->order[at2] : 0;
     }
-    if (at2 == s->n) {
+    if (at2 < s->n)
+        at3 = promote(s, l1, l2, &f3, &rounds);
+    if (at3 == s->n) {
         for (size_t i = 0; i < s->n; i++)
             s->req[s->ids[i]].address = s->loc[i].address;
     }
     if (at1 == s->n)
         return IPU_OK;
-    ipu_place_request *a = &s->req[r1];
-    if (at2 == s->n) {
+    ipu_place_request *a = &s->req[s->ids[l1]];
+    if (at3 == s->n) {
         ipu_log(ctx, IPU_LOG_DEBUG,
-                "place: tile %u: lifetime-order best fit failed at request %u '%.80s'; "
-                "size order placed the tile", tile, r1, req_name(a));
+                "place: tile %u: lifetime-order best fit failed at request %u '%.80s'; %s placed the tile",
+                tile, s->ids[l1], req_name(a), at2 == s->n ? "size order" : "promoting the failed requests");
         return IPU_OK;
     }
-    uint32_t r2 = s->ids[s->order[at2]];
-    const ipu_place_request *b = &s->req[r2];
+    uint32_t r2 = s->ids[l2], r3 = s->ids[s->order[at3]];
+    const ipu_place_request *b = &s->req[r2], *c = &s->req[r3];
     a->address = IPU_PLACE_UNPLACED;
     return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                     "placement failed on tile %u: request %u '%.80s' (size %u, alignment %u, "
@@ -287,13 +323,17 @@ static ipu_status place_tile(ipu_ctx *ctx, place_state *s, uint32_t tile)
                     "%llu bytes free during its lifetime (%llu outside the host aperture "
                     "[0x%X, 0x%X)), largest hole %llu; lifetime order: failed at this request; "
                     "size order: failed at request %u '%.80s' (size %u, %llu bytes free, "
-                    "%llu outside the aperture, largest hole %llu)",
-                    tile, r1, req_name(a), a->size, a->alignment, a->first, a->last, a->lo,
+                    "%llu outside the aperture, largest hole %llu); promoting failed requests "
+                    "first (%u rounds): failed at request %u '%.80s' (size %u, %llu bytes free, "
+                    "largest hole %llu)",
+                    tile, s->ids[l1], req_name(a), a->size, a->alignment, a->first, a->last, a->lo,
                     a->hi, (unsigned long long)f1.free_bytes,
                     (unsigned long long)f1.free_outside, s->p->aperture_base,
                     s->p->aperture_end, (unsigned long long)f1.largest, r2, req_name(b),
                     b->size, (unsigned long long)f2.free_bytes,
-                    (unsigned long long)f2.free_outside, (unsigned long long)f2.largest);
+                    (unsigned long long)f2.free_outside, (unsigned long long)f2.largest,
+                    rounds > PROMOTION_ROUNDS ? PROMOTION_ROUNDS : rounds, r3, req_name(c), c->size,
+                    (unsigned long long)f3.free_bytes, (unsigned long long)f3.largest);
 }
 
 static ipu_status validate(ipu_ctx *ctx, const ipu_profile *p, const ipu_place_request *req,
@@ -401,7 +441,7 @@ ipu_status ipu_place(ipu_ctx *ctx, const ipu_profile *p, ipu_place_request *requ
     place_span *rspan = ipu_malloc(ctx, (reserved_count + 1) * sizeof *rspan);
     place_key *keys = NULL;
     ipu_place_request *loc = NULL;
-    uint8_t *is_placed = NULL;
+    uint8_t *is_placed = NULL, *is_promoted = NULL;
     uint32_t *order = NULL;
     place_live *placed = NULL;
     place_span *cspan = NULL;
@@ -458,7 +498,8 @@ ipu_status ipu_place(ipu_ctx *ctx, const ipu_profile *p, ipu_place_request *requ
     cspan = ipu_malloc(ctx, ((size_t)max_deg + 1) * sizeof *cspan);
     loc = ipu_malloc(ctx, (max_n + 1) * sizeof *loc);
     is_placed = ipu_malloc(ctx, max_n + 1);
-    if (!keys || !order || !placed || !cspan || !loc || !is_placed) {
+    is_promoted = ipu_malloc(ctx, max_n + 1);
+    if (!keys || !order || !placed || !cspan || !loc || !is_placed || !is_promoted) {
         st = IPU_NO_MEMORY(ctx);
         goto done;
     }
@@ -476,6 +517,7 @@ ipu_status ipu_place(ipu_ctx *ctx, const ipu_profile *p, ipu_place_request *requ
         .ap_hi = p->aperture_end,
         .loc = loc,
         .is_placed = is_placed,
+        .is_promoted = is_promoted,
         .keys = keys,
         .order = order,
         .placed = placed,
@@ -504,6 +546,7 @@ done:
     free(local_of);
     free(loc);
     free(is_placed);
+    free(is_promoted);
     free(rkeys);
     free(rspan);
     free(keys);
