@@ -564,9 +564,10 @@ ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
     uint32_t *patch_count = ipu_calloc(ctx, A.tiles, sizeof *patch_count);
     uint8_t **patches = ipu_calloc(ctx, A.tiles, sizeof *patches);
     uint32_t *stream_ids = ipu_calloc(ctx, prog->stream_count ? prog->stream_count : 1, sizeof *stream_ids);
+    uint32_t *desc_sizes = ipu_calloc(ctx, A.tiles, sizeof *desc_sizes); /* descriptors, patches, slot table */
     ipu_pkg_builder *b = NULL;
     ipu_status status = A.desc_bytes && A.code_entries && A.by_tile && A.tile_start && A.step_op &&
-                                A.step_half && patch_count && patches && stream_ids
+                                A.step_half && patch_count && patches && stream_ids && desc_sizes
                             ? IPU_OK
                             : IPU_NO_MEMORY(ctx);
     if (status == IPU_OK)
@@ -580,6 +581,7 @@ ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
         code_max = code > code_max ? code : code_max;
         uint64_t desc = A.desc_bytes[t] + 4 + (uint64_t)patch_count[t] * IPU_PATCH_SIZE + 4ull * slots;
         desc_max = desc > desc_max ? desc : desc_max;
+        desc_sizes[t] = desc < UINT32_MAX ? (uint32_t)desc : UINT32_MAX;
         patches[t] = ipu_calloc(ctx, 1, 4 + (size_t)patch_count[t] * IPU_PATCH_SIZE);
         if (!patches[t])
             status = IPU_NO_MEMORY(ctx);
@@ -591,9 +593,7 @@ ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
         support->descriptor_base = desc_base;
         for (uint32_t t = 0; t < A.tiles; t++) {
             support->code_end[t] = code_base + code_bytes(A.code_entries[t]);
-            support->descriptor_end[t] = desc_base + (uint32_t)(A.desc_bytes[t] + 4 +
-                                                               (uint64_t)patch_count[t] * IPU_PATCH_SIZE +
-                                                               4ull * slots);
+            support->descriptor_end[t] = desc_base + desc_sizes[t];
         }
     }
     if (status == IPU_OK && (code_end > p->aperture_base || desc_limit > ipu_profile_access_end(p)))
@@ -605,6 +605,8 @@ ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
         status = place_buffers(&A, code_end, desc_base, (uint32_t)desc_limit);
     if (status == IPU_OK)
         status = ipu_pkg_builder_create(ctx, p, code_base, desc_base, (uint32_t)desc_limit, &b);
+    if (status == IPU_OK)
+        status = ipu_pkg_reserve_descriptors(b, desc_sizes);
     for (uint32_t t = 0; t < A.tiles && status == IPU_OK; t++)
         for (int e = 1; e < IPU_K_ENTRY_END && status == IPU_OK; e++)
             if ((A.code_entries[t] & (1ull << e)) &&
@@ -669,6 +671,6 @@ ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
         free(patches[t]);
     free(A.desc_bytes), free(A.code_entries), free(A.by_tile), free(A.tile_start);
     free(A.step_op), free(A.step_half);
-    free(patch_count), free(patches), free(stream_ids);
+    free(patch_count), free(patches), free(stream_ids), free(desc_sizes);
     return status;
 }

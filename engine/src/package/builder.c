@@ -13,7 +13,10 @@ typedef struct slot_binding {
 } slot_binding;
 
 typedef struct tile_build {
-    ipu_buf desc;
+    ipu_buf desc;            /* the descriptor area, unless reserved in the package storage: */
+    uint64_t area;           /* its offset there (ipu_pkg_reserve_descriptors) */
+    uint32_t area_bytes;     /* its size, 0 when not reserved */
+    uint32_t area_used;
     uint32_t code_cursor;
     uint64_t code_entries; /* bit per entry already placed */
     uint64_t code_bodies;  /* bit per worker body already placed */
@@ -104,15 +107,41 @@ ipu_status ipu_pkg_put(ipu_pkg_builder *b, uint32_t tile, const void *bytes, siz
                        uint32_t *address)
 {
     IPU_TRY(check_tile(b, tile));
-    ipu_buf *desc = &b->tiles[tile].desc;
-    size_t padded = (size + 3) & ~(size_t)3;
-    if (b->desc_base + desc->size + padded > b->desc_limit)
+    tile_build *t = &b->tiles[tile];
+    size_t padded = (size + 3) & ~(size_t)3, used = t->area_bytes ? t->area_used : t->desc.size;
+    if (b->desc_base + used + padded > b->desc_limit || (t->area_bytes && used + padded > t->area_bytes))
         return IPU_FAIL(b->ctx, IPU_ERR_INVALID_ARGUMENT,
-                        "package builder: descriptor area of tile %u is full (%zu of %u bytes)",
-                        tile, desc->size + padded, b->desc_limit - b->desc_base);
-    *address = b->desc_base + (uint32_t)desc->size;
-    IPU_TRY(ipu_buf_append(b->ctx, desc, bytes, size));
-    return ipu_buf_append_zeros(b->ctx, desc, padded - size);
+                        "package builder: descriptor area of tile %u is full (%zu of %u bytes)", tile,
+                        used + padded, t->area_bytes ? t->area_bytes : b->desc_limit - b->desc_base);
+    *address = b->desc_base + (uint32_t)used;
+    if (t->area_bytes) { /* the reserved storage is zeroed: the padding is there */
+        if (size)
+            memcpy(b->data.data + t->area + used, bytes, size);
+        t->area_used += (uint32_t)padded;
+        return IPU_OK;
+    }
+    IPU_TRY(ipu_buf_append(b->ctx, &t->desc, bytes, size));
+    return ipu_buf_append_zeros(b->ctx, &t->desc, padded - size);
+}
+
+ipu_status ipu_pkg_reserve_descriptors(ipu_pkg_builder *b, const uint32_t *bytes)
+{
+    uint32_t tiles = b->pkg->profile.tiles;
+    uint64_t total = 0;
+    for (uint32_t t = 0; t < tiles; t++) {
+        if (b->tiles[t].desc.size || b->tiles[t].area_bytes)
+            return IPU_FAIL(b->ctx, IPU_ERR_STATE,
+                            "package builder: tile %u's descriptor area is already in use", t);
+        total += ((uint64_t)bytes[t] + 7) & ~7ull;
+    }
+    IPU_TRY(ipu_buf_reserve(b->ctx, &b->data, b->data.size + 8 + total));
+    for (uint32_t t = 0; t < tiles; t++) {
+        IPU_TRY(ipu_buf_append_zeros(b->ctx, &b->data, (8 - b->data.size % 8) % 8));
+        b->tiles[t].area = b->data.size;
+        b->tiles[t].area_bytes = bytes[t];
+        IPU_TRY(ipu_buf_append_zeros(b->ctx, &b->data, bytes[t]));
+    }
+    return IPU_OK;
 }
 
 ipu_status ipu_pkg_put_slot(ipu_pkg_builder *b, uint32_t tile, uint32_t slot, const void *bytes,
@@ -348,11 +377,16 @@ static ipu_status close_descriptor_areas(ipu_pkg_builder *b)
                               b->bindings[order[i]].address);
             status = ipu_pkg_put(b, t, table, (size_t)slots * 4, &pkg->slot_tables[t]);
         }
-        ipu_buf *desc = &b->tiles[t].desc;
-        if (status == IPU_OK && desc->size)
-            status = add_segment(b, t, IPU_SEG_DESCRIPTOR, b->desc_base, desc->data,
-                                 (uint32_t)desc->size, 0);
-        ipu_buf_free(desc);
+        tile_build *tb = &b->tiles[t];
+        if (status == IPU_OK && tb->area_used) { /* in place */
+            status = add_segment(b, t, IPU_SEG_DESCRIPTOR, b->desc_base, NULL, tb->area_used, 0);
+            if (status == IPU_OK)
+                pkg->segments[pkg->segment_count - 1].data_offset = tb->area;
+        } else if (status == IPU_OK && tb->desc.size) {
+            status = add_segment(b, t, IPU_SEG_DESCRIPTOR, b->desc_base, tb->desc.data,
+                                 (uint32_t)tb->desc.size, 0);
+        }
+        ipu_buf_free(&tb->desc);
     }
     free(table);
     free(first);

@@ -140,6 +140,11 @@ uint32_t ipu_pkg_new_slot(ipu_pkg_builder *b);
 /* Append bytes to the tile's descriptor area; *address receives their address. */
 ipu_status ipu_pkg_put(ipu_pkg_builder *b, uint32_t tile, const void *bytes, size_t size,
                        uint32_t *address);
+/* Lay every tile's descriptor area (bytes[t], at most) in the package
+ * storage up front, before any put: puts then write there, and building the
+ * package copies nothing (a compiler that knows its descriptor sizes keeps
+ * one copy of them, not two). */
+ipu_status ipu_pkg_reserve_descriptors(ipu_pkg_builder *b, const uint32_t *bytes);
 /* Append a record and point the tile's slot at it. */
 ipu_status ipu_pkg_put_slot(ipu_pkg_builder *b, uint32_t tile, uint32_t slot, const void *bytes,
                             size_t size, uint32_t *address);
