@@ -411,6 +411,21 @@ static void log_capture(void *user, int level, const char *message)
     snprintf(buf, 1024, "%s", message);
 }
 
+/* Place case c (then free it): it must place, and the debug log must name
+ * the strategy that placed the tile and the request lifetime order failed at. */
+static void expect_retry(const ipu_profile *p, pcase *c, const char *strategy, const char *failed)
+{
+    char logged[1024] = "";
+    ipu_ctx *ctx = ipu_ctx_create();
+    ipu_ctx_set_log(ctx, log_capture, logged);
+    TSEED_OK(ctx, run(ctx, p, c));
+    check(p, c);
+    assert_non_null(strstr(logged, strategy));
+    assert_non_null(strstr(logged, failed));
+    ipu_ctx_free(ctx);
+    case_free(c);
+}
+
 /* Lifetime order fragments a 100-byte window (a at 0, b at 40, then c needs
  * 60 contiguous bytes beside b); size order places c first and succeeds. */
 static void test_size_order_retry(void **state)
@@ -423,15 +438,7 @@ static void test_size_order_retry(void **state)
     add_req(&c, 1, 40, 1, 0, 0, w, w + 100, "a");
     add_req(&c, 1, 20, 1, 0, 5, w, w + 100, "b");
     add_req(&c, 1, 60, 1, 1, 5, w, w + 100, "c");
-    char logged[1024] = "";
-    ipu_ctx *ctx = ipu_ctx_create();
-    ipu_ctx_set_log(ctx, log_capture, logged);
-    TSEED_OK(ctx, run(ctx, &p, &c));
-    check(&p, &c);
-    assert_non_null(strstr(logged, "size order placed the tile"));
-    assert_non_null(strstr(logged, "'c'"));
-    ipu_ctx_free(ctx);
-    case_free(&c);
+    expect_retry(&p, &c, "size order placed the tile", "'c'");
 }
 
 /* A 100-byte window both orders fragment: lifetime order and size order
@@ -450,15 +457,7 @@ static void test_promotion_retry(void **state)
     add_req(&c, 1, 30, 1, 2, 3, w, w + 100, "middle");
     add_req(&c, 1, 50, 1, 1, 1, w, w + 100, "early");
     add_req(&c, 1, 40, 1, 1, 4, w, w + 100, "wide");
-    char logged[1024] = "";
-    ipu_ctx *ctx = ipu_ctx_create();
-    ipu_ctx_set_log(ctx, log_capture, logged);
-    TSEED_OK(ctx, run(ctx, &p, &c));
-    check(&p, &c);
-    assert_non_null(strstr(logged, "promoting the failed requests placed the tile"));
-    assert_non_null(strstr(logged, "'tail'"));
-    ipu_ctx_free(ctx);
-    case_free(&c);
+    expect_retry(&p, &c, "promoting the failed requests placed the tile", "'tail'");
 }
 
 /* Free bytes, free bytes outside the aperture and the largest hole, from a
