@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "plan/layout.h"
+#include "layout/layout.h"
 #include "support_seed.h"
 
 /* The value of element (row, col), as bytes of an element of size elem. */

@@ -16,7 +16,7 @@
 
 #include "core/profile.h"
 #include "ir/ir.h"
-#include "plan/layout.h"
+#include "layout/layout.h"
 
 /* Column boundaries of every layout fall on multiples of this many elements,
  * so a cast to any element type keeps them on 32-bit words. */

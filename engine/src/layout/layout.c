@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan/layout.h"
+#include "layout/layout.h"
 
 void ipu_band(uint32_t total, uint32_t parts, uint32_t align, uint32_t index, uint32_t *lo,
               uint32_t *hi)
