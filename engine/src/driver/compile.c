@@ -18,6 +18,7 @@
 #include "lower/lower.h"
 #include "numerics/numerics.h"
 #include "package/assemble.h"
+#include "place/program.h"
 #include "plan/plan.h"
 #include "report/memory.h"
 #include "report/placement.h"
@@ -298,6 +299,32 @@ static ipu_status plan_and_lower(ipu_ctx *ctx, const ipu_profile *p, const ipu_g
     return status;
 }
 
+/* The back end in pipeline order: the exchange phases scheduled, the
+ * package support laid out, the buffers placed beside it, the package
+ * encoded (meta is taken). */
+static ipu_status back_end(ipu_ctx *ctx, attempt *a, json_t *meta, const ipu_assembly_record *records,
+                           size_t record_count, ipu_package **out, ipu_support_map *support)
+{
+    ipu_xprogram exchanges;
+    ipu_package_layout layout;
+    memset(&layout, 0, sizeof layout);
+    ipu_status status = ipu_exchange_program(ctx, &a->prog, &exchanges);
+    if (status == IPU_OK)
+        status = ipu_package_lay_out(ctx, &a->prog, &exchanges, &layout, support);
+    if (status == IPU_OK) {
+        ipu_place_support room = {layout.code_end, layout.desc_base, layout.desc_limit};
+        status = ipu_place_program(ctx, &a->prog, &room);
+    }
+    if (status == IPU_OK)
+        status = ipu_package_encode(ctx, &a->prog, &exchanges, &layout, meta, records, record_count, out,
+                                    &a->assembly);
+    else
+        json_decref(meta);
+    ipu_package_layout_free(&layout);
+    ipu_xprogram_free(&exchanges);
+    return status;
+}
+
 /* Per tile of the placed program: the live bytes at its fullest step and
  * how far up its SRAM placement went ({"peak_bytes": [...], "high_water":
  * [...]}, the second in bytes from the SRAM base, support included). */
@@ -477,8 +504,9 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
             json_t *meta = json_pack("{s:s, s:s, s:s}", "workload", w->name, "check", "reference",
                                      "options", w->options_json);
             if (status == IPU_OK)
-                status = ipu_assemble(ctx, &a.prog, meta, records, record_count, out, &a.assembly,
-                                      &support);
+                status = back_end(ctx, &a, meta, records, record_count, out, &support);
+            else
+                json_decref(meta);
             if (status == IPU_ERR_MALFORMED) /* the validator refuses the compiler's own package */
                 status = IPU_INCONSISTENT(ctx, "package", "the package of %s", w->name);
             t.package += seconds() - t0;

@@ -604,10 +604,6 @@ static ipu_status lower_elementwise(lowering *L, size_t index)
 
 void ipu_low_free(ipu_low_program *prog)
 {
-    for (size_t s = 0; prog->steps && s < prog->step_count; s++) {
-        free(prog->steps[s].phase.xfers);
-        free(prog->steps[s].phase.dsts);
-    }
     for (size_t i = 0; prog->ops && i < prog->op_count; i++) {
         free(prog->ops[i].row_blocks);
         free(prog->ops[i].col_bounds);

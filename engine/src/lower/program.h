@@ -15,7 +15,6 @@
 
 #include "core/inject.h"
 #include "core/profile.h"
-#include "exchange/exchange.h"
 #include "kernels/kernels.h"
 
 #define IPU_LOW_LITERAL 0xFFFFFFFFu
@@ -98,7 +97,6 @@ typedef struct ipu_low_step {
     uint32_t op;               /* the op it lowers, IPU_LOW_LITERAL for host rounds and carries */
     uint32_t origin;           /* the compiler op a fault here names: op, or for a host round or a
                                   carry the op that homes its tensor (IPU_LOW_LITERAL: none) */
-    ipu_xphase phase;          /* exchange steps: the scheduled phase */
 } ipu_low_step;
 
 typedef struct ipu_low_stream {

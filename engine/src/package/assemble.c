@@ -1,10 +1,9 @@
 /* assemble.c: low program -> package (see assemble.h).
  *
- * Pass 1 schedules every exchange phase and sizes each tile's records (so the
- * descriptor area is known before any tensor is placed); placement then gives
- * every buffer an address outside the runtime state, the code and the
- * descriptor area (host staging inside the aperture; inputs, outputs and
- * parameters outside it); pass 2 encodes the records with those addresses.
+ * Pass 1 sizes each tile's records (so the descriptor area is known before
+ * any tensor is placed); placement then gives every buffer an address
+ * outside the runtime state, the code and the descriptor area; pass 2
+ * encodes the records with those addresses.
  * A compute step directly followed by an exchange step becomes one device
  * step.  Kernel arguments that advance per Repeat iteration become
  * progression patches of the descriptor words that hold them.
@@ -12,19 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exchange/exchange.h"
 #include "package/assemble.h"
-#include "place/place.h"
 
 typedef struct assembly {
     ipu_ctx *ctx;
     ipu_low_program *prog;
+    const ipu_xprogram *xprog;
     const ipu_profile *p;
     uint32_t tiles;
-    uint64_t *desc_bytes;   /* per tile */
-    uint64_t *code_entries; /* per tile: bit per kernel entry */
-    uint32_t **by_tile;     /* per step: kernels or host entries grouped by tile (counting sort) */
-    uint32_t **tile_start;  /* per step: tiles + 1 offsets into by_tile */
+    ipu_package_layout *layout;
     uint32_t *step_op;      /* per step: the control op (of its program) it became */
     uint8_t *step_half;     /* per step: 0 its compute or host phase, 1 its exchange phase */
 } assembly;
@@ -62,12 +57,12 @@ static ipu_status group(assembly *A, size_t s)
         items[start[tile] + fill[tile]++] = step->first + n;
     }
     free(fill);
-    A->by_tile[s] = items;
-    A->tile_start[s] = start;
+    A->layout->by_tile[s] = items;
+    A->layout->tile_start[s] = start;
     return IPU_OK;
 }
 
-/* Pass 1: schedule exchanges, group items, size every tile's descriptors. */
+/* Pass 1: group items, size every tile's descriptors. */
 static ipu_status size_records(assembly *A, uint32_t *patches_per_tile)
 {
     ipu_low_program *prog = A->prog;
@@ -75,64 +70,36 @@ static ipu_status size_records(assembly *A, uint32_t *patches_per_tile)
         ipu_low_step *step = &prog->steps[s];
         int in_body = !step->init && s >= prog->repeat_first && s < prog->repeat_first + prog->repeat_count;
         if (step->kind == IPU_LOW_EXCHANGE) {
-            ipu_xphase *ph = &step->phase;
-            ph->count = step->count;
-            ph->xfers = ipu_calloc(A->ctx, step->count ? step->count : 1, sizeof *ph->xfers);
-            for (uint32_t n = 0; n < step->count && !step->init; n++) {
-                ipu_low_xfer *x = &prog->xfers[step->first + n];
-                if (x->dst_count > 1 && ipu_low_take_inject(&prog->inject, IPU_INJECT_MULTICAST_DROP_DEST))
-                    x->dst_count--;
+            const ipu_xphase *ph = &A->xprog->phases[s];
+            for (size_t n = 0; n < ph->count; n++) {
+                A->layout->desc_bytes[ph->xfers[n].src_tile] += IPU_XROW_SIZE;
+                for (uint32_t k = 0; k < ph->xfers[n].dst_count; k++)
+                    A->layout->desc_bytes[ph->dsts[ph->xfers[n].first_dst + k].tile] += IPU_XROW_SIZE;
             }
-            size_t dsts = 0;
-            for (uint32_t n = 0; n < step->count; n++)
-                dsts += prog->xfers[step->first + n].dst_count;
-            ph->dsts = ipu_calloc(A->ctx, dsts ? dsts : 1, sizeof *ph->dsts);
-            if (!ph->xfers || !ph->dsts)
-                return IPU_NO_MEMORY(A->ctx);
-            ph->dst_total = dsts;
-            size_t d = 0;
-            for (uint32_t n = 0; n < step->count; n++) {
-                const ipu_low_xfer *x = &prog->xfers[step->first + n];
-                ph->xfers[n] = (ipu_xfer){prog->buffers[x->src_buffer].tile, 0, x->bytes, (uint32_t)d,
-                                          x->dst_count, 0};
-                A->desc_bytes[ph->xfers[n].src_tile] += IPU_XROW_SIZE;
-                for (uint32_t k = 0; k < x->dst_count; k++, d++) {
-                    uint32_t tile = prog->buffers[prog->xdsts[x->first_dst + k].buffer].tile;
-                    ph->dsts[d] = (ipu_xfer_dst){tile, 0};
-                    A->desc_bytes[tile] += IPU_XROW_SIZE;
-                }
-            }
-            if (!step->init && ph->count && ipu_low_take_inject(&prog->inject, IPU_INJECT_DROP_TRANSFER)) {
-                ph->count--; /* the first main-program phase loses one */
-                step->count--;
-            }
-            IPU_TRY(IPU_CHECK_CANCEL(A->ctx));
-            if (ipu_exchange_schedule(A->ctx, A->p, ph) != IPU_OK)
-                return IPU_INCONSISTENT(A->ctx, "exchange", "phase of step %zu (%s)", s, step->label);
             /* A table header on every tile (a bound, for tiles without rows). */
             for (uint32_t t = 0; t < A->tiles; t++)
-                A->desc_bytes[t] += 4;
+                A->layout->desc_bytes[t] += 4;
             continue;
         }
         IPU_TRY(group(A, s));
         for (uint32_t t = 0; t < A->tiles; t++) {
-            uint32_t lo = A->tile_start[s][t], hi = A->tile_start[s][t + 1];
+            uint32_t lo = A->layout->tile_start[s][t], hi = A->layout->tile_start[s][t + 1];
             if (lo == hi)
                 continue;
             uint64_t bytes = 4;
             for (uint32_t i = lo; i < hi; i++) {
-                uint32_t item = A->by_tile[s][i];
+                uint32_t item = A->layout->by_tile[s][i];
                 if (step->kind == IPU_LOW_COMPUTE) {
                     const ipu_low_kernel *k = &prog->kernels[item];
                     bytes += 4 + 4 * (uint64_t)k->argc;
-                    A->code_entries[t] |= 1ull << k->entry;
+                    A->layout->code_entries[t] |= 1ull << k->entry;
                     if (in_body && k->advance_arg >= 0)
                         patches_per_tile[t]++;
                 } else {
                     bytes += IPU_HOST_ENTRY_SIZE;
                 }
             }
-            A->desc_bytes[t] += padded4(bytes);
+            A->layout->desc_bytes[t] += padded4(bytes);
         }
     }
     return IPU_OK;
@@ -154,82 +121,6 @@ static uint32_t code_bytes(uint64_t entries)
         }
     }
     return bytes;
-}
-
-/* Move the first activation buffer onto a parameter of its tile (a tensor
- * live for the whole program) at least as large. */
-static void inject_overlap(ipu_low_program *prog)
-{
-    for (size_t a = 0; a < prog->buffer_count; a++) {
-        ipu_low_buffer *x = &prog->buffers[a];
-        if (x->persistent || x->aperture || x->pinned)
-            continue;
-        for (size_t b = 0; b < prog->buffer_count; b++) {
-            const ipu_low_buffer *y = &prog->buffers[b];
-            if (y->persistent && y->tile == x->tile && y->size >= x->size) {
-                x->address = y->address;
-                return;
-            }
-        }
-    }
-}
-
-static ipu_status place_buffers(assembly *A, uint32_t code_end, uint32_t desc_base, uint32_t desc_limit)
-{
-    ipu_low_program *prog = A->prog;
-    const ipu_profile *p = A->p;
-    size_t n = prog->buffer_count;
-    ipu_place_request *req = ipu_calloc(A->ctx, n ? n : 1, sizeof *req);
-    ipu_place_conflict *conf = NULL;
-    size_t conf_count = 0, conf_capacity = 0;
-    ipu_place_range *reserved = ipu_calloc(A->ctx, A->tiles, sizeof *reserved);
-    ipu_status status = req && reserved ? IPU_OK : IPU_NO_MEMORY(A->ctx);
-    for (size_t b = 0; b < n && status == IPU_OK; b++) {
-        const ipu_low_buffer *buf = &prog->buffers[b];
-        int staging = buf->aperture;
-        /* Inputs, outputs and parameters never borrow the aperture. */
-        req[b] = (ipu_place_request){buf->tile, buf->size, buf->alignment, buf->first, buf->last,
-                                     staging ? p->aperture_base : (buf->pinned ? p->aperture_end : code_end),
-                                     staging ? p->aperture_end : ipu_profile_access_end(p), buf->name, 0,
-                                     0};
-    }
-    for (uint32_t t = 0; t < A->tiles && status == IPU_OK; t++)
-        reserved[t] = (ipu_place_range){t, desc_base, desc_limit};
-    /* Operands a kernel declares separate (a GEMM's output and its inputs,
-     * an attention state and Q, K, V...) must not share a memory element:
-     * operand i of such an entry is its argument i (kernels.h). */
-    for (size_t k = 0; k < prog->kernel_count && status == IPU_OK; k++) {
-        const ipu_low_kernel *kn = &prog->kernels[k];
-        ipu_kernel_call call = {.entry = kn->entry, .arg_count = kn->argc};
-        for (uint32_t a = 0; a < kn->argc; a++)
-            call.args[a] = kn->args[a].value;
-        if (ipu_kernel_describe(&call))
-            continue; /* malformed: the device reports it */
-        for (uint32_t c = 0; c < call.separate_count && status == IPU_OK; c++) {
-            uint32_t x = call.separate[c][0], y = call.separate[c][1];
-            if (x >= kn->argc || y >= kn->argc || kn->args[x].buffer == IPU_LOW_LITERAL ||
-                kn->args[y].buffer == IPU_LOW_LITERAL || kn->args[x].buffer == kn->args[y].buffer)
-                continue;
-            status = IPU_GROW(A->ctx, conf, conf_count, conf_capacity);
-            if (status == IPU_OK)
-                conf[conf_count++] = (ipu_place_conflict){kn->args[x].buffer, kn->args[y].buffer};
-        }
-    }
-    if (status == IPU_OK && conf_count && ipu_low_take_inject(&prog->inject, IPU_INJECT_SEPARATION_IGNORED))
-        conf_count = 0;
-    if (status == IPU_OK)
-        status = ipu_place(A->ctx, p, req, n, conf, conf_count, reserved, A->tiles);
-    for (size_t b = 0; b < n && status == IPU_OK; b++)
-        prog->buffers[b].address = req[b].address;
-    for (size_t b = 0; b < n && status == IPU_ERR_INVALID_ARGUMENT; b++)
-        if (req[b].address == IPU_PLACE_UNPLACED)
-            prog->unplaced = (uint32_t)b;
-    if (status == IPU_OK && ipu_low_take_inject(&prog->inject, IPU_INJECT_OVERLAP_ALLOCATION))
-        inject_overlap(prog);
-    free(req);
-    free(conf);
-    free(reserved);
-    return status;
 }
 
 static uint32_t resolve(const ipu_low_program *prog, const ipu_low_arg *a)
@@ -417,7 +308,7 @@ static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, 
         }
         uint32_t slot = ipu_pkg_new_slot(b);
         if (step->kind == IPU_LOW_EXCHANGE) {
-            ipu_xphase *ph = &step->phase;
+            ipu_xphase *ph = &A->xprog->phases[s];
             size_t d = 0;
             for (uint32_t n = 0; n < ph->count; n++) {
                 const ipu_low_xfer *x = &prog->xfers[step->first + n];
@@ -463,7 +354,7 @@ static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, 
                 status = ipu_pkg_emit(b, init, IPU_OP_STEP, IPU_NO_SLOT, slot, 0);
             }
         } else {
-            uint32_t *start = A->tile_start[s], *items = A->by_tile[s];
+            uint32_t *start = A->layout->tile_start[s], *items = A->layout->by_tile[s];
             for (uint32_t t = 0; t < A->tiles && status == IPU_OK; t++) {
                 if (start[t] == start[t + 1])
                     continue;
@@ -548,68 +439,93 @@ static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, 
     return status;
 }
 
-ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
-                        const ipu_assembly_record *records, size_t record_count, ipu_package **out,
-                        json_t **report, ipu_support_map *support)
+void ipu_package_layout_free(ipu_package_layout *l)
+{
+    for (size_t s = 0; l->by_tile && s < l->step_count; s++)
+        free(l->by_tile[s]);
+    for (size_t s = 0; l->tile_start && s < l->step_count; s++)
+        free(l->tile_start[s]);
+    free(l->by_tile), free(l->tile_start);
+    free(l->desc_bytes), free(l->code_entries), free(l->patch_count), free(l->desc_sizes);
+    memset(l, 0, sizeof *l);
+}
+
+ipu_status ipu_package_lay_out(ipu_ctx *ctx, ipu_low_program *prog, const ipu_xprogram *xprog,
+                               ipu_package_layout *out, ipu_support_map *support)
 {
     const ipu_profile *p = &prog->profile;
-    assembly A = {ctx, prog, p, p->tiles, NULL, NULL, NULL, NULL, NULL, NULL};
+    memset(out, 0, sizeof *out);
     size_t steps = prog->step_count ? prog->step_count : 1;
-    A.desc_bytes = ipu_calloc(ctx, A.tiles, sizeof *A.desc_bytes);
-    A.code_entries = ipu_calloc(ctx, A.tiles, sizeof *A.code_entries);
-    A.by_tile = ipu_calloc(ctx, steps, sizeof *A.by_tile);
-    A.tile_start = ipu_calloc(ctx, steps, sizeof *A.tile_start);
-    A.step_op = ipu_calloc(ctx, steps, sizeof *A.step_op);
-    A.step_half = ipu_calloc(ctx, steps, sizeof *A.step_half);
-    uint32_t *patch_count = ipu_calloc(ctx, A.tiles, sizeof *patch_count);
-    uint8_t **patches = ipu_calloc(ctx, A.tiles, sizeof *patches);
-    uint32_t *stream_ids = ipu_calloc(ctx, prog->stream_count ? prog->stream_count : 1, sizeof *stream_ids);
-    uint32_t *desc_sizes = ipu_calloc(ctx, A.tiles, sizeof *desc_sizes); /* descriptors, patches, slot table */
-    ipu_pkg_builder *b = NULL;
-    ipu_status status = A.desc_bytes && A.code_entries && A.by_tile && A.tile_start && A.step_op &&
-                                A.step_half && patch_count && patches && stream_ids && desc_sizes
+    uint32_t tiles = p->tiles;
+    out->step_count = prog->step_count;
+    out->desc_bytes = ipu_calloc(ctx, tiles, sizeof *out->desc_bytes);
+    out->code_entries = ipu_calloc(ctx, tiles, sizeof *out->code_entries);
+    out->by_tile = ipu_calloc(ctx, steps, sizeof *out->by_tile);
+    out->tile_start = ipu_calloc(ctx, steps, sizeof *out->tile_start);
+    out->patch_count = ipu_calloc(ctx, tiles, sizeof *out->patch_count);
+    out->desc_sizes = ipu_calloc(ctx, tiles, sizeof *out->desc_sizes); /* descriptors, patches, slot table */
+    assembly A = {ctx, prog, xprog, p, tiles, out, NULL, NULL};
+    ipu_status status = out->desc_bytes && out->code_entries && out->by_tile && out->tile_start &&
+                                out->patch_count && out->desc_sizes
                             ? IPU_OK
                             : IPU_NO_MEMORY(ctx);
     if (status == IPU_OK)
-        status = size_records(&A, patch_count);
+        status = size_records(&A, out->patch_count);
     /* Support first: code after the runtime state, descriptors after the aperture. */
-    uint32_t code_base = (p->sram_base + p->runtime_state_bytes + 63u) & ~63u, code_max = 0;
-    uint64_t desc_max = 0;
-    uint32_t slots = (uint32_t)prog->step_count + 1;
-    for (uint32_t t = 0; t < A.tiles && status == IPU_OK; t++) {
-        uint32_t code = code_bytes(A.code_entries[t]);
-        code_max = code > code_max ? code : code_max;
-        uint64_t desc = A.desc_bytes[t] + 4 + (uint64_t)patch_count[t] * IPU_PATCH_SIZE + 4ull * slots;
-        desc_max = desc > desc_max ? desc : desc_max;
-        desc_sizes[t] = desc < UINT32_MAX ? (uint32_t)desc : UINT32_MAX;
-        patches[t] = ipu_calloc(ctx, 1, 4 + (size_t)patch_count[t] * IPU_PATCH_SIZE);
-        if (!patches[t])
-            status = IPU_NO_MEMORY(ctx);
+    out->code_base = (p->sram_base + p->runtime_state_bytes + 63u) & ~63u;
+    out->slots = (uint32_t)prog->step_count + 1;
+    for (uint32_t t = 0; t < tiles && status == IPU_OK; t++) {
+        uint32_t code = code_bytes(out->code_entries[t]);
+        out->code_max = code > out->code_max ? code : out->code_max;
+        uint64_t desc = out->desc_bytes[t] + 4 + (uint64_t)out->patch_count[t] * IPU_PATCH_SIZE + 4ull * out->slots;
+        out->desc_max = desc > out->desc_max ? desc : out->desc_max;
+        out->desc_sizes[t] = desc < UINT32_MAX ? (uint32_t)desc : UINT32_MAX;
     }
-    uint32_t code_end = code_base + code_max, desc_base = p->aperture_end;
-    uint64_t desc_limit = (desc_base + desc_max + 15) & ~15ull;
+    out->code_end = out->code_base + out->code_max;
+    out->desc_base = p->aperture_end;
+    uint64_t desc_limit = (out->desc_base + out->desc_max + 15) & ~15ull;
+    out->desc_limit = desc_limit < UINT32_MAX ? (uint32_t)desc_limit : UINT32_MAX;
     if (support && status == IPU_OK) {
-        support->code_base = code_base;
-        support->descriptor_base = desc_base;
-        for (uint32_t t = 0; t < A.tiles; t++) {
-            support->code_end[t] = code_base + code_bytes(A.code_entries[t]);
-            support->descriptor_end[t] = desc_base + desc_sizes[t];
+        support->code_base = out->code_base;
+        support->descriptor_base = out->desc_base;
+        for (uint32_t t = 0; t < tiles; t++) {
+            support->code_end[t] = out->code_base + code_bytes(out->code_entries[t]);
+            support->descriptor_end[t] = out->desc_base + out->desc_sizes[t];
         }
     }
-    if (status == IPU_OK && (code_end > p->aperture_base || desc_limit > ipu_profile_access_end(p)))
+    if (status == IPU_OK && (out->code_end > p->aperture_base || desc_limit > ipu_profile_access_end(p)))
         status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                           "package support does not fit: %u bytes of kernel code (room for %u) and "
                           "%llu bytes of descriptors per tile",
-                          code_max, p->aperture_base - code_base, (unsigned long long)desc_max);
+                          out->code_max, p->aperture_base - out->code_base, (unsigned long long)out->desc_max);
+    if (status != IPU_OK)
+        ipu_package_layout_free(out);
+    return status;
+}
+
+ipu_status ipu_package_encode(ipu_ctx *ctx, ipu_low_program *prog, ipu_xprogram *xprog,
+                              const ipu_package_layout *layout, json_t *meta, const ipu_assembly_record *records,
+                              size_t record_count, ipu_package **out, json_t **report)
+{
+    const ipu_profile *p = &prog->profile;
+    size_t steps = prog->step_count ? prog->step_count : 1;
+    assembly A = {ctx, prog, xprog, p, p->tiles, (ipu_package_layout *)layout, NULL, NULL};
+    A.step_op = ipu_calloc(ctx, steps, sizeof *A.step_op);
+    A.step_half = ipu_calloc(ctx, steps, sizeof *A.step_half);
+    uint8_t **patches = ipu_calloc(ctx, A.tiles, sizeof *patches);
+    uint32_t *stream_ids = ipu_calloc(ctx, prog->stream_count ? prog->stream_count : 1, sizeof *stream_ids);
+    ipu_pkg_builder *b = NULL;
+    ipu_status status = A.step_op && A.step_half && patches && stream_ids ? IPU_OK : IPU_NO_MEMORY(ctx);
+    for (uint32_t t = 0; t < A.tiles && status == IPU_OK; t++)
+        if (!(patches[t] = ipu_calloc(ctx, 1, 4 + (size_t)layout->patch_count[t] * IPU_PATCH_SIZE)))
+            status = IPU_NO_MEMORY(ctx);
     if (status == IPU_OK)
-        status = place_buffers(&A, code_end, desc_base, (uint32_t)desc_limit);
+        status = ipu_pkg_builder_create(ctx, p, layout->code_base, layout->desc_base, layout->desc_limit, &b);
     if (status == IPU_OK)
-        status = ipu_pkg_builder_create(ctx, p, code_base, desc_base, (uint32_t)desc_limit, &b);
-    if (status == IPU_OK)
-        status = ipu_pkg_reserve_descriptors(b, desc_sizes);
+        status = ipu_pkg_reserve_descriptors(b, layout->desc_sizes);
     for (uint32_t t = 0; t < A.tiles && status == IPU_OK; t++)
         for (int e = 1; e < IPU_K_ENTRY_END && status == IPU_OK; e++)
-            if ((A.code_entries[t] & (1ull << e)) &&
+            if ((layout->code_entries[t] & (1ull << e)) &&
                 !ipu_low_take_inject(&prog->inject, IPU_INJECT_MISSING_KERNEL_CODE))
                 status = ipu_pkg_add_code(b, t, e);
     for (size_t i = 0; i < prog->stream_count && status == IPU_OK; i++)
@@ -634,14 +550,14 @@ ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
     for (size_t i = 0; i < prog->op_count && status == IPU_OK; i++)
         status = ipu_pkg_add_compiler_op(b, prog->ops[i].kind, prog->ops[i].name);
     if (status == IPU_OK)
-        status = encode(&A, b, stream_ids, patches, patch_count);
+        status = encode(&A, b, stream_ids, patches, layout->patch_count);
     if (status == IPU_OK)
         status = add_allocations(&A, b);
     if (status == IPU_OK)
         status = add_captures(&A, b);
     uint64_t horizon = 0;
     for (size_t s = 0; s < prog->step_count; s++)
-        horizon += prog->steps[s].phase.horizon;
+        horizon += xprog->phases[s].horizon;
     json_t *inventory = status == IPU_OK ? kernel_inventory(prog) : NULL;
     if (status == IPU_OK && meta) {
         json_object_set(meta, "kernels", inventory);
@@ -656,21 +572,15 @@ ipu_status ipu_assemble(ipu_ctx *ctx, ipu_low_program *prog, json_t *meta,
         b = NULL;
     }
     if (status == IPU_OK && report)
-        *report = json_pack("{s:I, s:I, s:I, s:I, s:I, s:O}", "code_bytes", (json_int_t)code_max,
-                            "descriptor_bytes", (json_int_t)desc_max, "tensor_base",
-                            (json_int_t)desc_limit, "exchange_horizon_cycles", (json_int_t)horizon,
-                            "slots", (json_int_t)slots, "kernels", inventory);
+        *report = json_pack("{s:I, s:I, s:I, s:I, s:I, s:O}", "code_bytes", (json_int_t)layout->code_max,
+                            "descriptor_bytes", (json_int_t)layout->desc_max, "tensor_base",
+                            (json_int_t)layout->desc_limit, "exchange_horizon_cycles", (json_int_t)horizon,
+                            "slots", (json_int_t)layout->slots, "kernels", inventory);
     json_decref(inventory);
     json_decref(meta);
     ipu_pkg_builder_free(b);
-    for (size_t s = 0; A.by_tile && s < steps; s++)
-        free(A.by_tile[s]);
-    for (size_t s = 0; A.tile_start && s < steps; s++)
-        free(A.tile_start[s]);
     for (uint32_t t = 0; patches && t < A.tiles; t++)
         free(patches[t]);
-    free(A.desc_bytes), free(A.code_entries), free(A.by_tile), free(A.tile_start);
-    free(A.step_op), free(A.step_half);
-    free(patch_count), free(patches), free(stream_ids), free(desc_sizes);
+    free(A.step_op), free(A.step_half), free(patches), free(stream_ids);
     return status;
 }

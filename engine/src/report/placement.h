@@ -14,12 +14,7 @@
 
 #include "ir/ir.h"
 #include "lower/program.h"
-
-typedef struct ipu_support_map {
-    uint32_t code_base, descriptor_base;
-    uint32_t *code_end;       /* per tile */
-    uint32_t *descriptor_end; /* per tile */
-} ipu_support_map;
+#include "package/assemble.h"
 
 /* NULL when out of memory. */
 json_t *ipu_placement_report(ipu_ctx *ctx, const ipu_low_program *prog, const ipu_graph *g,

@@ -1,0 +1,84 @@
+/* program.c: a low program's buffers placed (program.h).  Staging for host
+ * rounds goes in the aperture; inputs, outputs and parameters (pinned) above
+ * it; every other buffer anywhere above the code, around the aperture.
+ */
+#include <stdlib.h>
+
+#include "place/program.h"
+
+/* Move the first activation buffer onto a parameter of its tile (a tensor
+ * live for the whole program) at least as large. */
+static void inject_overlap(ipu_low_program *prog)
+{
+    for (size_t a = 0; a < prog->buffer_count; a++) {
+        ipu_low_buffer *x = &prog->buffers[a];
+        if (x->persistent || x->aperture || x->pinned)
+            continue;
+        for (size_t b = 0; b < prog->buffer_count; b++) {
+            const ipu_low_buffer *y = &prog->buffers[b];
+            if (y->persistent && y->tile == x->tile && y->size >= x->size) {
+                x->address = y->address;
+                return;
+            }
+        }
+    }
+}
+
+ipu_status ipu_place_program(ipu_ctx *ctx, ipu_low_program *prog, const ipu_place_support *support)
+{
+    const ipu_profile *p = &prog->profile;
+    uint32_t code_end = support->code_end, tiles = p->tiles;
+    size_t n = prog->buffer_count;
+    ipu_place_request *req = ipu_calloc(ctx, n ? n : 1, sizeof *req);
+    ipu_place_conflict *conf = NULL;
+    size_t conf_count = 0, conf_capacity = 0;
+    ipu_place_range *reserved = ipu_calloc(ctx, tiles, sizeof *reserved);
+    ipu_status status = req && reserved ? IPU_OK : IPU_NO_MEMORY(ctx);
+    for (size_t b = 0; b < n && status == IPU_OK; b++) {
+        const ipu_low_buffer *buf = &prog->buffers[b];
+        int staging = buf->aperture;
+        /* Inputs, outputs and parameters never borrow the aperture. */
+        req[b] = (ipu_place_request){buf->tile, buf->size, buf->alignment, buf->first, buf->last,
+                                     staging ? p->aperture_base : (buf->pinned ? p->aperture_end : code_end),
+                                     staging ? p->aperture_end : ipu_profile_access_end(p), buf->name, 0,
+                                     0};
+    }
+    for (uint32_t t = 0; t < tiles && status == IPU_OK; t++)
+        reserved[t] = (ipu_place_range){t, support->desc_base, support->desc_limit};
+    /* Operands a kernel declares separate (a GEMM's output and its inputs,
+     * an attention state and Q, K, V...) must not share a memory element:
+     * operand i of such an entry is its argument i (kernels.h). */
+    for (size_t k = 0; k < prog->kernel_count && status == IPU_OK; k++) {
+        const ipu_low_kernel *kn = &prog->kernels[k];
+        ipu_kernel_call call = {.entry = kn->entry, .arg_count = kn->argc};
+        for (uint32_t a = 0; a < kn->argc; a++)
+            call.args[a] = kn->args[a].value;
+        if (ipu_kernel_describe(&call))
+            continue; /* malformed: the device reports it */
+        for (uint32_t c = 0; c < call.separate_count && status == IPU_OK; c++) {
+            uint32_t x = call.separate[c][0], y = call.separate[c][1];
+            if (x >= kn->argc || y >= kn->argc || kn->args[x].buffer == IPU_LOW_LITERAL ||
+                kn->args[y].buffer == IPU_LOW_LITERAL || kn->args[x].buffer == kn->args[y].buffer)
+                continue;
+            status = IPU_GROW(ctx, conf, conf_count, conf_capacity);
+            if (status == IPU_OK)
+                conf[conf_count++] = (ipu_place_conflict){kn->args[x].buffer, kn->args[y].buffer};
+        }
+    }
+    if (status == IPU_OK && conf_count && ipu_low_take_inject(&prog->inject, IPU_INJECT_SEPARATION_IGNORED))
+        conf_count = 0;
+    if (status == IPU_OK)
+        status = ipu_place(ctx, p, req, n, conf, conf_count, reserved, tiles);
+    for (size_t b = 0; b < n && status == IPU_OK; b++)
+        prog->buffers[b].address = req[b].address;
+    for (size_t b = 0; b < n && status == IPU_ERR_INVALID_ARGUMENT; b++)
+        if (req[b].address == IPU_PLACE_UNPLACED)
+            prog->unplaced = (uint32_t)b;
+    if (status == IPU_OK && ipu_low_take_inject(&prog->inject, IPU_INJECT_OVERLAP_ALLOCATION))
+        inject_overlap(prog);
+    free(req);
+    free(conf);
+    free(reserved);
+    return status;
+}
+

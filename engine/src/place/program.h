@@ -1,0 +1,23 @@
+/* program.h: placing a low program's buffers (placement v1, place.h): one
+ * request per buffer in the range its kind allows, the operand pairs its
+ * kernels declare separate as conflicts, and the package support's
+ * descriptor range reserved on every tile.
+ */
+#ifndef IPU_PLACE_PROGRAM_H
+#define IPU_PLACE_PROGRAM_H
+
+#include "lower/program.h"
+#include "place/place.h"
+
+/* Where the package support lies: kernel code below code_end (from the
+ * runtime state up), descriptors in [desc_base, desc_limit). */
+typedef struct ipu_place_support {
+    uint32_t code_end, desc_base, desc_limit;
+} ipu_place_support;
+
+/* Give every buffer its address; when one does not fit, the error names it
+ * and prog->unplaced is its index.  The program's placement mutations (an
+ * ignored separation, an activation overlapping a parameter) are taken here. */
+ipu_status ipu_place_program(ipu_ctx *ctx, ipu_low_program *prog, const ipu_place_support *support);
+
+#endif
