@@ -496,13 +496,17 @@ def report(result, out):
     if names:
         shown = ", ".join(names) if len(names) <= 3 else f"{names[0]} .. {names[-1]}"
         print(f"  memory profiles: {len(names)} ({shown}, each with a .html page)", file=out)
+    if "support" in result:
+        s = result["support"]
+        print(f"  support per tile at most: code {s['code_bytes']} bytes, generated programs {s['program_bytes']}, "
+              f"exchange tables {s['exchange_table_bytes']}; tensor bytes available {s['tensor_bytes_available']} "
+              f"per tile", file=out)
     if "build" in result:
         b, peaks = result["build"], result["tile_peaks"]
         fullest = max(range(len(peaks["peak_bytes"])), key=peaks["peak_bytes"].__getitem__)
         print(f"  compiled only: build {b['seconds']:.2f} s ("
               + ", ".join(f"{k} {v:.2f} s" for k, v in b["stages"].items())
-              + f"), peak RSS {b['peak_rss_bytes'] / 2**20:.0f} MiB; support {result['support']['code_bytes']} "
-                f"bytes of code and {result['support']['descriptor_bytes']} of descriptors per tile at most; "
+              + f"), peak RSS {b['peak_rss_bytes'] / 2**20:.0f} MiB; "
                 f"fullest tile {fullest}: {peaks['peak_bytes'][fullest]} bytes live at its peak, placed up to "
                 f"{peaks['high_water'][fullest]} bytes", file=out)
     else:

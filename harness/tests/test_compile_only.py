@@ -2,9 +2,14 @@
 without running it.  Its result.json has no device figures but the build's
 stage times and peak RSS, and per tile the live bytes at the peak and how far
 up placement went; those are recomputed here from the placement report's
-allocations (address, size, first and last step of every buffer).  The saved
-package replays and passes, and flags that need a device run are refused.
+allocations (address, size, first and last step of every buffer).  The
+support breakdown (per tile: code span, generated program bytes and
+exchange-table bytes; the tensor bytes available) is recomputed from the
+placement report's listing (sends and receives of every exchange step) and
+its support ranges.  The saved package replays and passes, and flags that
+need a device run are refused.
 """
+import re
 import json
 
 import pytest
@@ -36,6 +41,23 @@ def test_compile_only_reports_the_build_and_the_placed_peaks(cli, tmp_path):
     assert result["tile_peaks"]["peak_bytes"] == [max(row) for row in live]
     assert result["tile_peaks"]["high_water"] == high
     assert max(result["tile_peaks"]["peak_bytes"]) == result["estimate"]["peak_bytes"]
+    # The support: a 4-byte table header per exchange step on every tile, 16 bytes per send or receive row.
+    support, ranges, device = result["support"], report["support"], report["device"]
+    phases = report["steps"]["kind"].count("exchange")
+    tables = [4 * phases] * 16
+    for tile, text in zip(report["listing"]["tile"], report["listing"]["text"]):
+        rows = re.match(r"exchange: (\d+) sends, (\d+) receives", text)
+        if rows:
+            tables[tile] += 16 * (int(rows[1]) + int(rows[2]))
+    per_tile = support["per_tile"]
+    assert per_tile["exchange_table_bytes"] == tables and support["exchange_table_bytes"] == max(tables)
+    descriptors = [end - ranges["descriptor_base"] for end in ranges["descriptor_end"]]
+    assert [p + t for p, t in zip(per_tile["program_bytes"], tables)] == descriptors
+    assert per_tile["code_bytes"] == [end - ranges["code_base"] for end in ranges["code_end"]]
+    assert support["program_bytes"] == max(per_tile["program_bytes"])
+    code_end = ranges["code_base"] + max(per_tile["code_bytes"])
+    descriptor_span = support["tensor_base"] - ranges["descriptor_base"]
+    assert support["tensor_bytes_available"] == device["access_end"] - code_end - descriptor_span
     # The package it saved runs and matches the reference.
     replay = cli("--quiet", "--package", package)
     assert replay.returncode == 0, replay.stdout + replay.stderr

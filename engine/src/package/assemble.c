@@ -71,14 +71,15 @@ static ipu_status size_records(assembly *A, uint32_t *patches_per_tile)
         int in_body = !step->init && s >= prog->repeat_first && s < prog->repeat_first + prog->repeat_count;
         if (step->kind == IPU_LOW_EXCHANGE) {
             const ipu_xphase *ph = &A->xprog->phases[s];
+            uint64_t *table = A->layout->xtable_bytes;
             for (size_t n = 0; n < ph->count; n++) {
-                A->layout->desc_bytes[ph->xfers[n].src_tile] += IPU_XROW_SIZE;
+                table[ph->xfers[n].src_tile] += IPU_XROW_SIZE;
                 for (uint32_t k = 0; k < ph->xfers[n].dst_count; k++)
-                    A->layout->desc_bytes[ph->dsts[ph->xfers[n].first_dst + k].tile] += IPU_XROW_SIZE;
+                    table[ph->dsts[ph->xfers[n].first_dst + k].tile] += IPU_XROW_SIZE;
             }
             /* A table header on every tile (a bound, for tiles without rows). */
             for (uint32_t t = 0; t < A->tiles; t++)
-                A->layout->desc_bytes[t] += 4;
+                table[t] += 4;
             continue;
         }
         IPU_TRY(group(A, s));
@@ -446,7 +447,7 @@ void ipu_package_layout_free(ipu_package_layout *l)
     for (size_t s = 0; l->tile_start && s < l->step_count; s++)
         free(l->tile_start[s]);
     free(l->by_tile), free(l->tile_start);
-    free(l->desc_bytes), free(l->code_entries), free(l->patch_count), free(l->desc_sizes);
+    free(l->desc_bytes), free(l->xtable_bytes), free(l->code_entries), free(l->patch_count), free(l->desc_sizes);
     memset(l, 0, sizeof *l);
 }
 
@@ -464,9 +465,10 @@ ipu_status ipu_package_lay_out(ipu_ctx *ctx, ipu_low_program *prog, const ipu_xp
     out->tile_start = ipu_calloc(ctx, steps, sizeof *out->tile_start);
     out->patch_count = ipu_calloc(ctx, tiles, sizeof *out->patch_count);
     out->desc_sizes = ipu_calloc(ctx, tiles, sizeof *out->desc_sizes); /* descriptors, patches, slot table */
+    out->xtable_bytes = ipu_calloc(ctx, tiles, sizeof *out->xtable_bytes);
     assembly A = {ctx, prog, xprog, p, tiles, out, NULL, NULL};
     ipu_status status = out->desc_bytes && out->code_entries && out->by_tile && out->tile_start &&
-                                out->patch_count && out->desc_sizes
+                                out->patch_count && out->desc_sizes && out->xtable_bytes
                             ? IPU_OK
                             : IPU_NO_MEMORY(ctx);
     if (status == IPU_OK)
@@ -477,7 +479,8 @@ ipu_status ipu_package_lay_out(ipu_ctx *ctx, ipu_low_program *prog, const ipu_xp
     for (uint32_t t = 0; t < tiles && status == IPU_OK; t++) {
         uint32_t code = code_bytes(out->code_entries[t]);
         out->code_max = code > out->code_max ? code : out->code_max;
-        uint64_t desc = out->desc_bytes[t] + 4 + (uint64_t)out->patch_count[t] * IPU_PATCH_SIZE + 4ull * out->slots;
+        uint64_t desc = out->desc_bytes[t] + out->xtable_bytes[t] + 4 + (uint64_t)out->patch_count[t] * IPU_PATCH_SIZE +
+                        4ull * out->slots;
         out->desc_max = desc > out->desc_max ? desc : out->desc_max;
         out->desc_sizes[t] = desc < UINT32_MAX ? (uint32_t)desc : UINT32_MAX;
     }
@@ -501,6 +504,35 @@ ipu_status ipu_package_lay_out(ipu_ctx *ctx, ipu_low_program *prog, const ipu_xp
     if (status != IPU_OK)
         ipu_package_layout_free(out);
     return status;
+}
+
+/* What the support takes from each tile and what it leaves the tensors:
+ * per tile its code span, generated program bytes (compute lists, host
+ * descriptors, the Repeat's patches, the slot table) and exchange-table
+ * bytes; the largest of each; and the tensor bytes available (the
+ * accessible SRAM above the runtime state less the code and descriptor
+ * ranges placement keeps free on every tile, aperture included: transient
+ * tensors may borrow it). */
+static json_t *support_breakdown(const ipu_low_program *prog, const ipu_package_layout *layout)
+{
+    const ipu_profile *p = &prog->profile;
+    json_t *code = json_array(), *program = json_array(), *tables = json_array();
+    uint64_t program_max = 0, table_max = 0;
+    for (uint32_t t = 0; t < p->tiles; t++) {
+        uint64_t table = layout->xtable_bytes[t], generated = layout->desc_sizes[t] - table;
+        program_max = generated > program_max ? generated : program_max;
+        table_max = table > table_max ? table : table_max;
+        json_array_append_new(code, json_integer(code_bytes(layout->code_entries[t])));
+        json_array_append_new(program, json_integer((json_int_t)generated));
+        json_array_append_new(tables, json_integer((json_int_t)table));
+    }
+    uint64_t accessible = ipu_profile_access_end(p) - p->sram_base - p->runtime_state_bytes;
+    uint64_t reserved = (layout->code_end - p->sram_base - p->runtime_state_bytes) +
+                        (layout->desc_limit - layout->desc_base);
+    return json_pack("{s:I, s:I, s:I, s:{s:o, s:o, s:o}}", "program_bytes", (json_int_t)program_max,
+                     "exchange_table_bytes", (json_int_t)table_max, "tensor_bytes_available",
+                     (json_int_t)(accessible - reserved), "per_tile", "code_bytes", code, "program_bytes", program,
+                     "exchange_table_bytes", tables);
 }
 
 ipu_status ipu_package_encode(ipu_ctx *ctx, ipu_low_program *prog, ipu_xprogram *xprog,
@@ -571,11 +603,13 @@ ipu_status ipu_package_encode(ipu_ctx *ctx, ipu_low_program *prog, ipu_xprogram 
         status = ipu_pkg_build(b, out);
         b = NULL;
     }
-    if (status == IPU_OK && report)
+    if (status == IPU_OK && report) {
         *report = json_pack("{s:I, s:I, s:I, s:I, s:I, s:O}", "code_bytes", (json_int_t)layout->code_max,
                             "descriptor_bytes", (json_int_t)layout->desc_max, "tensor_base",
                             (json_int_t)layout->desc_limit, "exchange_horizon_cycles", (json_int_t)horizon,
                             "slots", (json_int_t)layout->slots, "kernels", inventory);
+        json_object_update_missing_new(*report, support_breakdown(prog, layout));
+    }
     json_decref(inventory);
     json_decref(meta);
     ipu_pkg_builder_free(b);

@@ -38,7 +38,8 @@ typedef struct ipu_support_map {
  * in [desc_base, desc_limit). */
 typedef struct ipu_package_layout {
     size_t step_count;
-    uint64_t *desc_bytes;   /* per tile: compute lists, host descriptors, exchange tables */
+    uint64_t *desc_bytes;   /* per tile: compute lists and host descriptors */
+    uint64_t *xtable_bytes; /* per tile: exchange tables (a header in every phase) */
     uint64_t *code_entries; /* per tile: bit per kernel entry */
     uint32_t **by_tile;     /* per step: kernels or host entries grouped by tile (counting sort) */
     uint32_t **tile_start;  /* per step: tiles + 1 offsets into by_tile */
