@@ -3,7 +3,8 @@ written by ipu_e2e.placement_report.write_placement_html) in headless
 Chromium, used as a person would.  The report is the full-size MLP's (1472
 tiles, about 53,000 allocations), compiled once per session.  Every control is
 exercised and the page is read back after each: hover shows the allocation's
-name, hex range, size, lifetime and kind; click pins it, Clear and Escape
+name, hex range, size, lifetime and kind, and on the descriptors their
+exchange tables and generated programs; click pins it, Clear and Escape
 unpin; the reuse toggle changes the row count; tile and address navigation
 change the header and the visible range; each zoom gesture (buttons,
 Shift-wheel around the pointer, drag on the map, drag on the ruler) gives
@@ -283,6 +284,21 @@ def test_hover_shows_the_allocation(page):
     # leaving the map hides the tooltip
     ActionChains(page.d).move_to_element(page.el("h1")).perform()
     page.wait(lambda: not page.el("#tooltip").is_displayed(), "tooltip hidden")
+
+
+def test_hover_on_the_descriptors_shows_their_exchange_tables(page):
+    support = page.report["support"]
+    base, end, tables = support["descriptor_base"], support["descriptor_end"][0], support["exchange_table_bytes"][0]
+    page.show("map")
+    x0, x1 = (page.js("return v.xOfAddress('map', arguments[0])", a) for a in (base, end))
+    page.move("map", (x0 + x1) / 2, page.js("return v.rowHeight()") / 2)
+    page.wait(lambda: "Package support: descriptors" in page.el("#tooltip").text, "the descriptors' tooltip")
+    tooltip = page.el("#tooltip")
+    assert page.field(tooltip, "size") == f"{end - base} bytes"
+    assert 0 < tables < end - base
+    assert page.field(tooltip, "tables") == f"{tables} bytes"
+    assert page.field(tooltip, "programs") == f"{end - base - tables} bytes"
+    assert f"tensor bytes available {support['tensor_bytes_available']} per tile" in page.text("#meta")
 
 
 def test_click_pins_clear_and_escape_unpin(page):

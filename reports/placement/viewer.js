@@ -138,7 +138,8 @@
     const out = [
       { what: "runtime state", lo: D.sram_base, hi: D.runtime_state_end },
       { what: "code", lo: SUP.code_base, hi: SUP.code_end ? SUP.code_end[t] : SUP.code_base },
-      { what: "descriptors", lo: SUP.descriptor_base, hi: SUP.descriptor_end ? SUP.descriptor_end[t] : SUP.descriptor_base },
+      { what: "descriptors", lo: SUP.descriptor_base, hi: SUP.descriptor_end ? SUP.descriptor_end[t] : SUP.descriptor_base,
+        tables: SUP.exchange_table_bytes ? SUP.exchange_table_bytes[t] : undefined },
     ];
     return out.filter((r) => isInt(r.lo) && isInt(r.hi) && r.hi > r.lo);
   }
@@ -691,6 +692,10 @@
           h("tr", null, [h("th", { text: "Address" }),
             h("td", { dataset: { field: "range" }, text: hex(sp.lo) + "\u2013" + hex(sp.hi) })]),
           h("tr", null, [h("th", { text: "Size" }), h("td", { dataset: { field: "size" }, text: sp.hi - sp.lo + " bytes" })]),
+          ...(isInt(sp.tables) ? [
+            h("tr", null, [h("th", { text: "Exchange tables" }), h("td", { dataset: { field: "tables" }, text: sp.tables + " bytes" })]),
+            h("tr", null, [h("th", { text: "Generated programs" }),
+              h("td", { dataset: { field: "programs" }, text: sp.hi - sp.lo - sp.tables + " bytes" })])] : []),
           h("tr", null, [h("th", { text: "Lifetime" }), h("td", { text: "reserved for the whole program" })])])])],
       "support", event.clientX, event.clientY);
     } else hideTooltip();
@@ -997,7 +1002,8 @@
       (repeat.first + repeat.count - 1) + " \u00d7" + repeat.iterations : "";
     $("meta").textContent = NT + " tiles \u00b7 " + N + " allocations \u00b7 " + NS + " steps" + rep + " \u00b7 SRAM " +
       hex(FULL_LO) + "\u2013" + hex(FULL_HI) + ", elements of " + ELEMENT + " bytes, region 1 from " + hex(D.region1_base) +
-      ", host aperture " + hex(D.aperture_base) + "\u2013" + hex(D.aperture_end);
+      ", host aperture " + hex(D.aperture_base) + "\u2013" + hex(D.aperture_end) +
+      (isInt(SUP.tensor_bytes_available) ? " \u00b7 tensor bytes available " + SUP.tensor_bytes_available + " per tile" : "");
     document.title = "Placement \u2014 " + NT + " tiles, " + N + " allocations";
   }
 

@@ -443,12 +443,14 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     const ipu_graph *g = &w->graph;
     profile_sink sink = {c.profile_directory, w->name, c.plan.budget, c.budget, 0};
     ipu_support_map support = {0, 0, ipu_calloc(ctx, p->tiles, sizeof(uint32_t)),
-                               ipu_calloc(ctx, p->tiles, sizeof(uint32_t))};
+                               ipu_calloc(ctx, p->tiles, sizeof(uint32_t)), ipu_calloc(ctx, p->tiles, sizeof(uint32_t)),
+                               0};
     ipu_assembly_record *records = ipu_calloc(ctx, g->tensor_count ? g->tensor_count : 1, sizeof *records);
     record_source *sources = ipu_calloc(ctx, g->tensor_count ? g->tensor_count : 1, sizeof *sources);
     uint64_t *caps = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *caps);
     size_t record_count = 0;
-    ipu_status status = records && sources && caps && support.code_end && support.descriptor_end
+    ipu_status status = records && sources && caps && support.code_end && support.descriptor_end &&
+                                support.exchange_table_bytes
                             ? IPU_OK
                             : IPU_NO_MEMORY(ctx);
     timings t = {0, 0, 0};
@@ -634,6 +636,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     free(caps);
     free(support.code_end);
     free(support.descriptor_end);
+    free(support.exchange_table_bytes);
     free(sources);
     free(records);
     return status;

@@ -440,6 +440,17 @@ static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, 
     return status;
 }
 
+/* The accessible SRAM above the runtime state less the code and descriptor
+ * ranges placement keeps free on every tile (the aperture counts: transient
+ * tensors may borrow it). */
+static uint32_t tensor_bytes_available(const ipu_profile *p, const ipu_package_layout *layout)
+{
+    uint64_t accessible = ipu_profile_access_end(p) - p->sram_base - p->runtime_state_bytes;
+    uint64_t reserved = (layout->code_end - p->sram_base - p->runtime_state_bytes) +
+                        ((uint64_t)layout->desc_limit - layout->desc_base);
+    return reserved < accessible ? (uint32_t)(accessible - reserved) : 0;
+}
+
 void ipu_package_layout_free(ipu_package_layout *l)
 {
     for (size_t s = 0; l->by_tile && s < l->step_count; s++)
@@ -494,7 +505,9 @@ ipu_status ipu_package_lay_out(ipu_ctx *ctx, ipu_low_program *prog, const ipu_xp
         for (uint32_t t = 0; t < tiles; t++) {
             support->code_end[t] = out->code_base + code_bytes(out->code_entries[t]);
             support->descriptor_end[t] = out->desc_base + out->desc_sizes[t];
+            support->exchange_table_bytes[t] = (uint32_t)out->xtable_bytes[t];
         }
+        support->tensor_bytes_available = tensor_bytes_available(p, out);
     }
     if (status == IPU_OK && (out->code_end > p->aperture_base || desc_limit > ipu_profile_access_end(p)))
         status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
@@ -509,10 +522,7 @@ ipu_status ipu_package_lay_out(ipu_ctx *ctx, ipu_low_program *prog, const ipu_xp
 /* What the support takes from each tile and what it leaves the tensors:
  * per tile its code span, generated program bytes (compute lists, host
  * descriptors, the Repeat's patches, the slot table) and exchange-table
- * bytes; the largest of each; and the tensor bytes available (the
- * accessible SRAM above the runtime state less the code and descriptor
- * ranges placement keeps free on every tile, aperture included: transient
- * tensors may borrow it). */
+ * bytes; the largest of each; and the tensor bytes available. */
 static json_t *support_breakdown(const ipu_low_program *prog, const ipu_package_layout *layout)
 {
     const ipu_profile *p = &prog->profile;
@@ -526,12 +536,9 @@ static json_t *support_breakdown(const ipu_low_program *prog, const ipu_package_
         json_array_append_new(program, json_integer((json_int_t)generated));
         json_array_append_new(tables, json_integer((json_int_t)table));
     }
-    uint64_t accessible = ipu_profile_access_end(p) - p->sram_base - p->runtime_state_bytes;
-    uint64_t reserved = (layout->code_end - p->sram_base - p->runtime_state_bytes) +
-                        (layout->desc_limit - layout->desc_base);
     return json_pack("{s:I, s:I, s:I, s:{s:o, s:o, s:o}}", "program_bytes", (json_int_t)program_max,
                      "exchange_table_bytes", (json_int_t)table_max, "tensor_bytes_available",
-                     (json_int_t)(accessible - reserved), "per_tile", "code_bytes", code, "program_bytes", program,
+                     (json_int_t)tensor_bytes_available(p, layout), "per_tile", "code_bytes", code, "program_bytes", program,
                      "exchange_table_bytes", tables);
 }
 

@@ -25,11 +25,15 @@ typedef struct ipu_assembly_record {
 } ipu_assembly_record;
 
 /* Each tile's reserved support ranges: kernel code [code_base,
- * code_end[t]), descriptors [descriptor_base, descriptor_end[t]). */
+ * code_end[t]), descriptors [descriptor_base, descriptor_end[t]), of which
+ * exchange_table_bytes[t] are exchange tables; and the tensor bytes
+ * placement has on every tile beside the support. */
 typedef struct ipu_support_map {
     uint32_t code_base, descriptor_base;
-    uint32_t *code_end;       /* per tile */
-    uint32_t *descriptor_end; /* per tile */
+    uint32_t *code_end;             /* per tile */
+    uint32_t *descriptor_end;       /* per tile */
+    uint32_t *exchange_table_bytes; /* per tile */
+    uint32_t tensor_bytes_available;
 } ipu_support_map;
 
 /* The package support of a program: per tile, its kernel entries and

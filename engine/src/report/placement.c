@@ -249,16 +249,17 @@ json_t *ipu_placement_report(ipu_ctx *ctx, const ipu_low_program *prog, const ip
         json_array_append_new(steps_kind, json_string(KINDS[prog->steps[s].kind]));
         json_array_append_new(steps_init, json_boolean(prog->steps[s].init));
     }
-    json_t *code_end = json_array(), *desc_end = json_array();
+    json_t *code_end = json_array(), *desc_end = json_array(), *tables = json_array();
     for (uint32_t t = 0; t < p->tiles; t++) {
         json_array_append_new(code_end, json_integer(support->code_end[t]));
         json_array_append_new(desc_end, json_integer(support->descriptor_end[t]));
+        json_array_append_new(tables, json_integer(support->exchange_table_bytes[t]));
     }
     json_t *gaps = NULL;
     json_t *fp = footprints(ctx, prog, &gaps);
     json_t *report = json_pack(
         "{s:i, s:s, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:o, s:o, s:o, s:I, s:I},"
-        " s:{s:I, s:I, s:o, s:I, s:o}, s:o, s:o, s:o, s:o, s:{s:I, s:I, s:I}}",
+        " s:{s:I, s:I, s:o, s:I, s:o, s:o, s:I}, s:o, s:o, s:o, s:o, s:{s:I, s:I, s:I}}",
         "version", 1, "kind", "placement", "tiles", (json_int_t)p->tiles, "device", "sram_base",
         (json_int_t)p->sram_base, "access_end", (json_int_t)ipu_profile_access_end(p), "element_bytes",
         (json_int_t)p->element_bytes, "region1_base", (json_int_t)p->region1_base, "aperture_base",
@@ -268,7 +269,8 @@ json_t *ipu_placement_report(ipu_ctx *ctx, const ipu_low_program *prog, const ip
         (json_int_t)prog->repeat_first, "repeat_count", (json_int_t)prog->repeat_count, "support",
         "code_base", (json_int_t)support->code_base, "descriptor_base",
         (json_int_t)support->descriptor_base, "code_end", code_end, "runtime_state_bytes",
-        (json_int_t)p->runtime_state_bytes, "descriptor_end", desc_end, "allocations",
+        (json_int_t)p->runtime_state_bytes, "descriptor_end", desc_end, "exchange_table_bytes", tables,
+        "tensor_bytes_available", (json_int_t)support->tensor_bytes_available, "allocations",
         allocations(prog, g, &names), "footprint", fp, "gaps", gaps, "listing", listing(ctx, prog),
         "repeat", "first", (json_int_t)prog->repeat_first, "count", (json_int_t)prog->repeat_count,
         "iterations", (json_int_t)prog->repeat_iterations);

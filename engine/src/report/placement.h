@@ -1,6 +1,7 @@
 /* placement.h: the placement report of a packaged program: every buffer on
  * every tile with its placed address, size, lifetime, kind, aliases and
- * sequence members; the package support each tile reserves; per tile and
+ * sequence members; the package support each tile reserves (its exchange
+ * tables counted apart) and the tensor bytes left beside it; per tile and
  * step the estimate (the liveness walker's sum of live bytes) beside the
  * placed footprint (the span of live address ranges), the largest gaps
  * between the two; and each tile's program listing with the buffers every
