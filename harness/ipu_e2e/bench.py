@@ -37,6 +37,11 @@ baseline measured in the same run (never asserted in tests).
            the stated margin, and whether the defaults in use cover them.
   mutations every seeded compiler bug of the catalogue on the small workload it
            has a place in: how it was caught, where, and the op named.
+  exchange the exchange phases of a saved package (--package FILE) scheduled
+           again: per phase the recorded and the rescheduled horizon, the
+           largest and total table rows in words, the spread of the active
+           tiles' first transfers after the barrier, and whether the tables
+           still fit the bytes the package gave them.
 """
 import argparse
 import importlib.util
@@ -125,7 +130,54 @@ def parser():
     mutate = sub.add_parser("mutations", help="every seeded compiler bug: caught, where, which op")
     mutate.add_argument("--output", type=Path, metavar="DIR", help="write bench-mutations.json to DIR")
     mutate.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    exchange = sub.add_parser("exchange", help="reschedule the exchange phases of a saved package")
+    exchange.add_argument("--package", type=Path, required=True, metavar="FILE",
+                          help="the package (ipu-e2e-test --save-package FILE)")
+    exchange.add_argument("--phases", type=phase_list, metavar="LIST",
+                          help="program phases to replay, comma separated (default: every exchange phase)")
+    exchange.add_argument("--output", type=Path, metavar="DIR", help="write bench-exchange.json to DIR")
+    exchange.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     return p
+
+
+def phase_list(text):
+    """"3,17,41" as [3, 17, 41]: program phases, non-negative."""
+    try:
+        phases = [int(part) for part in text.split(",")]
+    except ValueError:
+        phases = None
+    if not phases or any(p < 0 for p in phases):
+        raise argparse.ArgumentTypeError(f"expected program phases as non-negative integers separated by commas, "
+                                         f"got {text!r}")
+    return phases
+
+
+def bench_exchange(args, progress):
+    progress.update(f"loading {args.package}")
+    ctx = Context()
+    package = Package.load_file(ctx, args.package)
+    progress.update("rescheduling the exchange phases")
+    replay = package.exchange_replay(args.phases)
+    return {"bench": "exchange", "package": str(args.package), **replay}
+
+
+def report_exchange(result, out):
+    phases = result["phases"]
+    print(f"exchange replay of {result['package']}: {len(phases)} exchange phases (latency {result['latency']} "
+          f"cycles); horizon, table rows in words and first-activity spread, recorded -> rescheduled", file=out)
+    print("| phase | op | transfers | horizon | max row words | total row words | first-activity span | "
+          "within row budget |", file=out)
+    print("|---:|---|---:|---:|---:|---:|---:|---|", file=out)
+    for p in phases:
+        rec, again = p["recorded"], p.get("rescheduled")
+
+        def pair(key):
+            return f"{rec[key]} -> {again[key]}" if again else f"{rec[key]} (kept)"
+
+        fits = ("yes" if again["within_row_budget"] else "no") if again else "not replayed"
+        print(f"| {p['phase']} | {p['op'] or '-'} | {p['transfers']} | {pair('horizon_cycles')} | "
+              f"{pair('max_row_words')} | {pair('total_row_words')} | {pair('first_activity_span_cycles')} | {fits} |",
+              file=out)
 
 
 def bench_mutations(args, progress):
@@ -540,7 +592,8 @@ def main(argv=None):
     work, show = {"device": (bench_device, report), "compile": (bench_compile, report_compile),
                   "kernels": (run_kernels, report_kernels), "viewer": (run_viewer, report_viewer),
                   "plan": (bench_plan, report_plan), "vit": (bench_vit, report_vit),
-                  "noise": (bench_noise, report_noise), "mutations": (bench_mutations, report_mutations)}[args.bench]
+                  "noise": (bench_noise, report_noise), "mutations": (bench_mutations, report_mutations),
+                  "exchange": (bench_exchange, report_exchange)}[args.bench]
 
     def run():
         output_folders(args, "output")

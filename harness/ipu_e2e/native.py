@@ -69,6 +69,7 @@ def _declare(lib):
         "ipu_package_serialize": (st, [vp, vp, ctypes.POINTER(vp), ctypes.POINTER(sz)]),
         "ipu_package_save_file": (st, [vp, vp, cp]),
         "ipu_package_info_json": (st, [vp, vp, out_str]),
+        "ipu_package_exchange_replay": (st, [vp, vp, cp, out_str]),
         "ipu_package_record": (st, [vp, vp, cp, cp, ctypes.POINTER(vp), ctypes.POINTER(sz)]),
         "ipu_package_free": (None, [vp]),
         "ipu_device_create": (st, [vp, cp, ctypes.POINTER(vp)]),
@@ -223,6 +224,14 @@ class Package:
             self.ctx.check(lib().ipu_package_info_json(self.ctx.handle, self.handle, ctypes.byref(out)))
             self._info = json.loads(self.ctx.take_string(out))
         return self._info
+
+    def exchange_replay(self, phases=None):
+        """Every exchange phase (or the program phases listed) rescheduled beside its recorded schedule."""
+        options = {} if phases is None else {"phases": list(phases)}
+        out = ctypes.c_void_p()
+        self.ctx.check(lib().ipu_package_exchange_replay(self.ctx.handle, self.handle, json.dumps(options).encode(),
+                                                          ctypes.byref(out)))
+        return json.loads(self.ctx.take_string(out))
 
     def serialize(self):
         data, size = ctypes.c_void_p(), ctypes.c_size_t()

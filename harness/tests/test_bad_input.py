@@ -158,6 +158,11 @@ CASES = [
     ("bench", ["compile", "--batch", "3"], ["--batch", "choose from"]),
     ("bench", ["noise", "--output", "{a-file}"], ["a-file"]),
     ("bench", ["mutations", "--output", "/proc/ipu-e2e"], ["/proc/ipu-e2e"]),
+    ("bench", ["exchange"], ["--package", "required"]),
+    ("bench", ["exchange", "--package", "{truncated.pkg}"], ["truncated.pkg"]),
+    ("bench", ["exchange", "--package", "{missing.pkg}"], ["missing.pkg"]),
+    ("bench", ["exchange", "--package", "{valid.pkg}", "--phases", "3,x"], ["--phases", "'3,x'"]),
+    ("bench", ["exchange", "--package", "{valid.pkg}", "--phases", "-1"], ["--phases", "non-negative"]),
     # ci/nightly
     ("nightly", ["--cases", "{missing.json}"], ["missing.json", "No such file"]),
     ("nightly", ["--cases", "{cases-empty.json}"], ["cases-empty.json", "JSON"]),

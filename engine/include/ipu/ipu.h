@@ -90,6 +90,12 @@ ipu_status ipu_package_serialize(ipu_ctx *ctx, const ipu_package *pkg, void **ou
 ipu_status ipu_package_save_file(ipu_ctx *ctx, const ipu_package *pkg, const char *path);
 /* Summary: version, tiles, profile, digest, streams, records, metadata. */
 ipu_status ipu_package_info_json(ipu_ctx *ctx, const ipu_package *pkg, char **out_json);
+/* Reschedule the package's exchange phases (options {"phases": [program
+ * phases]}, all when absent): per phase its recorded and rescheduled
+ * horizon, largest and total table rows in words, first-activity spread and
+ * whether the tables still fit (JSON, released with ipu_free). */
+ipu_status ipu_package_exchange_replay(ipu_ctx *ctx, const ipu_package *pkg, const char *options_json,
+                                       char **out_json);
 /* Recorded data (kind "input" or "expected") for a named stream; the pointer
  * stays owned by the package. Missing record: IPU_ERR_INVALID_ARGUMENT. */
 ipu_status ipu_package_record(ipu_ctx *ctx, const ipu_package *pkg, const char *kind,

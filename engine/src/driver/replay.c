@@ -1,0 +1,282 @@
+/* replay.c: rescheduling a saved package's exchange phases (ipu.h,
+ * ipu_package_exchange_replay).  Each exchange phase of the control
+ * programs (a step's exchange slot) is read back from every tile's table:
+ * a send row is a transfer from its tile at its cycle, and the receive rows
+ * naming that tile as peer at that cycle plus the latency are its
+ * destinations.  The phase is scheduled again (exchange.h) and reported
+ * beside its recorded schedule: horizon (last arrival + 1), the largest and
+ * the total table rows in words (4 per 16-byte row), the spread of the
+ * active tiles' first transfers after the barrier, and whether every tile's
+ * table still fits the bytes the package gave it.  A Repeat body's phase is
+ * one table, replayed once.  Phases that use OUTGOING_BASE or paired
+ * transfers are reported as recorded and not rescheduled.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exchange/exchange.h"
+#include "ipu/ipu.h"
+#include "package/package.h"
+
+/* A phase's rows read back: transfers with their destinations. */
+typedef struct read_phase {
+    ipu_xphase phase;
+    uint32_t *table_rows; /* per tile: rows of its recorded table */
+    int replayable;       /* no OUTGOING_BASE, no paired transfers, every receive matched */
+} read_phase;
+
+static void read_phase_free(read_phase *r)
+{
+    free(r->phase.xfers);
+    free(r->phase.dsts);
+    free(r->table_rows);
+}
+
+/* Tile t's table of slot: its rows (NULL when the tile takes no part). */
+static const uint8_t *table_of(const ipu_package *pkg, uint32_t t, uint32_t slot, uint32_t *rows)
+{
+    *rows = 0;
+    const ipu_pkg_segment *seg = ipu_pkg_segment_at(pkg, t, pkg->slot_tables[t] + 4 * slot, 4);
+    if (!seg || seg->kind != IPU_SEG_DESCRIPTOR)
+        return NULL;
+    uint32_t table = ipu_load_u32(ipu_pkg_segment_bytes(pkg, seg) + (pkg->slot_tables[t] + 4 * slot - seg->address));
+    const ipu_pkg_segment *at = table ? ipu_pkg_segment_at(pkg, t, table, 4) : NULL;
+    if (!at || at->kind != IPU_SEG_DESCRIPTOR)
+        return NULL;
+    const uint8_t *bytes = ipu_pkg_segment_bytes(pkg, at) + (table - at->address);
+    uint32_t count = ipu_load_u32(bytes);
+    if ((uint64_t)table + 4 + (uint64_t)count * IPU_XROW_SIZE > (uint64_t)at->address + at->size)
+        return NULL;
+    *rows = count;
+    return bytes + 4;
+}
+
+/* The send of tile at cycle among n sends in (tile, cycle) order; n when none. */
+static size_t find_send(const ipu_xfer *x, size_t n, uint32_t tile, uint32_t cycle)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (x[mid].src_tile < tile || (x[mid].src_tile == tile && x[mid].cycle < cycle))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && x[lo].src_tile == tile && x[lo].cycle == cycle ? lo : n;
+}
+
+static int by_tile_and_cycle(const void *a, const void *b)
+{
+    const ipu_xfer *x = a, *y = b;
+    if (x->src_tile != y->src_tile)
+        return x->src_tile < y->src_tile ? -1 : 1;
+    return (x->cycle > y->cycle) - (x->cycle < y->cycle);
+}
+
+/* Read slot's phase from every tile. */
+static ipu_status read_back(ipu_ctx *ctx, const ipu_package *pkg, uint32_t slot, read_phase *out)
+{
+    const ipu_profile *p = &pkg->profile;
+    memset(out, 0, sizeof *out);
+    out->replayable = 1;
+    out->table_rows = ipu_calloc(ctx, p->tiles, sizeof *out->table_rows);
+    /* Sends index by (tile, cycle): a port sends one word a cycle. */
+    size_t sends = 0, recvs = 0, cap_x = 0, cap_d = 0, cap_o = 0;
+    IPU_TRY(out->table_rows ? IPU_OK : IPU_NO_MEMORY(ctx));
+    for (uint32_t t = 0; t < p->tiles; t++) {
+        uint32_t rows;
+        const uint8_t *row = table_of(pkg, t, slot, &rows);
+        out->table_rows[t] = rows;
+        for (uint32_t r = 0; r < rows; r++, row += IPU_XROW_SIZE) {
+            uint32_t w0 = ipu_load_u32(row), op = w0 & 0xFF, flags = (w0 >> 8) & 0xFF;
+            if (op == IPU_XROW_SET_BASE || op == IPU_XROW_RESET_BASE || flags)
+                out->replayable = 0;
+            if (op != IPU_XROW_SEND)
+                continue;
+            IPU_TRY(ipu_grow(ctx, (void **)&out->phase.xfers, sizeof *out->phase.xfers, sends, &cap_x));
+            out->phase.xfers[sends++] = (ipu_xfer){t, ipu_load_u32(row + 12), 4 * ipu_load_u32(row + 8), 0, 0,
+                                                   ipu_load_u32(row + 4)};
+        }
+    }
+    out->phase.count = sends;
+    if (sends > 1)
+        qsort(out->phase.xfers, sends, sizeof *out->phase.xfers, by_tile_and_cycle);
+    /* Destinations: each receive row joins the send of its peer at its cycle less the latency. */
+    ipu_xfer_dst *dsts = NULL;
+    uint32_t *owner = NULL;
+    for (uint32_t t = 0; t < p->tiles && out->replayable; t++) {
+        uint32_t rows;
+        const uint8_t *row = table_of(pkg, t, slot, &rows);
+        for (uint32_t r = 0; r < rows; r++, row += IPU_XROW_SIZE) {
+            uint32_t w0 = ipu_load_u32(row), cycle = ipu_load_u32(row + 4) - p->exchange_latency;
+            if ((w0 & 0xFF) != IPU_XROW_RECV)
+                continue;
+            size_t x = find_send(out->phase.xfers, sends, w0 >> 16, cycle);
+            if (x == sends) {
+                out->replayable = 0; /* a receive without its send: the device would fault */
+                break;
+            }
+            ipu_status st = ipu_grow(ctx, (void **)&dsts, sizeof *dsts, recvs, &cap_d);
+            if (st == IPU_OK)
+                st = ipu_grow(ctx, (void **)&owner, sizeof *owner, recvs, &cap_o);
+            if (st != IPU_OK) {
+                free(dsts), free(owner);
+                return st;
+            }
+            dsts[recvs] = (ipu_xfer_dst){t, ipu_load_u32(row + 12)};
+            owner[recvs++] = (uint32_t)x;
+        }
+    }
+    /* Group the destinations by transfer (counting sort). */
+    out->phase.dsts = ipu_calloc(ctx, recvs ? recvs : 1, sizeof *out->phase.dsts);
+    ipu_status status = out->phase.dsts ? IPU_OK : IPU_NO_MEMORY(ctx);
+    for (size_t d = 0; d < recvs && status == IPU_OK; d++)
+        out->phase.xfers[owner[d]].dst_count++;
+    uint32_t next = 0;
+    for (size_t x = 0; x < sends && status == IPU_OK; x++) {
+        out->phase.xfers[x].first_dst = next;
+        next += out->phase.xfers[x].dst_count;
+        if (!out->phase.xfers[x].dst_count)
+            out->replayable = 0; /* a send nobody receives */
+        out->phase.xfers[x].dst_count = 0;
+    }
+    for (size_t d = 0; d < recvs && status == IPU_OK; d++) {
+        ipu_xfer *x = &out->phase.xfers[owner[d]];
+        out->phase.dsts[x->first_dst + x->dst_count++] = dsts[d];
+    }
+    out->phase.dst_total = recvs;
+    free(dsts);
+    free(owner);
+    return status;
+}
+
+/* Horizon, rows and first-activity spread of a scheduled phase. */
+static json_t *figures(const ipu_profile *p, const ipu_xphase *ph, uint32_t *rows_out)
+{
+    uint64_t horizon = 0, total = 0, most = 0;
+    uint32_t *first = malloc((size_t)p->tiles * sizeof *first);
+    if (!first)
+        return NULL;
+    for (uint32_t t = 0; t < p->tiles; t++)
+        first[t] = UINT32_MAX, rows_out[t] = 0;
+    for (size_t i = 0; i < ph->count; i++) {
+        const ipu_xfer *x = &ph->xfers[i];
+        uint64_t arrival = (uint64_t)x->cycle + p->exchange_latency + x->bytes / 4;
+        horizon = arrival > horizon ? arrival : horizon;
+        rows_out[x->src_tile]++;
+        first[x->src_tile] = x->cycle < first[x->src_tile] ? x->cycle : first[x->src_tile];
+        for (uint32_t k = 0; k < x->dst_count; k++) {
+            uint32_t t = ph->dsts[x->first_dst + k].tile, at = x->cycle + p->exchange_latency;
+            rows_out[t]++;
+            first[t] = at < first[t] ? at : first[t];
+        }
+    }
+    uint32_t earliest = UINT32_MAX, latest = 0;
+    for (uint32_t t = 0; t < p->tiles; t++) {
+        total += rows_out[t];
+        most = rows_out[t] > most ? rows_out[t] : most;
+        if (first[t] != UINT32_MAX) {
+            earliest = first[t] < earliest ? first[t] : earliest;
+            latest = first[t] > latest ? first[t] : latest;
+        }
+    }
+    free(first);
+    return json_pack("{s:I, s:I, s:I, s:I}", "horizon_cycles", (json_int_t)horizon, "max_row_words",
+                     (json_int_t)(most * IPU_XROW_SIZE / 4), "total_row_words",
+                     (json_int_t)(total * IPU_XROW_SIZE / 4), "first_activity_span_cycles",
+                     (json_int_t)(earliest == UINT32_MAX ? 0 : latest - earliest));
+}
+
+/* Is program phase `phase` asked for (phases: NULL for all, else an array of integers)? */
+static int wanted(const json_t *phases, uint32_t phase)
+{
+    if (!phases)
+        return 1;
+    size_t i;
+    json_t *v;
+    json_array_foreach(phases, i, v) if (json_integer_value(v) == (json_int_t)phase) return 1;
+    return 0;
+}
+
+/* Replay one exchange phase into a JSON entry. */
+static ipu_status replay_phase(ipu_ctx *ctx, const ipu_package *pkg, uint32_t phase, const ipu_pkg_op *op,
+                               json_t *list)
+{
+    read_phase r;
+    ipu_status status = read_back(ctx, pkg, op->b, &r);
+    uint32_t *rows = ipu_calloc(ctx, pkg->profile.tiles, sizeof *rows);
+    char label[160] = "";
+    ipu_pkg_compiler_op_label(pkg, op->origin[1], label, sizeof label);
+    json_t *recorded = status == IPU_OK && rows ? figures(&pkg->profile, &r.phase, rows) : NULL;
+    json_t *entry = recorded ? json_pack("{s:I, s:s, s:I, s:b, s:o}", "phase", (json_int_t)phase, "op", label,
+                                         "transfers", (json_int_t)r.phase.count, "replayed", r.replayable,
+                                         "recorded", recorded)
+                             : NULL;
+    if (status == IPU_OK && !entry)
+        status = IPU_NO_MEMORY(ctx);
+    if (status == IPU_OK && r.replayable) {
+        status = ipu_exchange_schedule(ctx, &pkg->profile, &r.phase);
+        json_t *again = status == IPU_OK ? figures(&pkg->profile, &r.phase, rows) : NULL;
+        int fits = 1;
+        for (uint32_t t = 0; t < pkg->profile.tiles; t++)
+            fits &= rows[t] <= r.table_rows[t];
+        if (again) {
+            json_object_set_new(again, "within_row_budget", json_boolean(fits));
+            json_object_set_new(entry, "rescheduled", again);
+        } else if (status == IPU_OK) {
+            status = IPU_NO_MEMORY(ctx);
+        }
+    }
+    if (status == IPU_OK)
+        json_array_append_new(list, entry);
+    else
+        json_decref(entry);
+    free(rows);
+    read_phase_free(&r);
+    return status;
+}
+
+ipu_status ipu_package_exchange_replay(ipu_ctx *ctx, const ipu_package *pkg, const char *options_json,
+                                       char **out_json)
+{
+    if (!pkg || !options_json || !out_json)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_package_exchange_replay: NULL argument");
+    json_error_t error;
+    json_t *options = json_loads(options_json, 0, &error);
+    json_t *phases = options ? json_object_get(options, "phases") : NULL;
+    size_t i;
+    json_t *v;
+    int bad = !json_is_object(options) || (phases && !json_is_array(phases));
+    json_array_foreach(phases, i, v) bad |= !json_is_integer(v) || json_integer_value(v) < 0;
+    if (bad) {
+        json_decref(options);
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "exchange replay options: expected {\"phases\": [non-negative integers]} (phases optional)");
+    }
+    json_t *list = json_array();
+    ipu_status status = IPU_OK;
+    /* Program phases: init ops first, each op a compute (2k) and an exchange (2k + 1) half. */
+    for (int program = 0; program < 2 && status == IPU_OK; program++) {
+        const ipu_pkg_op *ops = program ? pkg->main_ops : pkg->init_ops;
+        size_t count = program ? pkg->main_count : pkg->init_count, base = program ? pkg->init_count : 0;
+        for (size_t k = 0; k < count && status == IPU_OK; k++) {
+            uint32_t phase = (uint32_t)(2 * (base + k) + 1);
+            if (ops[k].op == IPU_OP_STEP && ops[k].b != IPU_NO_SLOT && wanted(phases, phase)) {
+                status = IPU_CHECK_CANCEL(ctx);
+                if (status == IPU_OK)
+                    status = replay_phase(ctx, pkg, phase, &ops[k], list);
+            }
+        }
+    }
+    json_t *result = status == IPU_OK ? json_pack("{s:I, s:o}", "latency", (json_int_t)pkg->profile.exchange_latency,
+                                                  "phases", list)
+                                      : NULL;
+    if (status != IPU_OK)
+        json_decref(list);
+    *out_json = result ? json_dumps(result, JSON_COMPACT) : NULL;
+    if (status == IPU_OK && !*out_json)
+        status = IPU_NO_MEMORY(ctx);
+    json_decref(result);
+    json_decref(options);
+    return status;
+}

@@ -1,0 +1,56 @@
+"""test_exchange_replay.py: `ipu-e2e-bench exchange --package FILE` on a saved
+vit-small package (64 tiles, 1 layer).  Its phases are checked against the
+placement report of the same build, read independently: the k-th exchange
+step of the report is the k-th replayed phase, its transfers are the
+report's sends in that step, its rows (sends plus receives on every tile, 4
+words each) give the total and the largest table; rescheduling with the
+same scheduler keeps every table within the bytes the package gave it, and
+the horizon is at least the longest transfer plus the latency.  --phases
+keeps only the phases asked for.
+"""
+import json
+import re
+import subprocess
+from collections import defaultdict
+
+SMALL_VIT = ["--workload", "vit-small", "--tiles", "64", "--layers", "1"]
+
+
+def bench(repo, *args):
+    return subprocess.run([str(repo / "harness" / "bin" / "ipu-e2e-bench"), *(str(a) for a in args)],
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_replay_agrees_with_the_placement_report(cli, repo, tmp_path):
+    package = tmp_path / "vit.pkg"
+    done = cli("--quiet", *SMALL_VIT, "--compile-only", "--save-package", package, "--memory-profile-directory",
+               tmp_path, "--output", tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(next(tmp_path.glob("placement-*.json")).read_text())
+    exchange_steps = [s for s, kind in enumerate(report["steps"]["kind"]) if kind == "exchange"]
+    rows, sends = defaultdict(lambda: defaultdict(int)), defaultdict(int)
+    for step, tile, text in zip(report["listing"]["step"], report["listing"]["tile"], report["listing"]["text"]):
+        m = re.match(r"exchange: (\d+) sends, (\d+) receives", text)
+        if m:
+            rows[step][tile] += int(m[1]) + int(m[2])
+            sends[step] += int(m[1])
+
+    replay = bench(repo, "exchange", "--package", package, "--output", tmp_path, "--quiet")
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    result = json.loads((tmp_path / "bench-exchange.json").read_text())
+    phases = result["phases"]
+    assert len(phases) == len(exchange_steps) and "| phase |" in replay.stdout
+    for phase, step in zip(phases, exchange_steps):
+        recorded, again = phase["recorded"], phase["rescheduled"]
+        assert phase["replayed"] and phase["transfers"] == sends[step]
+        assert recorded["total_row_words"] == 4 * sum(rows[step].values())
+        assert recorded["max_row_words"] == 4 * max(rows[step].values())
+        assert again["within_row_budget"] and again["total_row_words"] == recorded["total_row_words"]
+        assert again["horizon_cycles"] > result["latency"] and recorded["horizon_cycles"] > result["latency"]
+
+    chosen = [phases[0]["phase"], phases[-1]["phase"]]
+    some = bench(repo, "exchange", "--package", package, "--phases", ",".join(map(str, chosen)), "--output",
+                 tmp_path, "--quiet")
+    assert some.returncode == 0, some.stdout + some.stderr
+    kept = json.loads((tmp_path / "bench-exchange.json").read_text())["phases"]
+    assert [p["phase"] for p in kept] == chosen
