@@ -172,7 +172,7 @@ def report_exchange(result, out):
         rec, again = p["recorded"], p.get("rescheduled")
 
         def pair(key):
-            return f"{rec[key]} -> {again[key]}" if again else f"{rec[key]} (kept)"
+            return f"{rec[key]} -> {again[key]}" if again else f"{rec.get(key, '-')} (not replayed)"
 
         fits = ("yes" if again["within_row_budget"] else "no") if again else "not replayed"
         print(f"| {p['phase']} | {p['op'] or '-'} | {p['transfers']} | {pair('horizon_cycles')} | "

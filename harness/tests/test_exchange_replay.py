@@ -6,7 +6,8 @@ report's sends in that step, its rows (sends plus receives on every tile, 4
 words each) give the total and the largest table; rescheduling with the
 same scheduler keeps every table within the bytes the package gave it, and
 the horizon is at least the longest transfer plus the latency.  --phases
-keeps only the phases asked for.
+keeps only the phases asked for.  The exchange-stress `base` package's
+phases (OUTGOING_BASE) are shown as recorded, rows only.
 """
 import json
 import re
@@ -54,3 +55,16 @@ def test_replay_agrees_with_the_placement_report(cli, repo, tmp_path):
     assert some.returncode == 0, some.stdout + some.stderr
     kept = json.loads((tmp_path / "bench-exchange.json").read_text())["phases"]
     assert [p["phase"] for p in kept] == chosen
+
+
+def test_phases_using_outgoing_base_are_shown_as_recorded(cli, repo, tmp_path):
+    package = tmp_path / "base.pkg"
+    done = cli("--quiet", "--workload", "exchange-stress", "--exchange-pattern", "base", "--device", "tiles16",
+               "--save-package", package, "--output", tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    replay = bench(repo, "exchange", "--package", package, "--output", tmp_path, "--quiet")
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    phases = json.loads((tmp_path / "bench-exchange.json").read_text())["phases"]
+    assert phases and all(not p["replayed"] and "rescheduled" not in p for p in phases)
+    assert all("horizon_cycles" not in p["recorded"] and p["recorded"]["total_row_words"] > 0 for p in phases)
+    assert "not replayed" in replay.stdout

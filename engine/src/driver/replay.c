@@ -187,6 +187,28 @@ static json_t *figures(const ipu_profile *p, const ipu_xphase *ph, uint32_t *row
                      (json_int_t)(earliest == UINT32_MAX ? 0 : latest - earliest));
 }
 
+/* The recorded schedule's figures: rows as the tables hold them (base rows
+ * too); horizon and first-activity spread only when every row was read as a
+ * transfer. */
+static json_t *recorded_figures(const ipu_profile *p, const read_phase *r, uint32_t *scratch)
+{
+    json_t *out = figures(p, &r->phase, scratch);
+    uint64_t total = 0, most = 0;
+    for (uint32_t t = 0; out && t < p->tiles; t++) {
+        total += r->table_rows[t];
+        most = r->table_rows[t] > most ? r->table_rows[t] : most;
+    }
+    if (out) {
+        json_object_set_new(out, "max_row_words", json_integer((json_int_t)(most * IPU_XROW_SIZE / 4)));
+        json_object_set_new(out, "total_row_words", json_integer((json_int_t)(total * IPU_XROW_SIZE / 4)));
+    }
+    if (out && !r->replayable) {
+        json_object_del(out, "horizon_cycles");
+        json_object_del(out, "first_activity_span_cycles");
+    }
+    return out;
+}
+
 /* Is program phase `phase` asked for (phases: NULL for all, else an array of integers)? */
 static int wanted(const json_t *phases, uint32_t phase)
 {
@@ -207,7 +229,7 @@ static ipu_status replay_phase(ipu_ctx *ctx, const ipu_package *pkg, uint32_t ph
     uint32_t *rows = ipu_calloc(ctx, pkg->profile.tiles, sizeof *rows);
     char label[160] = "";
     ipu_pkg_compiler_op_label(pkg, op->origin[1], label, sizeof label);
-    json_t *recorded = status == IPU_OK && rows ? figures(&pkg->profile, &r.phase, rows) : NULL;
+    json_t *recorded = status == IPU_OK && rows ? recorded_figures(&pkg->profile, &r, rows) : NULL;
     json_t *entry = recorded ? json_pack("{s:I, s:s, s:I, s:b, s:o}", "phase", (json_int_t)phase, "op", label,
                                          "transfers", (json_int_t)r.phase.count, "replayed", r.replayable,
                                          "recorded", recorded)
