@@ -19,7 +19,7 @@ typedef struct assembly {
     const ipu_xprogram *xprog;
     const ipu_profile *p;
     uint32_t tiles;
-    ipu_package_layout *layout;
+    const ipu_package_layout *layout;
     uint32_t *step_op;      /* per step: the control op (of its program) it became */
     uint8_t *step_half;     /* per step: 0 its compute or host phase, 1 its exchange phase */
 } assembly;
@@ -34,7 +34,7 @@ static uint32_t item_tile(const assembly *A, const ipu_low_step *step, uint32_t 
 }
 
 /* Group a compute or host step's items by tile, keeping their order. */
-static ipu_status group(assembly *A, size_t s)
+static ipu_status group(assembly *A, ipu_package_layout *out, size_t s)
 {
     const ipu_low_step *step = &A->prog->steps[s];
     uint32_t *start = ipu_calloc(A->ctx, (size_t)A->tiles + 1, sizeof *start);
@@ -57,13 +57,13 @@ static ipu_status group(assembly *A, size_t s)
         items[start[tile] + fill[tile]++] = step->first + n;
     }
     free(fill);
-    A->layout->by_tile[s] = items;
-    A->layout->tile_start[s] = start;
+    out->by_tile[s] = items;
+    out->tile_start[s] = start;
     return IPU_OK;
 }
 
 /* Pass 1: group items, size every tile's descriptors. */
-static ipu_status size_records(assembly *A, uint32_t *patches_per_tile)
+static ipu_status size_records(assembly *A, ipu_package_layout *out)
 {
     ipu_low_program *prog = A->prog;
     for (size_t s = 0; s < prog->step_count; s++) {
@@ -71,7 +71,7 @@ static ipu_status size_records(assembly *A, uint32_t *patches_per_tile)
         int in_body = !step->init && s >= prog->repeat_first && s < prog->repeat_first + prog->repeat_count;
         if (step->kind == IPU_LOW_EXCHANGE) {
             const ipu_xphase *ph = &A->xprog->phases[s];
-            uint64_t *table = A->layout->xtable_bytes;
+            uint64_t *table = out->xtable_bytes;
             for (size_t n = 0; n < ph->count; n++) {
                 table[ph->xfers[n].src_tile] += IPU_XROW_SIZE;
                 for (uint32_t k = 0; k < ph->xfers[n].dst_count; k++)
@@ -82,25 +82,25 @@ static ipu_status size_records(assembly *A, uint32_t *patches_per_tile)
                 table[t] += 4;
             continue;
         }
-        IPU_TRY(group(A, s));
+        IPU_TRY(group(A, out, s));
         for (uint32_t t = 0; t < A->tiles; t++) {
-            uint32_t lo = A->layout->tile_start[s][t], hi = A->layout->tile_start[s][t + 1];
+            uint32_t lo = out->tile_start[s][t], hi = out->tile_start[s][t + 1];
             if (lo == hi)
                 continue;
             uint64_t bytes = 4;
             for (uint32_t i = lo; i < hi; i++) {
-                uint32_t item = A->layout->by_tile[s][i];
+                uint32_t item = out->by_tile[s][i];
                 if (step->kind == IPU_LOW_COMPUTE) {
                     const ipu_low_kernel *k = &prog->kernels[item];
                     bytes += 4 + 4 * (uint64_t)k->argc;
-                    A->layout->code_entries[t] |= 1ull << k->entry;
+                    out->code_entries[t] |= 1ull << k->entry;
                     if (in_body && k->advance_arg >= 0)
-                        patches_per_tile[t]++;
+                        out->patch_count[t]++;
                 } else {
                     bytes += IPU_HOST_ENTRY_SIZE;
                 }
             }
-            A->layout->desc_bytes[t] += padded4(bytes);
+            out->desc_bytes[t] += padded4(bytes);
         }
     }
     return IPU_OK;
@@ -483,7 +483,7 @@ ipu_status ipu_package_lay_out(ipu_ctx *ctx, ipu_low_program *prog, const ipu_xp
                             ? IPU_OK
                             : IPU_NO_MEMORY(ctx);
     if (status == IPU_OK)
-        status = size_records(&A, out->patch_count);
+        status = size_records(&A, out);
     /* Support first: code after the runtime state, descriptors after the aperture. */
     out->code_base = (p->sram_base + p->runtime_state_bytes + 63u) & ~63u;
     out->slots = (uint32_t)prog->step_count + 1;
@@ -548,7 +548,7 @@ ipu_status ipu_package_encode(ipu_ctx *ctx, ipu_low_program *prog, ipu_xprogram 
 {
     const ipu_profile *p = &prog->profile;
     size_t steps = prog->step_count ? prog->step_count : 1;
-    assembly A = {ctx, prog, xprog, p, p->tiles, (ipu_package_layout *)layout, NULL, NULL};
+    assembly A = {ctx, prog, xprog, p, p->tiles, layout, NULL, NULL};
     A.step_op = ipu_calloc(ctx, steps, sizeof *A.step_op);
     A.step_half = ipu_calloc(ctx, steps, sizeof *A.step_half);
     uint8_t **patches = ipu_calloc(ctx, A.tiles, sizeof *patches);
