@@ -9,7 +9,7 @@ from pathlib import Path
 
 from . import interrupts
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 STATUS_NAMES = {
     0: "ok", 1: "invalid_argument", 2: "no_memory", 3: "io", 4: "malformed",
@@ -118,10 +118,13 @@ def lib():
             loaded = ctypes.CDLL(str(path))
         except OSError as error:
             raise IpuError(INTERNAL, f"cannot load {path}: {error}") from None
-        _declare(loaded)
-        version = loaded.ipu_abi_version()
+        try:
+            version = loaded.ipu_abi_version()
+        except AttributeError:
+            raise IpuError(INTERNAL, f"{path} is not the ipu-e2e library (it has no ipu_abi_version)") from None
         if version != ABI_VERSION:
             raise IpuError(INTERNAL, f"{path} has ABI version {version}, this harness needs {ABI_VERSION}")
+        _declare(loaded)
         _lib = loaded
     return _lib
 

@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define IPU_ABI_VERSION 3u
+#define IPU_ABI_VERSION 4u
 
 /* Status codes: explicit values, append-only. */
 typedef enum ipu_status {
