@@ -202,48 +202,16 @@ typedef struct keyed {
     uint32_t dst_block, dst_offset;
 } keyed;
 
-/* Source tile, offset, bytes: x before y. */
-static int source_before(const keyed *x, const keyed *y)
+/* By source tile, offset, bytes; pieces that tie are one range, whose
+ * destinations merge_pieces puts in tile order, so their order is free. */
+static int by_source(const void *a, const void *b)
 {
+    const keyed *x = a, *y = b;
     if (x->src_tile != y->src_tile)
-        return x->src_tile < y->src_tile;
+        return x->src_tile < y->src_tile ? -1 : 1;
     if (x->src_offset != y->src_offset)
-        return x->src_offset < y->src_offset;
-    return x->bytes < y->bytes;
-}
-
-/* Stable sort of n items by source (source_before), through scratch of n:
- * insertion-sorted runs of RUN, then bottom-up merges. */
-#define RUN 16
-static void sort_by_source(keyed *items, keyed *scratch, size_t n)
-{
-    for (size_t lo = 0; lo < n; lo += RUN) {
-        size_t hi = lo + RUN < n ? lo + RUN : n;
-        for (size_t i = lo + 1; i < hi; i++) {
-            keyed k = items[i];
-            size_t at = i;
-            for (; at > lo && source_before(&k, &items[at - 1]); at--)
-                items[at] = items[at - 1];
-            items[at] = k;
-        }
-    }
-    keyed *from = items, *to = scratch;
-    for (size_t width = RUN; width < n; width *= 2) {
-        for (size_t lo = 0; lo < n; lo += 2 * width) {
-            size_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
-            size_t a = lo, b = mid, out = lo;
-            while (a < mid && b < hi)
-                to[out++] = source_before(&from[b], &from[a]) ? from[b++] : from[a++];
-            while (a < mid)
-                to[out++] = from[a++];
-            while (b < hi)
-                to[out++] = from[b++];
-        }
-        keyed *swap = from;
-        from = to, to = swap;
-    }
-    if (from != items)
-        memcpy(items, from, n * sizeof *items);
+        return x->src_offset < y->src_offset ? -1 : 1;
+    return (x->bytes > y->bytes) - (x->bytes < y->bytes);
 }
 
 static ipu_status add_keyed(ipu_ctx *ctx, keyed **items, size_t *count, size_t *capacity, keyed k)
@@ -410,14 +378,8 @@ ipu_status ipu_redistribute(ipu_ctx *ctx, const ipu_layout *src, const ipu_layou
                 }
             }
         }
-    if (status == IPU_OK && count > 1) {
-        keyed *scratch = ipu_malloc(ctx, count * sizeof *scratch);
-        if (scratch)
-            sort_by_source(items, scratch, count);
-        else
-            status = IPU_NO_MEMORY(ctx);
-        free(scratch);
-    }
+    if (status == IPU_OK && count > 1)
+        qsort(items, count, sizeof *items, by_source);
     if (status == IPU_OK)
         status = merge_pieces(ctx, dst, items, count, out);
     free(items);
