@@ -88,7 +88,7 @@ static void gen_phase(tphase *t, uint32_t tiles, size_t count, uint32_t max_dsts
         }
         if ((kind >= 40 && kind < 55) || kind >= 85) /* loopback */
             list[i * max_dsts + tseed_below(n)] = src;
-        x[i] = (ipu_xfer){src, 0, 4 * words, 0, n, 0xDEADBEEFu};
+        x[i] = (ipu_xfer){src, 0, 4 * words, 0, n, 0xDEADBEEFu, 0};
         total += n;
     }
     ipu_xfer_dst *d = xcalloc(total, sizeof *d);
@@ -134,6 +134,14 @@ static void assign_addresses(tphase *t, const ipu_profile *p)
         t->data[i] = (uint8_t)tseed_rnd();
     free(src_next);
     free(dst_next);
+}
+
+static void key_by_address(ipu_xphase *ph)
+{
+    for (size_t i = 0; i < ph->count; i++)
+        ph->xfers[i].src_key = ph->xfers[i].src_address;
+    for (size_t d = 0; d < ph->dst_total; d++)
+        ph->dsts[d].key = ph->dsts[d].address;
 }
 
 /* (a) No port used twice in a cycle (actual receive times), and the horizon. */
@@ -211,6 +219,7 @@ static void check_reference(const ipu_profile *p, const ipu_xphase *ph)
 
 typedef struct trow {
     uint32_t w0, cycle, words, address;
+    uint64_t key;
 } trow;
 
 static int trow_order(const void *a, const void *b)
@@ -221,13 +230,48 @@ static int trow_order(const void *a, const void *b)
     return (x->cycle > y->cycle) - (x->cycle < y->cycle);
 }
 
-/* (c) Each tile's table: the rows the phase implies, in order. */
-static void check_tables(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *ph)
+/* The bytes row r takes after row r - 1 of the same op, from format.h's
+ * definitions: 16 (full) unless it starts where r - 1 ends, by key, at or
+ * after its end by at most 65,535 cycles with at most 65,535 words: then 4
+ * when it has r - 1's words and a gap of at most 255, else 8. */
+static uint32_t expected_size(const trow *want, size_t r)
 {
-    size_t most = ph->count + ph->dst_total; /* rows on any one tile, at most */
-    trow *want = xcalloc(most, sizeof *want);
+    if (r == 0 || (want[r].w0 & 0xFF) != (want[r - 1].w0 & 0xFF) ||
+        want[r].key != want[r - 1].key + 4ull * want[r - 1].words)
+        return 16;
+    uint64_t end = (uint64_t)want[r - 1].cycle + want[r - 1].words;
+    if (want[r].cycle < end || want[r].cycle - end > 0xFFFF || want[r].words > 0xFFFF)
+        return 16;
+    return want[r].words == want[r - 1].words && want[r].cycle - end <= 0xFF ? 4 : 8;
+}
+
+/* Decode row r of a table at 'at' after got[r - 1] (format.h); returns its bytes. */
+static uint32_t decode_row(const uint8_t *at, const trow *got, size_t r, trow *row)
+{
+    uint32_t w0 = ipu_load_u32(at), link = (w0 >> 8) & (IPU_XFLAG_CONTINUE | IPU_XFLAG_REPEAT);
+    if (!link) {
+        *row = (trow){w0, ipu_load_u32(at + 4), ipu_load_u32(at + 8), ipu_load_u32(at + 12), 0};
+        return 16;
+    }
+    assert_true(r > 0 && link != (IPU_XFLAG_CONTINUE | IPU_XFLAG_REPEAT));
+    const trow *prev = &got[r - 1];
+    uint32_t gap = link == IPU_XFLAG_REPEAT ? (w0 & 0xFF) : (ipu_load_u32(at + 4) & 0xFFFF);
+    uint32_t words = link == IPU_XFLAG_REPEAT ? prev->words : ipu_load_u32(at + 4) >> 16;
+    uint32_t op = link == IPU_XFLAG_REPEAT ? (prev->w0 & 0xFF) : (w0 & 0xFF);
+    *row = (trow){op | (w0 & 0xFFFF0000u), prev->cycle + prev->words + gap, words, prev->address + 4 * prev->words, 0};
+    return link == IPU_XFLAG_REPEAT ? 4 : 8;
+}
+
+/* (c) Each tile's table: the rows the phase implies, in order, each in the
+ * size format.h gives it.  Returns the largest table's bytes. */
+static size_t check_tables(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *ph)
+{
+    size_t most = ph->count + ph->dst_total, largest = 0; /* rows on any one tile, at most */
+    trow *want = xcalloc(most, sizeof *want), *got = xcalloc(most, sizeof *got);
     ipu_xtables tables;
     TSEED_OK(ctx, ipu_exchange_encode(ctx, p, ph, &tables));
+    uint64_t *measured = xcalloc(p->tiles, sizeof *measured);
+    TSEED_OK(ctx, ipu_exchange_measure(ctx, p, ph, measured));
     for (uint32_t tile = 0; tile < p->tiles; tile++) {
         size_t n = 0;
         for (size_t i = 0; i < ph->count; i++) {
@@ -237,33 +281,43 @@ static void check_tables(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *p
                 const ipu_xfer_dst *d = send ? NULL : &ph->dsts[x->first_dst + k];
                 if ((send ? x->src_tile : d->tile) != tile)
                     continue;
-                want[n++] = send ? (trow){IPU_XROW_SEND, x->cycle, x->bytes / 4, x->src_address}
+                want[n++] = send ? (trow){IPU_XROW_SEND, x->cycle, x->bytes / 4, x->src_address, x->src_key}
                                  : (trow){IPU_XROW_RECV | x->src_tile << 16,
                                           x->cycle + p->exchange_latency, x->bytes / 4,
-                                          d->address};
+                                          d->address, d->key};
             }
         }
         qsort(want, n, sizeof *want, trow_order);
-        size_t size = tables.offset[tile + 1] - tables.offset[tile];
-        if (size != (n ? 4 + 16 * n : 0))
-            TSEED_FAIL("tile %u: a table of %zu bytes, the phase implies %zu rows", tile, size, n);
+        size_t size = tables.offset[tile + 1] - tables.offset[tile], expected = n ? 4 : 0;
+        for (size_t r = 0; r < n; r++)
+            expected += expected_size(want, r);
+        if (size != expected || measured[tile] != size)
+            TSEED_FAIL("tile %u: a table of %zu bytes (measured %llu), its %zu rows take %zu", tile, size,
+                       (unsigned long long)measured[tile], n, expected);
+        largest = size > largest ? size : largest;
         if (!n)
             continue;
         const uint8_t *out = tables.data + tables.offset[tile];
         assert_int_equal(ipu_load_u32(out), n);
+        size_t at = 4;
         for (size_t r = 0; r < n; r++) {
-            const uint8_t *e = out + 4 + 16 * r;
-            trow got = {ipu_load_u32(e), ipu_load_u32(e + 4), ipu_load_u32(e + 8),
-                        ipu_load_u32(e + 12)};
-            if (memcmp(&got, &want[r], sizeof got) != 0)
+            uint32_t bytes = decode_row(out + at, got, r, &got[r]);
+            if (bytes != expected_size(want, r))
+                TSEED_FAIL("tile %u row %zu: %u bytes, want %u", tile, r, bytes, expected_size(want, r));
+            at += bytes;
+            got[r].key = want[r].key;
+            if (memcmp(&got[r], &want[r], sizeof got[r]) != 0)
                 TSEED_FAIL("tile %u row %zu: got w0 0x%X cycle %u words %u address 0x%X, want w0 "
                            "0x%X cycle %u words %u address 0x%X",
-                           tile, r, got.w0, got.cycle, got.words, got.address, want[r].w0,
+                           tile, r, got[r].w0, got[r].cycle, got[r].words, got[r].address, want[r].w0,
                            want[r].cycle, want[r].words, want[r].address);
         }
     }
     free(want);
+    free(got);
+    free(measured);
     ipu_xtables_free(&tables);
+    return largest;
 }
 
 static json_int_t report_int(json_t *object, const char *name)
@@ -336,9 +390,12 @@ static void check_device(ipu_ctx *ctx, const ipu_profile *p, const tphase *t)
     ipu_package_free(pkg);
 }
 
-/* Schedule twice (determinism), then checks (a) to (d). */
+/* Schedule twice (determinism), then checks (a) to (d); in the latency
+ * order also (b).  Keys: none (every row full), or the addresses (windows
+ * laid out back to back, so rows continue where the schedule keeps them in
+ * address order). */
 static void random_phases(uint32_t tiles, int rounds, size_t count, uint32_t max_dsts,
-                          uint32_t max_words)
+                          uint32_t max_words, const ipu_xmode *mode)
 {
     ipu_ctx *ctx = ipu_ctx_create();
     assert_non_null(ctx);
@@ -349,18 +406,31 @@ static void random_phases(uint32_t tiles, int rounds, size_t count, uint32_t max
         tphase t;
         gen_phase(&t, tiles, count, max_dsts, max_words);
         assign_addresses(&t, &p);
+        if (r % 2)
+            key_by_address(&t.ph);
         ipu_xfer *copy = xcalloc(count, sizeof *copy);
         memcpy(copy, t.ph.xfers, count * sizeof *copy);
         ipu_xphase again = t.ph;
         again.xfers = copy;
-        TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &t.ph));
-        TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &again));
+        TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &t.ph, mode));
+        TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &again, mode));
         if (again.horizon != t.ph.horizon || memcmp(copy, t.ph.xfers, count * sizeof *copy))
             TSEED_FAIL("%u tiles, round %d: a second schedule differs", tiles, r);
-        free(copy);
         check_ports(&p, &t.ph);
-        check_reference(&p, &t.ph);
-        check_tables(ctx, &p, &t.ph);
+        if (!mode)
+            check_reference(&p, &t.ph);
+        size_t largest = check_tables(ctx, &p, &t.ph);
+        if (mode) {
+            /* Compact mode keeps the latency order's schedule unless it has
+             * no larger tables: never worse than it on the largest table. */
+            memcpy(copy, t.ph.xfers, count * sizeof *copy);
+            TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &again, NULL));
+            size_t latency = check_tables(ctx, &p, &again);
+            if (largest > latency)
+                TSEED_FAIL("%u tiles, round %d: compact tables up to %zu bytes, latency order's %zu", tiles, r,
+                           largest, latency);
+        }
+        free(copy);
         check_device(ctx, &p, &t);
         tphase_free(&t);
     }
@@ -370,13 +440,21 @@ static void random_phases(uint32_t tiles, int rounds, size_t count, uint32_t max
 static void test_random_16(void **state)
 {
     (void)state;
-    random_phases(16, 6, 120, 6, 48);
+    random_phases(16, 6, 120, 6, 48, NULL);
 }
 
 static void test_random_64(void **state)
 {
     (void)state;
-    random_phases(64, 4, 400, 12, 64);
+    random_phases(64, 4, 400, 12, 64, NULL);
+}
+
+static void test_random_streams(void **state)
+{
+    (void)state;
+    ipu_xmode waves = {16, 0}, balanced = {8, 1};
+    random_phases(16, 6, 120, 6, 48, &waves);
+    random_phases(64, 4, 400, 12, 64, &balanced);
 }
 
 /* Every tile multicasts 1 KiB to 8 other tiles. */
@@ -396,7 +474,7 @@ static void test_full_machine(void **state)
     t.ph.dsts = xcalloc(t.ph.dst_total, sizeof *t.ph.dsts);
     uint32_t *load = xcalloc(p.tiles, 4), most = 0;
     for (uint32_t s = 0; s < p.tiles; s++) {
-        t.ph.xfers[s] = (ipu_xfer){s, 0, 1024, 8 * s, 8, 0};
+        t.ph.xfers[s] = (ipu_xfer){s, 0, 1024, 8 * s, 8, 0, 0};
         for (uint32_t k = 0; k < 8; k++) {
             uint32_t d;
             int fresh;
@@ -412,7 +490,7 @@ static void test_full_machine(void **state)
     }
     free(load);
     assign_addresses(&t, &p);
-    TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &t.ph));
+    TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &t.ph, NULL));
     check_ports(&p, &t.ph);
     /* The busiest receive port bounds it below; greedy stays close. */
     uint64_t bound = 256ull * most + p.exchange_latency;
@@ -420,6 +498,61 @@ static void test_full_machine(void **state)
         TSEED_FAIL("horizon %llu, the busiest receive port needs %llu",
                    (unsigned long long)t.ph.horizon, (unsigned long long)bound);
     check_tables(ctx, &p, &t.ph);
+    check_device(ctx, &p, &t);
+    tphase_free(&t);
+    ipu_ctx_free(ctx);
+}
+
+/* All-to-all gather on 16 tiles: every tile sends 4 words to each other
+ * tile, each receiver's windows laid out in sender order.  In stream waves
+ * every tile receives in address order (checked on the schedule itself), so
+ * its receive rows after the first all continue; the device gets every
+ * byte. */
+static void test_gather_streams(void **state)
+{
+    (void)state;
+    ipu_ctx *ctx = ipu_ctx_create();
+    assert_non_null(ctx);
+    ipu_profile p;
+    tpkg_profile(ctx, 16, &p);
+    tseed_reset(16016);
+    tphase t;
+    memset(&t, 0, sizeof t);
+    t.ph.count = t.ph.dst_total = 16 * 15;
+    t.ph.xfers = xcalloc(t.ph.count, sizeof *t.ph.xfers);
+    t.ph.dsts = xcalloc(t.ph.dst_total, sizeof *t.ph.dsts);
+    size_t n = 0;
+    for (uint32_t src = 0; src < 16; src++)
+        for (uint32_t dst = 0; dst < 16; dst++)
+            if (dst != src) {
+                t.ph.xfers[n] = (ipu_xfer){src, 0, 16, (uint32_t)n, 1, 0, 0};
+                t.ph.dsts[n++].tile = dst;
+            }
+    assign_addresses(&t, &p);
+    key_by_address(&t.ph);
+    ipu_xmode waves = {4, 0};
+    TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &t.ph, &waves));
+    check_ports(&p, &t.ph);
+    for (uint32_t tile = 0; tile < 16; tile++) {
+        uint32_t last_cycle = 0, last_address = 0;
+        for (int first = 1;; first = 0) { /* the tile's receives in cycle order */
+            size_t next = n;
+            for (size_t i = 0; i < n; i++)
+                if (t.ph.dsts[i].tile == tile && (first || t.ph.xfers[i].cycle > last_cycle) &&
+                    (next == n || t.ph.xfers[i].cycle < t.ph.xfers[next].cycle))
+                    next = i;
+            if (next == n)
+                break;
+            if (!first && t.ph.dsts[next].address != last_address + 16)
+                TSEED_FAIL("tile %u receives 0x%X after 0x%X: not in address order", tile,
+                           t.ph.dsts[next].address, last_address);
+            last_cycle = t.ph.xfers[next].cycle, last_address = t.ph.dsts[next].address;
+        }
+    }
+    /* Receives: one full row and 14 of 4 or 8 bytes; sends: 15 rows of at most 16. */
+    size_t largest = check_tables(ctx, &p, &t.ph);
+    if (largest > 4 + 15 * 16 + 16 + 14 * 8)
+        TSEED_FAIL("largest table %zu bytes", largest);
     check_device(ctx, &p, &t);
     tphase_free(&t);
     ipu_ctx_free(ctx);
@@ -440,17 +573,17 @@ static void test_tight(void **state)
     /* A permutation of equal unicasts (tiles 3, 7, 11 and 15 to themselves):
      * all at cycle 0. */
     for (uint32_t s = 0; s < 16; s++) {
-        x[s] = (ipu_xfer){s, 0, 4 * 37, s, 1, 99};
+        x[s] = (ipu_xfer){s, 0, 4 * 37, s, 1, 99, 0};
         d[s].tile = (s * 5 + 4) % 16;
     }
-    TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph));
+    TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph, NULL));
     assert_int_equal(ph.horizon, 37 + L);
     for (uint32_t s = 0; s < 16; s++)
         assert_int_equal(x[s].cycle, 0);
     /* All to one tile: the receive port serializes them, by index. */
     for (uint32_t s = 0; s < 16; s++)
         d[s].tile = 7;
-    TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph));
+    TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph, NULL));
     assert_int_equal(ph.horizon, 16 * 37 + L);
     for (uint32_t s = 0; s < 16; s++)
         assert_int_equal(x[s].cycle, 37 * s);
@@ -461,17 +594,17 @@ static void test_tight(void **state)
     const uint32_t dst[6] = {1, 2, 4, 2, 2, 1}, first[5] = {0, 1, 3, 4, 5}, n[5] = {1, 2, 1, 1, 1};
     const uint32_t cycle[5] = {10, 6, 10, 0, 0};
     for (uint32_t i = 0; i < 5; i++)
-        x[i] = (ipu_xfer){src[i], 0, 4 * words[i], first[i], n[i], 0};
+        x[i] = (ipu_xfer){src[i], 0, 4 * words[i], first[i], n[i], 0, 0};
     for (uint32_t i = 0; i < 6; i++)
         d[i].tile = dst[i];
     ph = (ipu_xphase){x, 5, d, 6, 12345};
-    TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph));
+    TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph, NULL));
     for (uint32_t i = 0; i < 5; i++)
         assert_int_equal(x[i].cycle, cycle[i]);
     assert_int_equal(ph.horizon, 18 + L);
     /* Empty. */
     ph = (ipu_xphase){NULL, 0, NULL, 0, 777};
-    TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph));
+    TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph, NULL));
     assert_int_equal(ph.horizon, 0);
     ipu_ctx_free(ctx);
 }
@@ -483,7 +616,7 @@ static void expect_invalid(ipu_ctx *ctx, const ipu_profile *p, ipu_xphase *ph, c
     ipu_ctx_clear_error(ctx);
     for (size_t i = 0; i < ph->count; i++)
         ph->xfers[i].cycle = 4242;
-    ipu_status status = ipu_exchange_schedule(ctx, p, ph);
+    ipu_status status = ipu_exchange_schedule(ctx, p, ph, NULL);
     if (status != IPU_ERR_INVALID_ARGUMENT)
         fail_msg("%s: status %s, want invalid_argument", what, ipu_status_name(status));
     const char *msg = ipu_ctx_errmsg(ctx);
@@ -496,9 +629,9 @@ static void expect_invalid(ipu_ctx *ctx, const ipu_profile *p, ipu_xphase *ph, c
 /* Three valid transfers: 0 -> {1}, 1 -> {2, 3}, 2 -> {4, 5}. */
 static void reset(ipu_xfer x[3], ipu_xfer_dst d[5])
 {
-    x[0] = (ipu_xfer){0, 0, 16, 0, 1, 0};
-    x[1] = (ipu_xfer){1, 0, 8, 1, 2, 0};
-    x[2] = (ipu_xfer){2, 0, 4, 3, 2, 0};
+    x[0] = (ipu_xfer){0, 0, 16, 0, 1, 0, 0};
+    x[1] = (ipu_xfer){1, 0, 8, 1, 2, 0, 0};
+    x[2] = (ipu_xfer){2, 0, 4, 3, 2, 0, 0};
     for (uint32_t i = 0; i < 5; i++)
         d[i].tile = i + 1;
 }
@@ -511,10 +644,10 @@ static void test_invalid(void **state)
     ipu_profile p;
     tpkg_profile(ctx, 16, &p);
     ipu_xfer x[3];
-    ipu_xfer_dst d[5] = {{1, 0}, {2, 0}, {3, 0}, {4, 0}, {5, 0}};
+    ipu_xfer_dst d[5] = {{1, 0, 0}, {2, 0, 0}, {3, 0, 0}, {4, 0, 0}, {5, 0, 0}};
     ipu_xphase ph = {x, 3, d, 5, 0};
     reset(x, d);
-    TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph));
+    TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph, NULL));
     reset(x, d);
     x[1].src_tile = 16;
     expect_invalid(ctx, &p, &ph, "transfer 1", "16");
@@ -543,14 +676,14 @@ static void test_invalid(void **state)
     d[2].tile = 2; /* transfer 1 lists tile 2 twice */
     expect_invalid(ctx, &p, &ph, "transfer 1", "tile 2");
     ipu_ctx_clear_error(ctx);
-    assert_int_equal(ipu_exchange_schedule(ctx, &p, NULL), IPU_ERR_INVALID_ARGUMENT);
+    assert_int_equal(ipu_exchange_schedule(ctx, &p, NULL, NULL), IPU_ERR_INVALID_ARGUMENT);
     ipu_xphase missing = {NULL, 2, d, 5, 0};
     ipu_ctx_clear_error(ctx);
-    assert_int_equal(ipu_exchange_schedule(ctx, &p, &missing), IPU_ERR_INVALID_ARGUMENT);
+    assert_int_equal(ipu_exchange_schedule(ctx, &p, &missing, NULL), IPU_ERR_INVALID_ARGUMENT);
     /* Encoding: addresses must be 4-byte aligned, the tiles in range. */
     reset(x, d);
     ipu_ctx_clear_error(ctx);
-    TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph));
+    TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph, NULL));
     for (int i = 0; i < 5; i++)
         d[i].address = 0x80000u + 64u * (uint32_t)i;
     ipu_xtables tables;
@@ -583,6 +716,8 @@ int main(void)
         cmocka_unit_test(test_invalid),
         cmocka_unit_test(test_random_16),
         cmocka_unit_test(test_random_64),
+        cmocka_unit_test(test_random_streams),
+        cmocka_unit_test(test_gather_streams),
         cmocka_unit_test(test_full_machine),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

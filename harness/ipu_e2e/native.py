@@ -384,7 +384,9 @@ class Workload:
         memory_profiles: a directory for the planner's memory profiles
         (memory-<workload>-<pid>-<serial>.json), written even when no plan fits;
         search: the planner's search options (search_budget, catalogue_budget,
-        frontier_cap, catalogue_group; None or absent: their defaults)."""
+        frontier_cap, catalogue_group) and the exchange scheduling options
+        (exchange_stream_words, balance_streams); None or absent: their
+        defaults."""
         handle, report = ctypes.c_void_p(), ctypes.c_void_p()
         options = {"profile": profile, "memory_budget": memory_budget}
         if inject:

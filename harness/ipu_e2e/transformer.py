@@ -22,7 +22,7 @@ WORKLOADS = ("mlp", "vit", "vit-small")
 ATTENTION_MODES = ("auto", "flash", "materialized")
 # Flags every transformer workload takes (their defaults are the parser's).
 SHARED = ("batch", "memory_budget", "search_budget", "catalogue_budget", "frontier_cap", "catalogue_group",
-          "seed", "reference_run", "reference_fp32", "reference_inferences", "min_cosine", "atol", "rtol",
+          "exchange_stream_words", "balance_streams", "seed", "reference_run", "reference_fp32", "reference_inferences", "min_cosine", "atol", "rtol",
           "check_ops", "inject", "dump_tensors", "compile_only",
           "memory_profile_directory", "tokens", "channels", "hidden")
 # Flags of one family, with the value they take when not given (None: the engine's default).
@@ -31,7 +31,7 @@ ONLY = {"mlp": {"precision": "fp8", "blocks": 1},
 FLAGS = SHARED + tuple(name for flags in ONLY.values() for name in flags)
 # The flags that shape the package (the rest check or report it).
 BUILD_FLAGS = ("batch", "memory_budget", "search_budget", "catalogue_budget", "frontier_cap", "catalogue_group",
-               "seed", "inject", "memory_profile_directory", "tokens", "channels", "hidden") + tuple(
+               "exchange_stream_words", "balance_streams", "seed", "inject", "memory_profile_directory", "tokens", "channels", "hidden") + tuple(
     name for flags in ONLY.values() for name in flags)
 # The output check's flags: they need the reference (--reference-run, or a --package replay).
 CHECK_FLAGS = ("reference_fp32", "min_cosine", "atol", "rtol")
@@ -60,6 +60,7 @@ def applies_to(name):
 
 MAX_BUDGET = 2**32 - 1  # budgets per tile are 32-bit byte counts
 MAX_SEED = 2**63 - 1
+MAX_STREAM_WORDS = 2**20  # the engine's limit on a stream wave
 
 
 def budget(text):
@@ -94,6 +95,14 @@ def add_arguments(p):
                             "(default: 32)")
     group.add_argument("--catalogue-group", type=positive_int, default=None, metavar="N",
                        help="partitions per enumeration group (default: 4096)")
+    group.add_argument("--exchange-stream-words", type=int_in(1, MAX_STREAM_WORDS), default=None, metavar="N",
+                       help="compact exchange scheduling: every tile receives in address order, its streams "
+                            "taken in waves of N words, so its table rows shrink to 8-byte continuations; "
+                            "per phase the schedule with the smallest largest table is kept (default: "
+                            "latency-oriented scheduling)")
+    group.add_argument("--balance-streams", action="store_true",
+                       help="with --exchange-stream-words N: also try endpoint-balanced chunks of 4 N words, "
+                            "kept where the phase gets shorter with no larger tables")
     group.add_argument("--seed", type=int_in(0, MAX_SEED), default=0, metavar="S",
                        help="seed of inputs and weights")
     group.add_argument("--compile-only", action="store_true",
@@ -181,6 +190,8 @@ def check_flags(args, defaults):
     for name, value in ONLY[mine].items():
         if getattr(args, name) is None:
             setattr(args, name, value)
+    if args.balance_streams and args.exchange_stream_words is None:
+        raise UsageError("--balance-streams needs --exchange-stream-words N (its chunks are 4 N words)")
 
 
 def options(args):
@@ -244,9 +255,11 @@ def dump(directory, workload, outputs):
 
 
 def search_options(args):
-    """The planner's search options the user gave (compile option names)."""
+    """The planner's search and the exchange scheduling options the user gave (compile option names)."""
     return {"search_budget": args.search_budget, "catalogue_budget": args.catalogue_budget,
-            "frontier_cap": args.frontier_cap, "catalogue_group": args.catalogue_group}
+            "frontier_cap": args.frontier_cap, "catalogue_group": args.catalogue_group,
+            "exchange_stream_words": args.exchange_stream_words,
+            "balance_streams": args.balance_streams or None}
 
 
 def memory_pages(directory, progress):

@@ -69,9 +69,9 @@ typedef struct sim_tile {
     /* Exchange rows of the current phase (reused between phases). */
     sim_xfer *sends, *recvs;
     uint32_t send_count, recv_count, send_capacity, recv_capacity;
-    /* The current phase's table (0: none) and row count, and whether a row
+    /* The current phase's table (0: none) and its bytes, and whether a row
      * reads or changes OUTGOING_BASE. */
-    uint32_t table, table_rows;
+    uint32_t table, table_bytes;
     int uses_base;
     /* Sorted, disjoint descriptor ranges the kept phases were read from. */
     sim_range *watched;
@@ -162,6 +162,9 @@ int sim_is_written(sim *s, uint32_t tile, uint32_t address, uint32_t size);
 void sim_end_lives(sim *s, uint32_t phase);
 /* Is [address, +size) inside a descriptor segment?  Faults if not. */
 int sim_check_descriptor(sim *s, uint32_t tile, uint32_t address, uint32_t size, const char *what);
+/* The end of the descriptor segment holding address, which a
+ * sim_check_descriptor call has just accepted. */
+uint32_t sim_descriptor_end(sim *s, uint32_t tile, uint32_t address);
 static inline uint8_t *sim_ptr(sim *s, uint32_t tile, uint32_t address)
 {
     return s->tiles[tile].mem + (address - s->p.sram_base);

@@ -1,8 +1,8 @@
 /* sim_exchange.c: a statically timed exchange phase read from the encoded
- * tables in tile SRAM.  Decode (rows in order, OUTGOING_BASE applied to
- * relative sends), port checks (one word per cycle per port; paired 64-bit
- * transfers take both ports of the supertile pair; every row inside an
- * allocation live at the phase), matching every receive
+ * tables in tile SRAM.  Decode (rows in order, full or continuations,
+ * OUTGOING_BASE applied to relative sends), port checks (one word per cycle
+ * per port; paired 64-bit transfers take both ports of the supertile pair;
+ * every row inside an allocation live at the phase), matching every receive
  * window to the sender's window L cycles earlier, conflicting writers, a
  * receive overwriting bytes its own tile sends, then the copy.  The phase
  * costs its horizon (the cycle after the last word arrives: a receive's end,
@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "device/sim.h"
+#include "package/xrow.h"
 
 static int push(sim *s, sim_xfer **items, uint32_t *count, uint32_t *capacity, sim_xfer x)
 {
@@ -65,18 +66,29 @@ static int decode(sim *s, uint32_t tile, uint32_t table)
 {
     sim_tile *t = &s->tiles[tile];
     uint32_t rows;
-    if (sim_fetch_record(s, tile, table, IPU_XROW_SIZE, &rows, "exchange table"))
+    /* Every row takes at least 4 bytes; the walk stays inside the segment. */
+    if (sim_fetch_record(s, tile, table, IPU_XROW_REPEAT_SIZE, &rows, "exchange table"))
         return 1;
+    uint32_t end = sim_descriptor_end(s, tile, table);
     t->table = table;
-    t->table_rows = rows;
-    const uint8_t *base = sim_ptr(s, tile, table + 4);
-    for (uint32_t r = 0; r < rows; r++) {
-        const uint8_t *e = base + r * IPU_XROW_SIZE;
-        uint32_t w0 = ipu_load_u32(e), cycle = ipu_load_u32(e + 4), words = ipu_load_u32(e + 8),
-                 address = ipu_load_u32(e + 12);
-        uint32_t op = w0 & 0xFF, flags = (w0 >> 8) & 0xFF, peer = w0 >> 16;
-        uint32_t width = (flags & IPU_XFLAG_PAIRED) ? 8 : 4;
-        uint32_t row_address = table + 4 + r * IPU_XROW_SIZE;
+    uint32_t at = table + 4;
+    ipu_xrow prev = {0}, row;
+    for (uint32_t r = 0; r < rows; r++, prev = row) {
+        uint32_t n = ipu_xrow_get(sim_ptr(s, tile, at), end - at, r ? &prev : NULL, &row);
+        uint32_t row_address = at;
+        if (!n)
+            return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, row_address,
+                             row_address + IPU_XROW_REPEAT_SIZE,
+                             "exchange row %u: %s", r,
+                             ipu_xrow_fits(sim_ptr(s, tile, at), end - at)
+                                 ? "a continuation with no row of its op and flags before it (or with both "
+                                   "continuation flags)"
+                                 : "runs past its descriptor segment") &&
+                   row_fault(s, tile, r);
+        at += n;
+        uint32_t op = row.op, flags = row.flags, peer = row.peer, cycle = row.cycle, words = row.words,
+                 address = row.address;
+        uint32_t width = ipu_xrow_width(&row);
         if (op == IPU_XROW_SET_BASE || op == IPU_XROW_RESET_BASE) {
             t->outgoing_base = op == IPU_XROW_SET_BASE ? address : 0;
             t->uses_base = 1;
@@ -85,14 +97,12 @@ static int decode(sim *s, uint32_t tile, uint32_t table)
         if ((op != IPU_XROW_SEND && op != IPU_XROW_RECV) ||
             (flags & ~(IPU_XFLAG_RELATIVE | IPU_XFLAG_PAIRED)) || words == 0 || words > (1u << 20) ||
             cycle > (1u << 30) || (op == IPU_XROW_RECV && peer >= s->p.tiles))
-            return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, row_address,
-                             row_address + IPU_XROW_SIZE,
+            return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, row_address, row_address + n,
                              "exchange row %u: op %u, flags 0x%X, %u words at cycle %u, tile %u", r,
                              op, flags, words, cycle, peer) &&
                    row_fault(s, tile, r);
         if ((flags & IPU_XFLAG_PAIRED) && (tile ^ 1u) >= s->p.tiles)
-            return sim_fault(s, tile, IPU_FAULT_EXCHANGE_PORT_CONFLICT, row_address,
-                             row_address + IPU_XROW_SIZE,
+            return sim_fault(s, tile, IPU_FAULT_EXCHANGE_PORT_CONFLICT, row_address, row_address + n,
                              "exchange row %u: paired transfer, but tile %u has no supertile partner",
                              r, tile) &&
                    row_fault(s, tile, r);
@@ -115,6 +125,7 @@ static int decode(sim *s, uint32_t tile, uint32_t table)
                 return sim_out_of_memory(s, tile);
         }
     }
+    t->table_bytes = at - table;
     sort_rows(t->sends, t->send_count, by_cycle);
     sort_rows(t->recvs, t->recv_count, by_cycle);
     return 0;
@@ -386,7 +397,7 @@ int sim_exchange_phase(sim *s, uint32_t slot, uint64_t *cycles)
         uint32_t tile = (uint32_t)i, table;
         sim_tile *t = &s->tiles[tile];
         sim_prefetch_next(s, tile, slot);
-        t->send_count = t->recv_count = t->table = t->table_rows = 0;
+        t->send_count = t->recv_count = t->table = t->table_bytes = 0;
         t->uses_base = 0;
         if (sim_fetch_u32(s, tile, s->pkg->slot_tables[tile] + 4 * slot, &table, "slot table"))
             continue;

@@ -274,6 +274,14 @@ int sim_check_descriptor(sim *s, uint32_t tile, uint32_t address, uint32_t size,
     return 0;
 }
 
+uint32_t sim_descriptor_end(sim *s, uint32_t tile, uint32_t address)
+{
+    const ipu_pkg_segment *seg = s->tiles[tile].descriptors;
+    if (!seg || address < seg->address || address - seg->address >= seg->size)
+        seg = ipu_pkg_segment_at(s->pkg, tile, address, 1);
+    return seg ? seg->address + seg->size : address;
+}
+
 int sim_fetch_record(sim *s, uint32_t tile, uint32_t address, uint32_t entry_size, uint32_t *count,
                      const char *what)
 {

@@ -108,7 +108,7 @@ int sim_replay_keep(sim *s, uint32_t slot, uint64_t cycles)
         sim_tile *tile = &s->tiles[t];
         uint32_t entry = s->pkg->slot_tables[t] + 4 * slot;
         if (watch(s, tile, entry, entry + 4) ||
-            (tile->table && watch(s, tile, tile->table, tile->table + 4 + tile->table_rows * IPU_XROW_SIZE)))
+            (tile->table && watch(s, tile, tile->table, tile->table + tile->table_bytes)))
             return sim_out_of_memory(s, t);
     }
     sim_replay *r = ipu_calloc(s->ctx, 1, sizeof *r);

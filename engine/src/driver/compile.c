@@ -45,6 +45,7 @@ typedef struct compile_options {
     ipu_profile profile;
     uint32_t budget;          /* --memory-budget */
     ipu_plan_options plan;    /* search and catalogue budgets, frontier, attention */
+    ipu_xmode exchange;       /* --exchange-stream-words, --balance-streams */
     int inject;
     char *report_path, *profile_directory;
 } compile_options;
@@ -101,6 +102,16 @@ static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, compile_
     if (status == IPU_OK)
         status = count_option(ctx, o, "catalogue_group", "--catalogue-group", 4096, 1u << 24,
                               &c->plan.catalogue.group_size);
+    if (status == IPU_OK)
+        status = count_option(ctx, o, "exchange_stream_words", "--exchange-stream-words", 0, 1u << 20,
+                              &c->exchange.stream_words);
+    json_t *balance = json_object_get(o, "balance_streams");
+    if (status == IPU_OK && balance && !json_is_boolean(balance))
+        status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "--balance-streams: expected true or false");
+    c->exchange.balance = json_is_true(balance);
+    if (status == IPU_OK && c->exchange.balance && !c->exchange.stream_words)
+        status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                          "--balance-streams needs --exchange-stream-words N (the wave size its chunks are 4 N of)");
     const char *path = json_string_value(json_object_get(o, "placement_report"));
     c->report_path = path ? ipu_strdup(ctx, path) : NULL;
     if (path && !c->report_path)
@@ -301,14 +312,15 @@ static ipu_status plan_and_lower(ipu_ctx *ctx, const ipu_profile *p, const ipu_g
 
 /* The back end in pipeline order: the exchange phases scheduled, the
  * package support laid out, the buffers placed beside it, the package
- * encoded (meta is taken). */
-static ipu_status back_end(ipu_ctx *ctx, attempt *a, json_t *meta, const ipu_assembly_record *records,
-                           size_t record_count, ipu_package **out, ipu_support_map *support)
+ * encoded (meta is taken).  mode: how exchange phases are scheduled. */
+static ipu_status back_end(ipu_ctx *ctx, attempt *a, const ipu_xmode *mode, json_t *meta,
+                           const ipu_assembly_record *records, size_t record_count, ipu_package **out,
+                           ipu_support_map *support)
 {
     ipu_xprogram exchanges;
     ipu_package_layout layout;
     memset(&layout, 0, sizeof layout);
-    ipu_status status = ipu_exchange_program(ctx, &a->prog, &exchanges);
+    ipu_status status = ipu_exchange_program(ctx, &a->prog, mode, &exchanges);
     if (status == IPU_OK)
         status = ipu_package_lay_out(ctx, &a->prog, &exchanges, &layout, support);
     if (status == IPU_OK) {
@@ -506,7 +518,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
             json_t *meta = json_pack("{s:s, s:s, s:s}", "workload", w->name, "check", "reference",
                                      "options", w->options_json);
             if (status == IPU_OK)
-                status = back_end(ctx, &a, meta, records, record_count, out, &support);
+                status = back_end(ctx, &a, &c.exchange, meta, records, record_count, out, &support);
             else
                 json_decref(meta);
             if (status == IPU_ERR_MALFORMED) /* the validator refuses the compiler's own package */

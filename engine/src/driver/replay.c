@@ -3,9 +3,10 @@
  * programs (a step's exchange slot) is read back from every tile's table:
  * a send row is a transfer from its tile at its cycle, and the receive rows
  * naming that tile as peer at that cycle plus the latency are its
- * destinations.  The phase is scheduled again (exchange.h) and reported
- * beside its recorded schedule: horizon (last arrival + 1), the largest and
- * the total table rows in words (4 per 16-byte row), the spread of the
+ * destinations.  The phase is scheduled again (exchange.h, in the mode the
+ * options give) and reported beside its recorded schedule: horizon (last
+ * arrival + 1), the largest and the total table rows in words (a table's
+ * bytes after its count word, over 4), the spread of the
  * active tiles' first transfers after the barrier, and whether every tile's
  * table still fits the bytes the package gave it.  A Repeat body's phase is
  * one table, replayed once.  Phases that use OUTGOING_BASE or paired
@@ -17,38 +18,52 @@
 #include "exchange/exchange.h"
 #include "ipu/ipu.h"
 #include "package/package.h"
+#include "package/xrow.h"
 
 /* A phase's rows read back: transfers with their destinations. */
 typedef struct read_phase {
     ipu_xphase phase;
-    uint32_t *table_rows; /* per tile: rows of its recorded table */
-    int replayable;       /* no OUTGOING_BASE, no paired transfers, every receive matched */
+    uint64_t *table_bytes; /* per tile: bytes of its recorded table */
+    int replayable;        /* no OUTGOING_BASE, no paired transfers, every receive matched */
 } read_phase;
 
 static void read_phase_free(read_phase *r)
 {
     free(r->phase.xfers);
     free(r->phase.dsts);
-    free(r->table_rows);
+    free(r->table_bytes);
 }
 
-/* Tile t's table of slot: its rows (NULL when the tile takes no part). */
-static const uint8_t *table_of(const ipu_package *pkg, uint32_t t, uint32_t slot, uint32_t *rows)
+/* Tile t's table of slot decoded into *rows (malloc'd, NULL when the tile
+ * takes no part or the table cannot be read); returns the row count and
+ * sets *bytes to the table's size. */
+static uint32_t table_of(const ipu_package *pkg, uint32_t t, uint32_t slot, ipu_xrow **rows, uint64_t *bytes)
 {
-    *rows = 0;
+    *rows = NULL, *bytes = 0;
     const ipu_pkg_segment *seg = ipu_pkg_segment_at(pkg, t, pkg->slot_tables[t] + 4 * slot, 4);
     if (!seg || seg->kind != IPU_SEG_DESCRIPTOR)
-        return NULL;
+        return 0;
     uint32_t table = ipu_load_u32(ipu_pkg_segment_bytes(pkg, seg) + (pkg->slot_tables[t] + 4 * slot - seg->address));
     const ipu_pkg_segment *at = table ? ipu_pkg_segment_at(pkg, t, table, 4) : NULL;
     if (!at || at->kind != IPU_SEG_DESCRIPTOR)
-        return NULL;
-    const uint8_t *bytes = ipu_pkg_segment_bytes(pkg, at) + (table - at->address);
-    uint32_t count = ipu_load_u32(bytes);
-    if ((uint64_t)table + 4 + (uint64_t)count * IPU_XROW_SIZE > (uint64_t)at->address + at->size)
-        return NULL;
-    *rows = count;
-    return bytes + 4;
+        return 0;
+    const uint8_t *head = ipu_pkg_segment_bytes(pkg, at) + (table - at->address);
+    size_t avail = at->address + at->size - table - 4;
+    uint32_t count = ipu_load_u32(head);
+    ipu_xrow *list = count && count <= avail / IPU_XROW_REPEAT_SIZE ? malloc(count * sizeof *list) : NULL;
+    if (!list)
+        return 0;
+    size_t used = 0;
+    for (uint32_t r = 0; r < count; r++) {
+        uint32_t n = ipu_xrow_get(head + 4 + used, avail - used, r ? &list[r - 1] : NULL, &list[r]);
+        if (!n) {
+            free(list);
+            return 0;
+        }
+        used += n;
+    }
+    *rows = list, *bytes = 4 + used;
+    return count;
 }
 
 /* The send of tile at cycle among n sends in (tile, cycle) order; n when none. */
@@ -73,30 +88,33 @@ static int by_tile_and_cycle(const void *a, const void *b)
     return (x->cycle > y->cycle) - (x->cycle < y->cycle);
 }
 
-/* Read slot's phase from every tile. */
+/* Read slot's phase from every tile (keys are the addresses). */
 static ipu_status read_back(ipu_ctx *ctx, const ipu_package *pkg, uint32_t slot, read_phase *out)
 {
     const ipu_profile *p = &pkg->profile;
     memset(out, 0, sizeof *out);
     out->replayable = 1;
-    out->table_rows = ipu_calloc(ctx, p->tiles, sizeof *out->table_rows);
+    out->table_bytes = ipu_calloc(ctx, p->tiles, sizeof *out->table_bytes);
     /* Sends index by (tile, cycle): a port sends one word a cycle. */
     size_t sends = 0, recvs = 0, cap_x = 0, cap_d = 0, cap_o = 0;
-    IPU_TRY(out->table_rows ? IPU_OK : IPU_NO_MEMORY(ctx));
+    IPU_TRY(out->table_bytes ? IPU_OK : IPU_NO_MEMORY(ctx));
     for (uint32_t t = 0; t < p->tiles; t++) {
-        uint32_t rows;
-        const uint8_t *row = table_of(pkg, t, slot, &rows);
-        out->table_rows[t] = rows;
-        for (uint32_t r = 0; r < rows; r++, row += IPU_XROW_SIZE) {
-            uint32_t w0 = ipu_load_u32(row), op = w0 & 0xFF, flags = (w0 >> 8) & 0xFF;
-            if (op == IPU_XROW_SET_BASE || op == IPU_XROW_RESET_BASE || flags)
+        ipu_xrow *rows;
+        uint32_t count = table_of(pkg, t, slot, &rows, &out->table_bytes[t]);
+        ipu_status st = IPU_OK;
+        for (uint32_t r = 0; r < count && st == IPU_OK; r++) {
+            const ipu_xrow *row = &rows[r];
+            if (row->op == IPU_XROW_SET_BASE || row->op == IPU_XROW_RESET_BASE || row->flags)
                 out->replayable = 0;
-            if (op != IPU_XROW_SEND)
+            if (row->op != IPU_XROW_SEND)
                 continue;
-            IPU_TRY(ipu_grow(ctx, (void **)&out->phase.xfers, sizeof *out->phase.xfers, sends, &cap_x));
-            out->phase.xfers[sends++] = (ipu_xfer){t, ipu_load_u32(row + 12), 4 * ipu_load_u32(row + 8), 0, 0,
-                                                   ipu_load_u32(row + 4)};
+            st = ipu_grow(ctx, (void **)&out->phase.xfers, sizeof *out->phase.xfers, sends, &cap_x);
+            if (st == IPU_OK)
+                out->phase.xfers[sends++] =
+                    (ipu_xfer){t, row->address, 4 * row->words, 0, 0, row->cycle, row->address};
         }
+        free(rows);
+        IPU_TRY(st);
     }
     out->phase.count = sends;
     if (sends > 1)
@@ -105,26 +123,31 @@ static ipu_status read_back(ipu_ctx *ctx, const ipu_package *pkg, uint32_t slot,
     ipu_xfer_dst *dsts = NULL;
     uint32_t *owner = NULL;
     for (uint32_t t = 0; t < p->tiles && out->replayable; t++) {
-        uint32_t rows;
-        const uint8_t *row = table_of(pkg, t, slot, &rows);
-        for (uint32_t r = 0; r < rows; r++, row += IPU_XROW_SIZE) {
-            uint32_t w0 = ipu_load_u32(row), cycle = ipu_load_u32(row + 4) - p->exchange_latency;
-            if ((w0 & 0xFF) != IPU_XROW_RECV)
+        ipu_xrow *rows;
+        uint64_t bytes;
+        uint32_t count = table_of(pkg, t, slot, &rows, &bytes);
+        ipu_status st = IPU_OK;
+        for (uint32_t r = 0; r < count && st == IPU_OK && out->replayable; r++) {
+            const ipu_xrow *row = &rows[r];
+            if (row->op != IPU_XROW_RECV)
                 continue;
-            size_t x = find_send(out->phase.xfers, sends, w0 >> 16, cycle);
+            size_t x = find_send(out->phase.xfers, sends, row->peer, row->cycle - p->exchange_latency);
             if (x == sends) {
                 out->replayable = 0; /* a receive without its send: the device would fault */
                 break;
             }
-            ipu_status st = ipu_grow(ctx, (void **)&dsts, sizeof *dsts, recvs, &cap_d);
+            st = ipu_grow(ctx, (void **)&dsts, sizeof *dsts, recvs, &cap_d);
             if (st == IPU_OK)
                 st = ipu_grow(ctx, (void **)&owner, sizeof *owner, recvs, &cap_o);
-            if (st != IPU_OK) {
-                free(dsts), free(owner);
-                return st;
+            if (st == IPU_OK) {
+                dsts[recvs] = (ipu_xfer_dst){t, row->address, row->address};
+                owner[recvs++] = (uint32_t)x;
             }
-            dsts[recvs] = (ipu_xfer_dst){t, ipu_load_u32(row + 12)};
-            owner[recvs++] = (uint32_t)x;
+        }
+        free(rows);
+        if (st != IPU_OK) {
+            free(dsts), free(owner);
+            return st;
         }
     }
     /* Group the destinations by transfer (counting sort). */
@@ -150,58 +173,57 @@ static ipu_status read_back(ipu_ctx *ctx, const ipu_package *pkg, uint32_t slot,
     return status;
 }
 
-/* Horizon, rows and first-activity spread of a scheduled phase. */
-static json_t *figures(const ipu_profile *p, const ipu_xphase *ph, uint32_t *rows_out)
+/* Words of rows, less the tables' count words, of per-tile table bytes. */
+static void row_words(const ipu_profile *p, const uint64_t *bytes, uint64_t *most, uint64_t *total)
 {
-    uint64_t horizon = 0, total = 0, most = 0;
+    *most = *total = 0;
+    for (uint32_t t = 0; t < p->tiles; t++) {
+        uint64_t words = bytes[t] ? (bytes[t] - 4) / 4 : 0;
+        *most = words > *most ? words : *most;
+        *total += words;
+    }
+}
+
+/* Horizon, rows (table bytes[t] per tile) and first-activity spread of a
+ * scheduled phase. */
+static json_t *figures(const ipu_profile *p, const ipu_xphase *ph, const uint64_t *bytes)
+{
+    uint64_t horizon = 0, total, most;
     uint32_t *first = malloc((size_t)p->tiles * sizeof *first);
     if (!first)
         return NULL;
     for (uint32_t t = 0; t < p->tiles; t++)
-        first[t] = UINT32_MAX, rows_out[t] = 0;
+        first[t] = UINT32_MAX;
     for (size_t i = 0; i < ph->count; i++) {
         const ipu_xfer *x = &ph->xfers[i];
         uint64_t arrival = (uint64_t)x->cycle + p->exchange_latency + x->bytes / 4;
         horizon = arrival > horizon ? arrival : horizon;
-        rows_out[x->src_tile]++;
         first[x->src_tile] = x->cycle < first[x->src_tile] ? x->cycle : first[x->src_tile];
         for (uint32_t k = 0; k < x->dst_count; k++) {
             uint32_t t = ph->dsts[x->first_dst + k].tile, at = x->cycle + p->exchange_latency;
-            rows_out[t]++;
             first[t] = at < first[t] ? at : first[t];
         }
     }
     uint32_t earliest = UINT32_MAX, latest = 0;
     for (uint32_t t = 0; t < p->tiles; t++) {
-        total += rows_out[t];
-        most = rows_out[t] > most ? rows_out[t] : most;
         if (first[t] != UINT32_MAX) {
             earliest = first[t] < earliest ? first[t] : earliest;
             latest = first[t] > latest ? first[t] : latest;
         }
     }
     free(first);
+    row_words(p, bytes, &most, &total);
     return json_pack("{s:I, s:I, s:I, s:I}", "horizon_cycles", (json_int_t)horizon, "max_row_words",
-                     (json_int_t)(most * IPU_XROW_SIZE / 4), "total_row_words",
-                     (json_int_t)(total * IPU_XROW_SIZE / 4), "first_activity_span_cycles",
+                     (json_int_t)most, "total_row_words", (json_int_t)total, "first_activity_span_cycles",
                      (json_int_t)(earliest == UINT32_MAX ? 0 : latest - earliest));
 }
 
 /* The recorded schedule's figures: rows as the tables hold them (base rows
  * too); horizon and first-activity spread only when every row was read as a
  * transfer. */
-static json_t *recorded_figures(const ipu_profile *p, const read_phase *r, uint32_t *scratch)
+static json_t *recorded_figures(const ipu_profile *p, const read_phase *r)
 {
-    json_t *out = figures(p, &r->phase, scratch);
-    uint64_t total = 0, most = 0;
-    for (uint32_t t = 0; out && t < p->tiles; t++) {
-        total += r->table_rows[t];
-        most = r->table_rows[t] > most ? r->table_rows[t] : most;
-    }
-    if (out) {
-        json_object_set_new(out, "max_row_words", json_integer((json_int_t)(most * IPU_XROW_SIZE / 4)));
-        json_object_set_new(out, "total_row_words", json_integer((json_int_t)(total * IPU_XROW_SIZE / 4)));
-    }
+    json_t *out = figures(p, &r->phase, r->table_bytes);
     if (out && !r->replayable) {
         json_object_del(out, "horizon_cycles");
         json_object_del(out, "first_activity_span_cycles");
@@ -220,16 +242,16 @@ static int wanted(const json_t *phases, uint32_t phase)
     return 0;
 }
 
-/* Replay one exchange phase into a JSON entry. */
-static ipu_status replay_phase(ipu_ctx *ctx, const ipu_package *pkg, uint32_t phase, const ipu_pkg_op *op,
-                               json_t *list)
+/* Replay one exchange phase into a JSON entry, scheduled in mode. */
+static ipu_status replay_phase(ipu_ctx *ctx, const ipu_package *pkg, const ipu_xmode *mode, uint32_t phase,
+                               const ipu_pkg_op *op, json_t *list)
 {
     read_phase r;
     ipu_status status = read_back(ctx, pkg, op->b, &r);
-    uint32_t *rows = ipu_calloc(ctx, pkg->profile.tiles, sizeof *rows);
+    uint64_t *bytes = ipu_calloc(ctx, pkg->profile.tiles, sizeof *bytes);
     char label[160] = "";
     ipu_pkg_compiler_op_label(pkg, op->origin[1], label, sizeof label);
-    json_t *recorded = status == IPU_OK && rows ? recorded_figures(&pkg->profile, &r, rows) : NULL;
+    json_t *recorded = status == IPU_OK && bytes ? recorded_figures(&pkg->profile, &r) : NULL;
     json_t *entry = recorded ? json_pack("{s:I, s:s, s:I, s:b, s:o}", "phase", (json_int_t)phase, "op", label,
                                          "transfers", (json_int_t)r.phase.count, "replayed", r.replayable,
                                          "recorded", recorded)
@@ -237,11 +259,13 @@ static ipu_status replay_phase(ipu_ctx *ctx, const ipu_package *pkg, uint32_t ph
     if (status == IPU_OK && !entry)
         status = IPU_NO_MEMORY(ctx);
     if (status == IPU_OK && r.replayable) {
-        status = ipu_exchange_schedule(ctx, &pkg->profile, &r.phase);
-        json_t *again = status == IPU_OK ? figures(&pkg->profile, &r.phase, rows) : NULL;
+        status = ipu_exchange_schedule(ctx, &pkg->profile, &r.phase, mode);
+        if (status == IPU_OK)
+            status = ipu_exchange_measure(ctx, &pkg->profile, &r.phase, bytes);
+        json_t *again = status == IPU_OK ? figures(&pkg->profile, &r.phase, bytes) : NULL;
         int fits = 1;
         for (uint32_t t = 0; t < pkg->profile.tiles; t++)
-            fits &= rows[t] <= r.table_rows[t];
+            fits &= bytes[t] <= r.table_bytes[t];
         if (again) {
             json_object_set_new(again, "within_row_budget", json_boolean(fits));
             json_object_set_new(entry, "rescheduled", again);
@@ -253,7 +277,7 @@ static ipu_status replay_phase(ipu_ctx *ctx, const ipu_package *pkg, uint32_t ph
         json_array_append_new(list, entry);
     else
         json_decref(entry);
-    free(rows);
+    free(bytes);
     read_phase_free(&r);
     return status;
 }
@@ -268,13 +292,21 @@ ipu_status ipu_package_exchange_replay(ipu_ctx *ctx, const ipu_package *pkg, con
     json_t *phases = options ? json_object_get(options, "phases") : NULL;
     size_t i;
     json_t *v;
-    int bad = !json_is_object(options) || (phases && !json_is_array(phases));
+    json_t *words = options ? json_object_get(options, "stream_words") : NULL;
+    json_t *balance = options ? json_object_get(options, "balance_streams") : NULL;
+    int bad = !json_is_object(options) || (phases && !json_is_array(phases)) ||
+              (words && (!json_is_integer(words) || json_integer_value(words) < 1 ||
+                         json_integer_value(words) > (1 << 20))) ||
+              (balance && !json_is_boolean(balance)) || (json_is_true(balance) && !words);
     json_array_foreach(phases, i, v) bad |= !json_is_integer(v) || json_integer_value(v) < 0;
     if (bad) {
         json_decref(options);
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                        "exchange replay options: expected {\"phases\": [non-negative integers]} (phases optional)");
+                        "exchange replay options: expected {\"phases\": [non-negative integers], "
+                        "\"stream_words\": 1 to 1048576, \"balance_streams\": true or false (needs "
+                        "stream_words)}, each optional");
     }
+    ipu_xmode mode = {words ? (uint32_t)json_integer_value(words) : 0, json_is_true(balance)};
     json_t *list = json_array();
     ipu_status status = IPU_OK;
     /* Program phases: init ops first, each op a compute (2k) and an exchange (2k + 1) half. */
@@ -286,7 +318,7 @@ ipu_status ipu_package_exchange_replay(ipu_ctx *ctx, const ipu_package *pkg, con
             if (ops[k].op == IPU_OP_STEP && ops[k].b != IPU_NO_SLOT && wanted(phases, phase)) {
                 status = IPU_CHECK_CANCEL(ctx);
                 if (status == IPU_OK)
-                    status = replay_phase(ctx, pkg, phase, &ops[k], list);
+                    status = replay_phase(ctx, pkg, &mode, phase, &ops[k], list);
             }
         }
     }

@@ -1,9 +1,18 @@
-/* exchange.h: exchange v1, latency-oriented.  A phase is a set of transfers,
- * each one window of 32-bit words from one tile to one or more tiles
- * (multicast: every destination selects the same sender window).  Scheduling
- * assigns each transfer a send cycle so that no tile sends or receives two
- * words in one cycle; encoding turns the scheduled phase into each tile's
- * exchange table (format.h rows) once addresses are known.
+/* exchange.h: exchange scheduling and table encoding.  A phase is a set of
+ * transfers, each one window of 32-bit words from one tile to one or more
+ * tiles (multicast: every destination selects the same sender window).
+ * Scheduling assigns each transfer a send cycle so that no tile sends or
+ * receives two words in one cycle; encoding turns the scheduled phase into
+ * each tile's exchange table (format.h rows, xrow.h) once addresses are
+ * known.
+ *
+ * Every source and destination also carries a key that orders and joins
+ * them before placement has given addresses: (buffer << 32) + offset in the
+ * compiler, the address itself where addresses are all there is (stress,
+ * replay).  Two windows whose keys are adjacent (one's key plus its bytes is
+ * the other's) are adjacent in SRAM, whatever the addresses turn out to be,
+ * so a table's size (which rows can be 8-byte continuations) is known before
+ * placement and equals what encoding writes.
  */
 #ifndef IPU_EXCHANGE_H
 #define IPU_EXCHANGE_H
@@ -14,6 +23,7 @@
 typedef struct ipu_xfer_dst {
     uint32_t tile;
     uint32_t address; /* filled before encoding */
+    uint64_t key;
 } ipu_xfer_dst;
 
 typedef struct ipu_xfer {
@@ -23,6 +33,7 @@ typedef struct ipu_xfer {
     uint32_t first_dst;   /* index into the phase's dsts */
     uint32_t dst_count;   /* >= 1 */
     uint32_t cycle;       /* set by scheduling: the first send cycle */
+    uint64_t src_key;
 } ipu_xfer;
 
 typedef struct ipu_xphase {
@@ -33,14 +44,29 @@ typedef struct ipu_xphase {
     uint64_t horizon; /* set by scheduling: last arrival + 1 (0 when empty) */
 } ipu_xphase;
 
-/* Assign every transfer's cycle (earliest fit, longest transfers first) and
- * the phase horizon.  Checks tiles, sizes and destination counts. */
-ipu_status ipu_exchange_schedule(ipu_ctx *ctx, const ipu_profile *p, ipu_xphase *phase);
+/* How a phase is scheduled.  stream_words 0 is latency-oriented: greedy
+ * earliest fit, longest transfers first.  stream_words N > 0 is compact:
+ * each tile's receives form an address-ordered stream, and the streams are
+ * taken in waves of N words, so a tile receives in address order and its
+ * rows become continuations; the latency-oriented and the stream schedule
+ * are ranked by their largest table, then total table bytes, then horizon.
+ * balance adds endpoint-balanced chunks of 4N words (address order inside a
+ * chunk, the chunk whose receiver and sender are free first goes next),
+ * taken only with a shorter horizon and no larger or more table bytes. */
+typedef struct ipu_xmode {
+    uint32_t stream_words;
+    int balance;
+} ipu_xmode;
+
+/* Assign every transfer's cycle and the phase horizon in mode (NULL:
+ * latency-oriented).  Checks tiles, sizes and destination counts. */
+ipu_status ipu_exchange_schedule(ipu_ctx *ctx, const ipu_profile *p, ipu_xphase *phase, const ipu_xmode *mode);
 
 /* Every tile's exchange table of a scheduled phase, encoded in one pass:
- * tile t's table (u32 row count, then 16-byte rows: its sends by cycle,
- * then its receives by cycle) is data[offset[t] .. offset[t + 1]), empty
- * when the tile takes no part. */
+ * tile t's table (u32 row count, then its sends by cycle, then its
+ * receives by cycle, each a full row or a continuation of the row before
+ * it) is data[offset[t] .. offset[t + 1]), empty when the tile takes no
+ * part. */
 typedef struct ipu_xtables {
     uint8_t *data;
     size_t *offset; /* tiles + 1 */
@@ -49,5 +75,9 @@ typedef struct ipu_xtables {
 /* Addresses must be filled and 4-byte aligned; tiles in the profile's range. */
 ipu_status ipu_exchange_encode(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *phase, ipu_xtables *out);
 void ipu_xtables_free(ipu_xtables *t);
+
+/* The bytes encoding will write per tile (bytes[t], 0 for a tile that takes
+ * no part), from the keys and cycles alone: addresses need not be filled. */
+ipu_status ipu_exchange_measure(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *phase, uint64_t *bytes);
 
 #endif

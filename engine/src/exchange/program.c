@@ -17,8 +17,12 @@ void ipu_xprogram_free(ipu_xprogram *x)
     memset(x, 0, sizeof *x);
 }
 
+/* A window's key (exchange.h): its buffer and its offset in it. */
+static uint64_t buffer_key(uint32_t buffer, uint32_t offset) { return (uint64_t)buffer << 32 | offset; }
+
 /* Step s's transfers as a phase (tiles from their buffers), scheduled. */
-static ipu_status build_phase(ipu_ctx *ctx, ipu_low_program *prog, size_t s, ipu_xphase *ph)
+static ipu_status build_phase(ipu_ctx *ctx, ipu_low_program *prog, const ipu_xmode *mode, size_t s,
+                              ipu_xphase *ph)
 {
     ipu_low_step *step = &prog->steps[s];
     for (uint32_t n = 0; n < step->count && !step->init; n++) {
@@ -38,21 +42,24 @@ static ipu_status build_phase(ipu_ctx *ctx, ipu_low_program *prog, size_t s, ipu
     size_t d = 0;
     for (uint32_t n = 0; n < step->count; n++) {
         const ipu_low_xfer *x = &prog->xfers[step->first + n];
-        ph->xfers[n] = (ipu_xfer){prog->buffers[x->src_buffer].tile, 0, x->bytes, (uint32_t)d, x->dst_count, 0};
-        for (uint32_t k = 0; k < x->dst_count; k++, d++)
-            ph->dsts[d] = (ipu_xfer_dst){prog->buffers[prog->xdsts[x->first_dst + k].buffer].tile, 0};
+        ph->xfers[n] = (ipu_xfer){prog->buffers[x->src_buffer].tile, 0, x->bytes, (uint32_t)d, x->dst_count, 0,
+                                  buffer_key(x->src_buffer, x->src_offset)};
+        for (uint32_t k = 0; k < x->dst_count; k++, d++) {
+            const ipu_low_xdst *q = &prog->xdsts[x->first_dst + k];
+            ph->dsts[d] = (ipu_xfer_dst){prog->buffers[q->buffer].tile, 0, buffer_key(q->buffer, q->offset)};
+        }
     }
     if (!step->init && ph->count && ipu_low_take_inject(&prog->inject, IPU_INJECT_DROP_TRANSFER)) {
         ph->count--; /* the first main-program phase loses one */
         step->count--;
     }
     IPU_TRY(IPU_CHECK_CANCEL(ctx));
-    if (ipu_exchange_schedule(ctx, &prog->profile, ph) != IPU_OK)
+    if (ipu_exchange_schedule(ctx, &prog->profile, ph, mode) != IPU_OK)
         return IPU_INCONSISTENT(ctx, "exchange", "phase of step %zu (%s)", s, step->label);
     return IPU_OK;
 }
 
-ipu_status ipu_exchange_program(ipu_ctx *ctx, ipu_low_program *prog, ipu_xprogram *out)
+ipu_status ipu_exchange_program(ipu_ctx *ctx, ipu_low_program *prog, const ipu_xmode *mode, ipu_xprogram *out)
 {
     memset(out, 0, sizeof *out);
     out->phases = ipu_calloc(ctx, prog->step_count ? prog->step_count : 1, sizeof *out->phases);
@@ -62,7 +69,7 @@ ipu_status ipu_exchange_program(ipu_ctx *ctx, ipu_low_program *prog, ipu_xprogra
     ipu_status status = IPU_OK;
     for (size_t s = 0; s < prog->step_count && status == IPU_OK; s++)
         if (prog->steps[s].kind == IPU_LOW_EXCHANGE)
-            status = build_phase(ctx, prog, s, &out->phases[s]);
+            status = build_phase(ctx, prog, mode, s, &out->phases[s]);
     if (status != IPU_OK)
         ipu_xprogram_free(out);
     return status;

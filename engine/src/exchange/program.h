@@ -14,10 +14,11 @@ typedef struct ipu_xprogram {
     size_t step_count;
 } ipu_xprogram;
 
-/* Build and schedule every exchange step's phase.  The program's own
+/* Build and schedule every exchange step's phase in mode (NULL:
+ * latency-oriented), every window keyed by its buffer and offset.  The program's own
  * mutations of exchanges (a multicast destination dropped, a transfer
  * dropped from the first main-program phase) are taken here. */
-ipu_status ipu_exchange_program(ipu_ctx *ctx, ipu_low_program *prog, ipu_xprogram *out);
+ipu_status ipu_exchange_program(ipu_ctx *ctx, ipu_low_program *prog, const ipu_xmode *mode, ipu_xprogram *out);
 void ipu_xprogram_free(ipu_xprogram *x);
 
 #endif

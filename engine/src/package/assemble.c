@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "package/assemble.h"
+#include "package/xrow.h"
 
 typedef struct assembly {
     ipu_ctx *ctx;
@@ -62,24 +63,20 @@ static ipu_status group(assembly *A, ipu_package_layout *out, size_t s)
     return IPU_OK;
 }
 
-/* Pass 1: group items, size every tile's descriptors. */
-static ipu_status size_records(assembly *A, ipu_package_layout *out)
+/* Pass 1: group items, size every tile's descriptors; table[tiles] is
+ * scratch. */
+static ipu_status size_records(assembly *A, ipu_package_layout *out, uint64_t *table)
 {
     ipu_low_program *prog = A->prog;
     for (size_t s = 0; s < prog->step_count; s++) {
         ipu_low_step *step = &prog->steps[s];
         int in_body = !step->init && s >= prog->repeat_first && s < prog->repeat_first + prog->repeat_count;
         if (step->kind == IPU_LOW_EXCHANGE) {
-            const ipu_xphase *ph = &A->xprog->phases[s];
-            uint64_t *table = out->xtable_bytes;
-            for (size_t n = 0; n < ph->count; n++) {
-                table[ph->xfers[n].src_tile] += IPU_XROW_SIZE;
-                for (uint32_t k = 0; k < ph->xfers[n].dst_count; k++)
-                    table[ph->dsts[ph->xfers[n].first_dst + k].tile] += IPU_XROW_SIZE;
-            }
-            /* A table header on every tile (a bound, for tiles without rows). */
+            /* Exactly what encoding will write (by key), and a table header
+             * on every tile (a bound, for tiles without rows). */
+            IPU_TRY(ipu_exchange_measure(A->ctx, A->p, &A->xprog->phases[s], table));
             for (uint32_t t = 0; t < A->tiles; t++)
-                table[t] += 4;
+                out->xtable_bytes[t] += table[t] ? table[t] : 4;
             continue;
         }
         IPU_TRY(group(A, out, s));
@@ -122,6 +119,30 @@ static uint32_t code_bytes(uint64_t entries)
         }
     }
     return bytes;
+}
+
+/* The exchange mutations, on an encoded table: a send row's source one
+ * word on (a row whose address is written: a continuation's follows from
+ * the row before it), a receive row's cycle one later (a continuation's or
+ * a repeat's gap, which moves it and the rows that continue it). */
+static ipu_status inject_rows(assembly *A, uint8_t *table, size_t size)
+{
+    ipu_xrow prev, row;
+    for (size_t at = 4, n; at < size; at += n, prev = row) {
+        n = ipu_xrow_get(table + at, size - at, at > 4 ? &prev : NULL, &row);
+        IPU_ASSERT(A->ctx, n);
+        /* Where the cycle or the gap is, and the largest it can hold. */
+        size_t word = n == IPU_XROW_REPEAT_SIZE ? 0 : 4;
+        uint32_t most = n == IPU_XROW_SIZE ? UINT32_MAX : n == IPU_XROW_CONTINUED_SIZE ? 0xFFFF : 0xFF;
+        uint32_t field = ipu_load_u32(table + at + word) & most;
+        if (row.op == IPU_XROW_SEND && n == IPU_XROW_SIZE &&
+            ipu_low_take_inject(&A->prog->inject, IPU_INJECT_SEND_OFFSET_WORD))
+            ipu_store_u32(table + at + 12, row.address + 4);
+        if (row.op == IPU_XROW_RECV && field < most &&
+            ipu_low_take_inject(&A->prog->inject, IPU_INJECT_RECEIVE_CYCLE_LATE))
+            ipu_store_u32(table + at + word, ipu_load_u32(table + at + word) + 1);
+    }
+    return IPU_OK;
 }
 
 static uint32_t resolve(const ipu_low_program *prog, const ipu_low_arg *a)
@@ -314,8 +335,6 @@ static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, 
             for (uint32_t n = 0; n < ph->count; n++) {
                 const ipu_low_xfer *x = &prog->xfers[step->first + n];
                 ph->xfers[n].src_address = prog->buffers[x->src_buffer].address + x->src_offset;
-                if (!init && ipu_low_take_inject(&prog->inject, IPU_INJECT_SEND_OFFSET_WORD))
-                    ph->xfers[n].src_address += 4;
                 for (uint32_t k = 0; k < x->dst_count; k++, d++) {
                     const ipu_low_xdst *q = &prog->xdsts[x->first_dst + k];
                     ph->dsts[d].address = prog->buffers[q->buffer].address + q->offset;
@@ -329,13 +348,10 @@ static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, 
                 size_t size = tables.offset[t + 1] - tables.offset[t];
                 if (!size)
                     continue;
-                for (size_t r = 0; !init && r < (size - 4) / IPU_XROW_SIZE; r++) {
-                    uint8_t *row = table + 4 + r * IPU_XROW_SIZE;
-                    if ((ipu_load_u32(row) & 0xFF) == IPU_XROW_RECV &&
-                        ipu_low_take_inject(&prog->inject, IPU_INJECT_RECEIVE_CYCLE_LATE))
-                        ipu_store_u32(row + 4, ipu_load_u32(row + 4) + 1);
-                }
-                status = ipu_pkg_put_slot(b, t, slot, table, size, NULL);
+                if (!init)
+                    status = inject_rows(A, table, size);
+                if (status == IPU_OK)
+                    status = ipu_pkg_put_slot(b, t, slot, table, size, NULL);
             }
             ipu_xtables_free(&tables);
             /* Merge with the compute step just before it when that one is open. */
@@ -482,8 +498,12 @@ ipu_status ipu_package_lay_out(ipu_ctx *ctx, ipu_low_program *prog, const ipu_xp
                                 out->patch_count && out->desc_sizes && out->xtable_bytes
                             ? IPU_OK
                             : IPU_NO_MEMORY(ctx);
+    uint64_t *bytes = ipu_malloc(ctx, tiles * sizeof *bytes);
+    if (status == IPU_OK && !bytes)
+        status = IPU_NO_MEMORY(ctx);
     if (status == IPU_OK)
-        status = size_records(&A, out);
+        status = size_records(&A, out, bytes);
+    free(bytes);
     /* Support first: code after the runtime state, descriptors after the aperture. */
     out->code_base = (p->sram_base + p->runtime_state_bytes + 63u) & ~63u;
     out->slots = (uint32_t)prog->step_count + 1;

@@ -14,8 +14,14 @@
  * Tile SRAM records (addresses are byte addresses, 4-byte aligned):
  *   slot table: u32 address per slot (0 = this tile takes no part).
  *   compute list: u32 count, then descriptors (u16 entry, u16 argc, argc u32).
- *   exchange table: u32 row count, then 16-byte rows:
- *     w0 = op | flags << 8 | tile << 16, w1 = cycle, w2 = words, w3 = address.
+ *   exchange table: u32 row count, then rows (xrow.h).  Full, 16 bytes:
+ *     w0 = op | flags << 8 | tile << 16, w1 = cycle, w2 = words,
+ *     w3 = address.  The other two continue the row before them (same op
+ *     and flags): address = that row's address + its words x width, cycle =
+ *     that row's cycle + its words + gap.  Continuation (flag
+ *     IPU_XFLAG_CONTINUE), 8 bytes: w0 as a full row's, w1 = gap | words << 16.
+ *     Repeat (flag IPU_XFLAG_REPEAT), 4 bytes: w0 = gap | flags << 8 |
+ *     tile << 16, the op and the words those of the row before.
  *   host descriptor: u32 count, then 32-byte entries, each a strided run of
  *     rows: u32 stream, u32 stream offset, u32 tile address (inside the
  *     aperture), u32 row bytes, u32 rows (>= 1), u32 stream stride (bytes
@@ -32,7 +38,7 @@
 #define IPU_PACKAGE_FORMAT_H
 
 #define IPU_PKG_MAGIC "IPUPKG\r\n"
-#define IPU_PKG_VERSION 4u
+#define IPU_PKG_VERSION 5u
 #define IPU_PKG_HEADER_SIZE 64u
 #define IPU_PKG_SECTION_ENTRY_SIZE 24u
 
@@ -110,7 +116,11 @@ enum ipu_xrow_op {
 };
 #define IPU_XFLAG_RELATIVE 1u /* send: source address is relative to OUTGOING_BASE */
 #define IPU_XFLAG_PAIRED 2u   /* 64-bit words through both ports of a supertile pair */
+#define IPU_XFLAG_CONTINUE 4u /* an 8-byte row continuing the row before it */
+#define IPU_XFLAG_REPEAT 8u   /* a 4-byte row continuing the row before it, with its words */
 #define IPU_XROW_SIZE 16u
+#define IPU_XROW_CONTINUED_SIZE 8u
+#define IPU_XROW_REPEAT_SIZE 4u
 
 /* Patch kinds. */
 enum ipu_patch_kind {

@@ -10,6 +10,7 @@
 
 #include "kernels/kernels.h"
 #include "package/package.h"
+#include "package/xrow.h"
 
 #define BAD(...) IPU_FAIL(ctx, IPU_ERR_MALFORMED, "malformed package: " __VA_ARGS__)
 
@@ -345,6 +346,43 @@ static const char *where_is(const ipu_package *pkg, uint32_t tile, uint32_t addr
     return "no loaded segment";
 }
 
+/* An exchange table's count rows, each full or a continuation (xrow.h). */
+static ipu_status check_exchange(ipu_ctx *ctx, const ipu_package *pkg, uint32_t tile, uint32_t address,
+                                 uint32_t count)
+{
+    const ipu_profile *p = &pkg->profile;
+    uint32_t at = address + 4;
+    ipu_xrow prev, row;
+    for (uint32_t i = 0; i < count; i++, prev = row) {
+        /* The longest row that still lies in the segment: the row's own size decides. */
+        const uint8_t *e = NULL;
+        size_t avail = 0;
+        for (uint32_t size = IPU_XROW_SIZE; !e && size >= IPU_XROW_REPEAT_SIZE; size /= 2)
+            if ((e = record_bytes(pkg, tile, at, size)))
+                avail = size;
+        uint32_t n = e ? ipu_xrow_get(e, avail, i ? &prev : NULL, &row) : 0;
+        if (!n && (!e || !ipu_xrow_fits(e, avail)))
+            return BAD("exchange table at 0x%X on tile %u: row %u of %u runs past its segment", address, tile, i,
+                       count);
+        if (!n)
+            return BAD("exchange table at 0x%X on tile %u: row %u continues the row before it, but that row is "
+                       "%s",
+                       address, tile, i,
+                       i ? "of another op or other flags (or the row has both continuation flags)"
+                         : "missing (it is the first row)");
+        if (row.op < IPU_XROW_SEND || row.op > IPU_XROW_RESET_BASE)
+            return BAD("exchange table at 0x%X on tile %u: row %u has unknown op %u", address, tile, i, row.op);
+        if (row.flags & ~(IPU_XFLAG_RELATIVE | IPU_XFLAG_PAIRED))
+            return BAD("exchange table at 0x%X on tile %u: row %u has unknown flags 0x%X", address, tile, i,
+                       row.flags);
+        if (row.op == IPU_XROW_RECV && row.peer >= p->tiles)
+            return BAD("exchange table at 0x%X on tile %u: row %u receives from tile %u of %u", address, tile, i,
+                       row.peer, p->tiles);
+        at += n;
+    }
+    return IPU_OK;
+}
+
 static ipu_status check_record(ipu_ctx *ctx, const ipu_package *pkg, uint32_t tile, uint32_t slot,
                                int use, uint32_t address)
 {
@@ -380,9 +418,9 @@ static ipu_status check_record(ipu_ctx *ctx, const ipu_package *pkg, uint32_t ti
         }
         return IPU_OK;
     }
-    uint64_t entry_size = use == USE_EXCHANGE ? IPU_XROW_SIZE
-                          : use == USE_PATCH  ? IPU_PATCH_SIZE
-                                              : IPU_HOST_ENTRY_SIZE;
+    if (use == USE_EXCHANGE)
+        return check_exchange(ctx, pkg, tile, address, count);
+    uint64_t entry_size = use == USE_PATCH ? IPU_PATCH_SIZE : IPU_HOST_ENTRY_SIZE;
     if ((uint64_t)count * entry_size > 0xFFFFFFFFull ||
         !record_bytes(pkg, tile, address, 4 + (uint32_t)(count * entry_size)))
         return BAD("%s at 0x%X on tile %u: %u entries run past its segment", USE_NAMES[use], address,
@@ -391,18 +429,7 @@ static ipu_status check_record(ipu_ctx *ctx, const ipu_package *pkg, uint32_t ti
         const uint8_t *e = head + 4 + i * entry_size;
         uint32_t w0 = ipu_load_u32(e), w1 = ipu_load_u32(e + 4), w2 = ipu_load_u32(e + 8),
                  w3 = ipu_load_u32(e + 12);
-        if (use == USE_EXCHANGE) {
-            uint32_t op = w0 & 0xFF, flags = (w0 >> 8) & 0xFF, peer = w0 >> 16;
-            if (op < IPU_XROW_SEND || op > IPU_XROW_RESET_BASE)
-                return BAD("exchange table at 0x%X on tile %u: row %u has unknown op %u", address,
-                           tile, i, op);
-            if (flags & ~(IPU_XFLAG_RELATIVE | IPU_XFLAG_PAIRED))
-                return BAD("exchange table at 0x%X on tile %u: row %u has unknown flags 0x%X",
-                           address, tile, i, flags);
-            if (op == IPU_XROW_RECV && peer >= p->tiles)
-                return BAD("exchange table at 0x%X on tile %u: row %u receives from tile %u of %u",
-                           address, tile, i, peer, p->tiles);
-        } else if (use == USE_PATCH) {
+        if (use == USE_PATCH) {
             if (w0 != IPU_PATCH_TABLE && w0 != IPU_PATCH_PROGRESSION)
                 return BAD("patch list at 0x%X on tile %u: entry %u has unknown kind %u", address,
                            tile, i, w0);

@@ -1,0 +1,227 @@
+/* encode.c: a scheduled phase's exchange tables (exchange.h).  Every tile's
+ * rows are collected (its sends, then its receives), each list sorted by
+ * cycle (ties by key, peer, words, address: the order never depends on
+ * qsort), and written in that order; a row whose window starts where the
+ * previous row's ends, by key, is written as a continuation or a repeat
+ * (xrow.h).  Measuring walks the same rows without writing them, so the
+ * sizes package layout reserves are exactly the bytes encoding writes.
+ * Everything is single-threaded and deterministic; nothing prints.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exchange/exchange.h"
+#include "package/format.h"
+#include "package/xrow.h"
+
+/* One row before encoding. */
+typedef struct erow {
+    uint32_t cycle, words, peer, address;
+    uint64_t key;
+} erow;
+
+/* Every tile's rows: tile t's sends are rows[start[t] .. start[t] + sends[t]),
+ * its receives the rest of [start[t], start[t + 1]). */
+typedef struct tile_rows {
+    erow *rows;
+    size_t *start;
+    uint32_t *sends;
+} tile_rows;
+
+static void tile_rows_free(tile_rows *r)
+{
+    free(r->rows), free(r->start), free(r->sends);
+}
+
+static int by_cycle(const void *a, const void *b)
+{
+    const erow *x = a, *y = b;
+    if (x->cycle != y->cycle)
+        return x->cycle < y->cycle ? -1 : 1;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    if (x->peer != y->peer)
+        return x->peer < y->peer ? -1 : 1;
+    if (x->words != y->words)
+        return x->words < y->words ? -1 : 1;
+    return (x->address > y->address) - (x->address < y->address);
+}
+
+/* Check transfer i before its rows are counted. */
+static ipu_status check_xfer(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *phase, size_t i, int addressed)
+{
+    const ipu_xfer *x = &phase->xfers[i];
+    if (x->first_dst > phase->dst_total || x->dst_count > phase->dst_total - x->first_dst)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "exchange transfer %zu: destinations [%u, %llu) are outside the "
+                        "phase's %zu destinations",
+                        i, x->first_dst, (unsigned long long)x->first_dst + x->dst_count, phase->dst_total);
+    if (x->src_tile >= p->tiles || (uint64_t)x->cycle + p->exchange_latency > UINT32_MAX)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "exchange transfer %zu: source tile %u or cycle %u is out of range", i, x->src_tile,
+                        x->cycle);
+    if ((addressed && x->src_address % 4) || x->bytes == 0 || x->bytes % 4)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "exchange transfer %zu: source address 0x%X or %u bytes is not 4-byte aligned", i,
+                        x->src_address, x->bytes);
+    for (uint32_t d = 0; d < x->dst_count; d++) {
+        const ipu_xfer_dst *dst = &phase->dsts[x->first_dst + d];
+        if (dst->tile >= p->tiles)
+            return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                            "exchange transfer %zu: destination tile %u is out of range (%u tiles)", i, dst->tile,
+                            p->tiles);
+        if (addressed && dst->address % 4)
+            return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                            "exchange transfer %zu: destination address 0x%X on tile %u is not 4-byte aligned", i,
+                            dst->address, dst->tile);
+    }
+    return IPU_OK;
+}
+
+/* Collect and sort every tile's rows. */
+static ipu_status collect(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *phase, int addressed,
+                          tile_rows *out)
+{
+    uint32_t tiles = p->tiles, latency = p->exchange_latency;
+    memset(out, 0, sizeof *out);
+    out->start = ipu_calloc(ctx, (size_t)tiles + 1, sizeof *out->start);
+    out->sends = ipu_calloc(ctx, tiles, sizeof *out->sends);
+    size_t *fill = ipu_calloc(ctx, 2 * (size_t)tiles, sizeof *fill);
+    ipu_status status = out->start && out->sends && fill ? IPU_OK : IPU_NO_MEMORY(ctx);
+    size_t *recvs = fill + tiles;
+    for (size_t i = 0; i < phase->count && status == IPU_OK; i++) {
+        status = check_xfer(ctx, p, phase, i, addressed);
+        if (status != IPU_OK)
+            break;
+        const ipu_xfer *x = &phase->xfers[i];
+        out->sends[x->src_tile]++;
+        for (uint32_t d = 0; d < x->dst_count; d++)
+            recvs[phase->dsts[x->first_dst + d].tile]++;
+    }
+    for (uint32_t t = 0; t < tiles && status == IPU_OK; t++) {
+        out->start[t + 1] = out->start[t] + out->sends[t] + recvs[t];
+        fill[t] = out->start[t];
+        recvs[t] = out->start[t] + out->sends[t];
+    }
+    if (status == IPU_OK && !(out->rows = ipu_malloc(ctx, (out->start[tiles] ? out->start[tiles] : 1) * sizeof(erow))))
+        status = IPU_NO_MEMORY(ctx);
+    for (size_t i = 0; i < phase->count && status == IPU_OK; i++) {
+        const ipu_xfer *x = &phase->xfers[i];
+        uint32_t words = x->bytes / 4;
+        out->rows[fill[x->src_tile]++] = (erow){x->cycle, words, 0, x->src_address, x->src_key};
+        for (uint32_t d = 0; d < x->dst_count; d++) {
+            const ipu_xfer_dst *dst = &phase->dsts[x->first_dst + d];
+            out->rows[recvs[dst->tile]++] = (erow){x->cycle + latency, words, x->src_tile, dst->address, dst->key};
+        }
+    }
+    for (uint32_t t = 0; t < tiles && status == IPU_OK; t++) {
+        erow *rows = out->rows + out->start[t];
+        size_t sends = out->sends[t], all = out->start[t + 1] - out->start[t];
+        qsort(rows, sends, sizeof *rows, by_cycle);
+        qsort(rows + sends, all - sends, sizeof *rows, by_cycle);
+    }
+    free(fill);
+    if (status != IPU_OK)
+        tile_rows_free(out);
+    return status;
+}
+
+static ipu_xrow xrow_of(const erow *r, uint32_t op)
+{
+    return (ipu_xrow){op, 0, r->peer, r->cycle, r->words, r->address};
+}
+
+/* The bytes row i of a list takes after row i - 1 (adjacent by key: 4 or 8). */
+static uint32_t row_size(const erow *rows, size_t i, uint32_t op)
+{
+    if (i == 0)
+        return IPU_XROW_SIZE;
+    ipu_xrow prev = xrow_of(&rows[i - 1], op), row = xrow_of(&rows[i], op);
+    return ipu_xrow_size(&prev, &row, rows[i].key == rows[i - 1].key + 4ull * rows[i - 1].words);
+}
+
+/* Bytes of a list of n rows of op. */
+static uint64_t list_bytes(const erow *rows, size_t n, uint32_t op)
+{
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        bytes += row_size(rows, i, op);
+    return bytes;
+}
+
+static uint64_t table_bytes(const tile_rows *r, uint32_t t)
+{
+    size_t all = r->start[t + 1] - r->start[t], sends = r->sends[t];
+    if (!all)
+        return 0;
+    const erow *rows = r->rows + r->start[t];
+    return 4 + list_bytes(rows, sends, IPU_XROW_SEND) + list_bytes(rows + sends, all - sends, IPU_XROW_RECV);
+}
+
+ipu_status ipu_exchange_measure(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *phase, uint64_t *bytes)
+{
+    if (!p || !phase || !bytes || (phase->count && !phase->xfers) || (phase->dst_total && !phase->dsts))
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "exchange measure: missing profile, phase or output");
+    tile_rows r;
+    IPU_TRY(collect(ctx, p, phase, 0, &r));
+    for (uint32_t t = 0; t < p->tiles; t++)
+        bytes[t] = table_bytes(&r, t);
+    tile_rows_free(&r);
+    return IPU_OK;
+}
+
+/* Write a list of n rows of op at 'at'; returns the bytes written, 0 when a
+ * row continues its predecessor by key but not by address (an address that
+ * placement did not derive from its key). */
+static uint64_t put_list(uint8_t *at, const erow *rows, size_t n, uint32_t op)
+{
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t size = row_size(rows, i, op);
+        ipu_xrow row = xrow_of(&rows[i], op), prev = i ? xrow_of(&rows[i - 1], op) : row;
+        if (size != IPU_XROW_SIZE && row.address != prev.address + 4 * prev.words)
+            return 0;
+        bytes += ipu_xrow_put(at + bytes, &prev, &row, size);
+    }
+    return bytes;
+}
+
+void ipu_xtables_free(ipu_xtables *t)
+{
+    free(t->data);
+    free(t->offset);
+    t->data = NULL, t->offset = NULL;
+}
+
+ipu_status ipu_exchange_encode(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *phase, ipu_xtables *out)
+{
+    if (!p || !phase || !out || (phase->count && !phase->xfers) || (phase->dst_total && !phase->dsts))
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "exchange encode: missing profile, phase or output");
+    memset(out, 0, sizeof *out);
+    tile_rows r;
+    IPU_TRY(collect(ctx, p, phase, 1, &r));
+    uint32_t tiles = p->tiles;
+    out->offset = ipu_calloc(ctx, (size_t)tiles + 1, sizeof *out->offset);
+    ipu_status status = out->offset ? IPU_OK : IPU_NO_MEMORY(ctx);
+    for (uint32_t t = 0; t < tiles && status == IPU_OK; t++)
+        out->offset[t + 1] = out->offset[t] + table_bytes(&r, t);
+    if (status == IPU_OK && !(out->data = ipu_malloc(ctx, out->offset[tiles] ? out->offset[tiles] : 1)))
+        status = IPU_NO_MEMORY(ctx);
+    for (uint32_t t = 0; t < tiles && status == IPU_OK; t++) {
+        size_t all = r.start[t + 1] - r.start[t], sends = r.sends[t];
+        if (!all)
+            continue;
+        uint8_t *table = out->data + out->offset[t];
+        const erow *rows = r.rows + r.start[t];
+        ipu_store_u32(table, (uint32_t)all);
+        uint64_t sent = put_list(table + 4, rows, sends, IPU_XROW_SEND);
+        uint64_t received = put_list(table + 4 + sent, rows + sends, all - sends, IPU_XROW_RECV);
+        if ((sends && !sent) || (all > sends && !received) || 4 + sent + received != out->offset[t + 1] - out->offset[t])
+            status = IPU_INCONSISTENT(ctx, "exchange",
+                                      "tile %u: windows adjacent by key are not adjacent by address", t);
+    }
+    tile_rows_free(&r);
+    if (status != IPU_OK)
+        ipu_xtables_free(out);
+    return status;
+}
