@@ -30,6 +30,11 @@ baseline measured in the same run (never asserted in tests).
            with and without the allocation checks (their cost: the fastest
            inference of each), simulated cycles per
            inference; the last output checked against the reference.
+           With --exchange-modes, instead: the ViT built and run once in each
+           exchange scheduling mode (latency-oriented, compact stream waves
+           of 256 words, and with balanced chunks): cycles, exchange cycles,
+           largest exchange table per tile, tensor bytes available per tile,
+           build time, and the output checked against the FP32 reference.
   noise    the output check's noise floor over 50+ correct plans (MLP and ViT,
            16 to 1472 tiles, budgets, attention modes, batches 1 and 2, FP8
            and FP16): per reference mode and output type the worst cosine,
@@ -38,7 +43,7 @@ baseline measured in the same run (never asserted in tests).
   mutations every seeded compiler bug of the catalogue on the small workload it
            has a place in: how it was caught, where, and the op named.
   exchange the exchange phases of a saved package (--package FILE) scheduled
-           again: per phase the recorded and the rescheduled horizon, the
+           again (latency-oriented, or --stream-words N [--balance-streams]): per phase the recorded and the rescheduled horizon, the
            largest and total table rows in words, the spread of the active
            tiles' first transfers after the barrier, and whether the tables
            still fit the bytes the package gave them.
@@ -54,7 +59,7 @@ import time
 from pathlib import Path
 
 from . import mutation_catalogue, noise_floor, profiles, runner, stress, tolerances, transformer
-from .command import EXIT_OK, guarded, output_folders, positive_int, tile_count, write_result
+from .command import EXIT_OK, UsageError, guarded, int_in, output_folders, positive_int, tile_count, write_result
 from .native import (INTERNAL, Context, IpuError, Package, Workload, bench_gemm, bench_kernels, check_outputs,
                      mutations)
 from .progress import Progress
@@ -65,6 +70,13 @@ VIT_TARGETS = {"build_seconds": 60, "peak_rss_mib": 4096, "device_reference_rati
 # `ipu-e2e-test --compile-only` of the ViT at each batch, in a process of its own.
 COMPILE_ONLY_TARGETS = {"build_seconds": 10, "peak_rss_mib": 1024}
 COMPILE_ONLY_BATCHES = (1, 2)
+# `ipu-e2e-bench vit --exchange-modes`: the modes (compile options) and targets.
+MODE_STREAM_WORDS = 256
+EXCHANGE_MODES = (("latency-oriented (default)", {}),
+                  (f"--exchange-stream-words {MODE_STREAM_WORDS}", {"exchange_stream_words": MODE_STREAM_WORDS}),
+                  (f"--exchange-stream-words {MODE_STREAM_WORDS} --balance-streams",
+                   {"exchange_stream_words": MODE_STREAM_WORDS, "balance_streams": True}))
+EXCHANGE_MODE_TARGETS = {"compact_table_ratio": 0.7}
 CLI = Path(__file__).resolve().parents[1] / "bin" / "ipu-e2e-test"
 
 def parser():
@@ -121,6 +133,11 @@ def parser():
                      help="attention implementation (default: auto, the planner's choice)")
     vit.add_argument("--inferences", type=positive_int, default=3, metavar="N",
                      help="resident inferences after one upload (default: 3)")
+    vit.add_argument("--exchange-modes", action="store_true",
+                     help="instead: the ViT built and run in each exchange scheduling mode (latency-oriented, "
+                          f"--exchange-stream-words {MODE_STREAM_WORDS}, and with --balance-streams), with its "
+                          "cycles, exchange cycles, largest exchange table, tensor bytes available per tile and "
+                          "build time, each output checked against the FP32 reference")
     vit.add_argument("--output", type=Path, metavar="DIR", help="write bench-vit.json to DIR")
     vit.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     noise = sub.add_parser("noise", help="the output check's noise floor over correct plans")
@@ -135,6 +152,10 @@ def parser():
                           help="the package (ipu-e2e-test --save-package FILE)")
     exchange.add_argument("--phases", type=phase_list, metavar="LIST",
                           help="program phases to replay, comma separated (default: every exchange phase)")
+    exchange.add_argument("--stream-words", type=int_in(1, transformer.MAX_STREAM_WORDS), metavar="N",
+                          help="reschedule in compact stream waves of N words (default: latency-oriented)")
+    exchange.add_argument("--balance-streams", action="store_true",
+                          help="with --stream-words N: also endpoint-balanced chunks of 4 N words")
     exchange.add_argument("--output", type=Path, metavar="DIR", help="write bench-exchange.json to DIR")
     exchange.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     return p
@@ -153,18 +174,23 @@ def phase_list(text):
 
 
 def bench_exchange(args, progress):
+    if args.balance_streams and args.stream_words is None:
+        raise UsageError("--balance-streams needs --stream-words N (its chunks are 4 N words)")
     progress.update(f"loading {args.package}")
     ctx = Context()
     package = Package.load_file(ctx, args.package)
     progress.update("rescheduling the exchange phases")
-    replay = package.exchange_replay(args.phases)
-    return {"bench": "exchange", "package": str(args.package), **replay}
+    replay = package.exchange_replay(args.phases, args.stream_words, args.balance_streams)
+    mode = (f"stream waves of {args.stream_words} words" + (", balanced chunks" if args.balance_streams else "")
+            if args.stream_words else "latency-oriented")
+    return {"bench": "exchange", "package": str(args.package), "mode": mode, **replay}
 
 
 def report_exchange(result, out):
     phases = result["phases"]
     print(f"exchange replay of {result['package']}: {len(phases)} exchange phases (latency {result['latency']} "
-          f"cycles); horizon, table rows in words and first-activity spread, recorded -> rescheduled", file=out)
+          f"cycles), rescheduled {result['mode']}; horizon, table rows in words and first-activity spread, "
+          f"recorded -> rescheduled", file=out)
     print("| phase | op | transfers | horizon | max row words | total row words | first-activity span | "
           "within row budget |", file=out)
     print("|---:|---|---:|---:|---:|---:|---:|---|", file=out)
@@ -426,6 +452,8 @@ def report_plan(result, out):
 
 
 def bench_vit(args, progress):
+    if args.exchange_modes:
+        return exchange_modes(args, progress)
     # First, while this process is small: a child's peak RSS starts from its
     # parent's (Linux keeps the high-water mark across exec).
     compile_only_runs = [compile_only(args, batch, progress) for batch in COMPILE_ONLY_BATCHES]
@@ -480,6 +508,63 @@ def bench_vit(args, progress):
     return result
 
 
+def exchange_modes(args, progress):
+    """The ViT in each exchange scheduling mode: built, run once, checked."""
+    ctx = Context(progress=lambda stage, done, total: progress.update(f"compile: {stage}"))
+    profile = profiles.load(ctx, args.device, args.tiles or 0)
+    progress.update(f"generating the {args.workload} inputs and weights")
+    options = {"workload": args.workload, **({"layers": args.layers} if args.layers else {})}
+    workload = Workload(ctx, options)
+    progress.update("FP32 reference")
+    workload.reference_run({"fp32": True})
+    output = next(t for t in workload.info()["tensors"] if t["role"] == "output")
+    reference = workload.reference_output(output["name"])
+    rows = []
+    for name, mode in EXCHANGE_MODES:
+        progress.update(f"{name}: building")
+        package, report = workload.compile(profile, attention=args.attention, search=mode)
+        support = report["package"]
+        run_result, outputs, _ = runner.run(ctx, package, progress)
+        package.close()
+        check = check_outputs(ctx, reference, outputs[output["name"]], output["dtype"], output["rows"],
+                              output["cols"], tolerances.criteria("fp32", output["dtype"]))
+        rows.append({"mode": name, "options": mode, "cycles": run_result["cycles"],
+                     "exchange_cycles": run_result["totals"]["exchange"],
+                     "max_exchange_table_bytes": support["exchange_table_bytes"],
+                     "tensor_bytes_available": support["tensor_bytes_available"],
+                     "build_seconds": sum(report["wall_seconds"].values()), "min_cosine": check["min_cosine"],
+                     "check_passed": check["passed"]})
+    default = rows[0]
+    for r in rows:
+        r["table_ratio"] = r["max_exchange_table_bytes"] / default["max_exchange_table_bytes"]
+        r["cycle_ratio"] = r["cycles"] / default["cycles"]
+    return {"bench": "vit-exchange-modes", "workload": args.workload, "device": profile["name"],
+            "tiles": profile["tiles"], "geometry": transformer.geometry(workload.info()), "attention": args.attention,
+            "modes": rows, "targets": EXCHANGE_MODE_TARGETS,
+            "targets_met": {"compact_table_ratio": rows[1]["table_ratio"] <= EXCHANGE_MODE_TARGETS["compact_table_ratio"],
+                            "balanced_no_slower": rows[2]["cycles"] <= default["cycles"],
+                            "all_checks_passed": all(r["check_passed"] for r in rows)}}
+
+
+def report_exchange_modes(result, out):
+    g, met = result["geometry"], result["targets_met"]
+    print(f"vit exchange modes: {result['workload']} on {result['device']} ({result['tiles']} tiles), {g['layers']} "
+          f"layers, attention {result['attention']}", file=out)
+    print("| mode | cycles | exchange cycles | max exchange table bytes per tile | tensor bytes available per tile "
+          "| build s | min cosine |", file=out)
+    print("|---|---:|---:|---:|---:|---:|---:|", file=out)
+    for r in result["modes"]:
+        print(f"| {r['mode']} | {r['cycles']:,} ({r['cycle_ratio']:.3f}x) | {r['exchange_cycles']:,} | "
+              f"{r['max_exchange_table_bytes']:,} ({r['table_ratio']:.3f}x) | {r['tensor_bytes_available']:,} | "
+              f"{r['build_seconds']:.2f} | {r['min_cosine']:.6f} {'PASS' if r['check_passed'] else 'FAIL'} |",
+              file=out)
+    verdict = {True: "met", False: "NOT met"}
+    print(f"  targets: compact table <= {EXCHANGE_MODE_TARGETS['compact_table_ratio']}x the default's: "
+          f"{verdict[met['compact_table_ratio']]}; balanced no slower than the default: "
+          f"{verdict[met['balanced_no_slower']]}; every output passes: {verdict[met['all_checks_passed']]}",
+          file=out)
+
+
 def compile_only(args, batch, progress):
     """ipu-e2e-test --compile-only of the bench's ViT at one batch, in its own
     process (so its peak RSS is the build's): build seconds by stage, peak RSS."""
@@ -498,6 +583,8 @@ def compile_only(args, batch, progress):
 
 
 def report_vit(result, out):
+    if result["bench"] == "vit-exchange-modes":
+        return report_exchange_modes(result, out)
     g, met = result["geometry"], result["targets_met"]
     planned = ", ".join(f"{kind} {mode}" for kind, mode in result["planned_attention"].items())
 

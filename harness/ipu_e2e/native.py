@@ -228,9 +228,15 @@ class Package:
             self._info = json.loads(self.ctx.take_string(out))
         return self._info
 
-    def exchange_replay(self, phases=None):
-        """Every exchange phase (or the program phases listed) rescheduled beside its recorded schedule."""
+    def exchange_replay(self, phases=None, stream_words=None, balance_streams=False):
+        """Every exchange phase (or the program phases listed) rescheduled beside its recorded schedule:
+        latency-oriented, or in stream waves of stream_words words (balanced chunks too with
+        balance_streams)."""
         options = {} if phases is None else {"phases": list(phases)}
+        if stream_words:
+            options["stream_words"] = stream_words
+        if balance_streams:
+            options["balance_streams"] = True
         out = ctypes.c_void_p()
         self.ctx.check(lib().ipu_package_exchange_replay(self.ctx.handle, self.handle, json.dumps(options).encode(),
                                                           ctypes.byref(out)))

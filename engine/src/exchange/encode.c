@@ -2,8 +2,8 @@
  * rows are collected (its sends, then its receives), each list sorted by
  * cycle (ties by key, peer, words, address: the order never depends on
  * qsort), and written in that order; a row whose window starts where the
- * previous row's ends, by key, is written as a continuation or a repeat
- * (xrow.h).  Measuring walks the same rows without writing them, so the
+ * previous row's ends, or ends where it starts, by key, is written as a
+ * continuation or a repeat (xrow.h).  Measuring walks the same rows without writing them, so the
  * sizes package layout reserves are exactly the bytes encoding writes.
  * Everything is single-threaded and deterministic; nothing prints.
  */
@@ -131,13 +131,23 @@ static ipu_xrow xrow_of(const erow *r, uint32_t op)
     return (ipu_xrow){op, 0, r->peer, r->cycle, r->words, r->address};
 }
 
-/* The bytes row i of a list takes after row i - 1 (adjacent by key: 4 or 8). */
+/* Where row i's window lies against row i - 1's, by key. */
+static int adjacency(const erow *rows, size_t i)
+{
+    if (i == 0)
+        return IPU_XROW_APART;
+    if (rows[i].key == rows[i - 1].key + 4ull * rows[i - 1].words)
+        return IPU_XROW_AFTER;
+    return rows[i].key + 4ull * rows[i].words == rows[i - 1].key ? IPU_XROW_BEFORE : IPU_XROW_APART;
+}
+
+/* The bytes row i of a list takes after row i - 1. */
 static uint32_t row_size(const erow *rows, size_t i, uint32_t op)
 {
     if (i == 0)
         return IPU_XROW_SIZE;
     ipu_xrow prev = xrow_of(&rows[i - 1], op), row = xrow_of(&rows[i], op);
-    return ipu_xrow_size(&prev, &row, rows[i].key == rows[i - 1].key + 4ull * rows[i - 1].words);
+    return ipu_xrow_size(&prev, &row, adjacency(rows, i));
 }
 
 /* Bytes of a list of n rows of op. */
@@ -178,10 +188,12 @@ static uint64_t put_list(uint8_t *at, const erow *rows, size_t n, uint32_t op)
     uint64_t bytes = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t size = row_size(rows, i, op);
+        int side = adjacency(rows, i);
         ipu_xrow row = xrow_of(&rows[i], op), prev = i ? xrow_of(&rows[i - 1], op) : row;
-        if (size != IPU_XROW_SIZE && row.address != prev.address + 4 * prev.words)
+        uint32_t where = side == IPU_XROW_AFTER ? prev.address + 4 * prev.words : prev.address - 4 * row.words;
+        if (size != IPU_XROW_SIZE && row.address != where)
             return 0;
-        bytes += ipu_xrow_put(at + bytes, &prev, &row, size);
+        bytes += ipu_xrow_put(at + bytes, &prev, &row, size, side);
     }
     return bytes;
 }

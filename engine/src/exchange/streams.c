@@ -1,10 +1,16 @@
 /* streams.c: compact scheduling orders (streams.h).  Both orders build the
  * receive streams once: every destination of every transfer, sorted by
- * (tile, key, transfer).  A tile's floor is the end of its last receive so
- * far (send-time cycles); a transfer goes at the earliest fit at or after
- * the floors of all its destinations, which keeps each stream's receives in
- * the order they were taken.  A multicast transfer is placed once, by the
- * first stream that takes it.
+ * (tile, key, transfer), and each stream turned to start at its first
+ * window from a tile above its own (wrapping around to the windows before
+ * it, which costs one full row).  Redistributions are mostly all-to-alls
+ * within groups of tiles, every receiver's buffer in sender order: unturned,
+ * every receiver would first ask the group's first sender and wait for it
+ * in turn; turned, the receivers of a group ask distinct senders at every
+ * step.  A tile's floor is the end of its last receive so far (send-time
+ * cycles); a transfer goes at the earliest fit at or after the floors of
+ * all its destinations, which keeps each stream's receives in the order
+ * they were taken.  A multicast transfer is placed once, by the first
+ * stream that takes it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +67,23 @@ static ipu_status streams_build(ipu_ctx *ctx, const ipu_profile *p, const ipu_xp
     qsort(s->entries, n, sizeof *s->entries, by_stream);
     for (uint32_t t = 0; t < p->tiles; t++)
         s->start[t + 1] += s->start[t];
+    /* Turn each stream to start after its own tile (described at the top). */
+    entry *turned = ipu_malloc(ctx, (n ? n : 1) * sizeof *turned);
+    if (!turned) {
+        streams_free(s);
+        return IPU_NO_MEMORY(ctx);
+    }
+    for (uint32_t t = 0; t < p->tiles; t++) {
+        size_t first = s->start[t], count = s->start[t + 1] - first, shift = 0;
+        while (shift < count && phase->xfers[s->entries[first + shift].xfer].src_tile <= t)
+            shift++;
+        if (shift == count)
+            shift = 0;
+        for (size_t i = 0; i < count; i++)
+            turned[first + i] = s->entries[first + (i + shift) % count];
+    }
+    free(s->entries);
+    s->entries = turned;
     return IPU_OK;
 }
 

@@ -1,5 +1,6 @@
 /* streams.h: the compact scheduling orders (streams.c).  A tile's receive
- * stream is its destinations sorted by key (address order); a transfer
+ * stream is its destinations sorted by key (address order), started at its
+ * first window from a tile above its own and wrapped around; a transfer
  * placed on a stream never goes before the stream's last receive, so the
  * tile receives in address order and its table rows become continuations.
  */

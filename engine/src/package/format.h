@@ -17,8 +17,9 @@
  *   exchange table: u32 row count, then rows (xrow.h).  Full, 16 bytes:
  *     w0 = op | flags << 8 | tile << 16, w1 = cycle, w2 = words,
  *     w3 = address.  The other two continue the row before them (same op
- *     and flags): address = that row's address + its words x width, cycle =
- *     that row's cycle + its words + gap.  Continuation (flag
+ *     and flags): address = that row's address + its words x width (with
+ *     IPU_XFLAG_DESCEND: that row's address - this row's words x width),
+ *     cycle = that row's cycle + its words + gap.  Continuation (flag
  *     IPU_XFLAG_CONTINUE), 8 bytes: w0 as a full row's, w1 = gap | words << 16.
  *     Repeat (flag IPU_XFLAG_REPEAT), 4 bytes: w0 = gap | flags << 8 |
  *     tile << 16, the op and the words those of the row before.
@@ -118,6 +119,7 @@ enum ipu_xrow_op {
 #define IPU_XFLAG_PAIRED 2u   /* 64-bit words through both ports of a supertile pair */
 #define IPU_XFLAG_CONTINUE 4u /* an 8-byte row continuing the row before it */
 #define IPU_XFLAG_REPEAT 8u   /* a 4-byte row continuing the row before it, with its words */
+#define IPU_XFLAG_DESCEND 16u /* a continuation or repeat row ending where the row before it starts */
 #define IPU_XROW_SIZE 16u
 #define IPU_XROW_CONTINUED_SIZE 8u
 #define IPU_XROW_REPEAT_SIZE 4u

@@ -8,6 +8,7 @@
 #define REPEAT_GAP_MAX 0xFFu
 #define CONTINUED_WORDS_MAX 0xFFFFu
 #define LINK_FLAGS (IPU_XFLAG_CONTINUE | IPU_XFLAG_REPEAT)
+#define ROW_FLAGS (LINK_FLAGS | IPU_XFLAG_DESCEND)
 
 uint32_t ipu_xrow_width(const ipu_xrow *row) { return (row->flags & IPU_XFLAG_PAIRED) ? 8u : 4u; }
 
@@ -20,9 +21,9 @@ static uint32_t size_of(uint32_t w0)
     return link == IPU_XFLAG_REPEAT ? IPU_XROW_REPEAT_SIZE : link == IPU_XFLAG_CONTINUE ? IPU_XROW_CONTINUED_SIZE : IPU_XROW_SIZE;
 }
 
-uint32_t ipu_xrow_size(const ipu_xrow *prev, const ipu_xrow *row, int contiguous)
+uint32_t ipu_xrow_size(const ipu_xrow *prev, const ipu_xrow *row, int adjacency)
 {
-    if (!contiguous || !prev || !is_transfer(row->op) || prev->op != row->op || prev->flags != row->flags)
+    if (adjacency == IPU_XROW_APART || !prev || !is_transfer(row->op) || prev->op != row->op || prev->flags != row->flags)
         return IPU_XROW_SIZE;
     uint64_t end = (uint64_t)prev->cycle + prev->words;
     if (row->cycle < end || row->cycle - end > GAP_MAX || row->words == 0 || row->words > CONTINUED_WORDS_MAX)
@@ -31,14 +32,15 @@ uint32_t ipu_xrow_size(const ipu_xrow *prev, const ipu_xrow *row, int contiguous
                                                                           : IPU_XROW_CONTINUED_SIZE;
 }
 
-uint32_t ipu_xrow_put(uint8_t *at, const ipu_xrow *prev, const ipu_xrow *row, uint32_t size)
+uint32_t ipu_xrow_put(uint8_t *at, const ipu_xrow *prev, const ipu_xrow *row, uint32_t size, int adjacency)
 {
     uint32_t w0 = row->op | row->flags << 8 | row->peer << 16;
     uint32_t gap = size == IPU_XROW_SIZE ? 0 : row->cycle - (prev->cycle + prev->words);
+    uint32_t down = adjacency == IPU_XROW_BEFORE ? IPU_XFLAG_DESCEND : 0;
     if (size == IPU_XROW_REPEAT_SIZE) {
-        ipu_store_u32(at, gap | (row->flags | IPU_XFLAG_REPEAT) << 8 | row->peer << 16);
+        ipu_store_u32(at, gap | (row->flags | IPU_XFLAG_REPEAT | down) << 8 | row->peer << 16);
     } else if (size == IPU_XROW_CONTINUED_SIZE) {
-        ipu_store_u32(at, w0 | IPU_XFLAG_CONTINUE << 8);
+        ipu_store_u32(at, w0 | (IPU_XFLAG_CONTINUE | down) << 8);
         ipu_store_u32(at + 4, gap | row->words << 16);
     } else {
         ipu_store_u32(at, w0);
@@ -58,13 +60,13 @@ uint32_t ipu_xrow_get(const uint8_t *at, size_t avail, const ipu_xrow *prev, ipu
 {
     if (!ipu_xrow_fits(at, avail))
         return 0;
-    uint32_t w0 = ipu_load_u32(at), size = size_of(w0), link = (w0 >> 8) & LINK_FLAGS;
+    uint32_t w0 = ipu_load_u32(at), size = size_of(w0), link = (w0 >> 8) & ROW_FLAGS;
     row->op = w0 & 0xFF;
-    row->flags = (w0 >> 8) & 0xFF & ~LINK_FLAGS;
+    row->flags = (w0 >> 8) & 0xFF & ~ROW_FLAGS;
     row->peer = w0 >> 16;
     if (size == IPU_XROW_SIZE) {
         if (link)
-            return 0; /* both continuation flags */
+            return 0; /* both continuation flags, or descending */
         row->cycle = ipu_load_u32(at + 4);
         row->words = ipu_load_u32(at + 8);
         row->address = ipu_load_u32(at + 12);
@@ -83,6 +85,7 @@ uint32_t ipu_xrow_get(const uint8_t *at, size_t avail, const ipu_xrow *prev, ipu
     if (!prev || !is_transfer(row->op) || prev->op != row->op || prev->flags != row->flags)
         return 0;
     row->cycle = prev->cycle + prev->words + gap;
-    row->address = prev->address + prev->words * ipu_xrow_width(prev);
+    row->address = (link & IPU_XFLAG_DESCEND) ? prev->address - row->words * ipu_xrow_width(row)
+                                              : prev->address + prev->words * ipu_xrow_width(prev);
     return size;
 }
