@@ -74,6 +74,9 @@ CASES = [
     ("test", [*SMALL_MLP, "--catalogue-budget", "99999999999"], ["--catalogue-budget", "at most"]),
     ("test", [*SMALL_MLP, "--frontier-cap", "0"], ["--frontier-cap", "positive integer"]),
     ("test", [*SMALL_MLP, "--catalogue-group", "x"], ["--catalogue-group", "positive integer"]),
+    ("test", [*SMALL_MLP, "--exchange-stream-words", "0"], ["--exchange-stream-words", "1..1048576", "got 0"]),
+    ("test", [*SMALL_MLP, "--exchange-stream-words", "4x"], ["--exchange-stream-words", "'4x'"]),
+    ("test", [*SMALL_MLP, "--balance-streams"], ["--balance-streams", "needs --exchange-stream-words"]),
     ("test", [*SMALL_MLP, "--seed", "abc"], ["--seed", "'abc'", "integer"]),
     ("test", [*SMALL_MLP, "--seed", "-1"], ["--seed", "0.."]),
     ("test", [*SMALL_MLP, "--seed", "999999999999999999999999"], ["--seed", "0.."]),
@@ -163,6 +166,8 @@ CASES = [
     ("bench", ["exchange", "--package", "{missing.pkg}"], ["missing.pkg"]),
     ("bench", ["exchange", "--package", "{valid.pkg}", "--phases", "3,x"], ["--phases", "'3,x'"]),
     ("bench", ["exchange", "--package", "{valid.pkg}", "--phases", "-1"], ["--phases", "non-negative"]),
+    ("bench", ["exchange", "--package", "{valid.pkg}", "--stream-words", "0"], ["--stream-words", "got 0"]),
+    ("bench", ["exchange", "--package", "{valid.pkg}", "--balance-streams"], ["--balance-streams", "--stream-words"]),
     # ci/nightly
     ("nightly", ["--cases", "{missing.json}"], ["missing.json", "No such file"]),
     ("nightly", ["--cases", "{cases-empty.json}"], ["cases-empty.json", "JSON"]),

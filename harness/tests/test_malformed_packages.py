@@ -48,6 +48,7 @@ EXPECTED = {
     "malformed-code-outside-region0.pkg": ["code segment", "outside region 0"],
     "malformed-unknown-kernel-entry.pkg": ["code segment", "unknown kernel entry 999"],
     "malformed-compute-unknown-kernel.pkg": ["compute list", "unknown kernel entry 999"],
+    "malformed-exchange-continues-nothing.pkg": ["exchange table", "row 0 continues", "the first row"],
     "malformed-exchange-unknown-peer.pkg": ["exchange table", "from tile 9"],
     "malformed-host-outside-aperture.pkg": ["host output", "outside the host aperture"],
     "malformed-host-strided-past-aperture.pkg": ["host output", "2 rows", "outside the host aperture"],
