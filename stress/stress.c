@@ -38,7 +38,7 @@ typedef struct stress {
     uint64_t *send_busy, *recv_busy; /* slot bitmasks per tile port */
     uint32_t *slot_of;               /* per sending tile */
     uint64_t words_checked;
-    int skip_reset; /* injected: the reset probe keeps the loop's OUTGOING_BASE */
+    int skip_reset; /* injected: the loop leaves OUTGOING_BASE set after its phase */
     size_t cases_emitted; /* compiler ops added: one per case */
 } stress;
 
@@ -122,7 +122,7 @@ static ipu_status emit_loop_tables(stress *st, const stress_case *c, uint32_t ex
 {
     uint32_t T = st->tiles, L = st->p->exchange_latency, W = st->words;
     uint32_t flags = c->width == 8 ? IPU_XFLAG_PAIRED : 0;
-    uint8_t table[4 + (2 + MAX_RECEIVERS) * IPU_XROW_SIZE];
+    uint8_t table[4 + (3 + MAX_RECEIVERS) * IPU_XROW_SIZE];
     uint8_t patches[4 + (1 + MAX_RECEIVERS) * IPU_PATCH_SIZE];
     uint32_t *sources = ipu_malloc(st->ctx, st->iterations * sizeof *sources);
     if (!sources)
@@ -131,11 +131,12 @@ static ipu_status emit_loop_tables(stress *st, const stress_case *c, uint32_t ex
     for (uint32_t t = 0; t < T && status == IPU_OK; t++) {
         uint32_t rows = 0, send_row, base_row = 0;
         uint8_t *r = table + 4;
-        if (c->base && (looped || !st->skip_reset)) {
-            /* The loop sets OUTGOING_BASE (patched per iteration); the probe resets it. */
+        if (c->base && looped) {
+            /* The loop sets OUTGOING_BASE (patched per iteration) and resets it
+             * at its end (a phase must); the probe after it reads absolute
+             * sources through relative rows. */
             base_row = rows++;
-            put_row(r + IPU_XROW_SIZE * base_row, looped ? IPU_XROW_SET_BASE : IPU_XROW_RESET_BASE,
-                    0, 0, 0, 0, looped ? source_address(st, c, 0) : 0);
+            put_row(r + IPU_XROW_SIZE * base_row, IPU_XROW_SET_BASE, 0, 0, 0, 0, source_address(st, c, 0));
         }
         send_row = rows++;
         put_row(r + IPU_XROW_SIZE * send_row, IPU_XROW_SEND, flags | (c->base ? IPU_XFLAG_RELATIVE : 0),
@@ -147,6 +148,8 @@ static ipu_status emit_loop_tables(stress *st, const stress_case *c, uint32_t ex
             put_row(r + IPU_XROW_SIZE * rows++, IPU_XROW_RECV, flags, sender,
                     st->slot_of[sender] * W + L, W, st->dst_base + j * W * c->width);
         }
+        if (c->base && looped && !st->skip_reset)
+            put_row(r + IPU_XROW_SIZE * rows++, IPU_XROW_RESET_BASE, 0, 0, 0, 0, 0);
         ipu_store_u32(table, rows);
         uint32_t table_address;
         status = ipu_pkg_put_slot(st->b, t, exchange_slot, table, 4 + rows * IPU_XROW_SIZE,

@@ -88,7 +88,7 @@ static void gen_phase(tphase *t, uint32_t tiles, size_t count, uint32_t max_dsts
         }
         if ((kind >= 40 && kind < 55) || kind >= 85) /* loopback */
             list[i * max_dsts + tseed_below(n)] = src;
-        x[i] = (ipu_xfer){src, 0, 4 * words, 0, n, 0xDEADBEEFu, 0};
+        x[i] = (ipu_xfer){src, 0, 4 * words, 0, n, 0xDEADBEEFu, 0, 0};
         total += n;
     }
     ipu_xfer_dst *d = xcalloc(total, sizeof *d);
@@ -101,7 +101,7 @@ static void gen_phase(tphase *t, uint32_t tiles, size_t count, uint32_t max_dsts
     }
     free(list);
     free(perm);
-    t->ph = (ipu_xphase){x, count, d, total, 0};
+    t->ph = (ipu_xphase){x, count, d, total, 0, 0};
 }
 
 /* Source windows in region 0, destination windows in region 1, per tile
@@ -274,7 +274,7 @@ static size_t check_tables(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase 
     ipu_xtables tables;
     TSEED_OK(ctx, ipu_exchange_encode(ctx, p, ph, &tables));
     uint64_t *measured = xcalloc(p->tiles, sizeof *measured);
-    TSEED_OK(ctx, ipu_exchange_measure(ctx, p, ph, measured));
+    TSEED_OK(ctx, ipu_exchange_measure(ctx, p, ph, measured, NULL, NULL));
     for (uint32_t tile = 0; tile < p->tiles; tile++) {
         size_t n = 0;
         for (size_t i = 0; i < ph->count; i++) {
@@ -477,7 +477,7 @@ static void test_full_machine(void **state)
     t.ph.dsts = xcalloc(t.ph.dst_total, sizeof *t.ph.dsts);
     uint32_t *load = xcalloc(p.tiles, 4), most = 0;
     for (uint32_t s = 0; s < p.tiles; s++) {
-        t.ph.xfers[s] = (ipu_xfer){s, 0, 1024, 8 * s, 8, 0, 0};
+        t.ph.xfers[s] = (ipu_xfer){s, 0, 1024, 8 * s, 8, 0, 0, 0};
         for (uint32_t k = 0; k < 8; k++) {
             uint32_t d;
             int fresh;
@@ -528,7 +528,7 @@ static void test_gather_streams(void **state)
     for (uint32_t src = 0; src < 16; src++)
         for (uint32_t dst = 0; dst < 16; dst++)
             if (dst != src) {
-                t.ph.xfers[n] = (ipu_xfer){src, 0, 16, (uint32_t)n, 1, 0, 0};
+                t.ph.xfers[n] = (ipu_xfer){src, 0, 16, (uint32_t)n, 1, 0, 0, 0};
                 t.ph.dsts[n++].tile = dst;
             }
     assign_addresses(&t, &p);
@@ -561,6 +561,140 @@ static void test_gather_streams(void **state)
     ipu_ctx_free(ctx);
 }
 
+/* Run a relocated phase (encoded from ph) in a Repeat of 'iterations',
+ * its patches in a patch list; sources: 'members' blocks of member bytes on
+ * each sending tile at tpkg_data0.  Returns the device (after the run) and
+ * sets *status to the run's; *fault gets the fault JSON when it faulted. */
+static ipu_device *run_relocated(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *ph, const uint8_t *data,
+                                 uint32_t data_bytes, uint32_t iterations, ipu_package **pkg, ipu_status *status)
+{
+    ipu_pkg_builder *b = tpkg_builder(ctx, p);
+    uint32_t xslot = ipu_pkg_new_slot(b), pslot = ipu_pkg_new_slot(b);
+    ipu_xtables tables;
+    TSEED_OK(ctx, ipu_exchange_encode(ctx, p, ph, &tables));
+    for (uint32_t tile = 0; tile < p->tiles; tile++) {
+        size_t size = tables.offset[tile + 1] - tables.offset[tile];
+        if (!size)
+            continue;
+        TSEED_OK(ctx, ipu_pkg_add_data(b, tile, tpkg_data0(p), data, data_bytes));
+        uint32_t at;
+        TSEED_OK(ctx, ipu_pkg_put_slot(b, tile, xslot, tables.data + tables.offset[tile], size, &at));
+        size_t first = tables.patch_offset[tile], n = tables.patch_offset[tile + 1] - first;
+        if (!n)
+            continue;
+        uint8_t *list = xcalloc(1, 4 + 16 * n);
+        ipu_store_u32(list, (uint32_t)n);
+        for (size_t k = 0; k < n; k++) {
+            const ipu_xpatch *x = &tables.patches[first + k];
+            ipu_store_u32(list + 4 + 16 * k, IPU_PATCH_PROGRESSION);
+            ipu_store_u32(list + 8 + 16 * k, at + x->at);
+            ipu_store_u32(list + 12 + 16 * k, x->a);
+            ipu_store_u32(list + 16 + 16 * k, x->b);
+        }
+        TSEED_OK(ctx, ipu_pkg_put_slot(b, tile, pslot, list, 4 + 16 * n, NULL));
+        free(list);
+    }
+    ipu_xtables_free(&tables);
+    TSEED_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_REPEAT, iterations, 1, pslot));
+    TSEED_OK(ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, IPU_NO_SLOT, xslot, 0));
+    *pkg = tpkg_build(ctx, b);
+    ipu_device *dev = tpkg_device(ctx, *pkg);
+    TSEED_OK(ctx, ipu_device_initialize(ctx, dev, *pkg));
+    char *text = NULL;
+    *status = ipu_device_run(ctx, dev, &text);
+    ipu_free(text);
+    return dev;
+}
+
+/* Sources that advance per Repeat iteration.  Tile 0 sends two windows of
+ * one sequence (64-byte members) to tiles 1 and 2: one displacement, so its
+ * table sets OUTGOING_BASE first (one patch: 0 + i x 64), sends relative
+ * and resets it last.  Tile 3 sends windows of two sequences (64- and
+ * 128-byte members) to tile 4: its rows are patched one by one (a + i x
+ * advance at each row's address word).  Tile 5's send does not advance.
+ * After 3 iterations every destination holds its window of the last
+ * member; measuring gives the bytes, patches and bases encoding wrote; and
+ * tables that keep the base set (the mutation) fault at the second
+ * iteration. */
+static void test_relocation(void **state)
+{
+    (void)state;
+    ipu_ctx *ctx = ipu_ctx_create();
+    assert_non_null(ctx);
+    ipu_profile p;
+    tpkg_profile(ctx, 16, &p);
+    tseed_reset(5151);
+    uint32_t base = tpkg_data0(&p), dst = p.region1_base;
+    uint8_t data[1024];
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (uint8_t)tseed_rnd();
+    /* Sources: tile 0 [base, +64 x 3) members of 64; tile 3 members of 64 at
+     * base and of 128 at base + 256; tile 5 at base + 768. */
+    ipu_xfer x[5] = {{0, base, 32, 0, 1, 0, base, 64},       {0, base + 32, 32, 1, 1, 0, base + 32, 64},
+                     {3, base + 16, 16, 2, 1, 0, base + 16, 64}, {3, base + 256, 32, 3, 1, 0, base + 256, 128},
+                     {5, base + 768, 8, 4, 1, 0, base + 768, 0}};
+    ipu_xfer_dst d[5] = {{1, dst, dst}, {2, dst, dst}, {4, dst, dst}, {4, dst + 64, dst + 64}, {6, dst, dst}};
+    ipu_xphase ph = {x, 5, d, 5, 0, 0};
+    TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph, NULL));
+    uint64_t bytes[16];
+    uint32_t patches[16];
+    uint8_t based[16];
+    TSEED_OK(ctx, ipu_exchange_measure(ctx, &p, &ph, bytes, patches, based));
+    ipu_xtables tables;
+    TSEED_OK(ctx, ipu_exchange_encode(ctx, &p, &ph, &tables));
+    for (uint32_t t = 0; t < 16; t++) {
+        assert_int_equal(bytes[t], tables.offset[t + 1] - tables.offset[t]);
+        assert_int_equal(patches[t], tables.patch_offset[t + 1] - tables.patch_offset[t]);
+        assert_int_equal(based[t], tables.based[t]);
+        assert_int_equal(patches[t], t == 0 ? 1 : t == 3 ? 2 : 0);
+        assert_int_equal(based[t], t == 0);
+    }
+    const uint8_t *t0 = tables.data + tables.offset[0];
+    size_t t0_bytes = tables.offset[1] - tables.offset[0];
+    assert_int_equal(ipu_load_u32(t0), 4); /* SET_BASE, two sends, RESET_BASE */
+    assert_int_equal(ipu_load_u32(t0 + 4) & 0xFF, IPU_XROW_SET_BASE);
+    assert_int_equal(ipu_load_u32(t0 + t0_bytes - 16) & 0xFF, IPU_XROW_RESET_BASE);
+    assert_true((ipu_load_u32(t0 + 20) >> 8) & IPU_XFLAG_RELATIVE);
+    const ipu_xpatch *set = &tables.patches[tables.patch_offset[0]];
+    assert_true(set->at == 16 && set->a == 0 && set->b == 64);
+    for (size_t k = tables.patch_offset[3]; k < tables.patch_offset[4]; k++) {
+        const ipu_xpatch *q = &tables.patches[k];
+        /* The patched word is a send row's address: iteration 0's. */
+        assert_int_equal(ipu_load_u32(tables.data + tables.offset[3] + q->at), q->a);
+        assert_true((q->a == base + 16 && q->b == 64) || (q->a == base + 256 && q->b == 128));
+    }
+    ipu_xtables_free(&tables);
+
+    ipu_package *pkg;
+    ipu_status status;
+    ipu_device *dev = run_relocated(ctx, &p, &ph, data, sizeof data, 3, &pkg, &status);
+    TSEED_OK(ctx, status);
+    struct {
+        uint32_t tile, address, source, bytes;
+    } want[] = {{1, dst, 128, 32}, {2, dst, 160, 32}, {4, dst, 16 + 128, 16}, {4, dst + 64, 256 + 256, 32},
+                {6, dst, 768, 8}};
+    for (size_t w = 0; w < sizeof want / sizeof *want; w++) {
+        uint8_t got[32];
+        TSEED_OK(ctx, ipu_device_read(ctx, dev, want[w].tile, want[w].address, got, want[w].bytes));
+        if (memcmp(got, data + want[w].source, want[w].bytes))
+            TSEED_FAIL("tile %u at 0x%X: not the last member's bytes (source offset %u)", want[w].tile,
+                       want[w].address, want[w].source);
+    }
+    ipu_device_free(dev);
+    ipu_package_free(pkg);
+
+    ph.keep_base = 1;
+    dev = run_relocated(ctx, &p, &ph, data, sizeof data, 3, &pkg, &status);
+    assert_int_equal(status, IPU_ERR_DEVICE_FAULT);
+    json_t *fault = tpkg_fault(ctx, dev);
+    assert_string_equal(tpkg_fault_str(fault, "kind"), "exchange_base_not_restored");
+    assert_int_equal(tpkg_fault_int(fault, "tile"), 0);
+    json_decref(fault);
+    ipu_device_free(dev);
+    ipu_package_free(pkg);
+    ipu_ctx_free(ctx);
+}
+
 /* Hand-made phases with known schedules. */
 static void test_tight(void **state)
 {
@@ -572,11 +706,11 @@ static void test_tight(void **state)
     const uint32_t L = p.exchange_latency;
     ipu_xfer x[16];
     ipu_xfer_dst d[32];
-    ipu_xphase ph = {x, 16, d, 16, 0};
+    ipu_xphase ph = {x, 16, d, 16, 0, 0};
     /* A permutation of equal unicasts (tiles 3, 7, 11 and 15 to themselves):
      * all at cycle 0. */
     for (uint32_t s = 0; s < 16; s++) {
-        x[s] = (ipu_xfer){s, 0, 4 * 37, s, 1, 99, 0};
+        x[s] = (ipu_xfer){s, 0, 4 * 37, s, 1, 99, 0, 0};
         d[s].tile = (s * 5 + 4) % 16;
     }
     TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph, NULL));
@@ -597,16 +731,16 @@ static void test_tight(void **state)
     const uint32_t dst[6] = {1, 2, 4, 2, 2, 1}, first[5] = {0, 1, 3, 4, 5}, n[5] = {1, 2, 1, 1, 1};
     const uint32_t cycle[5] = {10, 6, 10, 0, 0};
     for (uint32_t i = 0; i < 5; i++)
-        x[i] = (ipu_xfer){src[i], 0, 4 * words[i], first[i], n[i], 0, 0};
+        x[i] = (ipu_xfer){src[i], 0, 4 * words[i], first[i], n[i], 0, 0, 0};
     for (uint32_t i = 0; i < 6; i++)
         d[i].tile = dst[i];
-    ph = (ipu_xphase){x, 5, d, 6, 12345};
+    ph = (ipu_xphase){x, 5, d, 6, 12345, 0};
     TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph, NULL));
     for (uint32_t i = 0; i < 5; i++)
         assert_int_equal(x[i].cycle, cycle[i]);
     assert_int_equal(ph.horizon, 18 + L);
     /* Empty. */
-    ph = (ipu_xphase){NULL, 0, NULL, 0, 777};
+    ph = (ipu_xphase){NULL, 0, NULL, 0, 777, 0};
     TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph, NULL));
     assert_int_equal(ph.horizon, 0);
     ipu_ctx_free(ctx);
@@ -632,9 +766,9 @@ static void expect_invalid(ipu_ctx *ctx, const ipu_profile *p, ipu_xphase *ph, c
 /* Three valid transfers: 0 -> {1}, 1 -> {2, 3}, 2 -> {4, 5}. */
 static void reset(ipu_xfer x[3], ipu_xfer_dst d[5])
 {
-    x[0] = (ipu_xfer){0, 0, 16, 0, 1, 0, 0};
-    x[1] = (ipu_xfer){1, 0, 8, 1, 2, 0, 0};
-    x[2] = (ipu_xfer){2, 0, 4, 3, 2, 0, 0};
+    x[0] = (ipu_xfer){0, 0, 16, 0, 1, 0, 0, 0};
+    x[1] = (ipu_xfer){1, 0, 8, 1, 2, 0, 0, 0};
+    x[2] = (ipu_xfer){2, 0, 4, 3, 2, 0, 0, 0};
     for (uint32_t i = 0; i < 5; i++)
         d[i].tile = i + 1;
 }
@@ -648,7 +782,7 @@ static void test_invalid(void **state)
     tpkg_profile(ctx, 16, &p);
     ipu_xfer x[3];
     ipu_xfer_dst d[5] = {{1, 0, 0}, {2, 0, 0}, {3, 0, 0}, {4, 0, 0}, {5, 0, 0}};
-    ipu_xphase ph = {x, 3, d, 5, 0};
+    ipu_xphase ph = {x, 3, d, 5, 0, 0};
     reset(x, d);
     TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph, NULL));
     reset(x, d);
@@ -680,7 +814,7 @@ static void test_invalid(void **state)
     expect_invalid(ctx, &p, &ph, "transfer 1", "tile 2");
     ipu_ctx_clear_error(ctx);
     assert_int_equal(ipu_exchange_schedule(ctx, &p, NULL, NULL), IPU_ERR_INVALID_ARGUMENT);
-    ipu_xphase missing = {NULL, 2, d, 5, 0};
+    ipu_xphase missing = {NULL, 2, d, 5, 0, 0};
     ipu_ctx_clear_error(ctx);
     assert_int_equal(ipu_exchange_schedule(ctx, &p, &missing, NULL), IPU_ERR_INVALID_ARGUMENT);
     /* Encoding: addresses must be 4-byte aligned, the tiles in range. */
@@ -721,6 +855,7 @@ int main(void)
         cmocka_unit_test(test_random_64),
         cmocka_unit_test(test_random_streams),
         cmocka_unit_test(test_gather_streams),
+        cmocka_unit_test(test_relocation),
         cmocka_unit_test(test_full_machine),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -38,6 +38,7 @@ WORKLOADS = {
     "carry-dropped": MLP, "host-input-row-early": MLP, "host-output-row-early": MLP,
     "patch-stride-wrong": MLP, "missing-kernel-code": MLP, "allocation-size-short": MLP,
     "allocation-starts-late": MLP, "input-record-shifted": MLP, "outgoing-base-not-reset": STRESS,
+    "outgoing-base-not-restored": VIT_FLASH,
 }
 
 

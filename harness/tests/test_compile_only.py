@@ -5,9 +5,13 @@ up placement went; those are recomputed here from the placement report's
 allocations (address, size, first and last step of every buffer).  The
 support breakdown (per tile: code span, generated program bytes and
 exchange-table bytes; the tensor bytes available) is recomputed from the
-placement report's listing (sends and receives of every exchange step) and
-its support ranges.  The saved package replays and passes, and flags that
-need a device run are refused.
+placement report's support ranges and bounded by its listing (sends and
+receives of every exchange step).  The saved package replays and passes,
+and flags that need a device run are refused.  A 3-layer vit-small's Repeat
+exchanges read the per-layer parameters in place (no member copies among
+the placement report's allocations), every one of them moved by
+OUTGOING_BASE: one patched word per sending tile, as the audit in
+result.json says.
 """
 import re
 import json
@@ -41,16 +45,19 @@ def test_compile_only_reports_the_build_and_the_placed_peaks(cli, tmp_path):
     assert result["tile_peaks"]["peak_bytes"] == [max(row) for row in live]
     assert result["tile_peaks"]["high_water"] == high
     assert max(result["tile_peaks"]["peak_bytes"]) == result["estimate"]["peak_bytes"]
-    # The support: a 4-byte table header per exchange step on every tile, 16 bytes per send or receive row.
+    # The support: a 4-byte table header per exchange step on every tile, 4 to 16 bytes per send or receive
+    # row (a repeat, a continuation or a full row).
     support, ranges, device = result["support"], report["support"], report["device"]
     phases = report["steps"]["kind"].count("exchange")
-    tables = [4 * phases] * 16
+    least, most = [4 * phases] * 16, [4 * phases] * 16
     for tile, text in zip(report["listing"]["tile"], report["listing"]["text"]):
         rows = re.match(r"exchange: (\d+) sends, (\d+) receives", text)
         if rows:
-            tables[tile] += 16 * (int(rows[1]) + int(rows[2]))
+            least[tile] += 4 * (int(rows[1]) + int(rows[2]))
+            most[tile] += 16 * (int(rows[1]) + int(rows[2]))
     per_tile = support["per_tile"]
-    assert per_tile["exchange_table_bytes"] == tables and support["exchange_table_bytes"] == max(tables)
+    tables = per_tile["exchange_table_bytes"]
+    assert all(lo <= t <= hi for lo, t, hi in zip(least, tables, most)) and support["exchange_table_bytes"] == max(tables)
     descriptors = [end - ranges["descriptor_base"] for end in ranges["descriptor_end"]]
     assert [p + t for p, t in zip(per_tile["program_bytes"], tables)] == descriptors
     assert per_tile["code_bytes"] == [end - ranges["code_base"] for end in ranges["code_end"]]
@@ -71,3 +78,19 @@ def test_flags_that_need_a_run_are_refused(cli, tmp_path, flag):
     assert done.returncode == 2
     assert f"{flag[0]} needs a device run: it does not apply with --compile-only" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_repeat_exchanges_read_parameter_members_in_place(cli, tmp_path):
+    done = cli("--quiet", "--workload", "vit-small", "--tiles", 64, "--compile-only", "--memory-profile-directory",
+               tmp_path, "--output", tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(next(tmp_path.glob("placement-*.json")).read_text())
+    labels = [report["names"][n] for n in report["allocations"]["name"]]
+    assert "ln1_gamma[0,0]" in labels and not [n for n in labels if n.endswith(".member")]
+    audit = json.loads((tmp_path / "result.json").read_text())["support"]["repeat_exchange"]
+    assert audit["phases"] and all(p["eligible"] and p["patched_tiles"] == 0 for p in audit["phases"])
+    for p in audit["phases"]:
+        assert p["source_word_patches"] == p["based_tiles"] > 0 and p["max_per_tile"] == 1
+        assert p["advancing_send_rows"] >= p["based_tiles"]
+    assert audit["source_word_patches"] == sum(p["source_word_patches"] for p in audit["phases"])
+    assert audit["advancing_send_rows"] > audit["source_word_patches"]

@@ -50,7 +50,9 @@ typedef enum ipu_inject {
     /* driver */
     IPU_INJECT_INPUT_RECORD_SHIFTED,   /* the recorded input bytes are one row out of place */
     /* the hand-built exchange-stress programs (stress.c) */
-    IPU_INJECT_OUTGOING_BASE_NOT_RESET, /* the reset probe leaves OUTGOING_BASE as the loop set it */
+    IPU_INJECT_OUTGOING_BASE_NOT_RESET, /* the loop leaves OUTGOING_BASE set after its phase */
+    /* exchange (appended) */
+    IPU_INJECT_OUTGOING_BASE_KEPT,      /* a Repeat exchange's tables leave OUTGOING_BASE set */
     IPU_INJECT_COUNT
 } ipu_inject;
 

@@ -43,6 +43,7 @@ static const char *FAULT_NAMES[IPU_FAULT_KIND_COUNT] = {
     "malformed_descriptor",
     "operand_outside_allocation",
     "stale_read",
+    "exchange_base_not_restored",
 };
 
 const char *ipu_fault_kind_name(int kind)

@@ -7,7 +7,12 @@
  * receive overwriting bytes its own tile sends, then the copy.  The phase
  * costs its horizon (the cycle after the last word arrives: a receive's end,
  * or a send's end + L for a window nobody selects) plus the fixed overhead;
- * DEVICE.md's "last receive + L" reads receive times as send times.  Every pass
+ * DEVICE.md's "last receive + L" reads receive times as send times.
+ * OUTGOING_BASE is set before the barrier and restored after, as on the
+ * real machine, where the supervisor's other code reads source addresses
+ * as absolute: DEVICE.md is silent, so this model decides that a table
+ * that leaves the base nonzero at the end of its phase faults
+ * (exchange_base_not_restored, at the row that last set it).  Every pass
  * runs tiles in parallel and writes only its own tile's state, so results do
  * not depend on the thread count.
  */
@@ -71,7 +76,7 @@ static int decode(sim *s, uint32_t tile, uint32_t table)
         return 1;
     uint32_t end = sim_descriptor_end(s, tile, table);
     t->table = table;
-    uint32_t at = table + 4;
+    uint32_t at = table + 4, set_row = 0, set_address = 0;
     ipu_xrow prev = {0}, row;
     for (uint32_t r = 0; r < rows; r++, prev = row) {
         uint32_t n = ipu_xrow_get(sim_ptr(s, tile, at), end - at, r ? &prev : NULL, &row);
@@ -92,6 +97,7 @@ static int decode(sim *s, uint32_t tile, uint32_t table)
         if (op == IPU_XROW_SET_BASE || op == IPU_XROW_RESET_BASE) {
             t->outgoing_base = op == IPU_XROW_SET_BASE ? address : 0;
             t->uses_base = 1;
+            set_row = r, set_address = row_address;
             continue;
         }
         if ((op != IPU_XROW_SEND && op != IPU_XROW_RECV) ||
@@ -126,6 +132,12 @@ static int decode(sim *s, uint32_t tile, uint32_t table)
         }
     }
     t->table_bytes = at - table;
+    if (t->outgoing_base)
+        return sim_fault(s, tile, IPU_FAULT_EXCHANGE_BASE_NOT_RESTORED, set_address, set_address + IPU_XROW_SIZE,
+                         "exchange table at 0x%X leaves OUTGOING_BASE at 0x%X (row %u sets it): a table that sets "
+                         "it resets it before its phase ends",
+                         table, t->outgoing_base, set_row) &&
+               row_fault(s, tile, set_row);
     sort_rows(t->sends, t->send_count, by_cycle);
     sort_rows(t->recvs, t->recv_count, by_cycle);
     return 0;

@@ -42,7 +42,8 @@ static const ipu_mutation MUTATIONS[] = {
     {IPU_INJECT_MISSING_KERNEL_CODE, "missing-kernel-code", "package", "a tile's code for a kernel it calls is left out"},
     {IPU_INJECT_ALLOCATION_SIZE_SHORT, "allocation-size-short", "package", "the allocation table records a buffer 8 bytes short"},
     {IPU_INJECT_ALLOCATION_STARTS_LATE, "allocation-starts-late", "package", "the allocation table starts a buffer's life a phase late"},
-    {IPU_INJECT_OUTGOING_BASE_NOT_RESET, "outgoing-base-not-reset", "stress", "the reset probe leaves OUTGOING_BASE as the loop set it"},
+    {IPU_INJECT_OUTGOING_BASE_NOT_RESET, "outgoing-base-not-reset", "stress", "the loop leaves OUTGOING_BASE set after its phase"},
+    {IPU_INJECT_OUTGOING_BASE_KEPT, "outgoing-base-not-restored", "exchange", "a Repeat exchange sets OUTGOING_BASE and leaves it set"},
     {IPU_INJECT_INPUT_RECORD_SHIFTED, "input-record-shifted", "driver", "the recorded input bytes are one row out of place"},
 };
 

@@ -111,7 +111,7 @@ static ipu_status read_back(ipu_ctx *ctx, const ipu_package *pkg, uint32_t slot,
             st = ipu_grow(ctx, (void **)&out->phase.xfers, sizeof *out->phase.xfers, sends, &cap_x);
             if (st == IPU_OK)
                 out->phase.xfers[sends++] =
-                    (ipu_xfer){t, row->address, 4 * row->words, 0, 0, row->cycle, row->address};
+                    (ipu_xfer){t, row->address, 4 * row->words, 0, 0, row->cycle, row->address, 0};
         }
         free(rows);
         IPU_TRY(st);
@@ -261,7 +261,7 @@ static ipu_status replay_phase(ipu_ctx *ctx, const ipu_package *pkg, const ipu_x
     if (status == IPU_OK && r.replayable) {
         status = ipu_exchange_schedule(ctx, &pkg->profile, &r.phase, mode);
         if (status == IPU_OK)
-            status = ipu_exchange_measure(ctx, &pkg->profile, &r.phase, bytes);
+            status = ipu_exchange_measure(ctx, &pkg->profile, &r.phase, bytes, NULL, NULL);
         json_t *again = status == IPU_OK ? figures(&pkg->profile, &r.phase, bytes) : NULL;
         int fits = 1;
         for (uint32_t t = 0; t < pkg->profile.tiles; t++)

@@ -3,8 +3,12 @@
  * cycle (ties by key, peer, words, address: the order never depends on
  * qsort), and written in that order; a row whose window starts where the
  * previous row's ends, or ends where it starts, by key, is written as a
- * continuation or a repeat (xrow.h).  Measuring walks the same rows without writing them, so the
- * sizes package layout reserves are exactly the bytes encoding writes.
+ * continuation or a repeat (xrow.h).  Sends whose source advances per
+ * Repeat iteration are relocated as exchange.h says: by OUTGOING_BASE
+ * (SET_BASE first, the sends relative, RESET_BASE last) where a tile's
+ * advance by one displacement, else by a patch per full row.  Measuring
+ * walks the same rows without writing them, so the sizes package layout
+ * reserves are exactly the bytes encoding writes.
  * Everything is single-threaded and deterministic; nothing prints.
  */
 #include <stdlib.h>
@@ -17,20 +21,27 @@
 /* One row before encoding. */
 typedef struct erow {
     uint32_t cycle, words, peer, address;
+    uint32_t advance; /* a send's bytes per Repeat iteration */
+    uint32_t flags;   /* IPU_XFLAG_RELATIVE for a send relative to OUTGOING_BASE */
     uint64_t key;
 } erow;
 
 /* Every tile's rows: tile t's sends are rows[start[t] .. start[t] + sends[t]),
- * its receives the rest of [start[t], start[t + 1]). */
+ * its receives the rest of [start[t], start[t + 1]).  base[t]: the one
+ * displacement its advancing sends take per iteration (0: none, or several:
+ * then patched[t]). */
 typedef struct tile_rows {
     erow *rows;
     size_t *start;
     uint32_t *sends;
+    uint32_t *base;
+    uint8_t *patched;
+    int keep_base;
 } tile_rows;
 
 static void tile_rows_free(tile_rows *r)
 {
-    free(r->rows), free(r->start), free(r->sends);
+    free(r->rows), free(r->start), free(r->sends), free(r->base), free(r->patched);
 }
 
 static int by_cycle(const void *a, const void *b)
@@ -78,16 +89,39 @@ static ipu_status check_xfer(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphas
     return IPU_OK;
 }
 
+/* How tile t's advancing sends move on: all by one displacement (base),
+ * their rows relative to OUTGOING_BASE, or row by row (patched). */
+static void relocate(tile_rows *r, uint32_t t)
+{
+    erow *rows = r->rows + r->start[t];
+    uint32_t base = 0;
+    for (uint32_t i = 0; i < r->sends[t] && !r->patched[t]; i++) {
+        if (rows[i].advance && !base)
+            base = rows[i].advance;
+        else if (rows[i].advance && rows[i].advance != base)
+            r->patched[t] = 1;
+    }
+    if (r->patched[t] || !base)
+        return;
+    r->base[t] = base;
+    for (uint32_t i = 0; i < r->sends[t]; i++)
+        if (rows[i].advance)
+            rows[i].flags = IPU_XFLAG_RELATIVE;
+}
+
 /* Collect and sort every tile's rows. */
 static ipu_status collect(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *phase, int addressed,
                           tile_rows *out)
 {
     uint32_t tiles = p->tiles, latency = p->exchange_latency;
     memset(out, 0, sizeof *out);
+    out->keep_base = phase->keep_base;
     out->start = ipu_calloc(ctx, (size_t)tiles + 1, sizeof *out->start);
     out->sends = ipu_calloc(ctx, tiles, sizeof *out->sends);
+    out->base = ipu_calloc(ctx, tiles, sizeof *out->base);
+    out->patched = ipu_calloc(ctx, tiles, sizeof *out->patched);
     size_t *fill = ipu_calloc(ctx, 2 * (size_t)tiles, sizeof *fill);
-    ipu_status status = out->start && out->sends && fill ? IPU_OK : IPU_NO_MEMORY(ctx);
+    ipu_status status = out->start && out->sends && out->base && out->patched && fill ? IPU_OK : IPU_NO_MEMORY(ctx);
     size_t *recvs = fill + tiles;
     for (size_t i = 0; i < phase->count && status == IPU_OK; i++) {
         status = check_xfer(ctx, p, phase, i, addressed);
@@ -108,10 +142,11 @@ static ipu_status collect(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *
     for (size_t i = 0; i < phase->count && status == IPU_OK; i++) {
         const ipu_xfer *x = &phase->xfers[i];
         uint32_t words = x->bytes / 4;
-        out->rows[fill[x->src_tile]++] = (erow){x->cycle, words, 0, x->src_address, x->src_key};
+        out->rows[fill[x->src_tile]++] = (erow){x->cycle, words, 0, x->src_address, x->src_advance, 0, x->src_key};
         for (uint32_t d = 0; d < x->dst_count; d++) {
             const ipu_xfer_dst *dst = &phase->dsts[x->first_dst + d];
-            out->rows[recvs[dst->tile]++] = (erow){x->cycle + latency, words, x->src_tile, dst->address, dst->key};
+            out->rows[recvs[dst->tile]++] =
+                (erow){x->cycle + latency, words, x->src_tile, dst->address, 0, 0, dst->key};
         }
     }
     for (uint32_t t = 0; t < tiles && status == IPU_OK; t++) {
@@ -119,6 +154,7 @@ static ipu_status collect(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *
         size_t sends = out->sends[t], all = out->start[t + 1] - out->start[t];
         qsort(rows, sends, sizeof *rows, by_cycle);
         qsort(rows + sends, all - sends, sizeof *rows, by_cycle);
+        relocate(out, t);
     }
     free(fill);
     if (status != IPU_OK)
@@ -128,7 +164,7 @@ static ipu_status collect(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *
 
 static ipu_xrow xrow_of(const erow *r, uint32_t op)
 {
-    return (ipu_xrow){op, 0, r->peer, r->cycle, r->words, r->address};
+    return (ipu_xrow){op, r->flags, r->peer, r->cycle, r->words, r->address};
 }
 
 /* Where row i's window lies against row i - 1's, by key. */
@@ -159,31 +195,58 @@ static uint64_t list_bytes(const erow *rows, size_t n, uint32_t op)
     return bytes;
 }
 
+/* The OUTGOING_BASE rows of tile t's table: SET_BASE first, RESET_BASE last. */
+static uint32_t base_rows(const tile_rows *r, uint32_t t)
+{
+    return r->base[t] ? 1 + !r->keep_base : 0;
+}
+
 static uint64_t table_bytes(const tile_rows *r, uint32_t t)
 {
     size_t all = r->start[t + 1] - r->start[t], sends = r->sends[t];
     if (!all)
         return 0;
     const erow *rows = r->rows + r->start[t];
-    return 4 + list_bytes(rows, sends, IPU_XROW_SEND) + list_bytes(rows + sends, all - sends, IPU_XROW_RECV);
+    return 4 + (uint64_t)base_rows(r, t) * IPU_XROW_SIZE + list_bytes(rows, sends, IPU_XROW_SEND) +
+           list_bytes(rows + sends, all - sends, IPU_XROW_RECV);
 }
 
-ipu_status ipu_exchange_measure(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *phase, uint64_t *bytes)
+/* Tile t's patches: the SET_BASE row's address, or every full advancing send row's. */
+static uint32_t patch_count(const tile_rows *r, uint32_t t)
+{
+    if (r->base[t])
+        return 1;
+    uint32_t n = 0;
+    const erow *rows = r->rows + r->start[t];
+    for (uint32_t i = 0; r->patched[t] && i < r->sends[t]; i++)
+        n += rows[i].advance && row_size(rows, i, IPU_XROW_SEND) == IPU_XROW_SIZE;
+    return n;
+}
+
+ipu_status ipu_exchange_measure(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *phase, uint64_t *bytes,
+                                uint32_t *patches, uint8_t *based)
 {
     if (!p || !phase || !bytes || (phase->count && !phase->xfers) || (phase->dst_total && !phase->dsts))
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "exchange measure: missing profile, phase or output");
     tile_rows r;
     IPU_TRY(collect(ctx, p, phase, 0, &r));
-    for (uint32_t t = 0; t < p->tiles; t++)
+    for (uint32_t t = 0; t < p->tiles; t++) {
         bytes[t] = table_bytes(&r, t);
+        if (patches)
+            patches[t] = patch_count(&r, t);
+        if (based)
+            based[t] = r.base[t] != 0;
+    }
     tile_rows_free(&r);
     return IPU_OK;
 }
 
-/* Write a list of n rows of op at 'at'; returns the bytes written, 0 when a
+/* Write a list of n rows of op at table + at, patching the full advancing
+ * rows of a patched tile into *patch; returns the bytes written, 0 when a
  * row continues its predecessor by key but not by address (an address that
  * placement did not derive from its key). */
-static uint64_t put_list(uint8_t *at, const erow *rows, size_t n, uint32_t op)
+static uint64_t put_list(uint8_t *table, uint64_t at, const erow *rows, size_t n, uint32_t op, int patched,
+                         ipu_xpatch **patch)
 {
     uint64_t bytes = 0;
     for (size_t i = 0; i < n; i++) {
@@ -193,16 +256,23 @@ static uint64_t put_list(uint8_t *at, const erow *rows, size_t n, uint32_t op)
         uint32_t where = side == IPU_XROW_AFTER ? prev.address + 4 * prev.words : prev.address - 4 * row.words;
         if (size != IPU_XROW_SIZE && row.address != where)
             return 0;
-        bytes += ipu_xrow_put(at + bytes, &prev, &row, size, side);
+        if (patched && rows[i].advance && size == IPU_XROW_SIZE)
+            *(*patch)++ = (ipu_xpatch){(uint32_t)(at + bytes + 12), row.address, rows[i].advance};
+        bytes += ipu_xrow_put(table + at + bytes, &prev, &row, size, side);
     }
     return bytes;
 }
 
+static void put_base_row(uint8_t *at, uint32_t op)
+{
+    ipu_xrow row = {op, 0, 0, 0, 0, 0};
+    ipu_xrow_put(at, NULL, &row, IPU_XROW_SIZE, IPU_XROW_APART);
+}
+
 void ipu_xtables_free(ipu_xtables *t)
 {
-    free(t->data);
-    free(t->offset);
-    t->data = NULL, t->offset = NULL;
+    free(t->data), free(t->offset), free(t->patches), free(t->patch_offset), free(t->based);
+    t->data = NULL, t->offset = NULL, t->patches = NULL, t->patch_offset = NULL, t->based = NULL;
 }
 
 ipu_status ipu_exchange_encode(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *phase, ipu_xtables *out)
@@ -214,10 +284,18 @@ ipu_status ipu_exchange_encode(ipu_ctx *ctx, const ipu_profile *p, const ipu_xph
     IPU_TRY(collect(ctx, p, phase, 1, &r));
     uint32_t tiles = p->tiles;
     out->offset = ipu_calloc(ctx, (size_t)tiles + 1, sizeof *out->offset);
-    ipu_status status = out->offset ? IPU_OK : IPU_NO_MEMORY(ctx);
-    for (uint32_t t = 0; t < tiles && status == IPU_OK; t++)
+    out->patch_offset = ipu_calloc(ctx, (size_t)tiles + 1, sizeof *out->patch_offset);
+    out->based = ipu_calloc(ctx, tiles, sizeof *out->based);
+    ipu_status status = out->offset && out->patch_offset && out->based ? IPU_OK : IPU_NO_MEMORY(ctx);
+    for (uint32_t t = 0; t < tiles && status == IPU_OK; t++) {
         out->offset[t + 1] = out->offset[t] + table_bytes(&r, t);
+        out->patch_offset[t + 1] = out->patch_offset[t] + patch_count(&r, t);
+        out->based[t] = r.base[t] != 0;
+    }
     if (status == IPU_OK && !(out->data = ipu_malloc(ctx, out->offset[tiles] ? out->offset[tiles] : 1)))
+        status = IPU_NO_MEMORY(ctx);
+    size_t patches = status == IPU_OK ? out->patch_offset[tiles] : 0;
+    if (status == IPU_OK && !(out->patches = ipu_malloc(ctx, (patches ? patches : 1) * sizeof *out->patches)))
         status = IPU_NO_MEMORY(ctx);
     for (uint32_t t = 0; t < tiles && status == IPU_OK; t++) {
         size_t all = r.start[t + 1] - r.start[t], sends = r.sends[t];
@@ -225,10 +303,23 @@ ipu_status ipu_exchange_encode(ipu_ctx *ctx, const ipu_profile *p, const ipu_xph
             continue;
         uint8_t *table = out->data + out->offset[t];
         const erow *rows = r.rows + r.start[t];
-        ipu_store_u32(table, (uint32_t)all);
-        uint64_t sent = put_list(table + 4, rows, sends, IPU_XROW_SEND);
-        uint64_t received = put_list(table + 4 + sent, rows + sends, all - sends, IPU_XROW_RECV);
-        if ((sends && !sent) || (all > sends && !received) || 4 + sent + received != out->offset[t + 1] - out->offset[t])
+        ipu_xpatch *patch = out->patches + out->patch_offset[t];
+        ipu_store_u32(table, (uint32_t)(all + base_rows(&r, t)));
+        uint64_t at = 4;
+        if (r.base[t]) {
+            put_base_row(table + at, IPU_XROW_SET_BASE);
+            *patch++ = (ipu_xpatch){(uint32_t)at + 12, 0, r.base[t]};
+            at += IPU_XROW_SIZE;
+        }
+        uint64_t sent = put_list(table, at, rows, sends, IPU_XROW_SEND, r.patched[t], &patch);
+        uint64_t received = put_list(table, at + sent, rows + sends, all - sends, IPU_XROW_RECV, 0, &patch);
+        at += sent + received;
+        if (r.base[t] && !r.keep_base) {
+            put_base_row(table + at, IPU_XROW_RESET_BASE);
+            at += IPU_XROW_SIZE;
+        }
+        if ((sends && !sent) || (all > sends && !received) || at != out->offset[t + 1] - out->offset[t] ||
+            patch != out->patches + out->patch_offset[t + 1])
             status = IPU_INCONSISTENT(ctx, "exchange",
                                       "tile %u: windows adjacent by key are not adjacent by address", t);
     }

@@ -34,6 +34,7 @@ typedef struct ipu_xfer {
     uint32_t dst_count;   /* >= 1 */
     uint32_t cycle;       /* set by scheduling: the first send cycle */
     uint64_t src_key;
+    uint32_t src_advance; /* bytes the source moves on per Repeat iteration (0: none) */
 } ipu_xfer;
 
 typedef struct ipu_xphase {
@@ -42,6 +43,7 @@ typedef struct ipu_xphase {
     ipu_xfer_dst *dsts;
     size_t dst_total;
     uint64_t horizon; /* set by scheduling: last arrival + 1 (0 when empty) */
+    int keep_base;    /* injected: tables that set OUTGOING_BASE leave it set */
 } ipu_xphase;
 
 /* How a phase is scheduled.  stream_words 0 is latency-oriented: greedy
@@ -66,18 +68,37 @@ ipu_status ipu_exchange_schedule(ipu_ctx *ctx, const ipu_profile *p, ipu_xphase 
  * tile t's table (u32 row count, then its sends by cycle, then its
  * receives by cycle, each a full row or a continuation of the row before
  * it) is data[offset[t] .. offset[t + 1]), empty when the tile takes no
- * part. */
+ * part.
+ *
+ * Sends whose source advances per Repeat iteration are relocated: on a
+ * tile where they all advance by one displacement, the table starts by
+ * setting OUTGOING_BASE (to 0, and a patch makes it iteration x
+ * displacement), those sends are relative to it, and the table ends by
+ * resetting it; on another tile each of their full rows has its address
+ * patched (an arithmetic progression).  Tile t's patches are
+ * patches[patch_offset[t] .. patch_offset[t + 1]). */
+typedef struct ipu_xpatch {
+    uint32_t at;   /* byte offset in the tile's table of the word to patch */
+    uint32_t a, b; /* its value at iteration i: a + i x b */
+} ipu_xpatch;
+
 typedef struct ipu_xtables {
     uint8_t *data;
     size_t *offset; /* tiles + 1 */
+    ipu_xpatch *patches;
+    size_t *patch_offset; /* tiles + 1 */
+    uint8_t *based;       /* per tile: 1 where its table sets OUTGOING_BASE */
 } ipu_xtables;
 
 /* Addresses must be filled and 4-byte aligned; tiles in the profile's range. */
 ipu_status ipu_exchange_encode(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *phase, ipu_xtables *out);
 void ipu_xtables_free(ipu_xtables *t);
 
-/* The bytes encoding will write per tile (bytes[t], 0 for a tile that takes
- * no part), from the keys and cycles alone: addresses need not be filled. */
-ipu_status ipu_exchange_measure(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *phase, uint64_t *bytes);
+/* What encoding will write per tile, from the keys and cycles alone
+ * (addresses need not be filled): bytes[t] of table (0 for a tile that
+ * takes no part), patches[t] (NULL: not wanted) and based[t] (NULL: not
+ * wanted; 1 where the table sets OUTGOING_BASE). */
+ipu_status ipu_exchange_measure(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *phase, uint64_t *bytes,
+                                uint32_t *patches, uint8_t *based);
 
 #endif

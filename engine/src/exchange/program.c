@@ -43,7 +43,7 @@ static ipu_status build_phase(ipu_ctx *ctx, ipu_low_program *prog, const ipu_xmo
     for (uint32_t n = 0; n < step->count; n++) {
         const ipu_low_xfer *x = &prog->xfers[step->first + n];
         ph->xfers[n] = (ipu_xfer){prog->buffers[x->src_buffer].tile, 0, x->bytes, (uint32_t)d, x->dst_count, 0,
-                                  buffer_key(x->src_buffer, x->src_offset)};
+                                  buffer_key(x->src_buffer, x->src_offset), x->src_advance};
         for (uint32_t k = 0; k < x->dst_count; k++, d++) {
             const ipu_low_xdst *q = &prog->xdsts[x->first_dst + k];
             ph->dsts[d] = (ipu_xfer_dst){prog->buffers[q->buffer].tile, 0, buffer_key(q->buffer, q->offset)};
@@ -53,6 +53,9 @@ static ipu_status build_phase(ipu_ctx *ctx, ipu_low_program *prog, const ipu_xmo
         ph->count--; /* the first main-program phase loses one */
         step->count--;
     }
+    for (size_t n = 0; n < ph->count && !step->init && !ph->keep_base; n++)
+        if (ph->xfers[n].src_advance && ipu_low_take_inject(&prog->inject, IPU_INJECT_OUTGOING_BASE_KEPT))
+            ph->keep_base = 1;
     IPU_TRY(IPU_CHECK_CANCEL(ctx));
     if (ipu_exchange_schedule(ctx, &prog->profile, ph, mode) != IPU_OK)
         return IPU_INCONSISTENT(ctx, "exchange", "phase of step %zu (%s)", s, step->label);

@@ -15,9 +15,10 @@ typedef struct ipu_xprogram {
 } ipu_xprogram;
 
 /* Build and schedule every exchange step's phase in mode (NULL:
- * latency-oriented), every window keyed by its buffer and offset.  The program's own
- * mutations of exchanges (a multicast destination dropped, a transfer
- * dropped from the first main-program phase) are taken here. */
+ * latency-oriented), every window keyed by its buffer and offset.  The
+ * program's own mutations of exchanges (a multicast destination dropped, a
+ * transfer dropped from the first main-program phase, the first phase with
+ * advancing sources keeping OUTGOING_BASE set) are taken here. */
 ipu_status ipu_exchange_program(ipu_ctx *ctx, ipu_low_program *prog, const ipu_xmode *mode, ipu_xprogram *out);
 void ipu_xprogram_free(ipu_xprogram *x);
 

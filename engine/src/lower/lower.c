@@ -207,19 +207,28 @@ static uint32_t dst_buffer(const ipu_layout *d, const uint32_t *ids, const ipu_p
 }
 
 /* One step: local copies in its compute phase, transfers in its exchange. */
+/* The bytes a source buffer moves on per Repeat iteration when the move
+ * reads the current member of a sequence (0 when it does not). */
+static uint32_t member_advance(const lowering *L, uint32_t buffer, int advancing)
+{
+    const ipu_low_buffer *b = &L->prog->buffers[buffer];
+    return advancing && b->members > 1 ? b->size / b->members : 0;
+}
+
 static ipu_status move_pieces(lowering *L, const uint32_t *src, const ipu_layout *d,
-                              const uint32_t *dst, const ipu_redistribution *rd, const char *label)
+                              const uint32_t *dst, const ipu_redistribution *rd, int advancing, const char *label)
 {
     ipu_low_program *p = L->prog;
     ipu_status status = low_begin_step(L, IPU_LOW_COMPUTE, label);
     for (size_t n = 0; n < rd->copy_count && status == IPU_OK; n++) {
         const ipu_piece *c = &rd->copies[n];
         uint32_t to = dst_buffer(d, dst, &rd->dsts[c->first_dst]);
+        uint32_t advance = member_advance(L, src[c->src_block], advancing);
         status = low_clear(L, to);
         ipu_low_arg args[] = {BUF(src[c->src_block], c->src_offset),
                               BUF(to, rd->dsts[c->first_dst].offset), LIT(c->bytes)};
         if (status == IPU_OK)
-            status = low_emit_kernel(L, c->src_tile, IPU_K_COPY, 3, args, -1, 0);
+            status = low_emit_kernel(L, c->src_tile, IPU_K_COPY, 3, args, advance ? 0 : -1, advance);
     }
     /* Receivers' padding is cleared in the compute phase before the exchange. */
     for (size_t n = 0; n < rd->piece_count && status == IPU_OK; n++)
@@ -233,7 +242,8 @@ static ipu_status move_pieces(lowering *L, const uint32_t *src, const ipu_layout
             if (status != IPU_OK)
                 break;
             p->xfers[p->xfer_count++] = (ipu_low_xfer){src[c->src_block], c->src_offset, c->bytes,
-                                                        (uint32_t)p->xdst_count, c->dst_count};
+                                                        (uint32_t)p->xdst_count, c->dst_count,
+                                                        member_advance(L, src[c->src_block], advancing)};
             low_use(L, src[c->src_block]);
             for (uint32_t k = 0; k < c->dst_count && status == IPU_OK; k++) {
                 const ipu_piece_dst *q = &rd->dsts[c->first_dst + k];
@@ -257,6 +267,12 @@ static ipu_status move_pieces(lowering *L, const uint32_t *src, const ipu_layout
 
 ipu_status low_redistribute(lowering *L, const ipu_layout *s, const uint32_t *src,
                             const ipu_layout *d, const uint32_t *dst, const char *label)
+{
+    return low_redistribute_from(L, s, src, 0, d, dst, label);
+}
+
+ipu_status low_redistribute_from(lowering *L, const ipu_layout *s, const uint32_t *src, int advancing,
+                                 const ipu_layout *d, const uint32_t *dst, const char *label)
 {
     ipu_redistribution rd, hop1 = {0}, hop2 = {0};
     IPU_TRY(ipu_redistribute(L->ctx, s, d, &rd));
@@ -286,12 +302,12 @@ ipu_status low_redistribute(lowering *L, const ipu_layout *s, const uint32_t *sr
                  tensor != IPU_LOW_LITERAL ? L->g->tensors[tensor].name : "exchange");
         status = low_layout_buffers(L, &t, tensor, 1, IPU_LOW_STAGING, name, &ids);
         if (status == IPU_OK)
-            status = move_pieces(L, src, &t, ids, &hop1, label);
+            status = move_pieces(L, src, &t, ids, &hop1, advancing, label);
         if (status == IPU_OK)
-            status = move_pieces(L, ids, d, dst, &hop2, label);
+            status = move_pieces(L, ids, d, dst, &hop2, 0, label);
         free(ids);
     } else if (status == IPU_OK) {
-        status = move_pieces(L, src, d, dst, &rd, label);
+        status = move_pieces(L, src, d, dst, &rd, advancing, label);
     }
     ipu_layout_free(&t);
     ipu_redistribution_free(&rd);
@@ -332,36 +348,17 @@ ipu_status low_current_member(lowering *L, size_t index, int slot, const ipu_lay
     const ipu_ir_op *op = &L->g->ops[index];
     uint32_t tensor = op->in[slot];
     const ipu_ir_tensor *t = &L->g->tensors[tensor];
-    const ipu_layout *home = &L->plan->home[tensor];
-    const uint32_t *home_ids = low_home_ids(L, tensor);
     uint32_t **own = &L->operands[index][slot];
     char name[64];
     snprintf(name, sizeof name, "%.40s@op%zu", t->name, index);
     IPU_TRY(low_layout_buffers(L, l, tensor, 1, IPU_LOW_OPERAND, name, own));
-    size_t blocks = (size_t)home->row_parts * home->col_parts;
-    uint32_t *staging = ipu_calloc(L->ctx, blocks, sizeof *staging);
-    if (!staging)
-        return IPU_NO_MEMORY(L->ctx);
-    /* The copy's source advances one member per iteration; injected: not a bias's. */
-    int32_t advance = t->sequence > 1 ? 0 : -1;
-    if (advance == 0 && op->kind == IPU_IR_MATMUL &&
-        ipu_low_take_inject(&L->prog->inject, IPU_INJECT_BIAS_MEMBER_FROZEN))
-        advance = -1;
-    ipu_status status = low_begin_step(L, IPU_LOW_COMPUTE, label);
-    for (size_t b = 0; b < blocks && status == IPU_OK; b++) {
-        uint32_t i = (uint32_t)(b / home->col_parts), j = (uint32_t)(b % home->col_parts);
-        uint32_t bytes = ipu_layout_block_bytes(home, i, j), tile = ipu_layout_tile(home, i, j, 0);
-        snprintf(name, sizeof name, "%.40s.member", t->name);
-        status = low_new_buffer(L, tile, bytes, tensor, 0, 0, name, &staging[b]);
-        ipu_low_arg args[] = {BUF(home_ids[b], 0), BUF(staging[b], 0), LIT(bytes)};
-        if (status == IPU_OK)
-            status = low_emit_kernel(L, tile, IPU_K_COPY, 3, args, advance, bytes);
-    }
-    if (status == IPU_OK)
-        status = low_redistribute(L, home, staging, l, *own, label);
-    free(staging);
+    /* The move reads the current member in place; injected: not a bias's. */
+    int advancing = t->sequence > 1;
+    if (advancing && op->kind == IPU_IR_MATMUL && ipu_low_take_inject(&L->prog->inject, IPU_INJECT_BIAS_MEMBER_FROZEN))
+        advancing = 0;
+    IPU_TRY(low_redistribute_from(L, &L->plan->home[tensor], low_home_ids(L, tensor), advancing, l, *own, label));
     *ids = *own;
-    return status;
+    return IPU_OK;
 }
 
 /* ---- host streams ------------------------------------------------------ */

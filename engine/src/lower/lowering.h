@@ -42,6 +42,11 @@ ipu_status low_layout_buffers(lowering *L, const ipu_layout *l, uint32_t tensor,
 /* One step moving src's blocks into dst's: local copies, then an exchange. */
 ipu_status low_redistribute(lowering *L, const ipu_layout *s, const uint32_t *src,
                             const ipu_layout *d, const uint32_t *dst, const char *label);
+/* The same from sequences when advancing: each source buffer that holds
+ * several members is read at its current member (the move's sources advance
+ * one member per Repeat iteration). */
+ipu_status low_redistribute_from(lowering *L, const ipu_layout *s, const uint32_t *src, int advancing,
+                                 const ipu_layout *d, const uint32_t *dst, const char *label);
 const uint32_t *low_home_ids(lowering *L, uint32_t tensor);
 /* Elements in one padded row of column band j. */
 uint32_t low_elements_per_row(const ipu_layout *l, uint32_t j);
@@ -52,9 +57,9 @@ ipu_status low_operand(lowering *L, size_t index, int slot, uint32_t tensor, con
                        const char *label, const uint32_t **ids);
 
 /* The current member of parameter in[slot] of op index (a row parameter
- * homed thinly, ipu_plan_row_param_home) on operand layout l: a copy on each
- * home tile takes the member into staging (its source advances one member
- * per Repeat iteration), and one multicast step delivers it. */
+ * homed thinly, ipu_plan_row_param_home) on operand layout l: one multicast
+ * step delivers it from the home, its sources moving on one member per
+ * Repeat iteration (exchange sends relative to OUTGOING_BASE, or patched). */
 ipu_status low_current_member(lowering *L, size_t index, int slot, const ipu_layout *l, const char *label,
                               const uint32_t **ids);
 

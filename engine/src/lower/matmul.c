@@ -256,7 +256,7 @@ static ipu_status reduce_piece(matmul_lowering *M, uint32_t t, const uint32_t *p
                     if (status != IPU_OK)
                         break;
                     p->xfers[p->xfer_count++] =
-                        (ipu_low_xfer){from, c.row0 * c.stride, c.band * c.stride, (uint32_t)p->xdst_count, 1};
+                        (ipu_low_xfer){from, c.row0 * c.stride, c.band * c.stride, (uint32_t)p->xdst_count, 1, 0};
                     p->xdsts[p->xdst_count++] = (ipu_low_xdst){to, slot * c.band * c.stride};
                     low_use(L, from), low_use(L, to);
                     low_current(L)->count++;

@@ -76,6 +76,7 @@ typedef struct ipu_low_xdst {
 typedef struct ipu_low_xfer {
     uint32_t src_buffer, src_offset, bytes;
     uint32_t first_dst, dst_count;
+    uint32_t src_advance; /* bytes the source moves on per Repeat iteration (0: none) */
 } ipu_low_xfer;
 
 /* A host entry: rows runs of bytes each, the first at buffer + offset and

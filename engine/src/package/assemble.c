@@ -23,7 +23,17 @@ typedef struct assembly {
     const ipu_package_layout *layout;
     uint32_t *step_op;      /* per step: the control op (of its program) it became */
     uint8_t *step_half;     /* per step: 0 its compute or host phase, 1 its exchange phase */
+    struct relocation *relocation; /* per step: how its advancing sources move on */
 } assembly;
+
+/* A Repeat body exchange's sources that advance per iteration: tiles that
+ * move them by OUTGOING_BASE and tiles that patch them row by row, the
+ * source words patched at each iteration (in all, and on the tile with
+ * most), and the send rows that advance (what patching every one would
+ * take). */
+typedef struct relocation {
+    uint32_t based_tiles, patched_tiles, patches, most, rows;
+} relocation;
 
 static uint64_t padded4(uint64_t n) { return (n + 3) & ~3ull; }
 
@@ -63,9 +73,9 @@ static ipu_status group(assembly *A, ipu_package_layout *out, size_t s)
     return IPU_OK;
 }
 
-/* Pass 1: group items, size every tile's descriptors; table[tiles] is
- * scratch. */
-static ipu_status size_records(assembly *A, ipu_package_layout *out, uint64_t *table)
+/* Pass 1: group items, size every tile's descriptors; table[tiles] and
+ * patches[tiles] are scratch. */
+static ipu_status size_records(assembly *A, ipu_package_layout *out, uint64_t *table, uint32_t *patches)
 {
     ipu_low_program *prog = A->prog;
     for (size_t s = 0; s < prog->step_count; s++) {
@@ -73,10 +83,18 @@ static ipu_status size_records(assembly *A, ipu_package_layout *out, uint64_t *t
         int in_body = !step->init && s >= prog->repeat_first && s < prog->repeat_first + prog->repeat_count;
         if (step->kind == IPU_LOW_EXCHANGE) {
             /* Exactly what encoding will write (by key), and a table header
-             * on every tile (a bound, for tiles without rows). */
-            IPU_TRY(ipu_exchange_measure(A->ctx, A->p, &A->xprog->phases[s], table));
-            for (uint32_t t = 0; t < A->tiles; t++)
+             * on every tile (a bound, for tiles without rows); the patches of
+             * advancing sources, which only a Repeat body has. */
+            IPU_TRY(ipu_exchange_measure(A->ctx, A->p, &A->xprog->phases[s], table, patches, NULL));
+            for (uint32_t t = 0; t < A->tiles; t++) {
                 out->xtable_bytes[t] += table[t] ? table[t] : 4;
+                if (patches[t] && !in_body)
+                    return IPU_INCONSISTENT(A->ctx, "package",
+                                            "step %zu (%s): a source advances per Repeat iteration outside the "
+                                            "Repeat body",
+                                            s, step->label);
+                out->patch_count[t] += patches[t];
+            }
             continue;
         }
         IPU_TRY(group(A, out, s));
@@ -143,6 +161,17 @@ static ipu_status inject_rows(assembly *A, uint8_t *table, size_t size)
             ipu_store_u32(table + at + word, ipu_load_u32(table + at + word) + 1);
     }
     return IPU_OK;
+}
+
+/* Append a progression patch (target word, a, b: format.h) to a patch list. */
+static void add_progression(uint8_t *list, uint32_t target, uint32_t a, uint32_t b)
+{
+    uint8_t *e = list + 4 + (size_t)ipu_load_u32(list) * IPU_PATCH_SIZE;
+    ipu_store_u32(e, IPU_PATCH_PROGRESSION);
+    ipu_store_u32(e + 4, target);
+    ipu_store_u32(e + 8, a);
+    ipu_store_u32(e + 12, b);
+    ipu_store_u32(list, ipu_load_u32(list) + 1);
 }
 
 static uint32_t resolve(const ipu_low_program *prog, const ipu_low_arg *a)
@@ -350,9 +379,21 @@ static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, 
                     continue;
                 if (!init)
                     status = inject_rows(A, table, size);
+                uint32_t where = 0;
                 if (status == IPU_OK)
-                    status = ipu_pkg_put_slot(b, t, slot, table, size, NULL);
+                    status = ipu_pkg_put_slot(b, t, slot, table, size, &where);
+                relocation *r = &A->relocation[s];
+                size_t first = tables.patch_offset[t], n = tables.patch_offset[t + 1] - first;
+                for (size_t k = 0; k < n && status == IPU_OK; k++)
+                    add_progression(patches[t], where + tables.patches[first + k].at, tables.patches[first + k].a,
+                                    tables.patches[first + k].b);
+                r->based_tiles += tables.based[t];
+                r->patched_tiles += n && !tables.based[t];
+                r->patches += (uint32_t)n;
+                r->most = n > r->most ? (uint32_t)n : r->most;
             }
+            for (uint32_t n = 0; n < ph->count; n++)
+                A->relocation[s].rows += ph->xfers[n].src_advance != 0;
             ipu_xtables_free(&tables);
             /* Merge with the compute step just before it when that one is open. */
             size_t len = ipu_pkg_program_length(b, init);
@@ -426,14 +467,9 @@ static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, 
                 uint32_t where = 0;
                 if (status == IPU_OK)
                     status = ipu_pkg_put_slot(b, t, slot, rec.data, rec.size, &where);
-                for (uint32_t m = 0; m < mark_count && status == IPU_OK; m++) {
-                    uint8_t *e = patches[t] + 4 + (size_t)ipu_load_u32(patches[t]) * IPU_PATCH_SIZE;
-                    ipu_store_u32(e, IPU_PATCH_PROGRESSION);
-                    ipu_store_u32(e + 4, where + marks[m][0]);
-                    ipu_store_u32(e + 8, ipu_load_u32(rec.data + marks[m][0]));
-                    ipu_store_u32(e + 12, marks[m][1]);
-                    ipu_store_u32(patches[t], ipu_load_u32(patches[t]) + 1);
-                }
+                for (uint32_t m = 0; m < mark_count && status == IPU_OK; m++)
+                    add_progression(patches[t], where + marks[m][0], ipu_load_u32(rec.data + marks[m][0]),
+                                    marks[m][1]);
             }
             A->step_op[s] = (uint32_t)ipu_pkg_program_length(b, init);
             A->step_half[s] = 0;
@@ -493,17 +529,18 @@ ipu_status ipu_package_lay_out(ipu_ctx *ctx, ipu_low_program *prog, const ipu_xp
     out->patch_count = ipu_calloc(ctx, tiles, sizeof *out->patch_count);
     out->desc_sizes = ipu_calloc(ctx, tiles, sizeof *out->desc_sizes); /* descriptors, patches, slot table */
     out->xtable_bytes = ipu_calloc(ctx, tiles, sizeof *out->xtable_bytes);
-    assembly A = {ctx, prog, xprog, p, tiles, out, NULL, NULL};
+    assembly A = {ctx, prog, xprog, p, tiles, out, NULL, NULL, NULL};
     ipu_status status = out->desc_bytes && out->code_entries && out->by_tile && out->tile_start &&
                                 out->patch_count && out->desc_sizes && out->xtable_bytes
                             ? IPU_OK
                             : IPU_NO_MEMORY(ctx);
     uint64_t *bytes = ipu_malloc(ctx, tiles * sizeof *bytes);
-    if (status == IPU_OK && !bytes)
+    uint32_t *patches = ipu_malloc(ctx, tiles * sizeof *patches);
+    if (status == IPU_OK && (!bytes || !patches))
         status = IPU_NO_MEMORY(ctx);
     if (status == IPU_OK)
-        status = size_records(&A, out, bytes);
-    free(bytes);
+        status = size_records(&A, out, bytes, patches);
+    free(bytes), free(patches);
     /* Support first: code after the runtime state, descriptors after the aperture. */
     out->code_base = (p->sram_base + p->runtime_state_bytes + 63u) & ~63u;
     out->slots = (uint32_t)prog->step_count + 1;
@@ -562,19 +599,48 @@ static json_t *support_breakdown(const ipu_low_program *prog, const ipu_package_
                      "exchange_table_bytes", tables);
 }
 
+/* Per Repeat body exchange with advancing sources, its program phase (the
+ * control op's exchange half: init ops first), op and relocation: eligible
+ * when every sending tile moves them by OUTGOING_BASE. */
+static json_t *relocation_audit(const assembly *A, size_t init_ops)
+{
+    json_t *phases = json_array();
+    uint32_t most = 0, patches = 0, rows = 0;
+    for (size_t s = 0; phases && s < A->prog->step_count; s++) {
+        const relocation *r = &A->relocation[s];
+        if (!r->rows)
+            continue;
+        uint64_t phase = 2 * (init_ops + A->step_op[s]) + 1;
+        json_array_append_new(phases, json_pack("{s:I, s:s, s:b, s:I, s:I, s:I, s:I, s:I}", "phase",
+                                                (json_int_t)phase, "op", A->prog->steps[s].label, "eligible",
+                                                r->patched_tiles == 0, "based_tiles", (json_int_t)r->based_tiles,
+                                                "patched_tiles", (json_int_t)r->patched_tiles,
+                                                "source_word_patches", (json_int_t)r->patches,
+                                                "max_per_tile", (json_int_t)r->most, "advancing_send_rows",
+                                                (json_int_t)r->rows));
+        most = r->most > most ? r->most : most;
+        patches += r->patches, rows += r->rows;
+    }
+    return phases ? json_pack("{s:o, s:I, s:I, s:I}", "phases", phases, "source_word_patches", (json_int_t)patches,
+                              "max_per_tile", (json_int_t)most, "advancing_send_rows", (json_int_t)rows)
+                  : NULL;
+}
+
 ipu_status ipu_package_encode(ipu_ctx *ctx, ipu_low_program *prog, ipu_xprogram *xprog,
                               const ipu_package_layout *layout, json_t *meta, const ipu_assembly_record *records,
                               size_t record_count, ipu_package **out, json_t **report)
 {
     const ipu_profile *p = &prog->profile;
     size_t steps = prog->step_count ? prog->step_count : 1;
-    assembly A = {ctx, prog, xprog, p, p->tiles, layout, NULL, NULL};
+    assembly A = {ctx, prog, xprog, p, p->tiles, layout, NULL, NULL, NULL};
     A.step_op = ipu_calloc(ctx, steps, sizeof *A.step_op);
     A.step_half = ipu_calloc(ctx, steps, sizeof *A.step_half);
+    A.relocation = ipu_calloc(ctx, steps, sizeof *A.relocation);
     uint8_t **patches = ipu_calloc(ctx, A.tiles, sizeof *patches);
     uint32_t *stream_ids = ipu_calloc(ctx, prog->stream_count ? prog->stream_count : 1, sizeof *stream_ids);
     ipu_pkg_builder *b = NULL;
-    ipu_status status = A.step_op && A.step_half && patches && stream_ids ? IPU_OK : IPU_NO_MEMORY(ctx);
+    ipu_status status =
+        A.step_op && A.step_half && A.relocation && patches && stream_ids ? IPU_OK : IPU_NO_MEMORY(ctx);
     for (uint32_t t = 0; t < A.tiles && status == IPU_OK; t++)
         if (!(patches[t] = ipu_calloc(ctx, 1, 4 + (size_t)layout->patch_count[t] * IPU_PATCH_SIZE)))
             status = IPU_NO_MEMORY(ctx);
@@ -610,6 +676,7 @@ ipu_status ipu_package_encode(ipu_ctx *ctx, ipu_low_program *prog, ipu_xprogram 
         status = ipu_pkg_add_compiler_op(b, prog->ops[i].kind, prog->ops[i].name);
     if (status == IPU_OK)
         status = encode(&A, b, stream_ids, patches, layout->patch_count);
+    json_t *audit = status == IPU_OK && report ? relocation_audit(&A, ipu_pkg_program_length(b, 1)) : NULL;
     if (status == IPU_OK)
         status = add_allocations(&A, b);
     if (status == IPU_OK)
@@ -636,12 +703,14 @@ ipu_status ipu_package_encode(ipu_ctx *ctx, ipu_low_program *prog, ipu_xprogram 
                             (json_int_t)layout->desc_limit, "exchange_horizon_cycles", (json_int_t)horizon,
                             "slots", (json_int_t)layout->slots, "kernels", inventory);
         json_object_update_missing_new(*report, support_breakdown(prog, layout));
+        json_object_set(*report, "repeat_exchange", audit);
     }
+    json_decref(audit);
     json_decref(inventory);
     json_decref(meta);
     ipu_pkg_builder_free(b);
     for (uint32_t t = 0; patches && t < A.tiles; t++)
         free(patches[t]);
-    free(A.step_op), free(A.step_half), free(patches), free(stream_ids);
+    free(A.step_op), free(A.step_half), free(A.relocation), free(patches), free(stream_ids);
     return status;
 }
