@@ -3,7 +3,8 @@ vit-small package (64 tiles, 1 layer).  Its phases are checked against the
 placement report and result.json of the same build, read independently: the
 k-th exchange step of the report is the k-th replayed phase, its transfers
 are the report's sends in that step, its rows (sends plus receives on every
-tile) take 1 to 4 words each (repeat, continuation or full rows), and over
+tile) take at most 4 words each (full rows; continuations, repeats and runs
+of repeats take less), and over
 all phases the tables' words plus one count word per tile and phase are
 the exchange-table bytes result.json gives per tile (the package layout's
 sizes, measured before placement); rescheduling with the same scheduler
@@ -51,7 +52,7 @@ def test_replay_agrees_with_the_placement_report(cli, repo, tmp_path):
     for phase, step in zip(phases, exchange_steps):
         recorded, again = phase["recorded"], phase["rescheduled"]
         assert phase["replayed"] and phase["transfers"] == sends[step]
-        assert sum(rows[step].values()) <= recorded["total_row_words"] <= 4 * sum(rows[step].values())
+        assert 0 < recorded["total_row_words"] <= 4 * sum(rows[step].values())
         assert recorded["max_row_words"] <= 4 * max(rows[step].values())
         assert again["within_row_budget"] and again["total_row_words"] == recorded["total_row_words"]
         assert again["horizon_cycles"] > result["latency"] and recorded["horizon_cycles"] > result["latency"]

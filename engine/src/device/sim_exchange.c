@@ -70,27 +70,27 @@ static int row_fault(sim *s, uint32_t tile, uint32_t row)
 static int decode(sim *s, uint32_t tile, uint32_t table)
 {
     sim_tile *t = &s->tiles[tile];
-    uint32_t rows;
-    /* Every row takes at least 4 bytes; the walk stays inside the segment. */
-    if (sim_fetch_record(s, tile, table, IPU_XROW_REPEAT_SIZE, &rows, "exchange table"))
+    uint32_t entries;
+    /* Every entry takes at least 4 bytes; the walk stays inside the segment. */
+    if (sim_fetch_record(s, tile, table, IPU_XROW_REPEAT_SIZE, &entries, "exchange table"))
         return 1;
     uint32_t end = sim_descriptor_end(s, tile, table);
     t->table = table;
-    uint32_t at = table + 4, set_row = 0, set_address = 0;
-    ipu_xrow prev = {0}, row;
-    for (uint32_t r = 0; r < rows; r++, prev = row) {
-        uint32_t n = ipu_xrow_get(sim_ptr(s, tile, at), end - at, r ? &prev : NULL, &row);
-        uint32_t row_address = at;
-        if (!n)
+    uint32_t set_row = 0, set_address = 0;
+    ipu_xrow_reader reader;
+    ipu_xrow_reader_init(&reader, sim_ptr(s, tile, table + 4), end - (table + 4), entries);
+    ipu_xrow row;
+    for (int got; (got = ipu_xrow_next(&reader, &row)) != 0;) {
+        uint32_t r = reader.entry, row_address = table + 4 + (uint32_t)reader.offset;
+        if (got < 0)
             return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, row_address,
-                             row_address + IPU_XROW_REPEAT_SIZE,
-                             "exchange row %u: %s", r,
-                             ipu_xrow_fits(sim_ptr(s, tile, at), end - at)
-                                 ? "a continuation with no row of its op and flags before it (or with both "
-                                   "continuation flags)"
+                             row_address + IPU_XROW_REPEAT_SIZE, "exchange row %u: %s", r,
+                             ipu_xrow_fits(sim_ptr(s, tile, row_address), end - row_address)
+                                 ? "it continues no row of its op and flags before it (or is of several "
+                                   "kinds, or a run of no rows)"
                                  : "runs past its descriptor segment") &&
                    row_fault(s, tile, r);
-        at += n;
+        uint32_t n = reader.entry_size;
         uint32_t op = row.op, flags = row.flags, peer = row.peer, cycle = row.cycle, words = row.words,
                  address = row.address;
         uint32_t width = ipu_xrow_width(&row);
@@ -131,7 +131,7 @@ static int decode(sim *s, uint32_t tile, uint32_t table)
                 return sim_out_of_memory(s, tile);
         }
     }
-    t->table_bytes = at - table;
+    t->table_bytes = 4 + (uint32_t)reader.next;
     if (t->outgoing_base)
         return sim_fault(s, tile, IPU_FAULT_EXCHANGE_BASE_NOT_RESTORED, set_address, set_address + IPU_XROW_SIZE,
                          "exchange table at 0x%X leaves OUTGOING_BASE at 0x%X (row %u sets it): a table that sets "

@@ -35,8 +35,8 @@ static void read_phase_free(read_phase *r)
 }
 
 /* Tile t's table of slot decoded into *rows (malloc'd, NULL when the tile
- * takes no part or the table cannot be read); returns the row count and
- * sets *bytes to the table's size. */
+ * takes no part or the table cannot be read); returns the row count (a run
+ * entry gives several) and sets *bytes to the table's size. */
 static uint32_t table_of(const ipu_package *pkg, uint32_t t, uint32_t slot, ipu_xrow **rows, uint64_t *bytes)
 {
     *rows = NULL, *bytes = 0;
@@ -48,22 +48,27 @@ static uint32_t table_of(const ipu_package *pkg, uint32_t t, uint32_t slot, ipu_
     if (!at || at->kind != IPU_SEG_DESCRIPTOR)
         return 0;
     const uint8_t *head = ipu_pkg_segment_bytes(pkg, at) + (table - at->address);
-    size_t avail = at->address + at->size - table - 4;
-    uint32_t count = ipu_load_u32(head);
-    ipu_xrow *list = count && count <= avail / IPU_XROW_REPEAT_SIZE ? malloc(count * sizeof *list) : NULL;
-    if (!list)
-        return 0;
-    size_t used = 0;
-    for (uint32_t r = 0; r < count; r++) {
-        uint32_t n = ipu_xrow_get(head + 4 + used, avail - used, r ? &list[r - 1] : NULL, &list[r]);
-        if (!n) {
-            free(list);
-            return 0;
+    ipu_xrow_reader reader;
+    ipu_xrow_reader_init(&reader, head + 4, at->address + at->size - table - 4, ipu_load_u32(head));
+    ipu_xrow *list = NULL, row;
+    size_t count = 0, capacity = 0;
+    int got;
+    while ((got = ipu_xrow_next(&reader, &row)) > 0) {
+        if (count == capacity) {
+            size_t grown = capacity ? 2 * capacity : 64;
+            ipu_xrow *more = count < UINT32_MAX / 2 ? realloc(list, grown * sizeof *list) : NULL;
+            if (!more)
+                break;
+            list = more, capacity = grown;
         }
-        used += n;
+        list[count++] = row;
     }
-    *rows = list, *bytes = 4 + used;
-    return count;
+    if (got || !count) {
+        free(list);
+        return 0;
+    }
+    *rows = list, *bytes = 4 + reader.next;
+    return (uint32_t)count;
 }
 
 /* The send of tile at cycle among n sends in (tile, cycle) order; n when none. */

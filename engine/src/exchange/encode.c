@@ -3,7 +3,8 @@
  * cycle (ties by key, peer, words, address: the order never depends on
  * qsort), and written in that order; a row whose window starts where the
  * previous row's ends, or ends where it starts, by key, is written as a
- * continuation or a repeat (xrow.h).  Sends whose source advances per
+ * continuation or a repeat, and repeats from consecutive tiles in turn as
+ * one run (xrow.h).  Sends whose source advances per
  * Repeat iteration are relocated as exchange.h says: by OUTGOING_BASE
  * (SET_BASE first, the sends relative, RESET_BASE last) where a tile's
  * advance by one displacement, else by a patch per full row.  Measuring
@@ -133,6 +134,11 @@ static ipu_status collect(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *
             recvs[phase->dsts[x->first_dst + d].tile]++;
     }
     for (uint32_t t = 0; t < tiles && status == IPU_OK; t++) {
+        if (out->sends[t] + recvs[t] + 2 > IPU_XTABLE_ROWS_MAX)
+            status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                              "exchange phase: tile %u takes part in %zu transfers, more than a table holds (%u "
+                              "rows with the OUTGOING_BASE rows)",
+                              t, (size_t)out->sends[t] + recvs[t], IPU_XTABLE_ROWS_MAX);
         out->start[t + 1] = out->start[t] + out->sends[t] + recvs[t];
         fill[t] = out->start[t];
         recvs[t] = out->start[t] + out->sends[t];
@@ -186,12 +192,33 @@ static uint32_t row_size(const erow *rows, size_t i, uint32_t op)
     return ipu_xrow_size(&prev, &row, adjacency(rows, i));
 }
 
-/* Bytes of a list of n rows of op. */
-static uint64_t list_bytes(const erow *rows, size_t n, uint32_t op)
+/* The rows a run entry starting at row i of a list would hold: rows i ..
+ * i + count - 1 each repeat the row before it with row i's gap and order (a
+ * receive's peer one on); a run of fewer than two is none (0). */
+static uint32_t run_length(const erow *rows, size_t i, size_t n, uint32_t op)
+{
+    if (i == 0 || row_size(rows, i, op) != IPU_XROW_REPEAT_SIZE)
+        return 0;
+    ipu_xrow first = xrow_of(&rows[i], op), before = xrow_of(&rows[i - 1], op);
+    int order = adjacency(rows, i);
+    uint32_t gap = ipu_xrow_gap(&before, &first), count = 1;
+    for (size_t j = i + 1; j < n && count < 0xFFFF; j++, count++) {
+        ipu_xrow prev = xrow_of(&rows[j - 1], op), row = xrow_of(&rows[j], op);
+        if (!ipu_xrow_runs_on(&prev, &row, adjacency(rows, j), order, gap))
+            break;
+    }
+    return count >= 2 && ipu_xrow_runs_on(&before, &first, order, order, gap) ? count : 0;
+}
+
+/* Bytes of a list of n rows of op, and its entries. */
+static uint64_t list_bytes(const erow *rows, size_t n, uint32_t op, uint32_t *entries)
 {
     uint64_t bytes = 0;
-    for (size_t i = 0; i < n; i++)
-        bytes += row_size(rows, i, op);
+    for (size_t i = 0; i < n; (*entries)++) {
+        uint32_t run = run_length(rows, i, n, op);
+        bytes += run ? IPU_XROW_REPEAT_SIZE : row_size(rows, i, op);
+        i += run ? run : 1;
+    }
     return bytes;
 }
 
@@ -207,8 +234,9 @@ static uint64_t table_bytes(const tile_rows *r, uint32_t t)
     if (!all)
         return 0;
     const erow *rows = r->rows + r->start[t];
-    return 4 + (uint64_t)base_rows(r, t) * IPU_XROW_SIZE + list_bytes(rows, sends, IPU_XROW_SEND) +
-           list_bytes(rows + sends, all - sends, IPU_XROW_RECV);
+    uint32_t entries = 0;
+    return 4 + (uint64_t)base_rows(r, t) * IPU_XROW_SIZE + list_bytes(rows, sends, IPU_XROW_SEND, &entries) +
+           list_bytes(rows + sends, all - sends, IPU_XROW_RECV, &entries);
 }
 
 /* Tile t's patches: the SET_BASE row's address, or every full advancing send row's. */
@@ -242,23 +270,28 @@ ipu_status ipu_exchange_measure(ipu_ctx *ctx, const ipu_profile *p, const ipu_xp
 }
 
 /* Write a list of n rows of op at table + at, patching the full advancing
- * rows of a patched tile into *patch; returns the bytes written, 0 when a
- * row continues its predecessor by key but not by address (an address that
- * placement did not derive from its key). */
+ * rows of a patched tile into *patch and counting its entries; returns the
+ * bytes written, 0 when a row continues its predecessor by key but not by
+ * address (an address that placement did not derive from its key). */
 static uint64_t put_list(uint8_t *table, uint64_t at, const erow *rows, size_t n, uint32_t op, int patched,
-                         ipu_xpatch **patch)
+                         ipu_xpatch **patch, uint32_t *entries)
 {
     uint64_t bytes = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t size = row_size(rows, i, op);
-        int side = adjacency(rows, i);
+    for (size_t i = 0; i < n; (*entries)++) {
+        uint32_t run = run_length(rows, i, n, op), size = row_size(rows, i, op);
+        for (size_t j = i; j < i + (run ? run : 1); j++) {
+            int side = adjacency(rows, j);
+            ipu_xrow row = xrow_of(&rows[j], op), prev = j ? xrow_of(&rows[j - 1], op) : row;
+            uint32_t where = side == IPU_XROW_AFTER ? prev.address + 4 * prev.words : prev.address - 4 * row.words;
+            if (row_size(rows, j, op) != IPU_XROW_SIZE && row.address != where)
+                return 0;
+        }
         ipu_xrow row = xrow_of(&rows[i], op), prev = i ? xrow_of(&rows[i - 1], op) : row;
-        uint32_t where = side == IPU_XROW_AFTER ? prev.address + 4 * prev.words : prev.address - 4 * row.words;
-        if (size != IPU_XROW_SIZE && row.address != where)
-            return 0;
         if (patched && rows[i].advance && size == IPU_XROW_SIZE)
             *(*patch)++ = (ipu_xpatch){(uint32_t)(at + bytes + 12), row.address, rows[i].advance};
-        bytes += ipu_xrow_put(table + at + bytes, &prev, &row, size, side);
+        bytes += run ? ipu_xrow_put_run(table + at + bytes, row.flags, run, ipu_xrow_gap(&prev, &row), adjacency(rows, i))
+                     : ipu_xrow_put(table + at + bytes, &prev, &row, size, adjacency(rows, i));
+        i += run ? run : 1;
     }
     return bytes;
 }
@@ -304,15 +337,17 @@ ipu_status ipu_exchange_encode(ipu_ctx *ctx, const ipu_profile *p, const ipu_xph
         uint8_t *table = out->data + out->offset[t];
         const erow *rows = r.rows + r.start[t];
         ipu_xpatch *patch = out->patches + out->patch_offset[t];
-        ipu_store_u32(table, (uint32_t)(all + base_rows(&r, t)));
+        uint32_t entries = base_rows(&r, t);
         uint64_t at = 4;
         if (r.base[t]) {
             put_base_row(table + at, IPU_XROW_SET_BASE);
             *patch++ = (ipu_xpatch){(uint32_t)at + 12, 0, r.base[t]};
             at += IPU_XROW_SIZE;
         }
-        uint64_t sent = put_list(table, at, rows, sends, IPU_XROW_SEND, r.patched[t], &patch);
-        uint64_t received = put_list(table, at + sent, rows + sends, all - sends, IPU_XROW_RECV, 0, &patch);
+        uint64_t sent = put_list(table, at, rows, sends, IPU_XROW_SEND, r.patched[t], &patch, &entries);
+        uint64_t received =
+            put_list(table, at + sent, rows + sends, all - sends, IPU_XROW_RECV, 0, &patch, &entries);
+        ipu_store_u32(table, entries);
         at += sent + received;
         if (r.base[t] && !r.keep_base) {
             put_base_row(table + at, IPU_XROW_RESET_BASE);

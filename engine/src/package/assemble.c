@@ -139,26 +139,34 @@ static uint32_t code_bytes(uint64_t entries)
     return bytes;
 }
 
-/* The exchange mutations, on an encoded table: a send row's source one
- * word on (a row whose address is written: a continuation's follows from
- * the row before it), a receive row's cycle one later (a continuation's or
- * a repeat's gap, which moves it and the rows that continue it). */
+/* The exchange mutations, on an encoded table, each on the first entry
+ * that can take it: a send row's source one word on (a full row: the
+ * others' addresses follow from the row before), a receive's cycle one
+ * later (a continuation's, repeat's or run's gap, which moves the rows
+ * after it too). */
 static ipu_status inject_rows(assembly *A, uint8_t *table, size_t size)
 {
-    ipu_xrow prev, row;
-    for (size_t at = 4, n; at < size; at += n, prev = row) {
-        n = ipu_xrow_get(table + at, size - at, at > 4 ? &prev : NULL, &row);
-        IPU_ASSERT(A->ctx, n);
+    ipu_xrow_reader reader;
+    ipu_xrow_reader_init(&reader, table + 4, size - 4, ipu_load_u32(table));
+    ipu_xrow row;
+    uint32_t last = UINT32_MAX;
+    for (int got; (got = ipu_xrow_next(&reader, &row)) != 0;) {
+        IPU_ASSERT(A->ctx, got > 0);
+        if (reader.entry == last)
+            continue; /* a run's later rows */
+        last = reader.entry;
+        uint8_t *at = table + 4 + reader.offset;
+        uint32_t n = reader.entry_size;
         /* Where the cycle or the gap is, and the largest it can hold. */
         size_t word = n == IPU_XROW_REPEAT_SIZE ? 0 : 4;
         uint32_t most = n == IPU_XROW_SIZE ? UINT32_MAX : n == IPU_XROW_CONTINUED_SIZE ? 0xFFFF : 0xFF;
-        uint32_t field = ipu_load_u32(table + at + word) & most;
+        uint32_t field = ipu_load_u32(at + word) & most;
         if (row.op == IPU_XROW_SEND && n == IPU_XROW_SIZE &&
             ipu_low_take_inject(&A->prog->inject, IPU_INJECT_SEND_OFFSET_WORD))
-            ipu_store_u32(table + at + 12, row.address + 4);
+            ipu_store_u32(at + 12, row.address + 4);
         if (row.op == IPU_XROW_RECV && field < most &&
             ipu_low_take_inject(&A->prog->inject, IPU_INJECT_RECEIVE_CYCLE_LATE))
-            ipu_store_u32(table + at + word, ipu_load_u32(table + at + word) + 1);
+            ipu_store_u32(at + word, ipu_load_u32(at + word) + 1);
     }
     return IPU_OK;
 }

@@ -351,24 +351,24 @@ static ipu_status check_exchange(ipu_ctx *ctx, const ipu_package *pkg, uint32_t 
                                  uint32_t count)
 {
     const ipu_profile *p = &pkg->profile;
-    uint32_t at = address + 4;
-    ipu_xrow prev, row;
-    for (uint32_t i = 0; i < count; i++, prev = row) {
-        /* The longest row that still lies in the segment: the row's own size decides. */
-        const uint8_t *e = NULL;
-        size_t avail = 0;
-        for (uint32_t size = IPU_XROW_SIZE; !e && size >= IPU_XROW_REPEAT_SIZE; size /= 2)
-            if ((e = record_bytes(pkg, tile, at, size)))
-                avail = size;
-        uint32_t n = e ? ipu_xrow_get(e, avail, i ? &prev : NULL, &row) : 0;
-        if (!n && (!e || !ipu_xrow_fits(e, avail)))
+    const ipu_pkg_segment *seg = ipu_pkg_segment_at(pkg, tile, address, 4);
+    const uint8_t *head = record_bytes(pkg, tile, address, 4);
+    ipu_xrow_reader reader;
+    ipu_xrow_reader_init(&reader, head + 4, seg->address + seg->size - address - 4, count);
+    ipu_xrow row;
+    for (int got; (got = ipu_xrow_next(&reader, &row)) != 0;) {
+        uint32_t i = reader.entry;
+        if (got < 0 && reader.rows > IPU_XTABLE_ROWS_MAX)
+            return BAD("exchange table at 0x%X on tile %u: entry %u takes it past %u rows", address, tile, i,
+                       IPU_XTABLE_ROWS_MAX);
+        if (got < 0 && !ipu_xrow_fits(head + 4 + reader.offset, reader.avail - reader.offset))
             return BAD("exchange table at 0x%X on tile %u: row %u of %u runs past its segment", address, tile, i,
                        count);
-        if (!n)
+        if (got < 0)
             return BAD("exchange table at 0x%X on tile %u: row %u continues the row before it, but that row is "
                        "%s",
                        address, tile, i,
-                       i ? "of another op or other flags (or the row has both continuation flags)"
+                       i ? "of another op or other flags (or the row is of several kinds, or a run of none)"
                          : "missing (it is the first row)");
         if (row.op < IPU_XROW_SEND || row.op > IPU_XROW_RESET_BASE)
             return BAD("exchange table at 0x%X on tile %u: row %u has unknown op %u", address, tile, i, row.op);
@@ -378,7 +378,6 @@ static ipu_status check_exchange(ipu_ctx *ctx, const ipu_package *pkg, uint32_t 
         if (row.op == IPU_XROW_RECV && row.peer >= p->tiles)
             return BAD("exchange table at 0x%X on tile %u: row %u receives from tile %u of %u", address, tile, i,
                        row.peer, p->tiles);
-        at += n;
     }
     return IPU_OK;
 }

@@ -13,8 +13,8 @@
  *     table's row-count word from the input instead of counting the rows;
  *   then per tile 0..3: one byte whose low 4 bits are its row count (0: the
  *     tile takes no part), the count word when bit 4 is set, and 16 bytes per
- *     counted row (format.h: full rows, or the shorter continuation and
- *     repeat rows packed in those bytes, which the count word then counts;
+ *     counted row (format.h: full rows, or the shorter continuation, repeat
+ *     and run entries packed in those bytes, which the count word counts;
  *     missing bytes end the table early);
  *   then with bit 1: one byte whose low 3 bits count the patch entries, and
  *     their 16-byte entries.
