@@ -512,8 +512,8 @@ def report(result, out):
     if "support" in result:
         s = result["support"]
         print(f"  support per tile at most: code {s['code_bytes']} bytes, generated programs {s['program_bytes']}, "
-              f"exchange tables {s['exchange_table_bytes']}; tensor bytes available {s['tensor_bytes_available']} "
-              f"per tile", file=out)
+              f"exchange tables {s['exchange_table_bytes']}; tensor bytes available at least "
+              f"{s['tensor_bytes_available']} per tile", file=out)
     if "build" in result:
         b, peaks = result["build"], result["tile_peaks"]
         fullest = max(range(len(peaks["peak_bytes"])), key=peaks["peak_bytes"].__getitem__)

@@ -1003,7 +1003,7 @@
     $("meta").textContent = NT + " tiles \u00b7 " + N + " allocations \u00b7 " + NS + " steps" + rep + " \u00b7 SRAM " +
       hex(FULL_LO) + "\u2013" + hex(FULL_HI) + ", elements of " + ELEMENT + " bytes, region 1 from " + hex(D.region1_base) +
       ", host aperture " + hex(D.aperture_base) + "\u2013" + hex(D.aperture_end) +
-      (isInt(SUP.tensor_bytes_available) ? " \u00b7 tensor bytes available " + SUP.tensor_bytes_available + " per tile" : "");
+      (isInt(SUP.tensor_bytes_available) ? " \u00b7 tensor bytes available at least " + SUP.tensor_bytes_available + " per tile" : "");
     document.title = "Placement \u2014 " + NT + " tiles, " + N + " allocations";
   }
 

@@ -324,7 +324,7 @@ static ipu_status back_end(ipu_ctx *ctx, attempt *a, const ipu_xmode *mode, json
     if (status == IPU_OK)
         status = ipu_package_lay_out(ctx, &a->prog, &exchanges, &layout, support);
     if (status == IPU_OK) {
-        ipu_place_support room = {layout.code_end, layout.desc_base, layout.desc_limit};
+        ipu_place_support room = {support->code_end, support->descriptor_end, layout.desc_base};
         status = ipu_place_program(ctx, &a->prog, &room);
     }
     if (status == IPU_OK)

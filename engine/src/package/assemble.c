@@ -500,15 +500,26 @@ static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, 
     return status;
 }
 
-/* The accessible SRAM above the runtime state less the code and descriptor
- * ranges placement keeps free on every tile (the aperture counts: transient
+/* Tile t's accessible SRAM above the runtime state less its code and its
+ * descriptors, which placement keeps free (the aperture counts: transient
  * tensors may borrow it). */
-static uint32_t tensor_bytes_available(const ipu_profile *p, const ipu_package_layout *layout)
+static uint32_t tile_tensor_bytes(const ipu_profile *p, const ipu_package_layout *layout, uint32_t t)
 {
     uint64_t accessible = ipu_profile_access_end(p) - p->sram_base - p->runtime_state_bytes;
-    uint64_t reserved = (layout->code_end - p->sram_base - p->runtime_state_bytes) +
-                        ((uint64_t)layout->desc_limit - layout->desc_base);
+    uint64_t reserved = (layout->code_base - p->sram_base - p->runtime_state_bytes) +
+                        code_bytes(layout->code_entries[t]) + layout->desc_sizes[t];
     return reserved < accessible ? (uint32_t)(accessible - reserved) : 0;
+}
+
+/* The device's tensor bytes: the fewest any tile has. */
+static uint32_t tensor_bytes_available(const ipu_profile *p, const ipu_package_layout *layout)
+{
+    uint32_t least = UINT32_MAX;
+    for (uint32_t t = 0; t < p->tiles; t++) {
+        uint32_t bytes = tile_tensor_bytes(p, layout, t);
+        least = bytes < least ? bytes : least;
+    }
+    return least;
 }
 
 void ipu_package_layout_free(ipu_package_layout *l)
@@ -591,7 +602,7 @@ ipu_status ipu_package_lay_out(ipu_ctx *ctx, ipu_low_program *prog, const ipu_xp
 static json_t *support_breakdown(const ipu_low_program *prog, const ipu_package_layout *layout)
 {
     const ipu_profile *p = &prog->profile;
-    json_t *code = json_array(), *program = json_array(), *tables = json_array();
+    json_t *code = json_array(), *program = json_array(), *tables = json_array(), *tensors = json_array();
     uint64_t program_max = 0, table_max = 0;
     for (uint32_t t = 0; t < p->tiles; t++) {
         uint64_t table = layout->xtable_bytes[t], generated = layout->desc_sizes[t] - table;
@@ -600,11 +611,12 @@ static json_t *support_breakdown(const ipu_low_program *prog, const ipu_package_
         json_array_append_new(code, json_integer(code_bytes(layout->code_entries[t])));
         json_array_append_new(program, json_integer((json_int_t)generated));
         json_array_append_new(tables, json_integer((json_int_t)table));
+        json_array_append_new(tensors, json_integer(tile_tensor_bytes(p, layout, t)));
     }
-    return json_pack("{s:I, s:I, s:I, s:{s:o, s:o, s:o}}", "program_bytes", (json_int_t)program_max,
+    return json_pack("{s:I, s:I, s:I, s:{s:o, s:o, s:o, s:o}}", "program_bytes", (json_int_t)program_max,
                      "exchange_table_bytes", (json_int_t)table_max, "tensor_bytes_available",
-                     (json_int_t)tensor_bytes_available(p, layout), "per_tile", "code_bytes", code, "program_bytes", program,
-                     "exchange_table_bytes", tables);
+                     (json_int_t)tensor_bytes_available(p, layout), "per_tile", "code_bytes", code, "program_bytes",
+                     program, "exchange_table_bytes", tables, "tensor_bytes_available", tensors);
 }
 
 /* Per Repeat body exchange with advancing sources, its program phase (the

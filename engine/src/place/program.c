@@ -1,6 +1,7 @@
 /* program.c: a low program's buffers placed (program.h).  Staging for host
  * rounds goes in the aperture; inputs, outputs and parameters (pinned) above
- * it; every other buffer anywhere above the code, around the aperture.
+ * it; every other buffer anywhere above its tile's code, around the
+ * aperture; each tile's own descriptors are kept free.
  */
 #include <stdlib.h>
 
@@ -27,7 +28,7 @@ static void inject_overlap(ipu_low_program *prog)
 ipu_status ipu_place_program(ipu_ctx *ctx, ipu_low_program *prog, const ipu_place_support *support)
 {
     const ipu_profile *p = &prog->profile;
-    uint32_t code_end = support->code_end, tiles = p->tiles;
+    uint32_t tiles = p->tiles;
     size_t n = prog->buffer_count;
     ipu_place_request *req = ipu_calloc(ctx, n ? n : 1, sizeof *req);
     ipu_place_conflict *conf = NULL;
@@ -39,12 +40,13 @@ ipu_status ipu_place_program(ipu_ctx *ctx, ipu_low_program *prog, const ipu_plac
         int staging = buf->aperture;
         /* Inputs, outputs and parameters never borrow the aperture. */
         req[b] = (ipu_place_request){buf->tile, buf->size, buf->alignment, buf->first, buf->last,
-                                     staging ? p->aperture_base : (buf->pinned ? p->aperture_end : code_end),
+                                     staging ? p->aperture_base
+                                             : (buf->pinned ? p->aperture_end : support->code_end[buf->tile]),
                                      staging ? p->aperture_end : ipu_profile_access_end(p), buf->name, 0,
                                      0};
     }
     for (uint32_t t = 0; t < tiles && status == IPU_OK; t++)
-        reserved[t] = (ipu_place_range){t, support->desc_base, support->desc_limit};
+        reserved[t] = (ipu_place_range){t, support->desc_base, support->desc_end[t]};
     /* Operands a kernel declares separate (a GEMM's output and its inputs,
      * an attention state and Q, K, V...) must not share a memory element:
      * operand i of such an entry is its argument i (kernels.h). */

@@ -1,7 +1,7 @@
 /* program.h: placing a low program's buffers (placement v1, place.h): one
  * request per buffer in the range its kind allows, the operand pairs its
- * kernels declare separate as conflicts, and the package support's
- * descriptor range reserved on every tile.
+ * kernels declare separate as conflicts, and each tile's own package
+ * support (its code and its descriptors) kept free.
  */
 #ifndef IPU_PLACE_PROGRAM_H
 #define IPU_PLACE_PROGRAM_H
@@ -9,10 +9,13 @@
 #include "lower/program.h"
 #include "place/place.h"
 
-/* Where the package support lies: kernel code below code_end (from the
- * runtime state up), descriptors in [desc_base, desc_limit). */
+/* Where the package support lies on each tile: kernel code below
+ * code_end[t] (from the runtime state up), descriptors in [desc_base,
+ * desc_end[t]). */
 typedef struct ipu_place_support {
-    uint32_t code_end, desc_base, desc_limit;
+    const uint32_t *code_end; /* per tile: the end of its kernel code */
+    const uint32_t *desc_end; /* per tile: the end of its descriptors, from desc_base */
+    uint32_t desc_base;
 } ipu_place_support;
 
 /* Give every buffer its address; when one does not fit, the error names it
