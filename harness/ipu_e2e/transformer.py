@@ -22,7 +22,8 @@ WORKLOADS = ("mlp", "vit", "vit-small")
 ATTENTION_MODES = ("auto", "flash", "materialized")
 # Flags every transformer workload takes (their defaults are the parser's).
 SHARED = ("batch", "memory_budget", "search_budget", "catalogue_budget", "frontier_cap", "catalogue_group",
-          "exchange_stream_words", "balance_streams", "seed", "reference_run", "reference_fp32", "reference_inferences", "min_cosine", "atol", "rtol",
+          "exchange_stream_words", "balance_streams", "probe_capacity", "seed", "reference_run", "reference_fp32",
+          "reference_inferences", "min_cosine", "atol", "rtol",
           "check_ops", "inject", "dump_tensors", "compile_only",
           "memory_profile_directory", "tokens", "channels", "hidden")
 # Flags of one family, with the value they take when not given (None: the engine's default).
@@ -31,7 +32,8 @@ ONLY = {"mlp": {"precision": "fp8", "blocks": 1},
 FLAGS = SHARED + tuple(name for flags in ONLY.values() for name in flags)
 # The flags that shape the package (the rest check or report it).
 BUILD_FLAGS = ("batch", "memory_budget", "search_budget", "catalogue_budget", "frontier_cap", "catalogue_group",
-               "exchange_stream_words", "balance_streams", "seed", "inject", "memory_profile_directory", "tokens", "channels", "hidden") + tuple(
+               "exchange_stream_words", "balance_streams", "probe_capacity", "seed", "inject",
+               "memory_profile_directory", "tokens", "channels", "hidden") + tuple(
     name for flags in ONLY.values() for name in flags)
 # The output check's flags: they need the reference (--reference-run, or a --package replay).
 CHECK_FLAGS = ("reference_fp32", "min_cosine", "atol", "rtol")
@@ -103,6 +105,10 @@ def add_arguments(p):
     group.add_argument("--balance-streams", action="store_true",
                        help="with --exchange-stream-words N: also try endpoint-balanced chunks of 4 N words, "
                             "kept where the phase gets shorter with no larger tables")
+    group.add_argument("--probe-capacity", action="store_true",
+                       help="when no candidate plan places: place the last one again with 4 KiB, 8 KiB, ... "
+                            "(up to 256 KiB) more SRAM per tile and say the smallest extra that places it "
+                            "(placement only; no package is built)")
     group.add_argument("--seed", type=int_in(0, MAX_SEED), default=0, metavar="S",
                        help="seed of inputs and weights")
     group.add_argument("--compile-only", action="store_true",
@@ -259,7 +265,7 @@ def search_options(args):
     return {"search_budget": args.search_budget, "catalogue_budget": args.catalogue_budget,
             "frontier_cap": args.frontier_cap, "catalogue_group": args.catalogue_group,
             "exchange_stream_words": args.exchange_stream_words,
-            "balance_streams": args.balance_streams or None}
+            "balance_streams": args.balance_streams or None, "probe_capacity": args.probe_capacity or None}
 
 
 def memory_pages(directory, progress):

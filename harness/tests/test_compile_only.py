@@ -97,3 +97,26 @@ def test_repeat_exchanges_read_parameter_members_in_place(cli, tmp_path):
         assert p["advancing_send_rows"] >= p["based_tiles"]
     assert audit["source_word_patches"] == sum(p["source_word_patches"] for p in audit["phases"])
     assert audit["advancing_send_rows"] > audit["source_word_patches"]
+
+
+def probed_extra(cli, hidden, probe=True):
+    """--probe-capacity on an 8-tile MLP whose plans need more SRAM than a tile has: (exit code, message, the
+    extra bytes it names or None)."""
+    done = cli("--quiet", "--workload", "mlp", "--tiles", 8, "--tokens", 400, "--channels", 1152, "--hidden", hidden,
+               "--memory-budget", 3000000, "--compile-only", *(["--probe-capacity"] if probe else []))
+    found = re.search(r"places with (\d+) more bytes \((\d+) KiB\) of SRAM on every tile, and not with (\d+)\)",
+                      done.stderr)
+    return done.returncode, done.stderr, found
+
+
+def test_probe_capacity_names_the_extra_sram_the_last_candidate_needs(cli):
+    code, message, small = probed_extra(cli, 1200)
+    assert code == 2 and small, message
+    extra, kib, below = (int(g) for g in small.groups())
+    assert extra % 4096 == 0 and 0 < extra <= 262144 and kib * 1024 == extra and below == extra - 4096
+    # The probe only adds to the message: the same build without it fails the same way.
+    code_without, without, _ = probed_extra(cli, 1200, probe=False)
+    assert code_without == 2 and without.strip() and without.strip() in message
+    # A wider hidden layer needs at least as much more.
+    _, wider_message, wider = probed_extra(cli, 1400)
+    assert wider and int(wider[1]) >= extra, wider_message

@@ -46,6 +46,7 @@ typedef struct compile_options {
     uint32_t budget;          /* --memory-budget */
     ipu_plan_options plan;    /* search and catalogue budgets, frontier, attention */
     ipu_xmode exchange;       /* --exchange-stream-words, --balance-streams */
+    int probe_capacity;       /* --probe-capacity */
     int inject;
     char *report_path, *profile_directory;
 } compile_options;
@@ -105,6 +106,10 @@ static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, compile_
     if (status == IPU_OK)
         status = count_option(ctx, o, "exchange_stream_words", "--exchange-stream-words", 0, 1u << 20,
                               &c->exchange.stream_words);
+    json_t *probe = json_object_get(o, "probe_capacity");
+    if (status == IPU_OK && probe && !json_is_boolean(probe))
+        status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "--probe-capacity: expected true or false");
+    c->probe_capacity = json_is_true(probe);
     json_t *balance = json_object_get(o, "balance_streams");
     if (status == IPU_OK && balance && !json_is_boolean(balance))
         status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "--balance-streams: expected true or false");
@@ -401,6 +406,73 @@ static const char *support_note(uint32_t asked, uint32_t budget)
     return budget < asked ? " (the search budget, lowered for the package support)" : "";
 }
 
+/* The step and the limit of --probe-capacity: extra SRAM per tile. */
+#define PROBE_STEP 4096u
+#define PROBE_LIMIT (256u * 1024u)
+
+/* --probe-capacity, when no candidate plan fits (why: the error): lay out
+ * the last lowered candidate's support and place its buffers with 0,
+ * PROBE_STEP, 2 PROBE_STEP, ... more bytes at the top of every tile's SRAM
+ * (placement only: the addresses are discarded and no package is built);
+ * fail with the error and the smallest extra that places it (or that none
+ * up to PROBE_LIMIT does). */
+static ipu_status probe_capacity(ipu_ctx *ctx, attempt *a, const ipu_xmode *mode, const char *why)
+{
+    uint32_t tiles = a->prog.profile.tiles, found = UINT32_MAX;
+    ipu_support_map map = {0, 0, ipu_calloc(ctx, tiles, sizeof(uint32_t)), ipu_calloc(ctx, tiles, sizeof(uint32_t)),
+                           ipu_calloc(ctx, tiles, sizeof(uint32_t)), 0};
+    ipu_xprogram exchanges;
+    ipu_package_layout layout;
+    memset(&exchanges, 0, sizeof exchanges);
+    memset(&layout, 0, sizeof layout);
+    ipu_status status = map.code_end && map.descriptor_end && map.exchange_table_bytes ? IPU_OK : IPU_NO_MEMORY(ctx);
+    if (status == IPU_OK)
+        status = ipu_exchange_program(ctx, &a->prog, mode, &exchanges);
+    if (status == IPU_OK)
+        status = ipu_package_lay_out(ctx, &a->prog, &exchanges, &layout, &map);
+    const ipu_profile saved = a->prog.profile;
+    ipu_place_support room = {map.code_end, map.descriptor_end, map.descriptor_base};
+    for (uint32_t extra = 0; extra <= PROBE_LIMIT && found == UINT32_MAX && status == IPU_OK; extra += PROBE_STEP) {
+        status = ipu_progress(ctx, "capacity probe", extra / PROBE_STEP, PROBE_LIMIT / PROBE_STEP);
+        a->prog.profile.sram_end = saved.sram_end + extra;
+        ipu_status placed = status == IPU_OK ? ipu_place_program(ctx, &a->prog, &room) : status;
+        if (placed == IPU_OK)
+            found = extra;
+        else if (placed == IPU_ERR_INVALID_ARGUMENT)
+            ipu_ctx_clear_error(ctx);
+        else
+            status = placed; /* out of memory, cancelled */
+    }
+    a->prog.profile = saved;
+    ipu_package_layout_free(&layout);
+    ipu_xprogram_free(&exchanges);
+    free(map.code_end), free(map.descriptor_end), free(map.exchange_table_bytes);
+    if (status == IPU_ERR_INVALID_ARGUMENT) { /* the support itself does not fit */
+        char support[512];
+        snprintf(support, sizeof support, "%s", ipu_ctx_errmsg(ctx));
+        ipu_ctx_clear_error(ctx);
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "%s (--probe-capacity: the last candidate's %s)", why,
+                        support);
+    }
+    if (status != IPU_OK)
+        return status;
+    ipu_ctx_clear_error(ctx);
+    if (found == UINT32_MAX)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "%s (--probe-capacity: the last candidate does not place with up to %u more bytes per tile "
+                        "either)",
+                        why, PROBE_LIMIT);
+    if (found == 0)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "%s (--probe-capacity: the last candidate places on the device as it is: the budget, "
+                        "not the SRAM, turns it down)",
+                        why);
+    return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                    "%s (--probe-capacity: the last candidate places with %u more bytes (%u KiB) of SRAM on every "
+                    "tile, and not with %u)",
+                    why, found, found / 1024, found - PROBE_STEP);
+}
+
 /* "auto" attention: the mode whose whole plan the planner estimates faster
  * (flash on a tie; a mode that cannot plan at all loses).  *cycles gets
  * each mode's estimate (0: it did not plan). */
@@ -472,8 +544,9 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     int stage_inject = c.inject == IPU_INJECT_INPUT_RECORD_SHIFTED ? IPU_INJECT_NONE : c.inject;
     c.plan.inject = stage_inject;
     c.plan.caps = caps;
-    attempt a;
+    attempt a, last; /* last: the candidate before, for --probe-capacity */
     memset(&a, 0, sizeof a);
+    memset(&last, 0, sizeof last);
     uint32_t attempts = 0, first_peak_tile = 0;
     uint64_t first_peak = 0;
     json_t *tries = json_array();
@@ -489,6 +562,11 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     }
     while (status == IPU_OK) {
         attempts++;
+        if (c.probe_capacity && a.prog.step_count) { /* keep the last lowered candidate for the probe */
+            attempt_free(&last);
+            last = a;
+            memset(&a, 0, sizeof a);
+        }
         attempt_free(&a);
         status = plan_and_lower(ctx, p, g, &c.plan, stage_inject, &a, &t);
         exhausted = status == IPU_ERR_INVALID_ARGUMENT;
@@ -642,7 +720,17 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         }
     }
     json_decref(tries);
+    if (status == IPU_ERR_INVALID_ARGUMENT && exhausted && c.probe_capacity) {
+        char why[1024];
+        snprintf(why, sizeof why, "%s", ipu_ctx_errmsg(ctx));
+        attempt *probed = a.prog.step_count ? &a : last.prog.step_count ? &last : NULL;
+        if (probed) {
+            ipu_ctx_clear_error(ctx);
+            status = probe_capacity(ctx, probed, &c.exchange, why);
+        }
+    }
     attempt_free(&a);
+    attempt_free(&last);
     free(c.report_path);
     free(c.profile_directory);
     free(caps);
