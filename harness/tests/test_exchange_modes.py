@@ -11,7 +11,10 @@ schedule only with a shorter horizon, so its total horizon is never longer
 than compact's.  `ipu-e2e-bench vit --exchange-modes` on the same vit-small
 prints its table, every output passes, and each mode's table bytes and
 tensor bytes per tile equal what `ipu-e2e-test --compile-only` in that mode
-writes to result.json.
+writes to result.json.  A small ViT's Repeat exchanges read the layers'
+parameter members through OUTGOING_BASE: compiled with the mutation that
+leaves it set, the device faults (exchange_base_not_restored) at the base
+row of the first such phase, naming the op; without it the run passes.
 """
 import json
 import subprocess
@@ -58,3 +61,17 @@ def test_bench_exchange_modes_agrees_with_compile_only(cli, repo, tmp_path):
         assert (row["max_exchange_table_bytes"], row["tensor_bytes_available"]) == \
             (s["exchange_table_bytes"], s["tensor_bytes_available"])
         assert row["cycles"] > row["exchange_cycles"] > 0
+
+
+def test_a_relative_phase_that_keeps_its_base_faults(cli, tmp_path):
+    # The compiler's Repeat exchanges move parameter members by OUTGOING_BASE; with the mutation their tables
+    # leave it set, and the device stops at the end of that phase (its second iteration: the first sets 0).
+    small = ["--workload", "vit", "--tiles", "16", "--tokens", "20", "--heads", "4", "--head-dim", "8",
+             "--hidden", "40", "--layers", "2"]
+    done = cli("--quiet", *small, "--reference-run", "--inject", "outgoing-base-not-restored", "--output", tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    fault = json.loads((tmp_path / "result.json").read_text())["fault"]
+    assert fault["kind"] == "exchange_base_not_restored" and "OUTGOING_BASE" in fault["detail"] and fault["row"] == 0
+    assert fault["op"]["label"] and fault["address_hi"] - fault["address_lo"] == 16
+    clean = cli("--quiet", *small, "--reference-run", "--output", tmp_path / "clean")
+    assert clean.returncode == 0, clean.stdout + clean.stderr
