@@ -266,7 +266,7 @@ static ipu_status replay_phase(ipu_ctx *ctx, const ipu_package *pkg, const ipu_x
     if (status == IPU_OK && r.replayable) {
         status = ipu_exchange_schedule(ctx, &pkg->profile, &r.phase, mode);
         if (status == IPU_OK)
-            status = ipu_exchange_measure(ctx, &pkg->profile, &r.phase, bytes, NULL, NULL);
+            status = ipu_exchange_measure(ctx, &pkg->profile, &r.phase, bytes, NULL);
         json_t *again = status == IPU_OK ? figures(&pkg->profile, &r.phase, bytes) : NULL;
         int fits = 1;
         for (uint32_t t = 0; t < pkg->profile.tiles; t++)

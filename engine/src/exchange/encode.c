@@ -202,12 +202,14 @@ static uint32_t run_length(const erow *rows, size_t i, size_t n, uint32_t op)
     ipu_xrow first = xrow_of(&rows[i], op), before = xrow_of(&rows[i - 1], op);
     int order = adjacency(rows, i);
     uint32_t gap = ipu_xrow_gap(&before, &first), count = 1;
+    if (!ipu_xrow_runs_on(&before, &first, order, order, gap))
+        return 0;
     for (size_t j = i + 1; j < n && count < 0xFFFF; j++, count++) {
         ipu_xrow prev = xrow_of(&rows[j - 1], op), row = xrow_of(&rows[j], op);
         if (!ipu_xrow_runs_on(&prev, &row, adjacency(rows, j), order, gap))
             break;
     }
-    return count >= 2 && ipu_xrow_runs_on(&before, &first, order, order, gap) ? count : 0;
+    return count >= 2 ? count : 0;
 }
 
 /* Bytes of a list of n rows of op, and its entries. */
@@ -252,7 +254,7 @@ static uint32_t patch_count(const tile_rows *r, uint32_t t)
 }
 
 ipu_status ipu_exchange_measure(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *phase, uint64_t *bytes,
-                                uint32_t *patches, uint8_t *based)
+                                uint32_t *patches)
 {
     if (!p || !phase || !bytes || (phase->count && !phase->xfers) || (phase->dst_total && !phase->dsts))
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "exchange measure: missing profile, phase or output");
@@ -262,8 +264,6 @@ ipu_status ipu_exchange_measure(ipu_ctx *ctx, const ipu_profile *p, const ipu_xp
         bytes[t] = table_bytes(&r, t);
         if (patches)
             patches[t] = patch_count(&r, t);
-        if (based)
-            based[t] = r.base[t] != 0;
     }
     tile_rows_free(&r);
     return IPU_OK;

@@ -104,7 +104,7 @@ typedef struct candidate {
 /* Record the phase's current schedule in c (tables measured into bytes). */
 static ipu_status keep(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *phase, uint64_t *bytes, candidate *c)
 {
-    IPU_TRY(ipu_exchange_measure(ctx, p, phase, bytes, NULL, NULL));
+    IPU_TRY(ipu_exchange_measure(ctx, p, phase, bytes, NULL));
     c->largest = c->total = 0;
     for (uint32_t t = 0; t < p->tiles; t++) {
         c->largest = bytes[t] > c->largest ? bytes[t] : c->largest;

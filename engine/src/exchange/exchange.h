@@ -96,9 +96,8 @@ void ipu_xtables_free(ipu_xtables *t);
 
 /* What encoding will write per tile, from the keys and cycles alone
  * (addresses need not be filled): bytes[t] of table (0 for a tile that
- * takes no part), patches[t] (NULL: not wanted) and based[t] (NULL: not
- * wanted; 1 where the table sets OUTGOING_BASE). */
+ * takes no part) and patches[t] (NULL: not wanted). */
 ipu_status ipu_exchange_measure(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *phase, uint64_t *bytes,
-                                uint32_t *patches, uint8_t *based);
+                                uint32_t *patches);
 
 #endif

@@ -85,7 +85,7 @@ static ipu_status size_records(assembly *A, ipu_package_layout *out, uint64_t *t
             /* Exactly what encoding will write (by key), and a table header
              * on every tile (a bound, for tiles without rows); the patches of
              * advancing sources, which only a Repeat body has. */
-            IPU_TRY(ipu_exchange_measure(A->ctx, A->p, &A->xprog->phases[s], table, patches, NULL));
+            IPU_TRY(ipu_exchange_measure(A->ctx, A->p, &A->xprog->phases[s], table, patches));
             for (uint32_t t = 0; t < A->tiles; t++) {
                 out->xtable_bytes[t] += table[t] ? table[t] : 4;
                 if (patches[t] && !in_body)
