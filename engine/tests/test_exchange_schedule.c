@@ -7,10 +7,17 @@
  * first, ties by index, earliest free start) must give exactly the same
  * cycles; (c) every tile's encoded table must hold exactly the rows the phase
  * implies (sends then receives, each by cycle, receive = send + L, words =
- * bytes / 4); (d) the tables run on the simulated device in a package whose
+ * bytes / 4), each entry full, a continuation, a repeat or a run as
+ * format.h's rules give it from the keys, and the measured size must be the
+ * encoded one; (d) the tables run on the simulated device in a package whose
  * data segments hold random source bytes: every destination must equal its
  * source and the step's exchange cost must be horizon + 100.  A 1472-tile
  * phase (every tile multicasting 1 KiB to 8 others) gets (a), (c) and (d).
+ * The compact modes get (a), (c) and (d), keys set to the addresses in
+ * half the rounds, and never a larger table than the latency order; an
+ * all-to-all gather in stream waves receives in address order with runs;
+ * advancing sources are relocated by OUTGOING_BASE or by patches and read
+ * the right member in a Repeat, and tables that keep the base fault.
  * Hand-made phases pin tight schedules (a permutation takes words + L) and
  * gap filling; every invalid input must give IPU_ERR_INVALID_ARGUMENT naming
  * the transfer and value, leaving cycles untouched.  Seed: IPU_TEST_SEED or

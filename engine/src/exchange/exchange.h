@@ -48,7 +48,8 @@ typedef struct ipu_xphase {
 
 /* How a phase is scheduled.  stream_words 0 is latency-oriented: greedy
  * earliest fit, longest transfers first.  stream_words N > 0 is compact:
- * each tile's receives form an address-ordered stream, and the streams are
+ * each tile's receives form an address-ordered stream (started at its first
+ * window from a tile above its own and wrapped round), and the streams are
  * taken in waves of N words, so a tile receives in address order and its
  * rows become continuations; the latency-oriented and the stream schedule
  * are ranked by their largest table, then total table bytes, then horizon.
