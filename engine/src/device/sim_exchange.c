@@ -1,5 +1,5 @@
 /* sim_exchange.c: a statically timed exchange phase read from the encoded
- * tables in tile SRAM.  Decode (rows in order, full or continuations,
+ * tables in tile SRAM.  Decode (entries in order, each kind of xrow.h,
  * OUTGOING_BASE applied to relative sends), port checks (one word per cycle
  * per port; paired 64-bit transfers take both ports of the supertile pair;
  * every row inside an allocation live at the phase), matching every receive
@@ -85,7 +85,8 @@ static int decode(sim *s, uint32_t tile, uint32_t table)
         if (got < 0)
             return sim_fault(s, tile, IPU_FAULT_MALFORMED_DESCRIPTOR, row_address,
                              row_address + IPU_XROW_REPEAT_SIZE, "exchange row %u: %s", r,
-                             ipu_xrow_fits(sim_ptr(s, tile, row_address), end - row_address)
+                             reader.rows > IPU_XTABLE_ROWS_MAX ? "the table has more rows than a table holds"
+                             : ipu_xrow_fits(sim_ptr(s, tile, row_address), end - row_address)
                                  ? "it continues no row of its op and flags before it (or is of several "
                                    "kinds, or a run of no rows)"
                                  : "runs past its descriptor segment") &&
