@@ -186,12 +186,12 @@ typedef struct held {
         }                                                                                 \
     } while (0)
 
-/* A call that must refuse with IPU_ERR_INVALID_ARGUMENT: memory running
+/* A compile that must be refused with IPU_ERR_NO_PLAN: memory running
  * out on its way may only add "out of memory" to its message. */
 #define REFUSED(o, call)                                                  \
     do {                                                                  \
         ipu_status refused_ = (call);                                     \
-        if (refused_ == IPU_ERR_INVALID_ARGUMENT) {                       \
+        if (refused_ == IPU_ERR_NO_PLAN) {                                \
             if (strstr(ipu_ctx_errmsg(ctx), "out of memory"))             \
                 (o)->noted = 1;                                           \
             ipu_ctx_clear_error(ctx);                                     \
@@ -205,10 +205,11 @@ static ipu_status take_json(ipu_status status, char **result)
 {
     char *text = *result;
     *result = NULL;
-    if (status == IPU_OK) {
+    if (status == IPU_OK || (status == IPU_ERR_NO_PLAN && text)) {
         json_t *parsed = json_loads(text, 0, NULL);
         if (!parsed)
-            fail_msg("a call returned IPU_OK with a result that is not JSON: %.200s", text ? text : "(null)");
+            fail_msg("a call returned %s with a result that is not JSON: %.200s", ipu_status_name(status),
+                     text ? text : "(null)");
         json_decref(parsed);
     }
     ipu_free(text);

@@ -9,8 +9,8 @@
  * functions give bit-identical results with 1 and 3 OpenMP threads.
  * Validation rejects bad shapes, mixed types and a non-positive epsilon with
  * messages naming the op; names and arities of the new kinds; and
- * ipu_compile of a ViT fails with IPU_ERR_INVALID_ARGUMENT saying the planner
- * does not support the op kind yet.  Values are seeded (support_seed.h).
+ * ipu_compile of a ViT whose images x heads need more tiles than the
+ * device has is rejected (IPU_ERR_NO_PLAN) saying so.  Values are seeded (support_seed.h).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -405,14 +405,14 @@ static void test_compile_limits_of_attention(void **state)
     ipu_package_free(package);
     assert_int_equal(compile_vit(ctx, "\"heads\": 2, \"head_dim\": 4, \"batch\": 3",
                                  "{\"profile\": {\"tiles\": 4}}", &package),
-                     IPU_ERR_INVALID_ARGUMENT);
+                     IPU_ERR_NO_PLAN);
     assert_null(package);
     if (!strstr(ipu_ctx_errmsg(ctx), "3 images x 2 heads need at least 6 tiles; the device has 4"))
         TSEED_FAIL("unexpected message: %s", ipu_ctx_errmsg(ctx));
     /* Head columns must stay on words when cast to FP8. */
     assert_int_equal(compile_vit(ctx, "\"heads\": 2, \"head_dim\": 6",
                                  "{\"profile\": {\"tiles\": 4}}", &package),
-                     IPU_ERR_INVALID_ARGUMENT);
+                     IPU_ERR_NO_PLAN);
     if (!strstr(ipu_ctx_errmsg(ctx), "head_dim 6 is not a multiple of 4"))
         TSEED_FAIL("unexpected message: %s", ipu_ctx_errmsg(ctx));
     assert_int_equal(compile_vit(ctx, "\"heads\": 2, \"head_dim\": 4",

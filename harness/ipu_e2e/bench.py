@@ -60,7 +60,7 @@ from pathlib import Path
 
 from . import mutation_catalogue, noise_floor, profiles, runner, stress, tolerances, transformer
 from .command import EXIT_OK, UsageError, guarded, int_in, output_folders, positive_int, tile_count, write_result
-from .native import (INTERNAL, Context, IpuError, Package, Workload, bench_gemm, bench_kernels, check_outputs,
+from .native import (INTERNAL, Context, IpuError, Package, PlanRejected, Workload, bench_gemm, bench_kernels, check_outputs,
                      mutations)
 from .progress import Progress
 
@@ -359,18 +359,14 @@ def batch_size(text):
 
 def plan_case(ctx, profile, batch, budget, folder):
     """One compile of the full-size FP8 MLP; its search's figures (from the
-    compile report, or for a rejection from its rejected memory profile)."""
+    compile report, or for a rejection from the library's record of it)."""
     workload = Workload(ctx, {"workload": "mlp", "batch": batch})
     begun = time.perf_counter()
     try:
         package, report = workload.compile(profile, budget, memory_profiles=folder)
-    except IpuError as error:
+    except PlanRejected as error:
         wall = time.perf_counter() - begun
-        rejected = [json.loads(p.read_text()) for p in Path(folder).glob("memory-*.json")]
-        rejected = [p for p in rejected if p["status"] == "rejected"]
-        if not rejected:
-            raise
-        search = rejected[0]["rejection"]["search"]
+        search = error.rejection["search"]
         case = {"outcome": "rejected", "reason": error.message, "attempts": search["attempts"],
                 "plan_seconds": search["plan_seconds"], "refine_seconds": search["refine_seconds"],
                 "wall_seconds": wall}

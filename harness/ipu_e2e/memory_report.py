@@ -1,8 +1,8 @@
 """The standalone planner memory profile page: write_memory_html(json_path,
 html_path) turns one of the compiler's memory profiles
-(memory-<workload>-<pid>-<serial>.json, version 3, written by
+(memory-<workload>-<serial>.json, version 3, written by
 engine/src/report/memory.c) into one self-contained page beside it, and
-write_pages(directory, pid) does so for every profile a process wrote.  The
+write_pages(directory, names) does so for every profile a compile wrote.  The
 page's template, script and style sheet live in reports/memory/; the
 profile is embedded unchanged, and the file is written atomically.
 """
@@ -38,10 +38,9 @@ def write_memory_html(json_path, html_path):
     artifacts.write_bytes(html_path, render_memory_html(text).encode("utf-8"))
 
 
-def write_pages(directory, pid):
-    """A page beside every memory profile process pid wrote in directory; returns the JSON paths."""
-    written = sorted(Path(directory).glob(f"memory-*-{pid}-*.json"),
-                     key=lambda p: int(p.stem.rsplit("-", 1)[1]))
+def write_pages(directory, names):
+    """A page beside each memory profile named (in directory); returns the JSON paths."""
+    written = [Path(directory) / name for name in names]
     for path in written:
         write_memory_html(path, path.with_suffix(".html"))
     return written

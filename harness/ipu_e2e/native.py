@@ -9,13 +9,13 @@ from pathlib import Path
 
 from . import interrupts
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 
 STATUS_NAMES = {
     0: "ok", 1: "invalid_argument", 2: "no_memory", 3: "io", 4: "malformed",
-    5: "device_fault", 6: "state", 7: "internal", 8: "cancelled",
+    5: "device_fault", 6: "state", 7: "internal", 8: "cancelled", 9: "no_plan",
 }
-INVALID_ARGUMENT, NO_MEMORY, IO, MALFORMED, DEVICE_FAULT, STATE, INTERNAL, CANCELLED = range(1, 9)
+INVALID_ARGUMENT, NO_MEMORY, IO, MALFORMED, DEVICE_FAULT, STATE, INTERNAL, CANCELLED, NO_PLAN = range(1, 10)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -28,6 +28,15 @@ class IpuError(Exception):
         self.status = status
         self.name = STATUS_NAMES.get(status, "unknown")
         self.message = message
+
+
+class PlanRejected(IpuError):
+    """ipu_compile found no candidate plan that fits: .rejection is the
+    library's record of it (stage, reason, budget, search, smallest_candidate)."""
+
+    def __init__(self, message, rejection):
+        super().__init__(NO_PLAN, message)
+        self.rejection = rejection
 
 
 def library_path():
@@ -388,11 +397,11 @@ class Workload:
         placement_report: a path for the placement report JSON; attention:
         "auto", "flash" or "materialized" for workloads with attention;
         memory_profiles: a directory for the planner's memory profiles
-        (memory-<workload>-<pid>-<serial>.json), written even when no plan fits;
+        (memory-<workload>-<serial>.json), written even when no plan fits;
         search: the planner's search options (search_budget, catalogue_budget,
         frontier_cap, catalogue_group) and the exchange scheduling options
         (exchange_stream_words, balance_streams); None or absent: their
-        defaults."""
+        defaults.  No plan that fits: PlanRejected."""
         handle, report = ctypes.c_void_p(), ctypes.c_void_p()
         options = {"profile": profile, "memory_budget": memory_budget}
         if inject:
@@ -405,8 +414,14 @@ class Workload:
         if attention:
             options["attention"] = attention
         options = json.dumps(options).encode()
-        self.ctx.check(lib().ipu_compile(self.ctx.handle, self.handle, options, ctypes.byref(handle),
-                                         ctypes.byref(report)))
+        status = lib().ipu_compile(self.ctx.handle, self.handle, options, ctypes.byref(handle), ctypes.byref(report))
+        if status == NO_PLAN and report.value:
+            rejection = json.loads(self.ctx.take_string(report))["rejection"]
+            try:
+                self.ctx.check(status)
+            except IpuError as error:
+                raise PlanRejected(error.message, rejection) from None
+        self.ctx.check(status)
         return Package(self.ctx, handle), json.loads(self.ctx.take_string(report))
 
     def check_ops(self, package, criteria):

@@ -9,7 +9,6 @@ not give is left to the engine's defaults and read back from the workload.
 """
 import argparse
 import json
-import os
 import resource
 import time
 from pathlib import Path
@@ -143,10 +142,10 @@ def add_arguments(p):
     group.add_argument("--dump-tensors", metavar="DIR", type=Path,
                        help="write inputs, parameters, outputs (and the reference) as .npy files")
     group.add_argument("--memory-profile-directory", metavar="DIR", type=Path,
-                       help="write the planner's memory profiles (memory-<workload>-<pid>-<serial>.json: "
+                       help="write the planner's memory profiles (memory-<workload>-<serial>.json: "
                             "every finalist and, when no plan fits, the smallest rejected candidate) and "
-                            "the final package's placement report (placement-<pid>.json and a standalone "
-                            "placement-<pid>.html viewer)")
+                            "the final package's placement report (placement.json and a standalone "
+                            "placement.html viewer)")
     for name, what in (("tokens", "tokens per image (mlp, vit: 729)"),
                        ("channels", "width (mlp, vit: 1152; for vit it must equal heads x head-dim)"),
                        ("hidden", "MLP hidden width (mlp, vit: 4304)")):
@@ -268,10 +267,10 @@ def search_options(args):
             "balance_streams": args.balance_streams or None, "probe_capacity": args.probe_capacity or None}
 
 
-def memory_pages(directory, progress):
-    """Pages beside the memory profiles this process wrote; returns their JSON paths."""
+def memory_pages(directory, names, progress):
+    """Pages beside the memory profiles a compile wrote; returns their JSON paths."""
     progress.update("writing the memory profile pages")
-    return memory_report.write_pages(directory, os.getpid())
+    return memory_report.write_pages(directory, names)
 
 
 def execute(ctx, args, profile, package, progress, started):
@@ -284,23 +283,21 @@ def execute(ctx, args, profile, package, progress, started):
         progress.update("compiling")
         placement = None
         if args.memory_profile_directory:
-            placement = args.memory_profile_directory / f"placement-{os.getpid()}.json"
+            placement = args.memory_profile_directory / "placement.json"
         try:
             package, compiled = workload.compile(profile, args.memory_budget, inject=args.inject,
                                                  placement_report=placement, attention=attention,
                                                  memory_profiles=args.memory_profile_directory,
                                                  search=search_options(args))
-        except native.IpuError as error:
-            # A search that found no plan still leaves its profiles: their pages, and the error names them.
-            if args.memory_profile_directory:
-                written = memory_pages(args.memory_profile_directory, progress)
-                if written:
-                    error.message += f" (memory profiles: {', '.join(p.name for p in written)} in " \
-                                     f"{args.memory_profile_directory})"
-            raise
+        except native.PlanRejected as error:
+            # A search that found no plan still leaves its profiles and their pages.
+            wall["compile"] = time.perf_counter() - started - wall["workload"]
+            written = memory_pages(args.memory_profile_directory, error.rejection["memory_profiles"], progress) \
+                if args.memory_profile_directory else []
+            return EXIT_CHECK_FAILED, rejected(workload, profile, error, wall, written)
         wall.update({f"compile_{k}": v for k, v in compiled["wall_seconds"].items()})
         if args.memory_profile_directory:
-            memory_profiles = memory_pages(args.memory_profile_directory, progress)
+            memory_profiles = memory_pages(args.memory_profile_directory, compiled["memory_profiles"], progress)
         if placement:
             progress.update("writing the placement viewer")
             placement_report.write_placement_html(placement, placement.with_suffix(".html"))
@@ -377,6 +374,39 @@ def execute(ctx, args, profile, package, progress, started):
     passed = all(c["passed"] for c in checks) and resident_ok and ops_ok
     result["status"] = "PASS" if passed else "FAIL"
     return (EXIT_OK if passed else EXIT_CHECK_FAILED), result
+
+
+def rejected(workload, profile, error, wall, memory_profiles):
+    """The result of a build no candidate plan fits: the library's rejection
+    record (the stage, the reason, the budget, the search, the smallest
+    candidate's peak: the least any candidate needs) and the profiles that
+    show it."""
+    winfo = workload.info()
+    smallest = error.rejection.get("smallest_candidate")
+    rejection = dict(error.rejection, seconds=wall["compile"],
+                     lower_bound_bytes=smallest["peak_bytes"] if smallest else None)
+    result = {"workload": winfo["name"], "device": profile["name"], "tiles": profile["tiles"],
+              "options": winfo["options"], "geometry": geometry(winfo), "wall_seconds": wall,
+              "status": "REJECTED", "rejection": rejection}
+    if memory_profiles:
+        result["memory_profiles"] = [p.name for p in memory_profiles]
+    return result
+
+
+def rejection_lines(result, out):
+    """Why no plan was built, where the smallest candidate peaks, and what shows it."""
+    r = result["rejection"]
+    print(f"  rejected by the {'planner' if r['stage'] == 'plan' else 'placement'} after "
+          f"{r['search']['attempts']} candidate plan(s) in {r['seconds']:.2f} s, budget {r['budget']:,} bytes "
+          f"per tile:", file=out)
+    print(f"    {r['reason']}", file=out)
+    smallest = r.get("smallest_candidate")
+    if smallest:
+        print(f"  the smallest candidate needs {smallest['peak_bytes']:,} bytes on tile {smallest['peak_tile']} "
+              f"(at phase {smallest['peak_phase']}): no candidate of this search needs less", file=out)
+    names = result.get("memory_profiles")
+    if names:
+        print(f"  memory profiles: {', '.join(names)} (each with a .html page)", file=out)
 
 
 def op_cycles(plan, repeat, steps):
@@ -496,6 +526,10 @@ def op_check_line(o):
 
 def report(result, out):
     print(summary(result), file=out)
+    if result["status"] == "REJECTED":
+        rejection_lines(result, out)
+        print(result["status"], file=out)
+        return
     if "estimate" in result:
         e = result["estimate"]
         print(f"  estimate: {e['cycles']} cycles, peak {e['peak_bytes']} bytes on tile {e['peak_tile']} "

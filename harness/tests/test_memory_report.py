@@ -32,9 +32,9 @@ def full_profile(tmp_path_factory):
     folder = tmp_path_factory.mktemp("memory-full")
     ctx = native.Context()
     workload = native.Workload(ctx, {"workload": "mlp", "blocks": 2})
-    package, _ = workload.compile(profiles.load(ctx, "c600"), memory_profiles=folder)
+    package, report = workload.compile(profiles.load(ctx, "c600"), memory_profiles=folder)
     package.close()
-    written = memory_report.write_pages(folder, os.getpid())
+    written = memory_report.write_pages(folder, report["memory_profiles"])
     assert len(written) == 1
     profile = json.loads(written[0].read_text())
     assert profile["tiles"] == 1472 and profile["status"] == "finalist"

@@ -48,7 +48,7 @@ def test_clean_run_records_the_commands_figures_as_baselines(repo, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert [e["status"] for e in summary["cases"]] == ["ok", "ok", "ok"]
-    assert [e["exit"] for e in summary["cases"]] == [0, 0, 2]
+    assert [e["exit"] for e in summary["cases"]] == [0, 0, 1]
     recorded = json.loads(baselines.read_text())
     for name in ("vit-small", "stress"):
         result = json.loads((out / "cases" / name / "result.json").read_text())
@@ -89,7 +89,7 @@ def test_unexpected_exit_and_timeout_fail(repo, tmp_path):
     assert done.returncode == 1
     entries = json.loads((tmp_path / "out" / "summary.json").read_text())["cases"]
     assert [e["status"] for e in entries] == ["failed", "failed"]
-    assert entries[0]["problems"] == ["exit 0, expected 2 (reject)"]
+    assert entries[0]["problems"] == ["exit 0, expected 1 (reject)", "result.json says PASS, expected REJECTED"]
     assert entries[1]["exit"] is None and entries[1]["problems"] == ["timed out after 1 s"]
 
 

@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define IPU_ABI_VERSION 4u
+#define IPU_ABI_VERSION 5u
 
 /* Status codes: explicit values, append-only. */
 typedef enum ipu_status {
@@ -29,7 +29,8 @@ typedef enum ipu_status {
     IPU_ERR_DEVICE_FAULT = 5,     /* the device stopped on a fault */
     IPU_ERR_STATE = 6,            /* call out of order (run before initialize) */
     IPU_ERR_INTERNAL = 7,         /* an internal invariant failed */
-    IPU_ERR_CANCELLED = 8         /* ipu_ctx_cancel was called: the work stopped at a boundary */
+    IPU_ERR_CANCELLED = 8,        /* ipu_ctx_cancel was called: the work stopped at a boundary */
+    IPU_ERR_NO_PLAN = 9           /* ipu_compile: no candidate plan fits the memory budget */
 } ipu_status;
 
 typedef struct ipu_ctx ipu_ctx;
@@ -212,7 +213,11 @@ ipu_status ipu_check_ops(ipu_ctx *ctx, const ipu_workload *w, const ipu_package 
  * mutation (a seeded bug) in one stage's product, named as ipu_mutations_json lists}.  The package records the workload's
  * device-typed inputs and parameters.  *out_report: the plan (per op: grid,
  * candidates, cycles, footprint; total cycles), the estimate (liveness peak
- * per tile), the package support sizes and each stage's wall time. */
+ * per tile), the package support sizes and each stage's wall time.  When
+ * no candidate plan fits (IPU_ERR_NO_PLAN) *out_report is {"rejection":
+ * {stage ("plan": the estimate, "place": placement), reason, budget,
+ * search {attempts, plan_seconds, refine_seconds}, smallest_candidate
+ * {peak_bytes, peak_tile, peak_phase}}}. */
 ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_json,
                        ipu_package **out, char **out_report);
 /* The mutations "inject" takes: [{name, stage, models}], each a realistic

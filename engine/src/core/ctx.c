@@ -21,6 +21,7 @@ const char *ipu_status_name(ipu_status status)
     case IPU_ERR_STATE: return "state";
     case IPU_ERR_INTERNAL: return "internal";
     case IPU_ERR_CANCELLED: return "cancelled";
+    case IPU_ERR_NO_PLAN: return "no_plan";
     }
     return "unknown";
 }

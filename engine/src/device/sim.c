@@ -332,6 +332,11 @@ static void record_step(sim *s, const ipu_pkg_op *op, const char *kind, uint64_t
                             "exchange", (json_int_t)exchange, "host", (json_int_t)host, "control",
                             (json_int_t)control, "cycles",
                             (json_int_t)(compute + sync + exchange + host + control)));
+    /* The step as reports number it: its op's first phase, and the Repeat iteration it belongs to. */
+    json_t *record = json_array_get(s->steps, json_array_size(s->steps) - 1);
+    json_object_set_new(record, "phase", json_integer(2 * ((json_int_t)s->program_base + s->op_index)));
+    json_object_set_new(record, "iteration",
+                        s->depth ? json_integer(s->loops[s->depth - 1].iteration) : json_null());
     s->step++;
 }
 

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "driver/mutations.h"
 #include "driver/shrink.h"
@@ -39,6 +38,7 @@ typedef struct profile_sink {
     const char *scope;
     uint32_t budget, memory_budget;
     uint32_t written;
+    json_t *names; /* the file names written, in order */
 } profile_sink;
 
 typedef struct compile_options {
@@ -158,8 +158,8 @@ static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, compile_
     return status;
 }
 
-/* Write one candidate's memory profile as DIR/memory-<scope>-<pid>-<serial>.json
- * (the first serial not taken), atomically. */
+/* Write one candidate's memory profile as DIR/memory-<scope>-<serial>.json
+ * (serials count this compile's profiles from 1), atomically. */
 static ipu_status write_profile(ipu_ctx *ctx, profile_sink *sink, const ipu_low_program *prog,
                                 const ipu_graph *g, const char *status_name,
                                 json_t *rejection)
@@ -169,26 +169,28 @@ static ipu_status write_profile(ipu_ctx *ctx, profile_sink *sink, const ipu_low_
     ipu_memory_profile_info info = {sink->scope, status_name, sink->budget, sink->memory_budget, rejection};
     json_t *profile = NULL;
     IPU_TRY(ipu_memory_profile(ctx, prog, g, &info, &profile));
-    char path[4096];
-    do
-        snprintf(path, sizeof path, "%s/memory-%s-%ld-%u.json", sink->directory, sink->scope,
-                 (long)getpid(), ++sink->written);
-    while (access(path, F_OK) == 0);
+    char name[128], path[4096];
+    snprintf(name, sizeof name, "memory-%s-%u.json", sink->scope, ++sink->written);
+    snprintf(path, sizeof path, "%s/%s", sink->directory, name);
     char *text = json_dumps(profile, JSON_COMPACT);
     json_decref(profile);
     ipu_status status = text ? ipu_write_file_atomic(ctx, path, text, strlen(text)) : IPU_NO_MEMORY(ctx);
     free(text);
+    if (status == IPU_OK && json_array_append_new(sink->names, json_string(name)))
+        status = IPU_NO_MEMORY(ctx);
     return status;
 }
 
-/* The search found nothing: profile its smallest candidate (planned without a
- * budget), keeping the search's error. */
-static void profile_rejection(ipu_ctx *ctx, profile_sink *sink, const ipu_profile *p, const ipu_graph *g,
-                              const ipu_plan_options *options, uint32_t attempts, double plan_seconds,
-                              double refine_seconds)
+/* The search found nothing: plan its smallest candidate (every op at its
+ * smallest choice, no budget), profile it, and describe the rejection: the
+ * stage that turned the last candidate down, the search's error, what the
+ * search cost, and the smallest candidate's estimated peak (the least any
+ * candidate of this search needs on its fullest tile).  The search's error
+ * stands; a profile or record that could not be made is said in it. */
+static json_t *reject(ipu_ctx *ctx, profile_sink *sink, const ipu_profile *p, const ipu_graph *g,
+                      const ipu_plan_options *options, const char *stage, uint32_t attempts, double plan_seconds,
+                      double refine_seconds)
 {
-    if (!sink->directory)
-        return;
     char reason[1024];
     ipu_status failure = ctx->status;
     snprintf(reason, sizeof reason, "%s", ctx->errmsg);
@@ -199,30 +201,37 @@ static void profile_rejection(ipu_ctx *ctx, profile_sink *sink, const ipu_profil
     ipu_plan_options smallest = *options;
     smallest.smallest = 1;
     smallest.caps = NULL;
-    ipu_status status = ipu_plan_graph(ctx, p, g, &smallest, &plan);
+    uint64_t peak = 0;
+    uint32_t peak_tile = 0, peak_step = 0;
+    json_t *rejection = json_pack("{s:s, s:s, s:I, s:{s:I, s:f, s:f}}", "stage", stage, "reason", reason, "budget",
+                                  (json_int_t)sink->budget, "search", "attempts", (json_int_t)attempts,
+                                  "plan_seconds", plan_seconds, "refine_seconds", refine_seconds);
+    ipu_status status = rejection ? ipu_plan_graph(ctx, p, g, &smallest, &plan) : IPU_NO_MEMORY(ctx);
     if (status == IPU_OK) {
         status = ipu_lower(ctx, &plan, IPU_INJECT_NONE, &prog);
-        /* Why the search stopped and what it cost; memory.c adds where the candidate peaks. */
-        json_t *rejection = json_pack("{s:s, s:I, s:{s:I, s:f, s:f}}", "reason", reason, "budget",
-                                      (json_int_t)sink->budget, "search", "attempts",
-                                      (json_int_t)attempts, "plan_seconds", plan_seconds, "refine_seconds",
-                                      refine_seconds);
+        if (status == IPU_OK)
+            status = ipu_low_peaks(ctx, &prog, &peak, &peak_tile, &peak_step, NULL);
+        /* memory.c adds where the candidate peaks. */
         if (status == IPU_OK)
             status = write_profile(ctx, sink, &prog, g, "rejected", rejection);
-        json_decref(rejection);
+        if (status == IPU_OK)
+            json_object_set_new(rejection, "smallest_candidate",
+                                json_pack("{s:I, s:I, s:I}", "peak_bytes", (json_int_t)peak, "peak_tile",
+                                          (json_int_t)peak_tile, "peak_phase",
+                                          (json_int_t)ipu_low_step_phase(&prog, peak_step)));
         ipu_low_free(&prog);
         ipu_plan_free(&plan);
     }
-    /* The search's error stands; a profile that could not be made is said in it. */
     char why[1024];
     snprintf(why, sizeof why, "%s", status != IPU_OK ? ctx->errmsg : "");
     char note[2200];
-    snprintf(note, sizeof note, "%s%s%s%s", reason, status != IPU_OK ? " (no rejection profile: " : "", why,
+    snprintf(note, sizeof note, "%s%s%s%s", reason, status != IPU_OK ? " (no smallest candidate: " : "", why,
              status != IPU_OK ? ")" : "");
     size_t n = strlen(note) < sizeof ctx->errmsg ? strlen(note) : sizeof ctx->errmsg - 1;
     memcpy(ctx->errmsg, note, n);
     ctx->errmsg[n] = '\0';
     ctx->status = failure;
+    return rejection;
 }
 
 /* Where a record's bytes come from: an input or parameter of the workload
@@ -511,7 +520,8 @@ static int has_attention(const ipu_graph *g)
 static json_t *try_json(const attempt *a, const char *outcome, long shrunk)
 {
     json_t *t = json_pack("{s:I, s:I, s:I, s:s}", "peak_bytes", (json_int_t)a->peak, "peak_tile",
-                          (json_int_t)a->peak_tile, "peak_step", (json_int_t)a->peak_step, "outcome", outcome);
+                          (json_int_t)a->peak_tile, "peak_phase",
+                          (json_int_t)ipu_low_step_phase(&a->prog, a->peak_step), "outcome", outcome);
     json_object_set_new(t, "capped_op", shrunk >= 0 ? json_integer(shrunk) : json_null());
     return t;
 }
@@ -525,7 +535,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     IPU_TRY(parse_options(ctx, options_json, &c));
     const ipu_profile *p = &c.profile;
     const ipu_graph *g = &w->graph;
-    profile_sink sink = {c.profile_directory, w->name, c.plan.budget, c.budget, 0};
+    profile_sink sink = {c.profile_directory, w->name, c.plan.budget, c.budget, 0, json_array()};
     ipu_support_map support = {0, 0, ipu_calloc(ctx, p->tiles, sizeof(uint32_t)),
                                ipu_calloc(ctx, p->tiles, sizeof(uint32_t)), ipu_calloc(ctx, p->tiles, sizeof(uint32_t)),
                                0};
@@ -551,6 +561,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     uint64_t first_peak = 0;
     json_t *tries = json_array();
     int exhausted = 0; /* the search ended without a plan that fits */
+    const char *stage = "plan"; /* the stage that turned the last candidate down */
     int requested = c.plan.attention, fell_back = 0; /* fell_back: auto left materialized for flash */
     uint32_t attention_misses = 0; /* materialized attention operands that did not place */
     uint32_t searched = c.plan.budget; /* the search budget asked for (support may lower it) */
@@ -568,6 +579,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
             memset(&a, 0, sizeof a);
         }
         attempt_free(&a);
+        stage = "plan";
         status = plan_and_lower(ctx, p, g, &c.plan, stage_inject, &a, &t);
         exhausted = status == IPU_ERR_INVALID_ARGUMENT;
         if (status == IPU_ERR_INVALID_ARGUMENT && attempts > 1) {
@@ -612,6 +624,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
             }
             if (status != IPU_ERR_INVALID_ARGUMENT)
                 break; /* placed and packaged, or failed for another reason */
+            stage = "place";
             char why[1024];
             snprintf(why, sizeof why, "%s", ipu_ctx_errmsg(ctx));
             /* Auto attention: a materialized attention operand (every key
@@ -670,16 +683,17 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
             exhausted = 1;
             status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                               "no plan fits the memory budget of %u bytes per tile%s: after %u candidate "
-                              "plans the last needs %llu bytes on tile %u at program step %u, and %s",
+                              "plans the last needs %llu bytes on tile %u at phase %u, and %s",
                               c.plan.budget, support_note(searched, c.plan.budget), attempts,
-                              (unsigned long long)a.peak, a.peak_tile, a.peak_step,
+                              (unsigned long long)a.peak, a.peak_tile, ipu_low_step_phase(&a.prog, a.peak_step),
                               shrunk < 0 ? "no matmul holding memory there has a smaller candidate"
                                          : "the search stopped at its attempt limit");
             break;
         }
     }
-    if (status == IPU_ERR_INVALID_ARGUMENT && exhausted)
-        profile_rejection(ctx, &sink, p, g, &c.plan, attempts, t.plan, t.refine);
+    json_t *rejection = status == IPU_ERR_INVALID_ARGUMENT && exhausted
+                            ? reject(ctx, &sink, p, g, &c.plan, stage, attempts, t.plan, t.refine)
+                            : NULL;
     /* The placement report, written atomically where the caller asked. */
     if (status == IPU_OK && c.report_path) {
         json_t *placement = ipu_placement_report(ctx, &a.prog, g, &support);
@@ -703,7 +717,8 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
             "{s:o, s:O, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:{s:f, s:f, s:f}, s:o, s:{s:s, s:s, s:I, s:I, s:b}}",
             "plan",
             ipu_plan_json(&a.plan), "package", a.assembly, "estimate", "peak_bytes", (json_int_t)a.peak,
-            "peak_tile", (json_int_t)a.peak_tile, "peak_step", (json_int_t)a.peak_step, "budget",
+            "peak_tile", (json_int_t)a.peak_tile, "peak_phase", (json_int_t)ipu_low_step_phase(&a.prog, a.peak_step),
+            "budget",
             (json_int_t)c.budget, "search_budget", (json_int_t)c.plan.budget, "attempts", tries,
             "wall_seconds", "plan", t.plan, "lower", t.refine, "package", t.package, "tiles", tile_peaks,
             "attention", "requested", ipu_attention_mode_name(requested), "searched",
@@ -711,6 +726,8 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
             "materialized_estimate", (json_int_t)mode_cycles[IPU_ATTENTION_MATERIALIZED], "placement_fallback",
             fell_back);
         tries = NULL;
+        if (report)
+            json_object_set(report, "memory_profiles", sink.names);
         *report_json = report ? json_dumps(report, JSON_COMPACT) : NULL;
         json_decref(report);
         if (!*report_json) {
@@ -729,6 +746,24 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
             status = probe_capacity(ctx, probed, &c.exchange, why);
         }
     }
+    /* A rejection is its own outcome: the record goes back as the report. */
+    if (rejection && status == IPU_ERR_INVALID_ARGUMENT) {
+        json_object_set_new(rejection, "reason", json_string(ipu_ctx_errmsg(ctx)));
+        json_object_set(rejection, "memory_profiles", sink.names);
+        json_t *report = json_pack("{s:O}", "rejection", rejection);
+        char *text = report && report_json ? json_dumps(report, JSON_COMPACT) : NULL;
+        json_decref(report);
+        if (report_json && !text) {
+            ipu_ctx_clear_error(ctx);
+            status = IPU_NO_MEMORY(ctx);
+        } else {
+            if (report_json)
+                *report_json = text;
+            status = ctx->status = IPU_ERR_NO_PLAN;
+        }
+    }
+    json_decref(rejection);
+    json_decref(sink.names);
     attempt_free(&a);
     attempt_free(&last);
     free(c.report_path);

@@ -187,4 +187,10 @@ ipu_status ipu_low_sweep(ipu_ctx *ctx, uint32_t tiles, uint32_t steps, uint32_t 
 ipu_status ipu_low_peaks(ipu_ctx *ctx, const ipu_low_program *prog, uint64_t *peak,
                          uint32_t *peak_tile, uint32_t *peak_step, uint64_t **per_tile);
 
+/* Per step, the package program phase it becomes (phases.c): phase[s]
+ * for every one of the program's steps. */
+void ipu_low_step_phases(const ipu_low_program *prog, uint32_t *phase);
+/* The phase of one step. */
+uint32_t ipu_low_step_phase(const ipu_low_program *prog, size_t step);
+
 #endif

@@ -21,8 +21,7 @@ typedef struct assembly {
     const ipu_profile *p;
     uint32_t tiles;
     const ipu_package_layout *layout;
-    uint32_t *step_op;      /* per step: the control op (of its program) it became */
-    uint8_t *step_half;     /* per step: 0 its compute or host phase, 1 its exchange phase */
+    uint32_t *phase;        /* per step: the program phase it becomes (ipu_low_step_phases) */
     struct relocation *relocation; /* per step: how its advancing sources move on */
 } assembly;
 
@@ -242,13 +241,6 @@ static json_t *parameter_ranges(const ipu_low_program *prog)
                      name, "op", op);
 }
 
-/* The program phase (format.h) of a step, once both programs are emitted. */
-static uint32_t step_phase(const assembly *A, const ipu_pkg_builder *b, size_t s)
-{
-    size_t base = A->prog->steps[s].init ? 0 : ipu_pkg_program_length(b, 1);
-    return (uint32_t)(2 * (base + A->step_op[s]) + A->step_half[s]);
-}
-
 /* Every buffer's allocation: its address, owner tensor, compiler op and
  * lifetime in program phases (parameters for ever). */
 static ipu_status add_allocations(assembly *A, ipu_pkg_builder *b)
@@ -263,8 +255,8 @@ static ipu_status add_allocations(assembly *A, ipu_pkg_builder *b)
                                  buf->size,
                                  buf->name,
                                  tensor,
-                                 buf->persistent ? 0 : step_phase(A, b, buf->first),
-                                 buf->persistent ? IPU_LIFE_FOREVER : step_phase(A, b, buf->last),
+                                 buf->persistent ? 0 : A->phase[buf->first],
+                                 buf->persistent ? IPU_LIFE_FOREVER : A->phase[buf->last],
                                  buf->op};
         if (!buf->persistent && !A->prog->steps[buf->first].init) {
             if (def.size > 8 && ipu_low_take_inject(&A->prog->inject, IPU_INJECT_ALLOCATION_SIZE_SHORT))
@@ -287,7 +279,7 @@ static ipu_status add_captures(assembly *A, ipu_pkg_builder *b)
         const ipu_low_capture *c = &prog->captures[i];
         const ipu_low_buffer *buf = &prog->buffers[c->buffer];
         uint32_t step = c->step;
-        ipu_pkg_capture capture = {c->op,    step_phase(A, b, step), buf->tile, buf->address, c->stride,
+        ipu_pkg_capture capture = {c->op,    A->phase[step], buf->tile, buf->address, c->stride,
                                    c->row_lo, c->row_hi,            c->col_lo, c->col_hi};
         status = ipu_pkg_add_capture(b, &capture);
     }
@@ -403,19 +395,12 @@ static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, 
             for (uint32_t n = 0; n < ph->count; n++)
                 A->relocation[s].rows += ph->xfers[n].src_advance != 0;
             ipu_xtables_free(&tables);
-            /* Merge with the compute step just before it when that one is open. */
+            /* The exchange half of the compute step just before it, where the phases say so. */
             size_t len = ipu_pkg_program_length(b, init);
-            const ipu_low_step *prev = s ? &prog->steps[s - 1] : NULL;
-            int prev_in_body = prev && !prev->init && s - 1 >= prog->repeat_first &&
-                               s - 1 < prog->repeat_first + prog->repeat_count;
-            A->step_half[s] = 1;
-            if (status == IPU_OK && prev && prev->kind == IPU_LOW_COMPUTE && prev->init == init &&
-                prev_in_body == in_body && !(in_body && s == prog->repeat_first) && len) {
+            if (status == IPU_OK && s && A->phase[s] == A->phase[s - 1] + 1) {
                 ipu_pkg_set_op_b(b, init, len - 1, slot);
                 ipu_pkg_set_op_exchange_origin(b, init, len - 1, step->origin);
-                A->step_op[s] = (uint32_t)len - 1;
             } else if (status == IPU_OK) {
-                A->step_op[s] = (uint32_t)len;
                 ipu_pkg_set_origin(b, IPU_NO_OP, step->origin);
                 status = ipu_pkg_emit(b, init, IPU_OP_STEP, IPU_NO_SLOT, slot, 0);
             }
@@ -479,8 +464,6 @@ static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, 
                     add_progression(patches[t], where + marks[m][0], ipu_load_u32(rec.data + marks[m][0]),
                                     marks[m][1]);
             }
-            A->step_op[s] = (uint32_t)ipu_pkg_program_length(b, init);
-            A->step_half[s] = 0;
             ipu_pkg_set_origin(b, step->origin, IPU_NO_OP);
             if (status == IPU_OK && step->kind == IPU_LOW_COMPUTE)
                 status = ipu_pkg_emit(b, init, IPU_OP_STEP, slot, IPU_NO_SLOT, 0);
@@ -548,7 +531,7 @@ ipu_status ipu_package_lay_out(ipu_ctx *ctx, ipu_low_program *prog, const ipu_xp
     out->patch_count = ipu_calloc(ctx, tiles, sizeof *out->patch_count);
     out->desc_sizes = ipu_calloc(ctx, tiles, sizeof *out->desc_sizes); /* descriptors, patches, slot table */
     out->xtable_bytes = ipu_calloc(ctx, tiles, sizeof *out->xtable_bytes);
-    assembly A = {ctx, prog, xprog, p, tiles, out, NULL, NULL, NULL};
+    assembly A = {ctx, prog, xprog, p, tiles, out, NULL, NULL};
     ipu_status status = out->desc_bytes && out->code_entries && out->by_tile && out->tile_start &&
                                 out->patch_count && out->desc_sizes && out->xtable_bytes
                             ? IPU_OK
@@ -622,7 +605,7 @@ static json_t *support_breakdown(const ipu_low_program *prog, const ipu_package_
 /* Per Repeat body exchange with advancing sources, its program phase (the
  * control op's exchange half: init ops first), op and relocation: eligible
  * when every sending tile moves them by OUTGOING_BASE. */
-static json_t *relocation_audit(const assembly *A, size_t init_ops)
+static json_t *relocation_audit(const assembly *A)
 {
     json_t *phases = json_array();
     uint32_t most = 0, patches = 0, rows = 0;
@@ -630,7 +613,7 @@ static json_t *relocation_audit(const assembly *A, size_t init_ops)
         const relocation *r = &A->relocation[s];
         if (!r->rows)
             continue;
-        uint64_t phase = 2 * (init_ops + A->step_op[s]) + 1;
+        uint64_t phase = A->phase[s];
         json_array_append_new(phases, json_pack("{s:I, s:s, s:b, s:I, s:I, s:I, s:I, s:I}", "phase",
                                                 (json_int_t)phase, "op", A->prog->steps[s].label, "eligible",
                                                 r->patched_tiles == 0, "based_tiles", (json_int_t)r->based_tiles,
@@ -652,15 +635,16 @@ ipu_status ipu_package_encode(ipu_ctx *ctx, ipu_low_program *prog, ipu_xprogram 
 {
     const ipu_profile *p = &prog->profile;
     size_t steps = prog->step_count ? prog->step_count : 1;
-    assembly A = {ctx, prog, xprog, p, p->tiles, layout, NULL, NULL, NULL};
-    A.step_op = ipu_calloc(ctx, steps, sizeof *A.step_op);
-    A.step_half = ipu_calloc(ctx, steps, sizeof *A.step_half);
+    assembly A = {ctx, prog, xprog, p, p->tiles, layout, NULL, NULL};
+    A.phase = ipu_calloc(ctx, steps, sizeof *A.phase);
+    if (A.phase)
+        ipu_low_step_phases(prog, A.phase);
     A.relocation = ipu_calloc(ctx, steps, sizeof *A.relocation);
     uint8_t **patches = ipu_calloc(ctx, A.tiles, sizeof *patches);
     uint32_t *stream_ids = ipu_calloc(ctx, prog->stream_count ? prog->stream_count : 1, sizeof *stream_ids);
     ipu_pkg_builder *b = NULL;
     ipu_status status =
-        A.step_op && A.step_half && A.relocation && patches && stream_ids ? IPU_OK : IPU_NO_MEMORY(ctx);
+        A.phase && A.relocation && patches && stream_ids ? IPU_OK : IPU_NO_MEMORY(ctx);
     for (uint32_t t = 0; t < A.tiles && status == IPU_OK; t++)
         if (!(patches[t] = ipu_calloc(ctx, 1, 4 + (size_t)layout->patch_count[t] * IPU_PATCH_SIZE)))
             status = IPU_NO_MEMORY(ctx);
@@ -696,7 +680,7 @@ ipu_status ipu_package_encode(ipu_ctx *ctx, ipu_low_program *prog, ipu_xprogram 
         status = ipu_pkg_add_compiler_op(b, prog->ops[i].kind, prog->ops[i].name);
     if (status == IPU_OK)
         status = encode(&A, b, stream_ids, patches, layout->patch_count);
-    json_t *audit = status == IPU_OK && report ? relocation_audit(&A, ipu_pkg_program_length(b, 1)) : NULL;
+    json_t *audit = status == IPU_OK && report ? relocation_audit(&A) : NULL;
     if (status == IPU_OK)
         status = add_allocations(&A, b);
     if (status == IPU_OK)
@@ -731,6 +715,6 @@ ipu_status ipu_package_encode(ipu_ctx *ctx, ipu_low_program *prog, ipu_xprogram 
     ipu_pkg_builder_free(b);
     for (uint32_t t = 0; patches && t < A.tiles; t++)
         free(patches[t]);
-    free(A.step_op), free(A.step_half), free(A.relocation), free(patches), free(stream_ids);
+    free(A.phase), free(A.relocation), free(patches), free(stream_ids);
     return status;
 }

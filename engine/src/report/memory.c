@@ -20,6 +20,7 @@ typedef struct builder {
     uint32_t tiles, groups;
     uint32_t *group_of;    /* per step */
     uint32_t *group_first; /* per group: its first step */
+    uint32_t *phase;       /* per step: its program phase (ipu_low_step_phases) */
     uint8_t *interleaved;  /* per buffer */
     uint32_t *value_first, *value_last; /* per value: group range */
     uint64_t *live;        /* walker output: (tile, group, slot) */
@@ -29,6 +30,7 @@ static void builder_free(builder *b)
 {
     free(b->group_of);
     free(b->group_first);
+    free(b->phase);
     free(b->interleaved);
     free(b->value_first);
     free(b->value_last);
@@ -51,11 +53,13 @@ static ipu_status group_steps(builder *b)
     size_t steps = prog->step_count ? prog->step_count : 1;
     b->group_of = ipu_calloc(b->ctx, steps, sizeof *b->group_of);
     b->group_first = ipu_calloc(b->ctx, steps, sizeof *b->group_first);
+    b->phase = ipu_calloc(b->ctx, steps, sizeof *b->phase);
     uint8_t *ends = ipu_calloc(b->ctx, steps, 1);
-    if (!b->group_of || !b->group_first || !ends) {
+    if (!b->group_of || !b->group_first || !b->phase || !ends) {
         free(ends);
         return IPU_NO_MEMORY(b->ctx);
     }
+    ipu_low_step_phases(prog, b->phase);
     for (size_t i = 0; i < prog->buffer_count; i++)
         ends[prog->buffers[i].last] = 1;
     b->groups = 1;
@@ -311,6 +315,7 @@ static json_t *step_json(const builder *b, uint32_t group, json_t *values, peak 
                              "tile_usage", usage, "usage", json_array_get(usage, best_tile), "peak_tile",
                              (json_int_t)best_tile, "coarse_usage", (json_int_t)(coarse + scratch_max));
     json_object_set_new(step, "op", st->op == IPU_LOW_LITERAL ? json_null() : json_integer(st->op));
+    json_object_set_new(step, "phases", json_pack("[I, I]", (json_int_t)b->phase[first], (json_int_t)b->phase[last]));
     return step;
 }
 
@@ -379,7 +384,7 @@ ipu_status ipu_memory_profile(ipu_ctx *ctx, const ipu_low_program *prog, const i
                               const ipu_memory_profile_info *info, json_t **out)
 {
     *out = NULL;
-    builder b = {ctx, prog, g, prog->profile.tiles, 0, NULL, NULL, NULL, NULL, NULL, NULL};
+    builder b = {ctx, prog, g, prog->profile.tiles, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     ipu_status status = prog->step_count ? IPU_OK
                                          : IPU_FAIL(ctx, IPU_ERR_INTERNAL, "memory profile: no steps");
     if (status == IPU_OK)

@@ -242,13 +242,22 @@ json_t *ipu_placement_report(ipu_ctx *ctx, const ipu_low_program *prog, const ip
 {
     const ipu_profile *p = &prog->profile;
     strings names = {json_array(), json_object()};
-    json_t *steps_label = json_array(), *steps_kind = json_array(), *steps_init = json_array();
+    json_t *steps_label = json_array(), *steps_kind = json_array(), *steps_init = json_array(),
+           *steps_phase = json_array(), *steps_op = json_array();
     static const char *KINDS[] = {"", "compute", "exchange", "host input", "host output"};
+    uint32_t *phase = ipu_calloc(ctx, prog->step_count + 1, sizeof *phase);
+    if (!phase)
+        return NULL;
+    ipu_low_step_phases(prog, phase);
     for (size_t s = 0; s < prog->step_count; s++) {
         json_array_append_new(steps_label, json_string(prog->steps[s].label));
         json_array_append_new(steps_kind, json_string(KINDS[prog->steps[s].kind]));
         json_array_append_new(steps_init, json_boolean(prog->steps[s].init));
+        json_array_append_new(steps_phase, json_integer(phase[s]));
+        json_array_append_new(steps_op, prog->steps[s].origin == IPU_LOW_LITERAL ? json_null()
+                                                                                : json_integer(prog->steps[s].origin));
     }
+    free(phase);
     json_t *code_end = json_array(), *desc_end = json_array(), *tables = json_array();
     for (uint32_t t = 0; t < p->tiles; t++) {
         json_array_append_new(code_end, json_integer(support->code_end[t]));
@@ -258,14 +267,15 @@ json_t *ipu_placement_report(ipu_ctx *ctx, const ipu_low_program *prog, const ip
     json_t *gaps = NULL;
     json_t *fp = footprints(ctx, prog, &gaps);
     json_t *report = json_pack(
-        "{s:i, s:s, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:o, s:o, s:o, s:I, s:I},"
+        "{s:i, s:s, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:o, s:o, s:o, s:o, s:o, s:I, s:I},"
         " s:{s:I, s:I, s:o, s:I, s:o, s:o, s:I}, s:o, s:o, s:o, s:o, s:{s:I, s:I, s:I}}",
         "version", 1, "kind", "placement", "tiles", (json_int_t)p->tiles, "device", "sram_base",
         (json_int_t)p->sram_base, "access_end", (json_int_t)ipu_profile_access_end(p), "element_bytes",
         (json_int_t)p->element_bytes, "region1_base", (json_int_t)p->region1_base, "aperture_base",
         (json_int_t)p->aperture_base, "aperture_end", (json_int_t)p->aperture_end, "runtime_state_end",
         (json_int_t)(p->sram_base + p->runtime_state_bytes), "tiles", (json_int_t)p->tiles, "steps",
-        "label", steps_label, "kind", steps_kind, "init", steps_init, "repeat_first",
+        "label", steps_label, "kind", steps_kind, "init", steps_init, "phase", steps_phase, "op", steps_op,
+        "repeat_first",
         (json_int_t)prog->repeat_first, "repeat_count", (json_int_t)prog->repeat_count, "support",
         "code_base", (json_int_t)support->code_base, "descriptor_base",
         (json_int_t)support->descriptor_base, "code_end", code_end, "runtime_state_bytes",
@@ -274,6 +284,13 @@ json_t *ipu_placement_report(ipu_ctx *ctx, const ipu_low_program *prog, const ip
         allocations(prog, g, &names), "footprint", fp, "gaps", gaps, "listing", listing(ctx, prog),
         "repeat", "first", (json_int_t)prog->repeat_first, "count", (json_int_t)prog->repeat_count,
         "iterations", (json_int_t)prog->repeat_iterations);
+    json_t *ops = json_array();
+    for (size_t i = 0; i < prog->op_count; i++)
+        json_array_append_new(ops, json_pack("{s:s, s:s}", "kind", prog->ops[i].kind, "name", prog->ops[i].name));
+    if (report)
+        json_object_set_new(report, "ops", ops);
+    else
+        json_decref(ops);
     if (report)
         json_object_set_new(report, "names", names.list);
     else
