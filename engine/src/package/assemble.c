@@ -241,8 +241,23 @@ static json_t *parameter_ranges(const ipu_low_program *prog)
                      name, "op", op);
 }
 
-/* Every buffer's allocation: its address, owner tensor, compiler op and
- * lifetime in program phases (parameters for ever). */
+/* What a buffer holds, as the package's allocation table says it. */
+static uint32_t alloc_kind(const ipu_low_buffer *b)
+{
+    if (b->aperture)
+        return IPU_ALLOC_HOST_STAGING;
+    if (b->persistent)
+        return IPU_ALLOC_PARAMETER;
+    switch (b->kind) {
+    case IPU_LOW_OPERAND: return IPU_ALLOC_OPERAND_COPY;
+    case IPU_LOW_STAGING: return IPU_ALLOC_STAGING;
+    case IPU_LOW_SCRATCH: return IPU_ALLOC_SCRATCH;
+    default: return IPU_ALLOC_ACTIVATION;
+    }
+}
+
+/* Every buffer's allocation: its address, owner tensor, compiler op, kind
+ * and lifetime in program phases (parameters for ever). */
 static ipu_status add_allocations(assembly *A, ipu_pkg_builder *b)
 {
     ipu_low_program *prog = A->prog;
@@ -257,7 +272,8 @@ static ipu_status add_allocations(assembly *A, ipu_pkg_builder *b)
                                  tensor,
                                  buf->persistent ? 0 : A->phase[buf->first],
                                  buf->persistent ? IPU_LIFE_FOREVER : A->phase[buf->last],
-                                 buf->op};
+                                 buf->op,
+                                 alloc_kind(buf)};
         if (!buf->persistent && !A->prog->steps[buf->first].init) {
             if (def.size > 8 && ipu_low_take_inject(&A->prog->inject, IPU_INJECT_ALLOCATION_SIZE_SHORT))
                 def.size -= 8;

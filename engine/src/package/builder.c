@@ -218,7 +218,7 @@ static ipu_status add_string(ipu_pkg_builder *b, const char *text, uint32_t *off
 ipu_status ipu_pkg_add_alloc(ipu_pkg_builder *b, uint32_t tile, uint32_t address, uint32_t size,
                              const char *name)
 {
-    ipu_pkg_alloc_def def = {tile, address, size, name, NULL, 0, IPU_LIFE_FOREVER, IPU_NO_OP};
+    ipu_pkg_alloc_def def = {tile, address, size, name, NULL, 0, IPU_LIFE_FOREVER, IPU_NO_OP, IPU_ALLOC_ACTIVATION};
     return ipu_pkg_define_alloc(b, &def);
 }
 
@@ -228,7 +228,7 @@ ipu_status ipu_pkg_define_alloc(ipu_pkg_builder *b, const ipu_pkg_alloc_def *def
     ipu_package *pkg = b->pkg;
     IPU_TRY(IPU_GROW(b->ctx, pkg->allocs, pkg->alloc_count, b->alloc_capacity));
     ipu_pkg_alloc *alloc = &pkg->allocs[pkg->alloc_count];
-    *alloc = (ipu_pkg_alloc){def->tile, def->address, def->size, 0, 0, def->first, def->last, def->op};
+    *alloc = (ipu_pkg_alloc){def->tile, def->address, def->size, 0, 0, def->first, def->last, def->op, def->kind};
     IPU_TRY(add_string(b, def->name, &alloc->name_offset));
     const char *tensor = def->tensor ? def->tensor : "";
     if (pkg->alloc_count && strcmp((const char *)b->strings.data + b->last_tensor_offset, tensor) == 0)

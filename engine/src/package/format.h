@@ -43,7 +43,7 @@
 #define IPU_PACKAGE_FORMAT_H
 
 #define IPU_PKG_MAGIC "IPUPKG\r\n"
-#define IPU_PKG_VERSION 5u
+#define IPU_PKG_VERSION 6u
 #define IPU_PKG_HEADER_SIZE 64u
 #define IPU_PKG_SECTION_ENTRY_SIZE 24u
 
@@ -54,7 +54,8 @@ enum ipu_pkg_section {
     IPU_SEC_TILES = 3,    /* per tile: u32 slot table address */
     IPU_SEC_SEGMENTS = 4, /* u32 tile, kind, address, size, entry, zero, u64 data offset */
     IPU_SEC_ALLOCS = 5,   /* u32 tile, address, size, name offset (into STRINGS), tensor name
-                             offset, first phase, last phase, compiler op (IPU_NO_OP: none) */
+                             offset, first phase, last phase, compiler op (IPU_NO_OP: none),
+                             kind (ipu_alloc_kind) */
     IPU_SEC_STRINGS = 6,  /* NUL-terminated strings */
     IPU_SEC_INIT = 7,     /* control ops run once at initialize */
     IPU_SEC_MAIN = 8,     /* control ops run at every invocation */
@@ -67,7 +68,7 @@ enum ipu_pkg_section {
     IPU_SEC_END = 14
 };
 #define IPU_PKG_SEGMENT_SIZE 32u
-#define IPU_PKG_ALLOC_SIZE 32u
+#define IPU_PKG_ALLOC_SIZE 36u
 #define IPU_PKG_OP_SIZE 24u
 #define IPU_PKG_COMPILER_OP_SIZE 8u
 #define IPU_PKG_CAPTURE_SIZE 40u
@@ -106,6 +107,20 @@ enum ipu_op {
  * their written state.  A last phase of IPU_LIFE_FOREVER never ends
  * (parameters, hand-built tensors). */
 #define IPU_LIFE_FOREVER 0xFFFFFFFFu
+
+/* What an allocation holds (append-only): a parameter, a block of a
+ * tensor's home (inputs, outputs and activations), a copy of a tensor laid
+ * out for one op's operand, a two-hop exchange's staging block, op-local
+ * scratch (partials, attention state), host staging in the aperture. */
+enum ipu_alloc_kind {
+    IPU_ALLOC_PARAMETER = 0,
+    IPU_ALLOC_ACTIVATION = 1,
+    IPU_ALLOC_OPERAND_COPY = 2,
+    IPU_ALLOC_STAGING = 3,
+    IPU_ALLOC_SCRATCH = 4,
+    IPU_ALLOC_HOST_STAGING = 5,
+    IPU_ALLOC_KIND_COUNT
+};
 
 /* Stream directions. */
 enum ipu_stream_dir { IPU_STREAM_PARAM = 0, IPU_STREAM_INPUT = 1, IPU_STREAM_OUTPUT = 2 };

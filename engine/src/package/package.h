@@ -24,6 +24,7 @@ typedef struct ipu_pkg_alloc {
     uint32_t tensor_offset; /* into strings: the owner tensor ("" when none) */
     uint32_t first, last;   /* program phases, inclusive (format.h) */
     uint32_t op;            /* the compiler op that made it, IPU_NO_OP when none */
+    uint32_t kind;          /* ipu_alloc_kind */
 } ipu_pkg_alloc;
 
 typedef struct ipu_pkg_op {
@@ -161,7 +162,7 @@ ipu_status ipu_pkg_add_alloc(ipu_pkg_builder *b, uint32_t tile, uint32_t address
 typedef struct ipu_pkg_alloc_def {
     uint32_t tile, address, size;
     const char *name, *tensor;
-    uint32_t first, last, op;
+    uint32_t first, last, op, kind;
 } ipu_pkg_alloc_def;
 ipu_status ipu_pkg_define_alloc(ipu_pkg_builder *b, const ipu_pkg_alloc_def *def);
 /* A compiler op (kind as "matmul", name as "block_out"): ops are numbered in

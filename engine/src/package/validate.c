@@ -229,6 +229,9 @@ static ipu_status check_tables(ipu_ctx *ctx, const ipu_package *pkg)
                        "last < %llu (2 phases per control op) or last = 0x%X (forever)",
                        i, ipu_pkg_string(pkg, a->name_offset), a->tile, a->first, a->last,
                        (unsigned long long)phases, IPU_LIFE_FOREVER);
+        if (a->kind >= IPU_ALLOC_KIND_COUNT)
+            return BAD("allocation %zu ('%s', tile %u) is of kind %u, expected 0..%d", i,
+                       ipu_pkg_string(pkg, a->name_offset), a->tile, a->kind, IPU_ALLOC_KIND_COUNT - 1);
         if (a->op != IPU_NO_OP && a->op >= pkg->compiler_op_count)
             return BAD("allocation %zu ('%s', tile %u) names compiler op %u of %zu", i,
                        ipu_pkg_string(pkg, a->name_offset), a->tile, a->op, pkg->compiler_op_count);
