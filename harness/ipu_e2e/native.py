@@ -89,6 +89,7 @@ def _declare(lib):
         "ipu_device_run": (st, [vp, vp, out_str]),
         "ipu_device_stream": (st, [vp, vp, cp, ctypes.POINTER(vp), ctypes.POINTER(sz)]),
         "ipu_device_fault_json": (st, [vp, vp, out_str]),
+        "ipu_device_memory_timeline_json": (st, [vp, vp, out_str]),
         "ipu_device_read": (st, [vp, vp, u32, u32, vp, sz]),
         "ipu_device_write": (st, [vp, vp, u32, u32, vp, sz]),
         "ipu_stress_build": (st, [vp, cp, ctypes.POINTER(vp)]),
@@ -292,7 +293,8 @@ class Device:
         self.ctx.check(lib().ipu_device_set_stream(self.ctx.handle, self.handle, name.encode(), data, len(data)))
 
     def configure(self, **options):
-        """Device options (allocation_checks=False: only to measure what the checks cost)."""
+        """Device options from the next initialize (allocation_checks=False: only to measure what the
+        checks cost; memory_events=True: record lives beginning and ending, for memory_timeline)."""
         self.ctx.check(lib().ipu_device_configure(self.ctx.handle, self.handle, json.dumps(options).encode()))
 
     def initialize(self, package):
@@ -309,6 +311,12 @@ class Device:
         self.ctx.check(lib().ipu_device_stream(self.ctx.handle, self.handle, name.encode(),
                                                ctypes.byref(data), ctypes.byref(size)))
         return _bytes_at(data.value, size.value)
+
+    def memory_timeline(self):
+        """The run-time memory timeline of the events recorded since initialize (ipu.h)."""
+        out = ctypes.c_void_p()
+        self.ctx.check(lib().ipu_device_memory_timeline_json(self.ctx.handle, self.handle, ctypes.byref(out)))
+        return json.loads(self.ctx.take_string(out))
 
     def fault(self):
         out = ctypes.c_void_p()

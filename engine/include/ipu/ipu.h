@@ -113,7 +113,9 @@ ipu_status ipu_device_set_stream(ipu_ctx *ctx, ipu_device *dev, const char *stre
 /* Device options, taking effect at the next initialize.  options_json:
  * {"allocation_checks": true|false} (default true: operands must lie in a
  * live allocation and ended lives poison their bytes; false only to measure
- * what the checks cost). */
+ * what the checks cost), {"memory_events": true|false} (default false:
+ * record every allocation's life beginning and ending as the device runs,
+ * for ipu_device_memory_timeline_json). */
 ipu_status ipu_device_configure(ipu_ctx *ctx, ipu_device *dev, const char *options_json);
 /* Load the package into SRAM and run its initialize program. */
 ipu_status ipu_device_initialize(ipu_ctx *ctx, ipu_device *dev, const ipu_package *pkg);
@@ -124,6 +126,16 @@ ipu_status ipu_device_run(ipu_ctx *ctx, ipu_device *dev, char **out_json);
 ipu_status ipu_device_stream(ipu_ctx *ctx, ipu_device *dev, const char *stream,
                              const void **out_data, size_t *out_size);
 ipu_status ipu_device_fault_json(ipu_ctx *ctx, const ipu_device *dev, char **out_json);
+/* The run-time memory timeline of the memory events recorded since the last
+ * initialize (every run since): version 1, kind "memory-timeline"; per
+ * executed phase (program, phase, iteration, invocation, compiler op) the
+ * device's live bytes by category and the aperture's; per tile its peak
+ * with its phase, breakdown by category, free bytes and largest hole; the
+ * fullest tile's peak with its live allocations and that tile's live, free,
+ * largest hole and fragmentation at every executed phase; per compiler op
+ * its peak and residual bytes; the allocation table; support bytes per
+ * tile.  IPU_ERR_STATE when the device was not recording. */
+ipu_status ipu_device_memory_timeline_json(ipu_ctx *ctx, const ipu_device *dev, char **out_json);
 /* Debug read of tile memory (does not count as a device access). */
 ipu_status ipu_device_read(ipu_ctx *ctx, const ipu_device *dev, uint32_t tile, uint32_t address,
                            void *buffer, size_t size);

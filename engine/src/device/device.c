@@ -46,6 +46,13 @@ static const char *FAULT_NAMES[IPU_FAULT_KIND_COUNT] = {
     "exchange_base_not_restored",
 };
 
+const ipu_package *ipu_device_package(const ipu_device *dev) { return dev->pkg; }
+
+const ipu_memory_events *ipu_device_memory_events(const ipu_device *dev)
+{
+    return dev->pkg ? dev->iface->memory_events(dev->impl) : NULL;
+}
+
 const char *ipu_fault_kind_name(int kind)
 {
     return kind >= 0 && kind < IPU_FAULT_KIND_COUNT ? FAULT_NAMES[kind] : "unknown";
@@ -164,17 +171,21 @@ ipu_status ipu_device_configure(ipu_ctx *ctx, ipu_device *dev, const char *optio
     const char *key;
     json_t *value;
     json_object_foreach(o, key, value) {
-        if (strcmp(key, "allocation_checks") != 0) {
+        int checks = strcmp(key, "allocation_checks") == 0, events = strcmp(key, "memory_events") == 0;
+        if (!checks && !events) {
             status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                              "device options: unknown option '%s' (expected allocation_checks)", key);
+                              "device options: unknown option '%s' (expected allocation_checks or memory_events)",
+                              key);
             break;
         }
         if (!json_is_boolean(value)) {
-            status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                              "device options: 'allocation_checks' must be true or false");
+            status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "device options: '%s' must be true or false", key);
             break;
         }
-        dev->iface->set_allocation_checks(dev->impl, json_is_true(value));
+        if (checks)
+            dev->iface->set_allocation_checks(dev->impl, json_is_true(value));
+        else
+            dev->iface->set_memory_events(dev->impl, json_is_true(value));
     }
     json_decref(o);
     return status;

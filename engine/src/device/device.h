@@ -64,6 +64,21 @@ typedef struct ipu_host_buffer {
 #define IPU_NO_ITERATION 0xFFFFFFFFu
 typedef ipu_status (*ipu_phase_observer)(void *user, uint32_t phase, uint32_t iteration);
 
+/* The memory events a device records (ipu_device_configure
+ * {"memory_events": true}, from the next initialize): every program phase it
+ * executes, in order (init program 0, main 1; its phase; the iteration of
+ * the innermost Repeat, IPU_NO_ITERATION outside one; the invocation, 0 for
+ * the init program), and the allocations whose lives begin as a phase
+ * starts and end as it ends (allocation index, at: the executed phase). */
+#define IPU_EVENT_FREE 0x80000000u /* in alloc: the life ends */
+typedef struct ipu_memory_events {
+    size_t phase_count, phase_capacity;
+    uint8_t *program;
+    uint32_t *phase, *iteration, *invocation;
+    size_t count, capacity;
+    uint32_t *at, *alloc;
+} ipu_memory_events;
+
 typedef struct ipu_device_iface {
     const char *name;
     /* Load SRAM and run the init program; buffers[i] serves package stream i. */
@@ -75,6 +90,10 @@ typedef struct ipu_device_iface {
     void (*set_allocation_checks)(void *impl, int on);
     /* Observe every phase's end (NULL: none). */
     void (*set_observer)(void *impl, ipu_phase_observer observer, void *user);
+    /* Record memory events (off: the default) from the next initialize. */
+    void (*set_memory_events)(void *impl, int on);
+    /* The events recorded since the last initialize (NULL when off). */
+    const ipu_memory_events *(*memory_events)(const void *impl);
     const ipu_fault *(*fault)(const void *impl);
     ipu_status (*read)(const void *impl, ipu_ctx *ctx, uint32_t tile, uint32_t address, void *out,
                        size_t size);
@@ -87,6 +106,11 @@ typedef struct ipu_device_iface {
  * per-op check reads each op's output through ipu_device_read as it
  * completes. */
 void ipu_device_observe(ipu_device *dev, ipu_phase_observer observer, void *user);
+
+/* The package the device was initialized with (NULL: none yet), and the
+ * memory events recorded since (NULL when not recording). */
+const ipu_package *ipu_device_package(const ipu_device *dev);
+const ipu_memory_events *ipu_device_memory_events(const ipu_device *dev);
 
 /* The simulator: create its state for a profile. */
 ipu_status ipu_sim_create(ipu_ctx *ctx, const ipu_profile *profile, const ipu_device_iface **iface,

@@ -68,6 +68,7 @@ static void sim_destroy(void *impl)
     free_tile_memory(s);
     free(s->dying_start);
     free(s->dying);
+    sim_events_free(s);
     json_decref(s->steps);
     free(s);
 }
@@ -123,6 +124,7 @@ static ipu_status load_package(sim *s, ipu_ctx *ctx, const ipu_package *pkg)
         memset(s->poisoned, 0, tiles * s->full_words * sizeof(uint64_t));
     }
     IPU_TRY(list_lives(s, ctx, pkg));
+    IPU_TRY(sim_events_reset(s, ctx, pkg));
     for (uint32_t t = 0; t < s->p.tiles; t++) {
         sim_tile *tile = &s->tiles[t];
         tile->mem = s->sram + (size_t)t * s->sram_bytes;
@@ -345,6 +347,7 @@ static void enter_phase(sim *s, const ipu_pkg_op *op, int half)
 {
     s->phase = 2 * (s->program_base + s->op_index) + (uint32_t)half;
     s->origin = op->origin[half];
+    sim_events_enter(s);
 }
 
 /* The end of the current phase: lives ending there end, then the observer
@@ -529,6 +532,7 @@ static ipu_status sim_initialize(void *impl, ipu_ctx *ctx, const ipu_package *pk
 static ipu_status sim_run(void *impl, ipu_ctx *ctx, ipu_host_buffer *buffers, json_t **result)
 {
     sim *s = impl;
+    s->invocation++;
     IPU_TRY(run_program(s, ctx, "main", s->pkg->main_ops, s->pkg->main_count, buffers));
     uint64_t cycles = 0;
     for (int i = 0; i < 5; i++)
@@ -586,6 +590,14 @@ static ipu_status sim_write(void *impl, ipu_ctx *ctx, uint32_t tile, uint32_t ad
 
 static void sim_set_allocation_checks(void *impl, int on) { ((sim *)impl)->allocation_checks_off = !on; }
 
+static void sim_set_memory_events(void *impl, int on) { ((sim *)impl)->events_on = on; }
+
+static const ipu_memory_events *sim_memory_events(const void *impl)
+{
+    const sim *s = impl;
+    return s->events_on && !s->events_failed ? &s->events : NULL;
+}
+
 static void sim_set_observer(void *impl, ipu_phase_observer observer, void *user)
 {
     sim *s = impl;
@@ -594,8 +606,8 @@ static void sim_set_observer(void *impl, ipu_phase_observer observer, void *user
 }
 
 static const ipu_device_iface SIM_IFACE = {
-    "simulator",      sim_initialize, sim_run,  sim_set_allocation_checks, sim_set_observer,
-    sim_fault_of,     sim_read,       sim_write, sim_destroy,
+    "simulator", sim_initialize, sim_run, sim_set_allocation_checks, sim_set_observer, sim_set_memory_events,
+    sim_memory_events, sim_fault_of, sim_read, sim_write, sim_destroy,
 };
 
 ipu_status ipu_sim_create(ipu_ctx *ctx, const ipu_profile *profile, const ipu_device_iface **iface,

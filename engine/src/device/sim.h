@@ -110,6 +110,15 @@ typedef struct sim {
     uint32_t phases;
     uint32_t *dying_start;
     uint32_t *dying;
+    /* Memory events (sim_events.c): the allocations whose life begins at
+     * each phase, [born_start[p], born_start[p + 1]) of born, which are
+     * alive, the invocations of the main program so far. */
+    int events_on, events_failed;
+    ipu_memory_events events;
+    uint32_t *born_start, *born;
+    uint8_t *alive;
+    uint32_t invocation;
+    uint32_t entered; /* the phase entered last (UINT32_MAX: none yet) */
     /* Kept exchange phases by slot (NULL: none). */
     sim_replay **replays;
     uint32_t replay_slots;
@@ -160,6 +169,13 @@ int sim_is_written(sim *s, uint32_t tile, uint32_t address, uint32_t size);
  * lose their written state.  An allocation that began before a Repeat body
  * it ends in lives through every iteration: it ends only in the last one. */
 void sim_end_lives(sim *s, uint32_t phase);
+
+/* Memory events (sim_events.c): reset at initialize (the lists of births
+ * for pkg), a phase entered (its births), a life ended, and all freed. */
+ipu_status sim_events_reset(sim *s, ipu_ctx *ctx, const ipu_package *pkg);
+void sim_events_enter(sim *s);
+void sim_events_end(sim *s, uint32_t alloc);
+void sim_events_free(sim *s);
 /* Is [address, +size) inside a descriptor segment?  Faults if not. */
 int sim_check_descriptor(sim *s, uint32_t tile, uint32_t address, uint32_t size, const char *what);
 /* The end of the descriptor segment holding address, which a

@@ -242,7 +242,7 @@ int sim_check_allocation(sim *s, uint32_t tile, uint32_t address, uint32_t size,
 
 void sim_end_lives(sim *s, uint32_t phase)
 {
-    if (!s->check_allocs || phase >= s->phases)
+    if ((!s->check_allocs && !s->events_on) || phase >= s->phases)
         return;
     const ipu_package *pkg = s->pkg;
     for (uint32_t i = s->dying_start[phase]; i < s->dying_start[phase + 1]; i++) {
@@ -251,9 +251,10 @@ void sim_end_lives(sim *s, uint32_t phase)
         for (int l = 0; l < s->depth; l++)
             spans_loop |= a->first < s->loops[l].body_phase &&
                           s->loops[l].iteration + 1 < s->loops[l].count;
-        if (a->size && !spans_loop)
+        if (a->size && !spans_loop && s->check_allocs)
             sim_poison(&s->tiles[a->tile], a->address - s->p.sram_base,
                        a->address - s->p.sram_base + a->size);
+        sim_events_end(s, s->dying[i]);
     }
 }
 

@@ -710,6 +710,10 @@ ipu_status ipu_package_encode(ipu_ctx *ctx, ipu_low_program *prog, ipu_xprogram 
         json_object_set_new(meta, "parameters", parameter_ranges(prog));
         json_object_set_new(meta, "attention", attention_modes(prog));
         json_object_set_new(meta, "matmuls", matmul_blocks(prog));
+        json_t *tables = json_array();
+        for (uint32_t t = 0; t < A.tiles; t++)
+            json_array_append_new(tables, json_integer((json_int_t)layout->xtable_bytes[t]));
+        json_object_set_new(meta, "exchange_table_bytes", tables);
     }
     if (status == IPU_OK) {
         ipu_pkg_set_meta(b, meta);

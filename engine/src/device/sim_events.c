@@ -1,0 +1,137 @@
+/* sim_events.c: the memory events the simulator records when asked
+ * (device.h ipu_memory_events): every program phase it executes, and the
+ * allocations of the package's table whose lives begin and end as it runs.
+ * An allocation is live at an executed phase when the phase lies in its
+ * lifetime, first..last (format.h), as the allocation checks say: its life
+ * begins as its first phase starts and ends as its last ends.  Where the
+ * control flow goes back (a Repeat's next iteration, the main program's
+ * next invocation) the lives that do not hold at the phase it goes back to
+ * end there (a body allocation still live at the body's end), and those
+ * that hold again begin (an allocation carried into the body).  The
+ * run-time memory timeline (report/timeline.c) is built from these events.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/sim.h"
+
+void sim_events_free(sim *s)
+{
+    ipu_memory_events *e = &s->events;
+    free(e->program), free(e->phase), free(e->iteration), free(e->invocation);
+    free(e->at), free(e->alloc);
+    free(s->born_start), free(s->born), free(s->alive);
+    memset(e, 0, sizeof *e);
+    s->born_start = s->born = NULL;
+    s->alive = NULL;
+}
+
+ipu_status sim_events_reset(sim *s, ipu_ctx *ctx, const ipu_package *pkg)
+{
+    sim_events_free(s);
+    s->events_failed = 0;
+    s->invocation = 0;
+    s->entered = UINT32_MAX;
+    if (!s->events_on)
+        return IPU_OK;
+    /* The allocations whose life begins at each phase (counting sort). */
+    s->born_start = ipu_calloc(ctx, (size_t)s->phases + 2, sizeof *s->born_start);
+    s->born = ipu_malloc(ctx, (pkg->alloc_count ? pkg->alloc_count : 1) * sizeof *s->born);
+    s->alive = ipu_calloc(ctx, pkg->alloc_count ? pkg->alloc_count : 1, 1);
+    if (!s->born_start || !s->born || !s->alive)
+        return IPU_NO_MEMORY(ctx);
+    for (size_t i = 0; i < pkg->alloc_count; i++)
+        s->born_start[pkg->allocs[i].first + 1]++;
+    for (uint32_t p = 0; p <= s->phases; p++)
+        s->born_start[p + 1] += s->born_start[p];
+    uint32_t *fill = ipu_calloc(ctx, (size_t)s->phases + 1, sizeof *fill);
+    if (!fill)
+        return IPU_NO_MEMORY(ctx);
+    for (size_t i = 0; i < pkg->alloc_count; i++) {
+        uint32_t first = pkg->allocs[i].first;
+        s->born[s->born_start[first] + fill[first]++] = (uint32_t)i;
+    }
+    free(fill);
+    return IPU_OK;
+}
+
+/* Grow an array of n elements of size bytes to hold one more. */
+static int grow(void **array, size_t n, size_t *capacity, size_t size)
+{
+    if (n < *capacity)
+        return 1;
+    size_t more = *capacity ? 2 * *capacity : 4096;
+    void *bigger = realloc(*array, more * size);
+    if (!bigger)
+        return 0;
+    *array = bigger;
+    *capacity = more;
+    return 1;
+}
+
+static void add_event(sim *s, uint32_t alloc)
+{
+    ipu_memory_events *e = &s->events;
+    size_t capacity = e->capacity;
+    if (!grow((void **)&e->at, e->count, &capacity, sizeof *e->at) ||
+        !grow((void **)&e->alloc, e->count, &e->capacity, sizeof *e->alloc)) {
+        s->events_failed = 1;
+        return;
+    }
+    e->at[e->count] = (uint32_t)(e->phase_count - 1);
+    e->alloc[e->count++] = alloc;
+}
+
+void sim_events_enter(sim *s)
+{
+    if (!s->events_on || s->events_failed)
+        return;
+    ipu_memory_events *e = &s->events;
+    size_t capacity = e->phase_capacity;
+    int ok = grow((void **)&e->program, e->phase_count, &capacity, sizeof *e->program);
+    capacity = e->phase_capacity;
+    ok = ok && grow((void **)&e->phase, e->phase_count, &capacity, sizeof *e->phase);
+    capacity = e->phase_capacity;
+    ok = ok && grow((void **)&e->iteration, e->phase_count, &capacity, sizeof *e->iteration);
+    ok = ok && grow((void **)&e->invocation, e->phase_count, &e->phase_capacity, sizeof *e->invocation);
+    if (!ok) {
+        s->events_failed = 1;
+        return;
+    }
+    int main = strcmp(s->program, "main") == 0;
+    e->program[e->phase_count] = (uint8_t)main;
+    e->phase[e->phase_count] = s->phase;
+    e->iteration[e->phase_count] = s->depth ? s->loops[s->depth - 1].iteration : IPU_NO_ITERATION;
+    e->invocation[e->phase_count++] = main ? s->invocation : 0;
+    if (s->phase >= s->phases)
+        return;
+    const ipu_package *pkg = s->pkg;
+    if (s->entered != UINT32_MAX && s->phase < s->entered) /* the control flow went back */
+        for (size_t a = 0; a < pkg->alloc_count; a++) {
+            const ipu_pkg_alloc *al = &pkg->allocs[a];
+            int holds = al->first <= s->phase && s->phase <= al->last;
+            if (s->alive[a] && !holds) {
+                s->alive[a] = 0;
+                add_event(s, (uint32_t)a | IPU_EVENT_FREE);
+            } else if (!s->alive[a] && holds && al->first < s->phase) {
+                s->alive[a] = 1;
+                add_event(s, (uint32_t)a);
+            }
+        }
+    s->entered = s->phase;
+    for (uint32_t i = s->born_start[s->phase]; i < s->born_start[s->phase + 1]; i++) {
+        uint32_t a = s->born[i];
+        if (!s->alive[a]) {
+            s->alive[a] = 1;
+            add_event(s, a);
+        }
+    }
+}
+
+void sim_events_end(sim *s, uint32_t alloc)
+{
+    if (!s->events_on || s->events_failed || !s->alive[alloc])
+        return;
+    s->alive[alloc] = 0;
+    add_event(s, alloc | IPU_EVENT_FREE);
+}
