@@ -72,7 +72,7 @@ def parser():
                    metavar="LIST", help="planner memory budgets per tile in bytes, or default (the profile's) "
                                         f"(default: {DEFAULT_BUDGETS})")
     p.add_argument("--tiles", type=tile_count, metavar="N", help="override the profile's tile count")
-    p.add_argument("--timeout", type=number_in(1, 86400, "seconds in 1..86400"), default=DEFAULT_TIMEOUT,
+    p.add_argument("--timeout", type=number_in(0.01, 86400, "seconds in 0.01..86400"), default=DEFAULT_TIMEOUT,
                    metavar="S", help=f"kill a build or device run after S seconds and record the case as timed "
                                      f"out (default: {DEFAULT_TIMEOUT})")
     fanout.add_arguments(p)
