@@ -150,9 +150,10 @@ def test_report_tables_hold_the_result_files_numbers(repo, small_sweep):
         assert stage == record["rejection"]["stage"] and float(seconds) == round(record["rejection"]["seconds"], 2)
     head, rows = markdown_table(text, "Build time by stage")
     assert head[1:4] == ["plan s", "lower s", "package s"] and len(rows) == 4
-    for name, plan, lower, package, total, rss in rows:
+    for name, plan, lower, package, total, process, rss in rows:
         build = load(small_sweep / "cases" / name / "result.json")["build"]
         assert float(plan) == round(build["stages"]["plan"], 3) and float(total) == round(build["seconds"], 3)
+        assert float(process) == round(load(small_sweep / "cases" / name / "case.json")["build"]["seconds"], 2)
         assert int(rss) == round(build["peak_rss_bytes"] / 2**20)
 
 

@@ -92,9 +92,10 @@
     }
     const stages = data.stages;
     table(document.getElementById("build-table"),
-      [["case"]].concat(stages.map((s) => [s + " s", "num"]), [["build s", "num"], ["peak RSS MiB", "num"]]),
+      [["case"]].concat(stages.map((s) => [s + " s", "num"]), [["build s", "num"], ["process s", "num"],
+        ["peak RSS MiB", "num"]]),
       rows.filter((r) => r.build_seconds !== null).map((r) => [r.name].concat(
-        stages.map((s) => secs(r.build_stages[s], 3)), [secs(r.build_seconds, 3),
+        stages.map((s) => secs(r.build_stages[s], 3)), [secs(r.build_seconds, 3), secs(r.build_process_seconds),
           r.peak_rss_bytes === null ? "" : (r.peak_rss_bytes / 1048576).toFixed(0)])));
     const failures = rows.filter((r) => ["failed", "timed out", "error"].includes(r.outcome));
     if (failures.length) {
