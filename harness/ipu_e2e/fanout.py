@@ -37,10 +37,9 @@ TERM_SEQUENCE = "TERM,30000,KILL,25"
 job_count = int_in(1, 1024)
 
 
-def add_arguments(p):
+def add_arguments(p, jobs_help="run N cases at a time on each machine, through GNU parallel"):
     """--jobs, --sshlogin and --sshloginfile."""
-    p.add_argument("--jobs", type=job_count, default=None, metavar="N",
-                   help="run N cases at a time on each machine, through GNU parallel")
+    p.add_argument("--jobs", type=job_count, default=None, metavar="N", help=jobs_help)
     logins = p.add_mutually_exclusive_group()
     logins.add_argument("--sshlogin", metavar="LOGIN",
                         help="run the cases on these machines (GNU parallel --sshlogin syntax, several "

@@ -1,8 +1,8 @@
 """ci/nightly: the nightly regression matrix.  Runs every case of a case list
 (ci/cases.json) as its own process, `ipu-e2e-test`, `ipu-e2e-bench` or
-`ipu-e2e-fuzz`, and
-checks that its exit code is the one expected (pass: 0; reject, the
-planner refusing a budget: 2, or 1 with result.json's status REJECTED).  Each case gets its own output folder (given to
+`ipu-e2e-fuzz`, and checks that its exit code is the one expected (pass: 0;
+reject, the planner refusing a budget: 2, or 1 with result.json's status
+REJECTED).  Each case gets its own output folder (given to
 the command as --output; `{output}` in an argument names it too).  It reads the figures the command wrote to its
 output folder: simulated cycles and the lowest min cosine of result.json, or
 a bench's JSON (a fuzz run's fuzz.json) with its targets.  These are compared with the case's

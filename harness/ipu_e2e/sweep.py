@@ -75,7 +75,8 @@ def parser():
     p.add_argument("--timeout", type=number_in(0.01, 86400, "seconds in 0.01..86400"), default=DEFAULT_TIMEOUT,
                    metavar="S", help=f"kill a build or device run after S seconds and record the case as timed "
                                      f"out (default: {DEFAULT_TIMEOUT})")
-    fanout.add_arguments(p)
+    fanout.add_arguments(p, "build N cases at a time on each machine, through GNU parallel (default: 1; the "
+                            "device runs go one at a time on each machine)")
     p.add_argument("--stage", choices=("build", "run"),
                    help="with --case: run one stage of one planned case of the sweep in --output (the job "
                         "the fan-out runs on each machine)")

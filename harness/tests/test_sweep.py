@@ -275,3 +275,19 @@ def test_bad_flags_are_input_errors(repo, tmp_path, args, message):
 def test_report_of_a_folder_that_is_not_a_sweep_is_an_input_error(repo, tmp_path):
     done = sweep_report(repo, tmp_path)
     assert done.returncode == 2 and "sweep.json" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_sigint_stops_the_sweep_with_one_line_and_a_rerun_finishes(repo, tmp_path):
+    out = tmp_path / "out"
+    args = ["--output", out, "--tiles", "16", "--batches", "1,2", "--budgets", "default,60000,50000,40000,2048",
+            "--jobs", "1", *SHAPE]
+    process = subprocess.Popen([str(repo / "harness" / "bin" / "ipu-e2e-sweep"), "--quiet", *map(str, args)],
+                               cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wait_until(lambda: (out / "cases").exists() and list((out / "cases").glob("*/build.json")), "a finished build")
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and err.strip() == "ipu-e2e-sweep: interrupted by SIGINT", err
+    wait_until(lambda: not processes_mentioning(str(out)), "the sweep's jobs to end", limit=30)
+    done = sweep(repo, *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert load(out / "sweep.json")["complete"]

@@ -162,8 +162,8 @@
     }
   }
 
-  function dot(chart, id, row, xv, yv, c, text) {
-    const p = svg("circle", { class: "point", cx: chart.x(xv), cy: chart.y(yv), r: 4.5, fill: c,
+  function dot(chart, id, row, xv, yv, c, text, radius) {
+    const p = svg("circle", { class: "point", cx: chart.x(xv), cy: chart.y(yv), r: radius || 4.5, fill: c,
       "data-case": row.name }, chart.root);
     p.addEventListener("mouseenter", (e) => show(e, text));
     p.addEventListener("mousemove", (e) => show(e, text));
@@ -233,8 +233,10 @@
         const c = colour(i);
         const pts = group.filter((r) => r[f] !== null);
         line(chart, pts.map((r) => [r.budget_bytes, r[f]]), c);
+        // The estimate's points are drawn larger: the placed tensors often equal it and cover it.
         pts.forEach((r) => dot(chart, id, r, r.budget_bytes, r[f], c,
-          { key: ":" + f, lines: [r.name, name + " " + fmt(r[f]) + " bytes", "budget " + fmt(r.budget_bytes)] }));
+          { key: ":" + f, lines: [r.name, name + " " + fmt(r[f]) + " bytes", "budget " + fmt(r.budget_bytes)] },
+          i === 0 ? 7 : 4.5));
       });
       group.filter((r) => r.outcome === "rejected").forEach((r) => cross(chart, r.budget_bytes, cssVar("--reject"), r, id));
       legend(chart.box, PEAKS.map(([name], i) => [name, colour(i)]).concat([["budget", cssVar("--muted"), true]]));
