@@ -11,7 +11,9 @@ line on stdout, which is handed to a callback as soon as the job ends, so the
 caller can rewrite its summary after every job, in whatever order jobs end.
 GNU parallel runs as a child that gets SIGTERM if the caller dies (even by
 kill -9); on SIGTERM it stops starting jobs and sends each running job
-SIGTERM, waiting up to 30 s before SIGKILL.  On the job's side
+SIGTERM, waiting up to 30 s before SIGKILL (a remote job too, through its
+ssh session; only if GNU parallel itself is killed with SIGKILL does a remote
+job run on to its end).  On the job's side
 child.die_with_parent() makes it get SIGTERM when GNU parallel dies, and
 case_lock() keeps two jobs off one case folder (a job left over from a killed
 run finishes first).

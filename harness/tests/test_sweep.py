@@ -291,3 +291,19 @@ def test_sigint_stops_the_sweep_with_one_line_and_a_rerun_finishes(repo, tmp_pat
     done = sweep(repo, *args)
     assert done.returncode == 0, done.stdout + done.stderr
     assert load(out / "sweep.json")["complete"]
+
+
+def test_a_rejected_result_json_is_a_rejection_with_its_own_record(tmp_path):
+    # The result contract: exit 1 and result.json with status REJECTED and its rejection record.
+    from ipu_e2e import sweep_case
+    rejection = {"stage": "place", "message": "no plan places", "lower_bound_bytes": 70000, "seconds": 1.5}
+    (tmp_path / "result.json").write_text(json.dumps({"status": "REJECTED", "rejection": rejection}))
+    outcome, message, record = sweep_case.classify_build(tmp_path, 1, b"", 9.0)
+    assert (outcome, message) == ("rejected", "no plan places")
+    assert record == dict(rejection, source="result.json")
+    # Exit 1 with any other status, or exit 2 without a rejected memory profile, is an error.
+    (tmp_path / "result.json").write_text(json.dumps({"status": "FAIL"}))
+    assert sweep_case.classify_build(tmp_path, 1, b"x: error: bad\n", 1.0)[0] == "error"
+    (tmp_path / "result.json").unlink()
+    outcome, message, _ = sweep_case.classify_build(tmp_path, 2, b"ipu-e2e-test: error: --tokens: bad\n", 1.0)
+    assert outcome == "error" and "--tokens: bad" in message
