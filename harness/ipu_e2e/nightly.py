@@ -1,8 +1,8 @@
 """ci/nightly: the nightly regression matrix.  Runs every case of a case list
 (ci/cases.json) as its own process, `ipu-e2e-test`, `ipu-e2e-bench` or
-`ipu-e2e-fuzz`, and
-checks that its exit code is the one expected (pass: 0; reject: 1 with
-result.json saying REJECTED, the planner refusing a budget).  Each case gets its own output folder (given to
+`ipu-e2e-fuzz`, and checks that its exit code is the one expected (pass: 0;
+reject, the planner refusing a budget: 1 with result.json's status
+REJECTED).  Each case gets its own output folder (given to
 the command as --output; `{output}` in an argument names it too).  It reads the figures the command wrote to its
 output folder: simulated cycles and the lowest min cosine of result.json, or
 a bench's JSON (a fuzz run's fuzz.json) with its targets.  These are compared with the case's
@@ -19,27 +19,33 @@ kill -9) shows it, and `--resume` runs only the planned cases it has not
 finished.  SIGINT or SIGTERM is forwarded to the running case, which is
 waited for (a case left unfinished is run again by --resume); each case is
 started so that it receives SIGTERM if this process dies.
+
+With --jobs N, --sshlogin or --sshloginfile the cases go through GNU parallel
+(fanout.py): N at a time per machine, each as a `ci/nightly --one-case NAME`
+job that runs the case into the same --output tree and writes its entry
+there; the summary is rewritten as each job ends, in whatever order, and
+--resume works the same way.  A remote machine needs the repository and
+--output at the same paths (a shared filesystem).
 """
 import argparse
-import ctypes
 import json
-import os
 import re
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from . import artifacts, interrupts, mutation_catalogue
-from .command import EXIT_CHECK_FAILED, EXIT_OK, UsageError, guarded, output_folders
+from . import artifacts, child, fanout, mutation_catalogue
+from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError, guarded, output_folders
 from .progress import Progress
 
 REPO = Path(__file__).resolve().parents[2]
 COMMANDS = {"test": REPO / "harness" / "bin" / "ipu-e2e-test",
             "bench": REPO / "harness" / "bin" / "ipu-e2e-bench",
             "fuzz": REPO / "harness" / "bin" / "ipu-e2e-fuzz"}
-EXPECTED_EXIT = {"pass": 0, "reject": 1}
+# A rejection (no candidate plan fits the budget) exits 1 with result.json's
+# status REJECTED (its rejection record).
+EXPECTED = {"pass": "0", "reject": "1 with a REJECTED result.json"}
 DEFAULT_TIMEOUT = 1800
 # A regression: cycles above baseline x 1.01, min cosine below baseline -
 # 0.001, wall time above baseline x 1.5 (this host's timing noise is +-20%)
@@ -68,6 +74,10 @@ def parser():
                    help="keep the cases the summary in --output has finished and run the rest of its plan")
     p.add_argument("--update-baselines", action="store_true",
                    help="after the run, record the figures of every case that ran as expected as its baseline")
+    fanout.add_arguments(p)
+    p.add_argument("--one-case", metavar="NAME",
+                   help="run the one case NAME into --output and write its entry (cases/NAME/entry.json) "
+                        "without touching the summary: the job --jobs and --sshlogin run on each machine")
     p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     return p
 
@@ -104,7 +114,7 @@ def load_cases(path):
         args = case.get("args")
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             raise UsageError(f"{where}: field 'args': expected a list of strings")
-        if case.get("expect") not in EXPECTED_EXIT:
+        if case.get("expect") not in EXPECTED:
             raise UsageError(f"{where}: field 'expect': expected 'pass' or 'reject', got {case.get('expect')!r}")
         timeout = case.get("timeout_seconds", DEFAULT_TIMEOUT)
         if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 1:
@@ -133,8 +143,6 @@ def figures_of(case, folder):
         if not path.exists():
             return {}, ["no result.json was written"]
         result = json.loads(path.read_text())
-        if case["expect"] == "reject" and result.get("status") != "REJECTED":
-            return {}, [f"result.json says {result.get('status')}, expected REJECTED"]
         figures = {"cycles": result["cycles"]} if isinstance(result.get("cycles"), int) else {}
         cosines = [c["min_cosine"] for c in result.get("checks", []) if "min_cosine" in c]
         if cosines:
@@ -169,38 +177,16 @@ def compare(figures, baseline):
     return found
 
 
-_PR_SET_PDEATHSIG = 1
-_prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before any fork
-
-
-def _die_with_parent(parent):
-    """In the forked case, before exec: SIGTERM when this process dies."""
-    def arm():
-        _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-        if os.getppid() != parent:  # the parent died before the line above
-            os._exit(1)
-    return arm
-
-
-def execute(command, timeout):
-    """(exit code or None on timeout, output).  On SIGINT or SIGTERM the
-    signal goes to the case, which is waited for, and Interrupted is raised."""
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               start_new_session=True, preexec_fn=_die_with_parent(os.getpid()))
+def as_expected(case, code, folder):
+    """Whether a case's exit code (and for exit 1 its result.json) is what it expects."""
+    if case["expect"] == "pass":
+        return code == 0
+    if code != 1:
+        return False
     try:
-        log, _ = process.communicate(timeout=timeout)
-        return process.returncode, log
-    except subprocess.TimeoutExpired:
-        process.kill()
-        return None, process.communicate()[0]
-    except interrupts.Interrupted as stop:
-        process.send_signal(stop.signum)
-        try:
-            process.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        raise
+        return json.loads((folder / "result.json").read_text()).get("status") == "REJECTED"
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def run_case(case, output, baseline):
@@ -208,8 +194,9 @@ def run_case(case, output, baseline):
     folder.mkdir(parents=True, exist_ok=True)
     args = [a.replace("{output}", str(folder)) for a in case["args"]]
     command = [sys.executable, str(COMMANDS[case["command"]]), *args, "--output", str(folder), "--quiet"]
+    (folder / "result.json").unlink(missing_ok=True)  # an earlier attempt's
     began = time.monotonic()
-    code, log = execute(command, case["timeout_seconds"])
+    code, log = child.execute(command, case["timeout_seconds"])
     wall = time.monotonic() - began
     log_path = output / "logs" / f"{case['name']}.log"
     artifacts.write_bytes(log_path, log)
@@ -219,8 +206,8 @@ def run_case(case, output, baseline):
         entry["problems"].append(f"timed out after {case['timeout_seconds']} s")
     elif code < 0:
         entry["problems"].append(f"the process died of {signal.Signals(-code).name}")
-    elif code != EXPECTED_EXIT[case["expect"]]:
-        entry["problems"].append(f"exit {code}, expected {EXPECTED_EXIT[case['expect']]} ({case['expect']})")
+    elif not as_expected(case, code, folder):
+        entry["problems"].append(f"exit {code}, expected {EXPECTED[case['expect']]} ({case['expect']})")
     figures, problems = {}, []
     if code is not None and code >= 0:
         try:
@@ -321,7 +308,55 @@ def select(cases, only):
     return [c for c in cases if c["name"] in wanted]
 
 
+def one_case(args):
+    """--one-case NAME: run it and write its entry (atomically), then print
+    its name, which tells the runner that fanned it out that it finished."""
+    child.die_with_parent()
+    given = [flag for flag, on in (("--resume", args.resume), ("--only", args.only is not None),
+                                   ("--list", args.list), ("--update-baselines", args.update_baselines),
+                                   ("--jobs/--sshlogin", fanout.requested(args))) if on]
+    if given:
+        raise UsageError(f"--one-case runs one case for a fanned-out run; it takes no {given[0]}")
+    case = next((c for c in load_cases(args.cases) if c["name"] == args.one_case), None)
+    if case is None:
+        raise UsageError(f"--one-case: no case named {args.one_case} in {args.cases}")
+    folder = args.output / "cases" / case["name"]
+    with fanout.case_lock(folder):
+        (folder / "entry.json").unlink(missing_ok=True)
+        entry = run_case(case, args.output, load_baselines(args.baselines).get(case["name"]))
+        artifacts.write_json(folder / "entry.json", entry)
+    print(case["name"], flush=True)
+    return EXIT_OK
+
+
+def fan_out(args, plan, entries, progress):
+    """Run the planned cases not in entries through GNU parallel, one
+    `--one-case` job each; the summary is rewritten as each job ends, in
+    whatever order.  Returns the names of the cases whose job ended without
+    an entry."""
+    finished = {e["name"] for e in entries}
+    pending = [c["name"] for c in plan if c["name"] not in finished]
+    output = args.output.resolve()
+    commands = [[sys.executable, str(REPO / "ci" / "nightly"), "--one-case", name, "--cases",
+                 str(args.cases.resolve()), "--baselines", str(args.baselines.resolve()), "--output",
+                 str(output), "--quiet"] for name in pending]
+
+    def ended(name):
+        if name not in pending or name in finished:
+            return
+        entries.append(read_json(output / "cases" / name / "entry.json", f"entry of case '{name}'"))
+        finished.add(name)
+        write_summary(args.output, plan, entries)
+        progress.update(f"{len(finished)} of {len(plan)} cases finished", len(finished), len(plan))
+
+    progress.update(f"{len(finished)} of {len(plan)} cases finished", len(finished), len(plan))
+    fanout.run(args, args.jobs or 1, commands, ended)
+    return [n for n in pending if n not in finished]
+
+
 def work(args, progress):
+    if args.one_case is not None:
+        return one_case(args)
     if args.resume and (args.only is not None or args.list):
         raise UsageError(f"--resume runs the plan of the summary in --output; it takes no "
                          f"{'--only' if args.only is not None else '--list'}")
@@ -332,16 +367,28 @@ def work(args, progress):
             print(f"{c['name']}: ipu-e2e-{c['command']} {' '.join(c['args'])} (expect {c['expect']})")
         return EXIT_OK
     baselines = load_baselines(args.baselines)
+    if fanout.requested(args):
+        fanout.check(args)
     output_folders(args, "output")
     plan, entries = resume(args.output, cases) if args.resume else (plan, [])
     finished = {e["name"] for e in entries}
     summary = write_summary(args.output, plan, entries)
-    for index, case in enumerate(plan):
-        if case["name"] in finished:
-            continue
-        progress.update(f"case {case['name']}", index + 1, len(plan))
-        entries.append(run_case(case, args.output, baselines.get(case["name"])))
+    if fanout.requested(args):
+        lost = fan_out(args, plan, entries, progress)
         summary = write_summary(args.output, plan, entries)
+        if lost:
+            progress.done()
+            print(markdown(summary), end="")
+            print(f"ci/nightly: error: the job of case(s) {', '.join(lost)} ended without an entry (its error "
+                  f"is above); ci/nightly --resume runs them again", file=sys.stderr)
+            return EXIT_FAULT
+    else:
+        for index, case in enumerate(plan):
+            if case["name"] in finished:
+                continue
+            progress.update(f"case {case['name']}", index + 1, len(plan))
+            entries.append(run_case(case, args.output, baselines.get(case["name"])))
+            summary = write_summary(args.output, plan, entries)
     progress.done()
     if args.update_baselines:
         for e in entries:

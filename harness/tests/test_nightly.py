@@ -10,7 +10,12 @@ adds its table (how each mutation was caught, where, which op) to the
 summary.  The repository's ci/cases.json loads and lists every case.  A
 run killed with kill -9 leaves no case running and a summary marked
 interrupted; --resume runs the rest, each case once.  A case whose process is
-killed is recorded as having died of its signal.
+killed is recorded as having died of its signal.  A reject case passes on
+exit 2 or on exit 1 with a REJECTED result.json, and on nothing else.  With
+--jobs 2 --sshlogin : the cases run through GNU parallel into one tree, the
+summary in plan order although they finish out of order; the same through
+real ssh (an sshd of the test's own, --sshloginfile); and kill -9 of a
+fanned-out run then --resume --jobs 2 finishes every case exactly once.
 """
 import json
 import os
@@ -18,6 +23,8 @@ import signal
 import subprocess
 import time
 
+from ipu_e2e import nightly as nightly_module
+from local_sshd import sshd
 from test_interrupts import processes_mentioning
 
 NIGHTLY = ["ci/nightly"]
@@ -89,7 +96,7 @@ def test_unexpected_exit_and_timeout_fail(repo, tmp_path):
     assert done.returncode == 1
     entries = json.loads((tmp_path / "out" / "summary.json").read_text())["cases"]
     assert [e["status"] for e in entries] == ["failed", "failed"]
-    assert entries[0]["problems"] == ["exit 0, expected 1 (reject)", "result.json says PASS, expected REJECTED"]
+    assert entries[0]["problems"] == ["exit 0, expected 1 with a REJECTED result.json (reject)"]
     assert entries[1]["exit"] is None and entries[1]["problems"] == ["timed out after 1 s"]
 
 
@@ -176,3 +183,81 @@ def test_a_case_whose_process_dies_is_recorded_as_such(repo, tmp_path):
     entry = json.loads((out / "summary.json").read_text())["cases"][0]
     assert entry["status"] == "failed" and entry["exit"] == -9
     assert entry["problems"] == ["the process died of SIGKILL"]
+
+
+def test_a_rejection_is_exit_2_or_exit_1_with_a_rejected_result(tmp_path):
+    case = {"expect": "reject"}
+    assert nightly_module.as_expected(case, 2, tmp_path)
+    assert not nightly_module.as_expected(case, 1, tmp_path)  # no result.json
+    (tmp_path / "result.json").write_text(json.dumps({"status": "FAIL"}))
+    assert not nightly_module.as_expected(case, 1, tmp_path)
+    (tmp_path / "result.json").write_text(json.dumps({"status": "REJECTED", "rejection": {"stage": "plan"}}))
+    assert nightly_module.as_expected(case, 1, tmp_path)
+    assert not nightly_module.as_expected(case, 0, tmp_path) and not nightly_module.as_expected(case, 3, tmp_path)
+    assert nightly_module.as_expected({"expect": "pass"}, 0, tmp_path)
+    assert not nightly_module.as_expected({"expect": "pass"}, 1, tmp_path)
+
+
+MLP = {"name": "mlp", "command": "test", "expect": "pass",
+       "args": ["--workload", "mlp", "--device", "tiles16", "--tokens", "64", "--channels", "128", "--hidden", "256",
+                "--reference-run"]}
+
+
+def assert_one_tree(out, names):
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["complete"] and [e["name"] for e in summary["cases"]] == names
+    assert [e["status"] for e in summary["cases"]] == ["ok"] * len(names)
+    for name in names:
+        assert (out / "cases" / name / "entry.json").exists() and (out / "logs" / f"{name}.log").exists()
+    for e in summary["cases"]:
+        if e["name"] != "tiny-budget":
+            assert e["figures"]["cycles"] == json.loads((out / "cases" / e["name"] / "result.json").read_text())["cycles"]
+    assert f"{len(names)} of {len(names)} cases as expected" in (out / "summary.md").read_text()
+    return summary
+
+
+def test_jobs_2_on_this_machine_run_every_case_into_one_tree(repo, tmp_path):
+    # vit-small first: it finishes after the two small cases started beside and after it.
+    names = ["vit-small", "stress", "tiny-budget", "mlp"]
+    cases = write_cases(tmp_path / "cases.json", [VIT, STRESS, REJECT, MLP])
+    out = tmp_path / "out"
+    done = nightly(repo, "--cases", cases, "--baselines", tmp_path / "none.json", "--output", out, "--jobs", "2",
+                   "--sshlogin", ":")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert_one_tree(out, names)
+    ended = {n: (out / "cases" / n / "entry.json").stat().st_mtime_ns for n in names}
+    assert ended["vit-small"] > ended["stress"], "the cases finished in plan order: the test shows nothing"
+
+
+def test_jobs_through_ssh_run_every_case_into_one_tree(repo, tmp_path):
+    names = ["stress", "tiny-budget", "mlp"]
+    cases = write_cases(tmp_path / "cases.json", [STRESS, REJECT, MLP])
+    out = tmp_path / "out"
+    with sshd(tmp_path / "sshd") as (logins, log):
+        done = nightly(repo, "--cases", cases, "--baselines", tmp_path / "none.json", "--output", out, "--jobs",
+                       "2", "--sshloginfile", logins)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert log.read_text().count("Accepted publickey") >= len(names)
+    assert_one_tree(out, names)
+
+
+def test_kill_9_of_a_fanned_out_run_then_resume_finishes_every_case_once(repo, tmp_path):
+    slow = dict(VIT, name="slow", args=VIT["args"][:-1] + ["40"])
+    cases = write_cases(tmp_path / "cases.json", [STRESS, slow, REJECT])
+    out = tmp_path / "out"
+    args = ["--cases", cases, "--baselines", tmp_path / "none.json", "--output", out, "--jobs", "2", "--sshlogin", ":"]
+    process = subprocess.Popen([str(repo / NIGHTLY[0]), "--quiet", *map(str, args)], cwd=repo,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_until(lambda: processes_mentioning(str(out / "cases" / "slow")) and (out / "summary.json").exists()
+               and len(json.loads((out / "summary.json").read_text())["cases"]) == 2, "two cases to finish")
+    process.kill()
+    process.wait()
+    wait_until(lambda: not processes_mentioning(str(out)), "the orphaned jobs to end", limit=40)
+    cut = json.loads((out / "summary.json").read_text())
+    assert not cut["complete"] and sorted(e["name"] for e in cut["cases"]) == ["stress", "tiny-budget"]
+    done = nightly(repo, "--cases", cases, "--baselines", tmp_path / "none.json", "--output", out, "--resume",
+                   "--jobs", "2", "--sshlogin", ":")
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["complete"] and [e["name"] for e in summary["cases"]] == ["stress", "slow", "tiny-budget"]
+    assert [e for e in summary["cases"] if e["name"] != "slow"] == cut["cases"]  # kept, not run again
