@@ -31,5 +31,7 @@ def write_bytes(path, data):
         raise
 
 
-def write_json(path, value):
-    write_bytes(path, (json.dumps(value, indent=2, sort_keys=True) + "\n").encode())
+def write_json(path, value, compact=False):
+    """value as JSON: indented with sorted keys, or compact (large reports)."""
+    text = json.dumps(value, separators=(",", ":")) if compact else json.dumps(value, indent=2, sort_keys=True)
+    write_bytes(path, (text + "\n").encode())

@@ -7,8 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import profiles, stress, transformer
-from .command import (UsageError, guarded, output_file, output_folders, positive_int, thread_count, tile_count,
+from . import profiles, run_reports, stress, transformer
+from .command import (EXIT_USAGE, UsageError, guarded, output_file, output_folders, positive_int, thread_count, tile_count,
                       write_result)
 from .native import Context, Package
 from .progress import Progress
@@ -61,7 +61,7 @@ def load_package(ctx, args, progress):
     return package, workload
 
 
-def execute(args, progress):
+def execute(args, progress, reports):
     """Returns (exit code, result dict, the workload module that reports it)."""
     ctx = Context(threads=args.threads or 0,
                   progress=lambda stage, done, total: progress.update(stage, done or None, total or None))
@@ -79,7 +79,7 @@ def execute(args, progress):
         progress.update(f"building {args.workload} for {profile['tiles']} tiles")
     module = WORKLOAD_MODULES[args.workload]
     module.check_flags(args, PARSER_DEFAULTS)
-    code, result = module.execute(ctx, args, profile, package, progress, started)
+    code, result = module.execute(ctx, args, profile, package, progress, started, reports)
     return code, result, module
 
 
@@ -117,19 +117,29 @@ BUILD_FLAGS = ("workload", "device", "exchange_pattern", "sources", "iterations"
 def main(argv=None):
     args = parser().parse_args(argv)
     progress = Progress(quiet=args.quiet)
+    reports = run_reports.from_args(args, argv)
 
     def work():
         output_folders(args, "output", "profile_directory", "dump_tensors", "memory_profile_directory")
         output_file(args, "save_package")
-        return execute(args, progress)
+        return execute(args, progress, reports)
 
     failed, outcome = guarded("ipu-e2e-test", progress, work)
     if failed is not None:
         return failed
     code, result, module = outcome
     report(result, module, sys.stdout)
+    result = dict(run_reports.record("result", reports.command), reports=reports.paths(), **result)
     if args.output:
-        return write_result("ipu-e2e-test", args.output / "result.json", result) or code
+        failed = write_result("ipu-e2e-test", args.output / "result.json", result)
+        if failed:
+            return failed
+    memory = args.memory_profile_directory
+    try:
+        reports.write_index(result, [memory / name for name in result.get("memory_profiles", [])] if memory else [])
+    except OSError as error:
+        print(f"ipu-e2e-test: error: cannot write {reports.index}: {error.strerror}", file=sys.stderr)
+        return EXIT_USAGE
     return code
 
 

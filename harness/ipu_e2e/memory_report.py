@@ -24,23 +24,25 @@ def check_profile(profile):
         raise ValueError(f"memory profile: missing {', '.join(missing)}")
 
 
-def render_memory_html(json_text):
+def render_memory_html(json_text, links=None):
     """The page for one memory profile (its JSON text), as a str."""
     check_profile(parse_report(json_text, "memory profile", "memory-profile", 3))
     # Outside strings, JSON has no '<': replacing it everywhere only touches string contents,
     # where \u003c parses back to '<'.
-    return inline_page(MEMORY, "memory.css", "memory.js", json_text.strip().replace("<", "\\u003c"))
+    return inline_page(MEMORY, "memory.css", "memory.js", json_text.strip().replace("<", "\\u003c"), links or {})
 
 
-def write_memory_html(json_path, html_path):
+def write_memory_html(json_path, html_path, links=None):
     """Writes the standalone page for the memory profile at json_path to html_path (atomically)."""
     text = Path(json_path).read_text(encoding="utf-8")
-    artifacts.write_bytes(html_path, render_memory_html(text).encode("utf-8"))
+    artifacts.write_bytes(html_path, render_memory_html(text, links).encode("utf-8"))
 
 
-def write_pages(directory, names):
-    """A page beside each memory profile named (in directory); returns the JSON paths."""
+def write_pages(directory, names, links=None):
+    """A page beside each memory profile named (in directory), each with
+    links(page path) to the run's other reports; returns the JSON paths."""
     written = [Path(directory) / name for name in names]
     for path in written:
-        write_memory_html(path, path.with_suffix(".html"))
+        page = path.with_suffix(".html")
+        write_memory_html(path, page, links(page) if links else None)
     return written

@@ -1,5 +1,5 @@
 """The standalone placement viewer: write_placement_html(json_path, html_path)
-turns the compiler's placement report (placement-<pid>.json, version 1,
+turns the compiler's placement report (placement.json, version 1,
 written by engine/src/report/placement.c) into one self-contained page.  The
 page's template, script and style sheet live in reports/placement/; they are
 inlined, each after the shared reports/common/common.js and common.css,
@@ -34,16 +34,16 @@ def check_report(report):
         raise ValueError("placement report: listing columns differ in length")
 
 
-def render_placement_html(json_text):
+def render_placement_html(json_text, links=None):
     """The page for one placement report (its JSON text), as a str."""
     check_report(parse_report(json_text, "placement report", "placement", 1))
     # Outside strings, JSON has no '<': replacing it everywhere only touches string contents,
     # where \u003c parses back to '<'.
     data = json_text.strip().replace("<", "\\u003c")
-    return inline_page(PLACEMENT, "viewer.css", "viewer.js", data)
+    return inline_page(PLACEMENT, "viewer.css", "viewer.js", data, links or {})
 
 
-def write_placement_html(json_path, html_path):
+def write_placement_html(json_path, html_path, links=None):
     """Writes the standalone viewer for the placement report at json_path to html_path (atomically)."""
     text = Path(json_path).read_text(encoding="utf-8")
-    artifacts.write_bytes(html_path, render_placement_html(text).encode("utf-8"))
+    artifacts.write_bytes(html_path, render_placement_html(text, links).encode("utf-8"))

@@ -1,6 +1,8 @@
-"""Standalone HTML reports: write_run_profile_html(path, profile) turns a run
-profile (the device's cycle report, the dict the CLI writes as
-run-profile.json) into one self-contained page.  The page's template, script
+"""Standalone HTML reports: write_run_profile_html(path, profile, timeline,
+links) turns a run profile (the device's cycle report, the dict the CLI
+writes as run-profile.json), with the run-time memory timeline beside it
+(memory-timeline.json, or None) and the links to the run's other reports,
+into one self-contained page.  The page's template, script
 and style sheet live in reports/run_profile/; they are inlined, each after the
 shared reports/common/common.js and common.css, together with the profile as
 JSON, so the file opens offline from anywhere, and it is written atomically
@@ -16,7 +18,7 @@ REPORTS = Path(__file__).resolve().parents[2] / "reports"
 RUN_PROFILE = REPORTS / "run_profile"
 COMMON = REPORTS / "common"
 
-PLACEHOLDER = re.compile(r"/\*@@(CSS|DATA|JS)@@\*/")
+PLACEHOLDER = re.compile(r"/\*@@([A-Z]+)@@\*/")
 
 
 def embedded_json(value):
@@ -50,31 +52,38 @@ def _asset(path, *forbidden):
     return text
 
 
-def inline_page(folder, css_name, js_name, data):
+def inline_page(folder, css_name, js_names, data, links=None, extra=None):
     """folder/template.html with common.css then folder/css_name, common.js
-    then folder/js_name, and data (already safe inside a script element)
-    put in its placeholders, each exactly once, in one pass (so text inside
-    the inlined parts is never taken for a placeholder)."""
+    then folder/js_names (a name or a tuple of names, in order), data (already safe inside a script element), the
+    links to the run's other reports (a dict of relative paths by kind:
+    index, placement, memory, run_profile) and any extra parts (name ->
+    text safe inside a script element) put in its placeholders, each exactly
+    once, in one pass (so text inside the inlined parts is never taken for a
+    placeholder)."""
     template = (folder / "template.html").read_text(encoding="utf-8")
     css = [_asset(COMMON / "common.css", "</style"), _asset(folder / css_name, "</style")]
-    js = [_asset(COMMON / "common.js", "</script", "<!--"), _asset(folder / js_name, "</script", "<!--")]
-    parts = {"CSS": "\n".join(css), "JS": "\n".join(js), "DATA": data}
+    js = [_asset(COMMON / "common.js", "</script", "<!--")] + [
+        _asset(folder / name, "</script", "<!--") for name in ((js_names,) if isinstance(js_names, str) else js_names)]
+    parts = {"CSS": "\n".join(css), "JS": "\n".join(js), "DATA": data, **(extra or {})}
+    if links is not None:
+        parts["LINKS"] = embedded_json(links)
     found = PLACEHOLDER.findall(template)
     if sorted(found) != sorted(parts):
         raise ValueError(f"{folder / 'template.html'}: expected each placeholder once, found {found}")
     return PLACEHOLDER.sub(lambda match: parts[match.group(1)], template)
 
 
-def render_run_profile_html(profile):
-    """The page for one run profile, as a str."""
+def render_run_profile_html(profile, timeline=None, links=None):
+    """The page for one run profile (and its memory timeline), as a str."""
     if not isinstance(profile, dict):
         raise ValueError(f"run profile: expected a JSON object, got {type(profile).__name__}")
     missing = [key for key in ("cycles", "totals", "steps", "tiles") if key not in profile]
     if missing:
         raise ValueError(f"run profile: missing {', '.join(missing)}")
-    return inline_page(RUN_PROFILE, "report.css", "report.js", embedded_json(profile))
+    return inline_page(RUN_PROFILE, "report.css", ("report.js", "memory.js"), embedded_json(profile), links or {},
+                       {"TIMELINE": embedded_json(timeline)})
 
 
-def write_run_profile_html(path, profile_dict):
+def write_run_profile_html(path, profile_dict, timeline=None, links=None):
     """Writes the standalone run-profile page for profile_dict to path (atomically)."""
-    artifacts.write_bytes(path, render_run_profile_html(profile_dict).encode("utf-8"))
+    artifacts.write_bytes(path, render_run_profile_html(profile_dict, timeline, links).encode("utf-8"))

@@ -1,13 +1,15 @@
 """Running a package on the device model and checking its outputs against the
 expectations recorded in it: recorded inputs are uploaded, the device is
 initialized and run, and every output stream is compared word by word.
-Faults are captured with the device's structured description.
+Faults are captured with the device's structured description.  A checked
+run with a profile folder also records the device's memory events and
+writes the run profile, the run-time memory timeline and their page.
 """
 import hashlib
 import time
 from array import array
 
-from . import artifacts, report as html_report
+from . import artifacts, report as html_report, run_reports
 from .native import DEVICE_FAULT, Device, IpuError
 
 
@@ -41,11 +43,12 @@ def first_changed_parameter(package, uploaded, final):
     return None
 
 
-def run_resident(ctx, package, invocations, progress=None, device_options=None):
+def run_resident(ctx, package, invocations, progress=None, device_options=None, on_timeline=None):
     """Initialize once, upload parameters once, serve several invocations.
     Returns (last cycle report, outputs of every invocation, the parameter
     digests after the upload and after the last invocation, seconds per
-    invocation).  device_options: Device.configure's (benches only)."""
+    invocation).  device_options: Device.configure's; on_timeline: called
+    with the run-time memory timeline (device_options memory_events)."""
     info = package.info()
     device = Device(ctx, info["profile"])
     if device_options:
@@ -66,6 +69,8 @@ def run_resident(ctx, package, invocations, progress=None, device_options=None):
             outputs.append({s["name"]: device.stream(s["name"]) for s in info["streams"]
                             if s["direction"] == "output"})
         final = parameter_digest(device, package)
+        if on_timeline:
+            on_timeline(device.memory_timeline())
     except IpuError as error:
         if error.status == DEVICE_FAULT:
             raise DeviceFault(error.message, device.fault()) from None
@@ -75,10 +80,14 @@ def run_resident(ctx, package, invocations, progress=None, device_options=None):
     return result, outputs, (uploaded, final), seconds
 
 
-def run(ctx, package, progress=None, invocations=1):
-    """Upload recorded inputs, initialize, run; returns (profile, outputs, seconds)."""
+def run(ctx, package, progress=None, invocations=1, on_timeline=None):
+    """Upload recorded inputs, initialize, run; returns (profile, outputs,
+    seconds).  on_timeline: record memory events and call it with the
+    run-time memory timeline."""
     info = package.info()
     device = Device(ctx, info["profile"])
+    if on_timeline:
+        device.configure(memory_events=True)
     for stream in info["streams"]:
         if stream["direction"] != "output" and stream["records"].get("input"):
             device.set_stream(stream["name"], package.record("input", stream["name"]))
@@ -92,6 +101,8 @@ def run(ctx, package, progress=None, invocations=1):
             if progress:
                 progress.update("running on the device", invocation + 1, invocations)
             result = device.run()
+        if on_timeline:
+            on_timeline(device.memory_timeline())
     except IpuError as error:
         if error.status == DEVICE_FAULT:
             raise DeviceFault(error.message, device.fault()) from None
@@ -117,15 +128,19 @@ def compare_exact(name, actual, expected, word_bytes=4):
     return check
 
 
-def run_checked(ctx, package, progress, profile_directory, result, invocations=1):
-    """Run the package, write the cycle profile (before any check, so a
-    failed comparison still leaves something to inspect) and return
-    (run result, outputs); on a device fault, record it in result and return None.
+def run_checked(ctx, package, progress, reports, result, invocations=1):
+    """Run the package, write the cycle profile and the memory timeline
+    where reports (run_reports.RunReports, or None) say, before any check, so
+    a failed comparison still leaves something to inspect, and return (run
+    result, outputs); on a device fault, record it in result and return None.
     With several invocations (a resident run) result["resident"] says whether
     every invocation's outputs were identical and the parameters unchanged."""
+    timeline = []
+    keep = timeline.append if reports and reports.run_profile else None
     try:
         if invocations > 1:
-            run_result, every, (uploaded, final), seconds = run_resident(ctx, package, invocations, progress)
+            run_result, every, (uploaded, final), seconds = run_resident(
+                ctx, package, invocations, progress, {"memory_events": True} if keep else None, keep)
             outputs = every[-1]
             result["wall_seconds"]["device"] = sum(seconds)
             result["resident"] = {
@@ -135,11 +150,18 @@ def run_checked(ctx, package, progress, profile_directory, result, invocations=1
                 "parameters_unchanged": uploaded[0] == final[0],
                 "first_changed_parameter": first_changed_parameter(package, uploaded, final)}
         else:
-            run_result, outputs, result["wall_seconds"]["device"] = run(ctx, package, progress)
+            run_result, outputs, result["wall_seconds"]["device"] = run(ctx, package, progress, on_timeline=keep)
     except DeviceFault as fault:
         result.update(status="FAULT", fault=fault.fault, message=str(fault))
         return None
-    if profile_directory:
-        artifacts.write_json(profile_directory / "run-profile.json", run_result)
-        html_report.write_run_profile_html(profile_directory / "run-profile.html", run_result)
+    if keep:
+        if progress:
+            progress.update("writing the run profile and memory timeline")
+        page, ops = reports.run_profile, timeline[0]["ops"]
+        run_result["ops"] = [f"{kind} {name}" for kind, name in zip(ops["kind"], ops["name"])]
+        timeline[0]["budget"] = result.get("estimate", {}).get("budget")
+        artifacts.write_json(page.with_name("run-profile.json"),
+                             dict(run_reports.record("run-profile", reports.command), **run_result))
+        artifacts.write_json(reports.timeline, timeline[0], compact=True)
+        html_report.write_run_profile_html(page, run_result, timeline[0], reports.links(page))
     return run_result, outputs

@@ -69,7 +69,7 @@ def check_flags(args, defaults):
             setattr(args, name, value)
 
 
-def execute(ctx, args, profile, package, progress, started):
+def execute(ctx, args, profile, package, progress, started, reports):
     """Build (or take) the package, run it, check every destination word."""
     if package is None:
         package = Package.build_stress(ctx, options(profile, args.exchange_pattern, args.sources,
@@ -85,7 +85,7 @@ def execute(ctx, args, profile, package, progress, started):
                                                "profile_digest")},
               "options": {k: meta[k] for k in ("pattern", "sources", "iterations", "words")},
               "wall_seconds": wall}
-    outcome = runner.run_checked(ctx, package, progress, args.profile_directory, result)
+    outcome = runner.run_checked(ctx, package, progress, reports, result)
     if outcome is None:
         return EXIT_FAULT, result
     run_result, outputs = outcome

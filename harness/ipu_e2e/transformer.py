@@ -267,13 +267,15 @@ def search_options(args):
             "balance_streams": args.balance_streams or None, "probe_capacity": args.probe_capacity or None}
 
 
-def memory_pages(directory, names, progress):
-    """Pages beside the memory profiles a compile wrote; returns their JSON paths."""
+def memory_pages(directory, names, progress, reports):
+    """Pages beside the memory profiles a compile wrote, linked to the run's
+    other reports; returns their JSON paths."""
     progress.update("writing the memory profile pages")
-    return memory_report.write_pages(directory, names)
+    reports.chosen_profile(directory, names)
+    return memory_report.write_pages(directory, names, reports.links)
 
 
-def execute(ctx, args, profile, package, progress, started):
+def execute(ctx, args, profile, package, progress, started, reports):
     wall, memory_profiles = {}, []
     attention = args.attention if family(args.workload) == "vit" else None
     if package is None:
@@ -292,15 +294,16 @@ def execute(ctx, args, profile, package, progress, started):
         except native.PlanRejected as error:
             # A search that found no plan still leaves its profiles and their pages.
             wall["compile"] = time.perf_counter() - started - wall["workload"]
-            written = memory_pages(args.memory_profile_directory, error.rejection["memory_profiles"], progress) \
-                if args.memory_profile_directory else []
+            written = memory_pages(args.memory_profile_directory, error.rejection["memory_profiles"], progress,
+                                   reports) if args.memory_profile_directory else []
             return EXIT_CHECK_FAILED, rejected(workload, profile, error, wall, written)
         wall.update({f"compile_{k}": v for k, v in compiled["wall_seconds"].items()})
         if args.memory_profile_directory:
-            memory_profiles = memory_pages(args.memory_profile_directory, compiled["memory_profiles"], progress)
+            memory_profiles = memory_pages(args.memory_profile_directory, compiled["memory_profiles"], progress,
+                                           reports)
         if placement:
             progress.update("writing the placement viewer")
-            placement_report.write_placement_html(placement, placement.with_suffix(".html"))
+            placement_report.write_placement_html(placement, reports.placement, reports.links(reports.placement))
     else:
         meta = package.info()["meta"]
         recorded = json.loads(meta["options"])
@@ -327,7 +330,7 @@ def execute(ctx, args, profile, package, progress, started):
             result["attention_choice"] = compiled["attention"]
     if args.compile_only:
         return compile_only(result, compiled)
-    outcome = runner.run_checked(ctx, package, progress, args.profile_directory, result,
+    outcome = runner.run_checked(ctx, package, progress, reports, result,
                                  args.reference_inferences)
     if outcome is None:
         return EXIT_FAULT, result

@@ -9,7 +9,21 @@
      fitCanvas(canvas, font)   sizes the canvas's backing store to its CSS box
                                (device pixel ratio), clears it and returns
                                { ctx, w, h } with ctx in CSS pixels and font set;
-     localPoint(canvas, event) the event's position in the canvas's CSS pixels. */
+     localPoint(canvas, event) the event's position in the canvas's CSS pixels;
+     bytes(n)                  one number format for byte counts everywhere:
+                               "586,960 B (573.2 KiB)";
+     place()                   the place in the URL hash (#tile=17&phase=243&
+                               iteration=3&alloc=12): an object of integers;
+     setPlace(place)           writes it to the hash (no history entry) and
+                               points every report link at it;
+     links(current)            fills <nav id="report-nav"> with links to the
+                               other reports of the run, as the writer put them
+                               in <script id="report-links"> (relative paths
+                               by kind: index, placement, memory, run_profile);
+                               each link carries the place.
+   Every report numbers program steps by the package's phase (init and main
+   control ops counted together, op g having phase 2g, its compute or host
+   half, and 2g + 1, its exchange half), so a place means one thing in all. */
 (function () {
   "use strict";
 
@@ -40,5 +54,55 @@
     return { x: event.clientX - rect.left, y: event.clientY - rect.top };
   }
 
-  window.ipuReport = Object.freeze({ clamp, fail, fitCanvas, localPoint });
+  function bytes(n) {
+    const text = Number(n).toLocaleString("en-US") + " B";
+    if (n >= 1 << 20) return text + " (" + (n / (1 << 20)).toFixed(1) + " MiB)";
+    if (n >= 1024) return text + " (" + (n / 1024).toFixed(1) + " KiB)";
+    return text;
+  }
+
+  const PLACE_KEYS = ["tile", "phase", "iteration", "alloc"];
+
+  function place() {
+    const found = {};
+    for (const part of window.location.hash.replace(/^#/, "").split("&")) {
+      const [key, value] = part.split("=");
+      if (PLACE_KEYS.includes(key) && /^\d+$/.test(value || "")) found[key] = parseInt(value, 10);
+    }
+    return found;
+  }
+
+  function hashOf(where) {
+    return PLACE_KEYS.filter((k) => Number.isInteger(where[k])).map((k) => k + "=" + where[k]).join("&");
+  }
+
+  const LINK_LABELS = { index: "Run index", placement: "Placement", memory: "Memory profile",
+    run_profile: "Run profile" };
+  let linkNodes = [];
+
+  function links(current) {
+    const nav = document.getElementById("report-nav"), data = document.getElementById("report-links");
+    if (!nav || !data) return;
+    const targets = JSON.parse(data.textContent || "{}");
+    linkNodes = [];
+    nav.replaceChildren();
+    for (const kind of Object.keys(LINK_LABELS)) {
+      if (kind === current || typeof targets[kind] !== "string") continue;
+      const a = document.createElement("a");
+      a.textContent = LINK_LABELS[kind];
+      a.dataset.report = kind;
+      a.dataset.base = targets[kind];
+      a.href = targets[kind];
+      nav.append(a);
+      if (kind !== "index") linkNodes.push(a);
+    }
+  }
+
+  function setPlace(where) {
+    const hash = hashOf(where);
+    window.history.replaceState(null, "", hash ? "#" + hash : window.location.pathname + window.location.search);
+    for (const a of linkNodes) a.href = a.dataset.base + (hash ? "#" + hash : "");
+  }
+
+  window.ipuReport = Object.freeze({ clamp, fail, fitCanvas, localPoint, bytes, place, setPlace, links });
 })();

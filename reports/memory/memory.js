@@ -10,8 +10,12 @@
    alignment and tails, resident copies, scratch on its own line and the
    tile's usage; a row expands to its layout and aliases; the filter keeps
    names that contain its text; parameter sequences are one row each unless
-   ungrouped, when every member has its own.  window.memoryProfile.state()
-   says what is selected (for tests). */
+   ungrouped, when every member has its own.  The tile and the step's
+   program phase (the package's numbering, which every report shares) are
+   kept in the URL hash (#tile=T&phase=P) and carried by the links to the
+   run's other reports; a page opened with a hash shows the step group
+   holding that phase.  window.memoryProfile.state() says what is selected
+   (for tests). */
 (function () {
   "use strict";
   const R = window.ipuReport;
@@ -20,7 +24,7 @@
   const svgNS = "http://www.w3.org/2000/svg";
 
   let profile, values, steps, tiles;
-  const state = { tile: 0, step: 0, filter: "", grouped: true, expanded: new Set() };
+  const state = { tile: 0, step: 0, phase: 0, filter: "", grouped: true, expanded: new Set() };
 
   function check(p) {
     if (!p || p.version !== 3 || p.kind !== "memory-profile")
@@ -40,10 +44,19 @@
     return best;
   }
 
-  function select(step, tile) {
+  function select(step, tile, phase) {
     state.step = R.clamp(step, 0, steps.length - 1);
     if (tile !== undefined) state.tile = R.clamp(tile, 0, tiles - 1);
+    const [first, last] = steps[state.step].phases;
+    state.phase = phase !== undefined && phase >= first && phase <= last ? phase : first;
+    R.setPlace({ tile: state.tile, phase: state.phase });
     render();
+  }
+
+  /* The step group holding a program phase (else the first after it, else the last). */
+  function groupOf(phase) {
+    const found = steps.findIndex((s) => s.phases[1] >= phase);
+    return found < 0 ? steps.length - 1 : found;
   }
 
   function card(label, value, note) {
@@ -130,7 +143,7 @@
                                 height: h - top - bottom, "data-step": i });
       const u = s.tile_usage[state.tile];
       hit.appendChild(document.createElementNS(svgNS, "title")).textContent =
-        `step ${i}: ${s.label} — ${fmt(u[0] + u[1])} B on tile ${state.tile}`;
+        `phase ${s.phases[0]}: ${s.label} — ${fmt(u[0] + u[1])} B on tile ${state.tile}`;
     });
   }
 
@@ -139,7 +152,9 @@
     const info = $("step-info");
     info.textContent = "";
     const parts = [
-      ["Step ", `${state.step} of ${steps.length - 1}`], [": ", s.label],
+      ["Step group ", `${state.step} of ${steps.length - 1}`],
+      [s.phases[0] === s.phases[1] ? ", phase " : ", phases ",
+        s.phases[0] === s.phases[1] ? String(s.phases[0]) : `${s.phases[0]}\u2013${s.phases[1]}`], [": ", s.label],
       [" (", s.kind + (s.op === null ? "" : ` op ${s.op}`) + (s.executions > 1 ? `, runs ${s.executions} times` : "") + ")"],
       [". Tile ", String(state.tile)], [": standard ", fmt(u[0])], [" B, interleaved ", fmt(u[1])],
       [" B, total ", fmt(u[0] + u[1])], [" B. Step's peak tile ", String(s.peak_tile)], [": ", fmt(pu[0] + pu[1])],
@@ -153,6 +168,7 @@
       }
     }
     info.dataset.step = String(state.step);
+    info.dataset.phase = String(state.phase);
     info.dataset.tile = String(state.tile);
   }
 
@@ -275,15 +291,18 @@
     values = profile.timeline.values;
     steps = profile.timeline.steps;
     tiles = profile.tiles;
-    state.tile = profile.peak.tile;
-    state.step = profile.peak.step;
+    const place = R.place();
+    R.links("memory");
     header();
     wire();
-    render();
+    if (place.phase !== undefined) select(groupOf(place.phase), place.tile !== undefined ? place.tile : profile.peak.tile,
+      place.phase);
+    else select(profile.peak.step, place.tile !== undefined ? place.tile : profile.peak.tile);
   } catch (e) {
     R.fail("memory profile", e.message);
   }
   window.memoryProfile = Object.freeze({
-    state: () => ({ tile: state.tile, step: state.step, grouped: state.grouped, filter: state.filter }),
+    state: () => ({ tile: state.tile, step: state.step, phase: state.phase, grouped: state.grouped,
+      filter: state.filter }),
   });
 })();

@@ -13,6 +13,10 @@
    Shift-wheel zoom around the pointer, drag-to-zoom on the map or the ruler,
    right-click to undo a zoom, Escape to cancel a drag or unpin, tile and
    address navigation, row heights, reuse rows, highlight, hover, pin, reset.
+   The page opens on the tile and step of the largest estimate, or on the
+   place in the URL hash (#tile=T&phase=P: the package phase, which every
+   report of the run shares), and keeps the selected tile and step's phase
+   there, carried by the links to the run's other reports.
    window.placementViewer exposes positions and state for tests.  fail,
    fitCanvas, localPoint and clamp come from reports/common/common.js
    (window.ipuReport), inlined before this script. */
@@ -634,7 +638,8 @@
     if (S.step < 0) { box.replaceChildren("Click a step (here, in the lifetime view or in the gaps) to select it."); return; }
     const [est, placed] = fpSeries(S.tile), e = est[S.step] || 0, p = placed[S.step] || 0;
     box.replaceChildren(
-      h("span", { dataset: { field: "step" }, text: "Step " + S.step + " (" + (R.steps.label[S.step] || "") + ")" }),
+      h("span", { dataset: { field: "step" }, text: "Phase " + phaseOf(S.step) + " (" + (R.steps.label[S.step] || "") +
+        ", step " + S.step + ")" }),
       ": estimate ", h("strong", { dataset: { field: "estimate" }, text: String(e) }),
       ", placed ", h("strong", { dataset: { field: "placed" }, text: String(p) }),
       ", gap ", h("strong", { dataset: { field: "gap" }, text: String(Math.max(0, p - e)) }), " bytes ",
@@ -723,11 +728,22 @@
     requestDraw();
   }
 
+  /* The step's package phase (the numbering every report shares), and the step of a phase. */
+  function phaseOf(s) { return Array.isArray(R.steps.phase) ? R.steps.phase[s] : s; }
+  function stepOfPhase(p) {
+    for (let s = 0; s < NS; s++) if (phaseOf(s) >= p) return s;
+    return NS - 1;
+  }
+  function keepPlace() {
+    window.ipuReport.setPlace({ tile: S.tile, phase: S.step >= 0 ? phaseOf(S.step) : undefined });
+  }
+
   function selectTile(t) {
     t = clamp(Math.round(Number(t)) || 0, 0, NT - 1);
     $("tile-input").value = String(t);
     if (TL && t === S.tile) return;
     S.tile = t;
+    keepPlace();
     TL = layoutTile(t);
     S.hovered = -1;
     S.pinned = -1;
@@ -745,6 +761,7 @@
 
   function selectStep(s, scroll) {
     S.step = s >= 0 && s < NS ? s : -1;
+    keepPlace();
     if (scroll && S.step >= 0) lifeScroller.scrollTop = Math.max(0, TL.stepTop[S.step] - 3 * S.rowH);
     renderStepReadout();
     markListing();
@@ -1075,9 +1092,23 @@
     drawNow() { drawAll(); },
   };
 
+  /* Where the page opens: the hash's place, else the largest estimate's tile and step. */
+  function opening() {
+    const place = window.ipuReport.place();
+    let tile = 0, step = -1, best = -1;
+    const est = (R.footprint && R.footprint.estimate) || [];
+    est.forEach((series, t) => series.forEach((v, s) => { if (v > best) { best = v; tile = t; step = s; } }));
+    if (place.tile !== undefined) { tile = place.tile; step = -1; }
+    if (place.phase !== undefined) step = stepOfPhase(place.phase);
+    return [tile, step];
+  }
+
   legend();
   renderGaps();
-  selectTile(0);
+  window.ipuReport.links("placement");
+  const [openTile, openStep] = opening();
+  selectTile(openTile);
+  selectStep(openStep, true);
   setRowHeight(16);
   drawAll();
   stats.firstPaintMs = performance.now();

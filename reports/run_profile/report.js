@@ -7,7 +7,13 @@
    hover, click-to-pin (Escape unpins), wheel zoom, drag pan and an overview
    strip, and a per-tile strip of compute and wait cycles with the slowest
    tile.  Numbers from the JSON are printed as they are (String(value)); only
-   shares are derived.  window.runProfile exposes the layout for tests.
+   shares are derived.  Steps are named by their package phase (the
+   numbering every report of the run shares) and Repeat iteration, with the
+   compiler ops they lower; the pinned step and the tile clicked in the strip
+   are kept in the URL hash (#tile=T&phase=P&iteration=I) and carried by the
+   links to the run's other reports.  The page opens on the hash's place, or
+   on the step and tile of the run-time memory peak.  window.runProfile
+   exposes the layout for tests.
    fail, fitCanvas, localPoint and clamp come from reports/common/common.js
    (window.ipuReport), inlined before this script. */
 (function () {
@@ -111,6 +117,20 @@
     return isNum(v) ? v : stacked[i];
   }
   const stepLabel = (i) => (isNum(steps[i].index) ? String(steps[i].index) : String(i));
+  /* Compiler op labels ("op 5 matmul hidden") from the profile's ops, when it has them. */
+  const ops = Array.isArray(profile.ops) ? profile.ops : [];
+  const opLabel = (i) => (isNum(i) ? "op " + i + (typeof ops[i] === "string" ? " " + ops[i] : "") : "\u2014");
+  const phaseText = (s) => (isNum(s.phase) ? "phase " + s.phase + (isNum(s.iteration) ? ", iteration " + s.iteration : "")
+    : "");
+  /* The executed step of a phase (and iteration, when given): the first that matches, else the first after. */
+  function stepOfPlace(phase, iteration) {
+    let after = -1;
+    for (let i = 0; i < N; i++) {
+      if (steps[i].phase === phase && (iteration === undefined || steps[i].iteration === iteration)) return i;
+      if (after < 0 && steps[i].phase > phase) after = i;
+    }
+    return after;
+  }
 
   /* Program segments, for the labels along the top of the timeline. */
   const segments = [];
@@ -214,7 +234,11 @@
     }
     rows.push(
       h("tr", null, [h("th", { text: "Slowest compute tile" }), h("td", { className: "num", dataset: { field: "compute_tile" }, text: show(s.compute_tile) }), h("td")]),
-      h("tr", null, [h("th", { text: "Program \u00b7 op" }), h("td", { className: "num" }, [
+      h("tr", null, [h("th", { text: "Compiler op" }), h("td", { dataset: { field: "compiler_op" },
+        text: opLabel(s.compiler_op) }), h("td")]),
+      h("tr", null, [h("th", { text: "Exchange of" }), h("td", { dataset: { field: "exchange_compiler_op" },
+        text: opLabel(s.exchange_compiler_op) }), h("td")]),
+      h("tr", null, [h("th", { text: "Program \u00b7 control op" }), h("td", { className: "num" }, [
         h("span", { dataset: { field: "program" }, text: typeof s.program === "string" ? s.program : "\u2014" }),
         " \u00b7 ",
         h("span", { dataset: { field: "op" }, text: show(s.op) }),
@@ -229,7 +253,10 @@
       "Step ",
       h("span", { dataset: { field: "index" }, text: stepLabel(i) }),
       " \u00b7 ",
+      h("span", { dataset: { field: "phase" }, text: phaseText(s) }),
+      " \u00b7 ",
       h("span", { dataset: { field: "kind" }, text: typeof s.kind === "string" ? s.kind : "?" }),
+      isNum(s.compiler_op) ? " \u00b7 " + opLabel(s.compiler_op) : "",
     ];
   }
 
@@ -554,13 +581,21 @@
     );
   }
 
+  function keepPlace() {
+    const s = T.pinned >= 0 ? steps[T.pinned] : null;
+    window.ipuReport.setPlace({ tile: L.selected >= 0 ? L.selected : undefined,
+      phase: s && isNum(s.phase) ? s.phase : undefined, iteration: s && isNum(s.iteration) ? s.iteration : undefined });
+  }
+
   function pin(i, reveal) {
     T.pinned = i >= 0 && i < N ? i : -1;
+    keepPlace();
     if (T.pinned >= 0 && reveal && (T.pinned < T.start || T.pinned + 1 > T.start + T.span)) {
       T.start = T.pinned + 0.5 - T.span / 2;
       clampView();
     }
     renderPinned();
+    tellFollowers();
     requestDraw();
   }
 
@@ -701,7 +736,18 @@
     maxTileTotal = Math.max(maxTileTotal, tc(t) + tw(t));
   }
 
-  const L = { canvas: $("tiles-canvas"), top: 8, hover: -1, perRow: 1, rows: 1, colW: 1, rowH: 100, pitch: 130 };
+  const L = { canvas: $("tiles-canvas"), top: 8, hover: -1, selected: -1, perRow: 1, rows: 1, colW: 1, rowH: 100,
+    pitch: 130 };
+  /* Who follows the place (the run-time memory section): called with { tile, step }. */
+  const followers = [];
+  function tellFollowers() { for (const f of followers) f({ tile: L.selected, step: T.pinned }); }
+
+  function selectTile(t) {
+    L.selected = t >= 0 && t < NT ? t : -1;
+    keepPlace();
+    tellFollowers();
+    requestDraw();
+  }
 
   function layoutTiles() {
     const W = Math.max(1, L.canvas.clientWidth - MARGIN.left - MARGIN.right);
@@ -782,6 +828,7 @@
       ctx.fillStyle = ACCENT;
       ctx.beginPath(); ctx.moveTo(cx, y); ctx.lineTo(cx - 5, y + 7); ctx.lineTo(cx + 5, y + 7); ctx.fill();
     }
+    if (L.selected >= 0) mark(L.selected, ACCENT, 2);
     if (L.hover >= 0) mark(L.hover, INK, 2);
   }
 
@@ -829,6 +876,10 @@
     tooltip.dataset.kind = "tile";
     tooltip.dataset.tile = String(t);
     showTooltip(content, event.clientX, event.clientY);
+  });
+  L.canvas.addEventListener("click", (event) => {
+    const p = localPoint(L.canvas, event), t = tileAt(p.x, p.y);
+    if (t >= 0) selectTile(t);
   });
   L.canvas.addEventListener("pointerleave", () => {
     if (L.hover !== -1) { L.hover = -1; requestDraw(); }
@@ -887,13 +938,35 @@
     pinned() { return T.pinned >= 0 ? T.pinned : null; },
     slowestTile() { return slowest >= 0 ? slowest : null; },
     pin(i) { pin(i, true); drawAll(); },
+    /** The tile selected in the strip (null: none), and selecting one. */
+    selectedTile() { return L.selected >= 0 ? L.selected : null; },
+    selectTile(t) { selectTile(t); drawAll(); },
+    /** The executed step of a phase and iteration (-1: none), and pinning it. */
+    stepOf(phase, iteration) { return stepOfPlace(phase, iteration); },
+    /** Calls fn({ tile, step }) whenever the selected tile or the pinned step changes. */
+    follow(fn) { followers.push(fn); },
   };
 
+  /* Where the page opens: the hash's place, else the run-time memory peak's step and tile. */
+  function open() {
+    const place = window.ipuReport.place();
+    let peak = null;
+    try { peak = JSON.parse($("memory-timeline-data").textContent || "null"); } catch (e) { peak = null; }
+    peak = peak && peak.peak ? peak.peak : null;
+    const tile = place.tile !== undefined ? place.tile : peak ? peak.tile : -1;
+    L.selected = tile >= 0 && tile < NT ? tile : -1;
+    if (place.phase !== undefined) pin(stepOfPlace(place.phase, place.iteration), true);
+    else if (peak) pin(stepOfPlace(peak.phase, isNum(peak.iteration) ? peak.iteration : undefined), true);
+    else keepPlace();
+  }
+
+  window.ipuReport.links("run_profile");
   renderHeader();
   renderTotals();
   renderLegends();
   renderPinned();
   renderSlowest();
+  open();
   drawAll();
   document.body.dataset.ready = "true";
 })();

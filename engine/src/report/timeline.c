@@ -10,9 +10,12 @@
  * category, free bytes and the largest hole then); the fullest tile's peak
  * with the allocations live at it and that tile's live, free, largest hole
  * and fragmentation (1 - largest hole / free) at every executed phase; per
- * compiler op the peak of the bytes it allocated and what is left of them
- * after its last phase (residual); and the allocation table, so a view can
- * say what is live at any phase.  Free bytes are the accessible SRAM not
+ * compiler op the peak of the bytes it owns and what is left of them after
+ * its last phase (residual); and the allocation table, so a view can say
+ * what is live at any phase.  An allocation's owner is the compiler op the
+ * package says made it, or else (parameters aside: they belong to no op)
+ * the op of the phase its life begins in (a tensor's home block belongs to
+ * the op that first writes it).  Free bytes are the accessible SRAM not
  * held by the runtime state, code, descriptors or a live allocation.
  */
 #include <stdlib.h>
@@ -37,13 +40,14 @@ typedef struct timeline {
     uint64_t *peak_cat;   /* per tile and category, at the peak */
     uint64_t *op_live, *op_peak, *op_residual; /* per compiler op */
     uint32_t *op_peak_at;
-    uint8_t *alive; /* per allocation, during the second pass */
+    uint32_t *owner; /* per allocation: its compiler op (IPU_NO_OP: none) */
+    uint8_t *alive;  /* per allocation, during the second pass */
 } timeline;
 
 static void timeline_free(timeline *t)
 {
     free(t->tile_live), free(t->tile_total), free(t->peak), free(t->peak_at), free(t->peak_cat);
-    free(t->op_live), free(t->op_peak), free(t->op_residual), free(t->op_peak_at), free(t->alive);
+    free(t->op_live), free(t->op_peak), free(t->op_residual), free(t->op_peak_at), free(t->owner), free(t->alive);
 }
 
 /* The compiler op an executed phase lowers (IPU_NO_OP: none). */
@@ -127,8 +131,9 @@ static const ipu_pkg_alloc *apply(timeline *t, size_t e, uint64_t *device_cat, u
                          &device_cat[a->kind]};
     for (int k = 0; k < 3; k++)
         *cell[k] = ends ? *cell[k] - size : *cell[k] + size;
-    if (a->op != IPU_NO_OP)
-        t->op_live[a->op] = ends ? t->op_live[a->op] - size : t->op_live[a->op] + size;
+    uint32_t op = t->owner[index];
+    if (op != IPU_NO_OP)
+        t->op_live[op] = ends ? t->op_live[op] - size : t->op_live[op] + size;
     return a;
 }
 
@@ -155,8 +160,9 @@ static json_t *steps_json(timeline *t)
                 memcpy(&t->peak_cat[(size_t)a->tile * CATEGORIES], &t->tile_live[(size_t)a->tile * CATEGORIES],
                        CATEGORIES * sizeof *t->peak_cat);
             }
-            if (a->op != IPU_NO_OP && t->op_live[a->op] > t->op_peak[a->op])
-                t->op_peak[a->op] = t->op_live[a->op], t->op_peak_at[a->op] = (uint32_t)step;
+            uint32_t owner = t->owner[ev->alloc[k]];
+            if (owner != IPU_NO_OP && t->op_live[owner] > t->op_peak[owner])
+                t->op_peak[owner] = t->op_live[owner], t->op_peak_at[owner] = (uint32_t)step;
         }
         uint64_t total = 0;
         for (int c = 0; c < CATEGORIES; c++)
@@ -277,7 +283,7 @@ static json_t *ops_json(const timeline *t)
 }
 
 /* The allocation table as columns, names and tensors as indices into strings. */
-static json_t *allocations_json(const ipu_package *pkg)
+static json_t *allocations_json(const ipu_package *pkg, const uint32_t *owner)
 {
     json_t *strings = json_array(), *index = json_object();
     json_t *col[9];
@@ -297,7 +303,7 @@ static json_t *allocations_json(const ipu_package *pkg)
             named[k] = json_integer_value(at);
         }
         json_int_t v[9] = {a->tile,   a->address, a->size,
-                           named[0],  named[1],   a->op == IPU_NO_OP ? -1 : (json_int_t)a->op,
+                           named[0],  named[1],   owner[i] == IPU_NO_OP ? -1 : (json_int_t)owner[i],
                            a->kind,   a->first,   a->last == IPU_LIFE_FOREVER ? -1 : (json_int_t)a->last};
         for (int c = 0; c < 9; c++)
             json_array_append_new(col[c], json_integer(v[c]));
@@ -352,7 +358,7 @@ ipu_status ipu_device_memory_timeline_json(ipu_ctx *ctx, const ipu_device *dev, 
                         pkg ? " (or recording them ran out of memory)" : ", then initialize and run it");
     uint32_t tiles = pkg->profile.tiles;
     size_t ops = pkg->compiler_op_count ? pkg->compiler_op_count : 1;
-    timeline t = {ctx, pkg, ev, tiles, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    timeline t = {ctx, pkg, ev, tiles, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     t.tile_live = ipu_calloc(ctx, (size_t)tiles * CATEGORIES, sizeof *t.tile_live);
     t.tile_total = ipu_calloc(ctx, tiles, sizeof *t.tile_total);
     t.peak = ipu_calloc(ctx, tiles, sizeof *t.peak);
@@ -363,10 +369,18 @@ ipu_status ipu_device_memory_timeline_json(ipu_ctx *ctx, const ipu_device *dev, 
     t.op_residual = ipu_calloc(ctx, ops, sizeof *t.op_residual);
     t.op_peak_at = ipu_calloc(ctx, ops, sizeof *t.op_peak_at);
     t.alive = ipu_calloc(ctx, pkg->alloc_count ? pkg->alloc_count : 1, 1);
+    t.owner = ipu_calloc(ctx, pkg->alloc_count ? pkg->alloc_count : 1, sizeof *t.owner);
     if (!t.tile_live || !t.tile_total || !t.peak || !t.peak_at || !t.peak_cat || !t.op_live || !t.op_peak ||
-        !t.op_residual || !t.op_peak_at || !t.alive) {
+        !t.op_residual || !t.op_peak_at || !t.alive || !t.owner) {
         timeline_free(&t);
         return IPU_NO_MEMORY(ctx);
+    }
+    for (size_t i = 0; i < pkg->alloc_count; i++) {
+        const ipu_pkg_alloc *a = &pkg->allocs[i];
+        uint32_t op = a->op != IPU_NO_OP                ? a->op
+                      : a->kind == IPU_ALLOC_PARAMETER ? IPU_NO_OP
+                                                        : phase_op(pkg, a->first);
+        t.owner[i] = op < pkg->compiler_op_count ? op : IPU_NO_OP;
     }
     json_t *steps = steps_json(&t);
     uint32_t fullest = 0;
@@ -387,7 +401,7 @@ ipu_status ipu_device_memory_timeline_json(ipu_ctx *ctx, const ipu_device *dev, 
         (json_int_t)(ev->phase_count ? ev->phase[at] : 0), "iteration",
         ev->phase_count ? int_or_null(ev->iteration[at], IPU_NO_ITERATION) : json_null(), "bytes",
         (json_int_t)t.peak[fullest], "by_category", categories_json(&t.peak_cat[(size_t)fullest * CATEGORIES]),
-        "live", peak_live, "fullest_tile", series, "ops", ops_json(&t), "allocations", allocations_json(pkg),
+        "live", peak_live, "fullest_tile", series, "ops", ops_json(&t), "allocations", allocations_json(pkg, t.owner),
         "support", support_json(pkg, tiles)) : NULL;
     if (!tile_peaks)
         json_decref(steps), json_decref(categories);

@@ -1,0 +1,68 @@
+/* index.js: the run index page.  It reads #index-data (written by
+   harness/ipu_e2e/run_reports.py: the run's workload, device, status,
+   cycles, estimate or rejection and command line; its reports with relative
+   links; the planner's memory profiles) and lists them.  Numbers go through
+   window.ipuReport's one format. */
+(function () {
+  "use strict";
+  const R = window.ipuReport;
+  const $ = (id) => document.getElementById(id);
+  const WHAT = {
+    placement: ["Placement viewer", "every allocation's address and lifetime per tile, the listing, the footprint"],
+    memory: ["Memory profile of the packaged plan", "the planner's live storage per tile and step, before placement"],
+    run_profile: ["Run profile", "cycles per executed step and tile, and the run-time memory timeline"],
+    result: ["result.json", "the run's record: plan, checks, cycles, the command and the library's SHA-256"],
+    memory_timeline: ["memory-timeline.json", "the device's allocation events, analysed: live bytes by category"],
+  };
+
+  function fact(list, label, value, cls) {
+    const dt = document.createElement("dt"), dd = document.createElement("dd");
+    dt.textContent = label;
+    if (value instanceof Node) dd.append(value); else dd.textContent = value;
+    if (cls) dd.className = cls;
+    list.append(dt, dd);
+  }
+
+  function link(href, text) {
+    const a = document.createElement("a");
+    a.href = href;
+    a.textContent = text;
+    return a;
+  }
+
+  try {
+    const data = JSON.parse($("index-data").textContent), run = data.run;
+    $("title").textContent = "Run index \u2014 " + (run.workload || "run") + " on " + (run.device || "?");
+    document.title = $("title").textContent;
+    $("meta").textContent = (run.tiles != null ? run.tiles + " tiles \u00b7 " : "") + (run.status || "");
+    const facts = $("facts");
+    fact(facts, "status", run.status || "unknown", "status-" + run.status);
+    if (run.cycles != null)
+      fact(facts, "simulated", Number(run.cycles).toLocaleString("en-US") + " cycles (" + run.ms.toFixed(4) + " ms)");
+    if (run.estimate != null) fact(facts, "estimated peak", R.bytes(run.estimate) + " on the fullest tile");
+    if (run.rejection) fact(facts, "rejected", run.rejection);
+    const code = document.createElement("code");
+    code.textContent = run.command.join(" ");
+    fact(facts, "command", code);
+    for (const entry of data.reports) {
+      const li = document.createElement("li"), what = WHAT[entry.kind] || [entry.kind, ""];
+      li.dataset.report = entry.kind;
+      const note = document.createElement("span");
+      note.className = "what";
+      note.textContent = what[1];
+      li.append(link(entry.href, what[0]), note);
+      $("reports").append(li);
+    }
+    if (data.memory_profiles.length) {
+      $("profiles-panel").hidden = false;
+      for (const p of data.memory_profiles) {
+        const li = document.createElement("li");
+        li.append(link(p.href, p.name));
+        $("profiles").append(li);
+      }
+    }
+    document.body.dataset.ready = "true";
+  } catch (e) {
+    R.fail("run index", e.message);
+  }
+})();

@@ -1,0 +1,285 @@
+/* memory.js: the run-time memory section of the run-profile page.  It reads
+   the memory timeline (memory-timeline.json, engine/src/report/timeline.c,
+   embedded as <script id="memory-timeline-data">; null when the run recorded
+   none) and shows, for the selected tile: its live bytes by category at
+   every executed phase (a stacked SVG chart with phase ticks named by their
+   compiler op, byte ticks in KiB or MiB and the planner's budget labelled;
+   hover for the numbers, click to pick a phase), every tile's run-time peak
+   (a strip; click selects the tile), the breakdown, free bytes and largest
+   hole at the tile's peak, the allocations live at the picked phase
+   (largest first; their sum is the chart's value there), and per compiler
+   op its device-wide peak and residual bytes.  An allocation is live at a
+   phase inside its lifetime, as the device's allocation checks say.  The
+   tile follows the run profile's selected tile (window.runProfile), and a
+   pinned step picks its phase.  window.runMemory exposes the state for tests. */
+(function () {
+  "use strict";
+  const $ = (id) => document.getElementById(id);
+  const Rp = window.ipuReport, P = window.runProfile;
+  const svgNS = "http://www.w3.org/2000/svg";
+  const COLOURS = ["#3d6fb4", "#4c9f58", "#e8913a", "#9a67b5", "#c9a227"];
+  const ROWS_SHOWN = 200;
+
+  let TL;
+  try { TL = JSON.parse($("memory-timeline-data").textContent || "null"); } catch (e) {
+    Rp.fail("run-time memory", "the embedded memory timeline is not valid JSON: " + e.message);
+    return;
+  }
+  if (!TL) return;
+  if (TL.version !== 1 || TL.kind !== "memory-timeline") {
+    Rp.fail("run-time memory", "expected a version 1 memory timeline");
+    return;
+  }
+  $("memory").hidden = false;
+  const A = TL.allocations, S = TL.steps, NT = TL.tiles, E = S.phase.length, C = TL.categories.length;
+  const kindNames = A.kinds, strings = A.strings;
+  const opName = (i) => (i === null || i < 0 ? "\u2014" : "op " + i + " " + TL.ops.kind[i] + " " + TL.ops.name[i]);
+  /* Allocations by tile (counting sort). */
+  const start = new Uint32Array(NT + 1), order = new Uint32Array(A.tile.length);
+  for (const t of A.tile) start[t + 1]++;
+  for (let t = 0; t < NT; t++) start[t + 1] += start[t];
+  const fill = start.slice(0, NT);
+  A.tile.forEach((t, i) => { order[fill[t]++] = i; });
+  const live = (i, phase) => A.first[i] <= phase && (A.last[i] < 0 || phase <= A.last[i]);
+  const state = { tile: TL.peak.tile, step: TL.peak.step, series: null };
+
+  function ticks(max, count) {
+    const raw = max / Math.max(1, count), power = Math.pow(2, Math.floor(Math.log2(Math.max(1, raw))));
+    const step = [1, 2, 4, 8].map((m) => m * power).find((s) => s >= raw) || power * 8;
+    const out = [];
+    for (let v = 0; v <= max + 1e-9; v += step) out.push(v);
+    return out;
+  }
+  const unit = (v) => (v >= 1 << 20 ? (v / (1 << 20)).toFixed(1) + " MiB" : v >= 1024 ? (v / 1024).toFixed(0) + " KiB"
+    : v + " B");
+
+  /* The tile's live bytes by category at every executed phase. */
+  function seriesOf(tile) {
+    const out = Array.from({ length: C }, () => new Float64Array(E));
+    for (let k = start[tile]; k < start[tile + 1]; k++) {
+      const i = order[k], c = A.kind[i];
+      if (c >= C) continue;
+      for (let e = 0; e < E; e++) if (live(i, S.phase[e])) out[c][e] += A.size[i];
+    }
+    return out;
+  }
+
+  function node(tag, attrs, parent) {
+    const n = document.createElementNS(svgNS, tag);
+    for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, v);
+    if (parent) parent.appendChild(n);
+    return n;
+  }
+
+  function chart() {
+    const svg = $("memory-chart"), W = Math.max(300, svg.clientWidth || 900), H = 240;
+    const M = { left: 70, right: 12, top: 10, bottom: 46 };
+    svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
+    svg.replaceChildren();
+    const series = state.series, total = new Float64Array(E);
+    for (let c = 0; c < C; c++) for (let e = 0; e < E; e++) total[e] += series[c][e];
+    const budget = Number.isFinite(TL.budget) ? TL.budget : 0;
+    const max = Math.max(1, budget, ...total);
+    const x = (e) => M.left + ((E > 1 ? e / (E - 1) : 0.5) * (W - M.left - M.right));
+    const y = (v) => H - M.bottom - (v / max) * (H - M.top - M.bottom);
+    for (const v of ticks(max, 4)) {
+      node("line", { x1: M.left, x2: W - M.right, y1: y(v), y2: y(v), class: "grid" }, svg);
+      node("text", { x: M.left - 6, y: y(v) + 4, class: "tick", "text-anchor": "end" }, svg).textContent = unit(v);
+    }
+    const below = new Float64Array(E);
+    for (let c = 0; c < C; c++) {
+      let d = "";
+      for (let e = 0; e < E; e++) d += (e ? "L" : "M") + x(e).toFixed(1) + "," + y(below[e] + series[c][e]).toFixed(1);
+      for (let e = E - 1; e >= 0; e--) d += "L" + x(e).toFixed(1) + "," + y(below[e]).toFixed(1);
+      node("path", { d: d + "Z", fill: COLOURS[c], "fill-opacity": 0.85, "data-category": TL.categories[c] }, svg);
+      for (let e = 0; e < E; e++) below[e] += series[c][e];
+    }
+    if (budget) {
+      node("line", { x1: M.left, x2: W - M.right, y1: y(budget), y2: y(budget), class: "budget" }, svg);
+      node("text", { x: W - M.right, y: y(budget) - 4, class: "tick", "text-anchor": "end" }, svg).textContent =
+        "budget " + unit(budget);
+    }
+    /* Phase ticks: a few, each named by the phase and its compiler op. */
+    const every = Math.max(1, Math.ceil(E / 6));
+    for (let e = 0; e < E; e += every) {
+      node("line", { x1: x(e), x2: x(e), y1: H - M.bottom, y2: H - M.bottom + 4, class: "axis" }, svg);
+      node("text", { x: x(e), y: H - M.bottom + 16, class: "tick", "text-anchor": "middle" }, svg).textContent =
+        "phase " + S.phase[e];
+      node("text", { x: x(e), y: H - M.bottom + 30, class: "tick op", "text-anchor": "middle" }, svg).textContent =
+        S.op[e] === null ? S.program[e] : TL.ops.name[S.op[e]];
+    }
+    node("line", { x1: x(state.step), x2: x(state.step), y1: M.top, y2: H - M.bottom, class: "marker" }, svg);
+    const hit = node("rect", { x: M.left, y: M.top, width: W - M.left - M.right, height: H - M.top - M.bottom,
+      fill: "transparent", class: "hit" }, svg);
+    const at = (event) => {
+      const r = svg.getBoundingClientRect(), px = ((event.clientX - r.left) / r.width) * W;
+      return Math.max(0, Math.min(E - 1, Math.round(((px - M.left) / (W - M.left - M.right)) * (E - 1))));
+    };
+    hit.addEventListener("pointermove", (event) => tooltip(at(event), total, event));
+    hit.addEventListener("pointerleave", () => { const t = $("tooltip"); if (t.dataset.kind === "memory") t.hidden = true; });
+    hit.addEventListener("click", (event) => pick(at(event), true));
+  }
+
+  function tooltip(e, total, event) {
+    const box = $("tooltip");
+    const rows = TL.categories.map((name, c) => `<tr><th><i style="--swatch:${COLOURS[c]}"></i>${name}</th>` +
+      `<td class="num">${Rp.bytes(state.series[c][e])}</td></tr>`).join("");
+    box.innerHTML = `<div class="tt-title">Phase ${S.phase[e]}${S.iteration[e] === null ? "" : ", iteration " +
+      S.iteration[e]} \u00b7 ${S.program[e]}</div><div data-field="op">${escape(opName(S.op[e]))}</div>` +
+      `<table><tbody>${rows}<tr><th>Tile ${state.tile} in all</th><td class="num" data-field="live">` +
+      `${Rp.bytes(total[e])}</td></tr></tbody></table>`;
+    box.dataset.kind = "memory";
+    box.hidden = false;
+    box.style.left = Math.min(event.clientX + 14, window.innerWidth - box.offsetWidth - 8) + "px";
+    box.style.top = Math.min(event.clientY + 14, window.innerHeight - box.offsetHeight - 8) + "px";
+  }
+
+  function escape(text) {
+    return String(text).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+  }
+
+  function table(id, head, rows) {
+    const t = $(id);
+    t.replaceChildren();
+    const tr = t.insertRow();
+    for (const h of head) { const th = document.createElement("th"); th.textContent = h; tr.append(th); }
+    for (const row of rows) {
+      const r = t.insertRow();
+      for (const [text, cls] of row) { const td = r.insertCell(); td.textContent = text; if (cls) td.className = cls; }
+    }
+  }
+
+  function liveNow() {
+    const phase = S.phase[state.step], ids = [];
+    let sum = 0;
+    for (let k = start[state.tile]; k < start[state.tile + 1]; k++) {
+      const i = order[k];
+      if (A.kind[i] < C && live(i, phase)) { ids.push(i); sum += A.size[i]; }
+    }
+    ids.sort((a, b) => A.size[b] - A.size[a] || A.address[a] - A.address[b]);
+    $("live-title").textContent = `Live on tile ${state.tile} at phase ${phase}` +
+      (S.iteration[state.step] === null ? "" : `, iteration ${S.iteration[state.step]}`) +
+      `: ${ids.length} allocations, ${Rp.bytes(sum)}`;
+    $("live-title").dataset.sum = String(sum);
+    table("memory-live", ["allocation", "tensor", "kind", "made by", "bytes", "address"],
+      ids.slice(0, ROWS_SHOWN).map((i) => [[strings[A.name[i]]], [strings[A.tensor[i]] || "\u2014"],
+        [kindNames[A.kind[i]]], [opName(A.op[i])], [A.size[i].toLocaleString("en-US"), "num"],
+        ["0x" + A.address[i].toString(16).toUpperCase(), "num"]]));
+    if (ids.length > ROWS_SHOWN) table("memory-live", [`\u2026 the ${ROWS_SHOWN} largest of ${ids.length}`], []);
+  }
+
+  function peakTable() {
+    const t = state.tile, P2 = TL.tile_peaks, cat = P2.peak_by_category[t];
+    table("memory-peak-table", ["", "bytes"], [
+      [["peak (phase " + P2.peak_phase[t] + (P2.peak_iteration[t] === null ? "" : ", iteration " +
+        P2.peak_iteration[t]) + ")"], [Rp.bytes(P2.peak_bytes[t]), "num"]],
+      ...TL.categories.map((name, c) => [["\u2003" + name], [Rp.bytes(cat[c]), "num"]]),
+      [["free then"], [Rp.bytes(P2.free_at_peak[t]), "num"]],
+      [["largest hole then"], [Rp.bytes(P2.largest_hole_at_peak[t]), "num"]],
+      [["fragmentation (1 \u2212 hole / free)"], [P2.fragmentation_at_peak[t].toFixed(3), "num"]],
+      [["support: code, descriptors, exchange tables"], [[TL.support.code[t], TL.support.descriptors[t],
+        TL.support.exchange_tables[t]].map((v) => v.toLocaleString("en-US")).join(", ") + " B", "num"]],
+    ]);
+  }
+
+  function opsTable() {
+    const n = TL.ops.kind.length, ids = Array.from({ length: n }, (_, i) => i);
+    ids.sort((a, b) => TL.ops.peak_bytes[b] - TL.ops.peak_bytes[a]);
+    table("memory-ops", ["compiler op", "peak", "at phase", "residual after its last phase"],
+      ids.slice(0, 20).map((i) => [[opName(i)], [Rp.bytes(TL.ops.peak_bytes[i]), "num"],
+        [TL.ops.peak_step[i] === null ? "\u2014" : String(S.phase[TL.ops.peak_step[i]]), "num"],
+        [Rp.bytes(TL.ops.residual_bytes[i]), "num"]]));
+  }
+
+  const strip = { canvas: $("memory-tiles"), left: 70 };
+  function drawStrip() {
+    const { ctx, w, h } = Rp.fitCanvas(strip.canvas, "11px system-ui, sans-serif");
+    const peaks = TL.tile_peaks.peak_bytes, max = Math.max(1, ...peaks), W = w - strip.left - 12;
+    const bw = W / NT;
+    ctx.fillStyle = "#5d6773";
+    ctx.textAlign = "right";
+    ctx.fillText("peak per tile", strip.left - 6, h / 2);
+    for (let t = 0; t < NT; t++) {
+      const v = (peaks[t] / max) * (h - 6);
+      ctx.fillStyle = t === state.tile ? "#c62f2f" : "#3d6fb4";
+      ctx.fillRect(strip.left + t * bw, h - v, Math.max(1, bw - (bw > 3 ? 1 : 0)), v);
+    }
+  }
+  strip.canvas.addEventListener("click", (event) => {
+    const p = Rp.localPoint(strip.canvas, event), W = strip.canvas.clientWidth - strip.left - 12;
+    const t = Math.floor(((p.x - strip.left) / W) * NT);
+    if (t >= 0 && t < NT) (P ? P.selectTile(t) : select(t));
+  });
+
+  /* Pick an executed phase; from a click, pin the run profile's step of it (the last invocation's). */
+  function pick(e, pinStep) {
+    state.step = Math.max(0, Math.min(E - 1, e));
+    if (pinStep && P && S.program[state.step] === "main") {
+      const i = P.stepOf(S.phase[state.step], S.iteration[state.step] === null ? undefined : S.iteration[state.step]);
+      if (i >= 0) P.pin(i);
+    }
+    render();
+  }
+
+  function select(t) {
+    state.tile = Math.max(0, Math.min(NT - 1, t));
+    state.series = seriesOf(state.tile);
+    $("memory-tile").value = String(state.tile);
+    render();
+  }
+
+  function render() {
+    $("memory-selected").textContent = `tile ${state.tile} \u00b7 phase ${S.phase[state.step]}`;
+    chart();
+    drawStrip();
+    peakTable();
+    liveNow();
+  }
+
+  /* The last invocation's executed phase of a run-profile step (its phase and iteration). */
+  function executedOf(step) {
+    let found = -1;
+    for (let e = 0; e < E; e++)
+      if (S.program[e] === "main" && S.phase[e] === step.phase && S.iteration[e] === step.iteration) found = e;
+    return found;
+  }
+
+  $("memory-legend").replaceChildren(...TL.categories.map((name, c) => {
+    const li = document.createElement("li"), i = document.createElement("i");
+    i.style.cssText = "--swatch:" + COLOURS[c];
+    li.append(i, name);
+    return li;
+  }));
+  const pk = TL.peak;
+  $("memory-summary").textContent = `${TL.events.toLocaleString("en-US")} allocation events over ${E} executed ` +
+    `phases; the fullest tile, ${pk.tile}, peaks at ${Rp.bytes(pk.bytes)} at phase ${pk.phase}` +
+    (pk.iteration === null ? "" : `, iteration ${pk.iteration}`) + " (" +
+    TL.categories.map((n, c) => n + " " + pk.by_category[c].toLocaleString("en-US")).join(", ") + ")";
+  $("memory-tile").max = String(NT - 1);
+  $("memory-tile").addEventListener("change", () => {
+    const t = parseInt($("memory-tile").value, 10);
+    if (Number.isFinite(t)) (P ? P.selectTile(t) : select(t));
+  });
+  $("memory-peak").addEventListener("click", () => { if (P) P.selectTile(pk.tile); else select(pk.tile); pick(pk.step, true); });
+  window.addEventListener("resize", () => { chart(); drawStrip(); });
+  if (P) {
+    P.follow(({ tile, step }) => {
+      if (tile >= 0 && tile !== state.tile) { state.tile = tile; state.series = seriesOf(tile); }
+      if (step >= 0) { const e = executedOf(P.profile.steps[step]); if (e >= 0) state.step = e; }
+      $("memory-tile").value = String(state.tile);
+      render();
+    });
+    const t = P.selectedTile(), pinned = P.pinned();
+    if (t !== null) state.tile = t;
+    if (pinned !== null) { const e = executedOf(P.profile.steps[pinned]); if (e >= 0) state.step = e; }
+  }
+  state.series = seriesOf(state.tile);
+  $("memory-tile").value = String(state.tile);
+  opsTable();
+  render();
+  window.runMemory = Object.freeze({
+    state: () => ({ tile: state.tile, step: state.step, phase: S.phase[state.step] }),
+    liveSum: () => Number($("live-title").dataset.sum),
+    seriesAt: (e) => state.series.reduce((sum, s) => sum + s[e], 0),
+  });
+})();
