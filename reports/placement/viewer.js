@@ -1054,6 +1054,8 @@
     stats() { return Object.assign({}, stats); },
     tile() { return S.tile; },
     setTile(t) { selectTile(t); drawAll(); return S.tile; },
+    /** Selects program step s of the listing (-1: none), as a click on it would. */
+    setStep(s) { selectStep(s, true); drawAll(); return S.step; },
     view() { return { lo: V.lo, hi: V.hi, undo: undo.length, full: [FULL_LO, FULL_HI] }; },
     setView(lo, hi) { setView(lo, hi, false); drawAll(); return this.view(); },
     /** Allocation ids of a tile. */

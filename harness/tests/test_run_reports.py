@@ -1,0 +1,240 @@
+"""test_run_reports.py: the reports of one run as a set, and the run-time
+memory timeline.
+
+- The timeline's per-tile peaks (built from the device's allocation events)
+  equal the placement report's (the compiler's liveness walker over the
+  placed buffers) on every tile, for the full-size MLP and vit-small, and a
+  third reading computed here from the timeline's own allocation table (live
+  when the phase lies in first..last) agrees on every tile; each peak's
+  category breakdown adds up to it.
+- One numbering: every report names steps by the package phase; the phases
+  of the placement report's steps, the memory profile's step groups and the
+  run profile's executed steps are the same set.
+- result.json and run-profile.json carry their schema, version, the command
+  line and the library's SHA-256 (computed here), and say where the reports
+  are; a rejected plan exits 1 with result.json REJECTED.
+- In headless Chromium: the index lists every report; from the placement
+  viewer, a tile and step selected there land on the same tile and phase in
+  the run profile and in the memory profile (through the links, whose hash
+  carries the place); the run profile's "live now" list adds up to the live
+  bytes computed here; the memory chart's tooltip names the compiler op; no
+  console errors.
+"""
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CLI = REPO / "harness" / "bin" / "ipu-e2e-test"
+SMALL = ["--workload", "mlp", "--tiles", "16", "--tokens", "64", "--channels", "128", "--hidden", "256", "--blocks",
+         "2"]
+WAIT = 30
+
+
+def run_folder(folder, *args):
+    done = subprocess.run(["/usr/bin/python3", str(CLI), *args, "--quiet", "--output", str(folder),
+                           "--profile-directory", str(folder / "run"), "--memory-profile-directory",
+                           str(folder / "memory")], capture_output=True, text=True, timeout=900)
+    return done
+
+
+def load(path):
+    return json.loads(Path(path).read_text())
+
+
+def peaks_from_table(timeline):
+    """Per tile, the largest sum of live tensor-area bytes over the executed phases, from the allocation table."""
+    a, steps = timeline["allocations"], timeline["steps"]
+    host = a["kinds"].index("host staging")
+    phases = sorted(set(steps["phase"]))
+    best = [0] * timeline["tiles"]
+    by_tile = {}
+    for i, t in enumerate(a["tile"]):
+        if a["kind"][i] != host:
+            by_tile.setdefault(t, []).append(i)
+    for t, ids in by_tile.items():
+        for p in phases:
+            live = sum(a["size"][i] for i in ids if a["first"][i] <= p and (a["last"][i] < 0 or p <= a["last"][i]))
+            best[t] = max(best[t], live)
+    return best
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("run-reports")
+    done = run_folder(folder, *SMALL, "--reference-run")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return folder
+
+
+@pytest.mark.parametrize("workload", [["--workload", "mlp"], ["--workload", "vit-small", "--tiles", "64"]],
+                         ids=["mlp-full", "vit-small"])
+def test_run_time_peaks_equal_the_placement_reports_on_every_tile(tmp_path, workload):
+    done = run_folder(tmp_path, *workload)
+    assert done.returncode == 0, done.stdout + done.stderr
+    timeline = load(tmp_path / "run" / "memory-timeline.json")
+    placement = load(tmp_path / "memory" / "placement.json")
+    placed = [max(series) for series in placement["footprint"]["estimate"]]
+    run_time = timeline["tile_peaks"]["peak_bytes"]
+    assert len(run_time) == placement["tiles"] == timeline["tiles"]
+    assert run_time == placed
+    if workload[1] == "vit-small":  # the table's own reading (at full size it would take minutes here)
+        assert peaks_from_table(timeline) == run_time
+    for total, by_category in zip(run_time, timeline["tile_peaks"]["peak_by_category"]):
+        assert sum(by_category) == total
+    peak = timeline["peak"]
+    assert peak["bytes"] == max(run_time) and sum(peak["by_category"]) == peak["bytes"]
+    a = timeline["allocations"]
+    assert sum(a["size"][i] for i in peak["live"]) == peak["bytes"]
+    assert all(a["tile"][i] == peak["tile"] for i in peak["live"])
+
+
+def test_every_report_numbers_steps_by_the_package_phase(small_run):
+    placement = load(small_run / "memory" / "placement.json")
+    profile = load(small_run / "memory" / "memory-mlp-1.json")
+    run = load(small_run / "run" / "run-profile.json")
+    placed_phases = placement["steps"]["phase"]
+    assert placed_phases == sorted(placed_phases) and len(set(placed_phases)) == len(placed_phases)
+    # Every memory-profile group spans the phases of its program steps.
+    for group in profile["timeline"]["steps"]:
+        first, last = group["program_steps"]
+        assert group["phases"] == [placed_phases[first], placed_phases[last]]
+    # Executed steps name the phases of compute and host steps; Repeat body steps carry their iteration.
+    executed = {(s["phase"], s["iteration"]) for s in run["steps"] if s["kind"] != "patch"}
+    repeat = placement["repeat"]
+    body = set(placed_phases[repeat["first"]:repeat["first"] + repeat["count"]])
+    main = {p for p, init in zip(placed_phases, placement["steps"]["init"]) if not init and p % 2 == 0}
+    assert {p for p, _ in executed} == main
+    assert {i for p, i in executed if p in body} == set(range(repeat["iterations"]))
+    assert all(i is None for p, i in executed if p not in body)
+
+
+def test_records_say_what_ran_and_where_the_reports_are(small_run):
+    result, run = load(small_run / "result.json"), load(small_run / "run" / "run-profile.json")
+    library = Path(result["library"]["path"])
+    digest = hashlib.sha256(library.read_bytes()).hexdigest()
+    for record, schema in ((result, "ipu-e2e/result"), (run, "ipu-e2e/run-profile")):
+        assert record["schema"] == schema and record["version"] == 1
+        assert record["library"]["sha256"] == digest
+        assert record["command"][0] == "ipu-e2e-test" and "--reference-run" in record["command"]
+    for kind, path in result["reports"].items():
+        assert (small_run / path).exists(), kind
+    assert set(result["reports"]) == {"index", "placement", "memory", "run_profile", "memory_timeline"}
+
+
+def test_a_rejected_plan_exits_1_with_its_record(tmp_path):
+    done = run_folder(tmp_path, *SMALL, "--memory-budget", "512")
+    assert done.returncode == 1, done.stdout + done.stderr
+    result = load(tmp_path / "result.json")
+    assert result["status"] == "REJECTED" and result["schema"] == "ipu-e2e/result"
+    r = result["rejection"]
+    assert r["stage"] == "plan" and "catalogue budget of 512 bytes" in r["reason"]
+    profiles = [load(tmp_path / "memory" / name) for name in r["memory_profiles"]]
+    rejected = [p for p in profiles if p["status"] == "rejected"]
+    assert len(rejected) == 1 and rejected[0]["peak"]["total"] == r["lower_bound_bytes"]
+    assert "REJECTED" in done.stdout and "smallest candidate needs" in done.stdout
+    assert (tmp_path / "index.html").exists()
+
+
+# ---------------------------------------------------------------- in the browser
+
+@pytest.fixture
+def browser(tmp_path):
+    from ipu_e2e.browser import chromium
+    driver = chromium(tmp_path / "chromium-profile")
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def open_page(driver, url):
+    from selenium.webdriver.support.ui import WebDriverWait
+    driver.get(url)
+    WebDriverWait(driver, WAIT).until(lambda d: d.execute_script("return document.body.dataset.ready") == "true"
+                                      or d.execute_script("return document.readyState") == "complete")
+
+
+def console_errors(driver):
+    return [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def follow(driver, kind):
+    """Clicks the nav link to the report `kind`; returns the URL it went to."""
+    from selenium.webdriver.common.by import By
+    link = driver.find_element(By.CSS_SELECTOR, f"#report-nav a[data-report='{kind}']")
+    href = link.get_attribute("href")
+    link.click()
+    open_page(driver, href)
+    return href
+
+
+def test_links_land_on_the_same_tile_and_phase(small_run, browser):
+    from selenium.webdriver.common.by import By
+    placement = load(small_run / "memory" / "placement.json")
+    run = load(small_run / "run" / "run-profile.json")
+    timeline = load(small_run / "run" / "memory-timeline.json")
+    open_page(browser, (small_run / "index.html").as_uri())
+    listed = {li.get_attribute("data-report") for li in browser.find_elements(By.CSS_SELECTOR, "#reports li")}
+    assert listed == {"placement", "memory", "run_profile", "result", "memory_timeline"}
+    # The placement viewer opens on the largest estimate's tile and step.
+    open_page(browser, (small_run / "memory" / "placement.html").as_uri())
+    estimate = placement["footprint"]["estimate"]
+    best = max((v, -t, -s) for t, series in enumerate(estimate) for s, v in enumerate(series))
+    assert browser.execute_script("return placementViewer.tile()") == -best[1]
+    # Select tile 3 and the body's second compute step there, then follow the links.
+    step = placement["repeat"]["first"] + 1
+    phase = placement["steps"]["phase"][step]
+    browser.execute_script("placementViewer.setTile(3); placementViewer.setStep(arguments[0])", step)
+    assert browser.execute_script("return location.hash") == f"#tile=3&phase={phase}"
+    href = follow(browser, "run_profile")
+    assert href.endswith(f"#tile=3&phase={phase}") or f"tile=3&phase={phase}" in href
+    pinned = browser.execute_script("return runProfile.pinned()")
+    assert run["steps"][pinned]["phase"] == phase and browser.execute_script("return runProfile.selectedTile()") == 3
+    # The run-time memory section follows: what is live there adds up to the table's sum.
+    state = browser.execute_script("return runMemory.state()")
+    assert state["tile"] == 3 and state["phase"] == phase
+    a = timeline["allocations"]
+    host = a["kinds"].index("host staging")
+    expected = sum(a["size"][i] for i in range(len(a["tile"])) if a["tile"][i] == 3 and a["kind"][i] != host and
+                   a["first"][i] <= phase and (a["last"][i] < 0 or phase <= a["last"][i]))
+    assert browser.execute_script("return runMemory.liveSum()") == expected
+    assert browser.execute_script("return runMemory.seriesAt(arguments[0])", state["step"]) == expected
+    # The pinned step's table names its compiler op.
+    op = run["steps"][pinned]["compiler_op"]
+    shown = browser.find_element(By.CSS_SELECTOR, "#pinned [data-field='compiler_op']").text
+    assert shown == f"op {op} {run['ops'][op]}"
+    # On to the memory profile: the same tile, and the step group holding that phase.
+    follow(browser, "memory")
+    got = browser.execute_script("return memoryProfile.state()")
+    assert got["tile"] == 3 and got["phase"] == phase
+    group = load(small_run / "memory" / "memory-mlp-1.json")["timeline"]["steps"][got["step"]]
+    assert group["phases"][0] <= phase <= group["phases"][1]
+    # And back to the placement viewer, on tile 3 at that phase.
+    follow(browser, "placement")
+    assert browser.execute_script("return placementViewer.tile()") == 3
+    assert f"phase={phase}" in browser.execute_script("return location.hash")
+    assert not console_errors(browser)
+
+
+def test_the_memory_chart_tooltip_names_the_op(small_run, browser):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    timeline = load(small_run / "run" / "memory-timeline.json")
+    open_page(browser, (small_run / "run" / "run-profile.html").as_uri())
+    hit = browser.find_element(By.CSS_SELECTOR, "#memory-chart rect.hit")
+    ActionChains(browser).move_to_element(hit).perform()
+    tooltip = browser.find_element(By.ID, "tooltip")
+    assert tooltip.is_displayed() and tooltip.get_attribute("data-kind") == "memory"
+    # The pointer is at the chart's middle: the executed phase halfway along (a pixel either way allowed).
+    steps, ops = timeline["steps"], timeline["ops"]
+    middle = (len(steps["phase"]) - 1) // 2
+    label = lambda e: "\u2014" if steps["op"][e] is None else \
+        f"op {steps['op'][e]} {ops['kind'][steps['op'][e]]} {ops['name'][steps['op'][e]]}"
+    text = tooltip.find_element(By.CSS_SELECTOR, "[data-field='op']").text
+    assert text in {label(e) for e in (middle - 1, middle, middle + 1, middle + 2)}
+    assert not console_errors(browser)
