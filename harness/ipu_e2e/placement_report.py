@@ -40,7 +40,7 @@ def render_placement_html(json_text, links=None):
     # Outside strings, JSON has no '<': replacing it everywhere only touches string contents,
     # where \u003c parses back to '<'.
     data = json_text.strip().replace("<", "\\u003c")
-    return inline_page(PLACEMENT, "viewer.css", "viewer.js", data, links or {})
+    return inline_page(PLACEMENT, "viewer.css", ("viewer.js", "device.js"), data, links or {})
 
 
 def write_placement_html(json_path, html_path, links=None):

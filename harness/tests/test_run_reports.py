@@ -238,3 +238,38 @@ def test_the_memory_chart_tooltip_names_the_op(small_run, browser):
     text = tooltip.find_element(By.CSS_SELECTOR, "[data-field='op']").text
     assert text in {label(e) for e in (middle - 1, middle, middle + 1, middle + 2)}
     assert not console_errors(browser)
+
+
+def test_the_heatmap_opens_the_tile_clicked_and_the_search_finds_every_tile(small_run, browser):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+    placement = load(small_run / "memory" / "placement.json")
+    open_page(browser, (small_run / "memory" / "placement.html").as_uri())
+    WebDriverWait(browser, WAIT).until(lambda d: d.execute_script("return placementDevice.drawn()"))
+    canvas = browser.find_element(By.ID, "device-canvas")
+    size = canvas.size
+    for tile, step in ((11, 3), (5, placement["repeat"]["first"] + 2)):
+        point = browser.execute_script("return placementDevice.point(arguments[0], arguments[1])", tile, step)
+        ActionChains(browser).move_to_element_with_offset(canvas, point["x"] - size["width"] / 2,
+                                                          point["y"] - size["height"] / 2).perform()
+        tooltip = browser.find_element(By.ID, "tooltip")
+        assert tooltip.get_attribute("data-kind") == "device"
+        assert tooltip.find_element(By.CSS_SELECTOR, "[data-field='op']").text == placement["steps"]["label"][step]
+        assert tooltip.find_element(By.CSS_SELECTOR, "[data-field='tile']").text == \
+            f"Tile {tile} \u00b7 phase {placement['steps']['phase'][step]}"
+        ActionChains(browser).click().perform()
+        assert browser.execute_script("return placementViewer.tile()") == tile
+        assert browser.execute_script("return placementViewer.step()") == step
+    # Every tile holding a block of 'hidden' (computed from the report), and a row opens its tile.
+    a, names = placement["allocations"], placement["names"]
+    expected = sorted({a["tile"][i] for i in range(len(a["tile"])) if "hidden" in names[a["name"][i]]})
+    box = browser.find_element(By.ID, "device-search")
+    box.send_keys("hidden")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#device-results tr[data-tile]")
+    assert [int(r.get_attribute("data-tile")) for r in rows] == expected and len(expected) == placement["tiles"]
+    rows[7].find_element(By.TAG_NAME, "button").click()
+    assert browser.execute_script("return placementViewer.tile()") == expected[7]
+    pinned = browser.execute_script("return placementViewer.pinned()")
+    assert "hidden" in names[a["name"][pinned]] and a["tile"][pinned] == expected[7]
+    assert not console_errors(browser)

@@ -14,8 +14,9 @@
                                "586,960 B (573.2 KiB)";
      place()                   the place in the URL hash (#tile=17&phase=243&
                                iteration=3&alloc=12): an object of integers;
-     setPlace(place)           writes it to the hash (no history entry) and
-                               points every report link at it;
+     setPlace(place)           writes it to the hash (no history entry),
+                               points every report link at it and tells the
+                               page (an "ipu-place" event on document);
      links(current)            fills <nav id="report-nav"> with links to the
                                other reports of the run, as the writer put them
                                in <script id="report-links"> (relative paths
@@ -102,6 +103,7 @@
     const hash = hashOf(where);
     window.history.replaceState(null, "", hash ? "#" + hash : window.location.pathname + window.location.search);
     for (const a of linkNodes) a.href = a.dataset.base + (hash ? "#" + hash : "");
+    document.dispatchEvent(new CustomEvent("ipu-place", { detail: where }));
   }
 
   window.ipuReport = Object.freeze({ clamp, fail, fitCanvas, localPoint, bytes, place, setPlace, links });

@@ -1,0 +1,206 @@
+/* device.js: the device-wide part of the placement viewer, inlined after
+   viewer.js and driving it through window.placementViewer.  A heatmap of
+   live bytes (the report's estimate: every placed buffer outside the
+   aperture) with tiles down and program steps across, every tile and every
+   step (one image pixel each, scaled to the canvas; each screen pixel shows
+   the fullest tile and step under it), and a strip of each tile's peak
+   beside it: hover names the tile, the phase, the step's label and the
+   bytes; a click opens that tile at that step.  A device search lists every
+   tile holding an allocation whose name (or aliased tensor) contains the
+   text, with how many, the phases they cover and their bytes; a row opens
+   the tile at the first step and pins its first match.  The heatmap is drawn
+   after the viewer's first paint.  window.placementDevice exposes the
+   geometry and results for tests. */
+(function () {
+  "use strict";
+  const V = window.placementViewer;
+  if (!V) return;
+  const $ = (id) => document.getElementById(id);
+  const R = V.report, A = R.allocations, NT = R.tiles, NS = R.steps.label.length;
+  const est = (R.footprint && R.footprint.estimate) || [];
+  const names = R.names || [];
+  const phaseOf = (s) => (Array.isArray(R.steps.phase) ? R.steps.phase[s] : s);
+  const STRIP = 90, GAP = 8;
+  const canvas = $("device-canvas"), tooltip = $("tooltip");
+  const peaks = new Float64Array(NT);
+  let max = 1;
+  for (let t = 0; t < NT; t++) {
+    const series = est[t] || [];
+    for (let s = 0; s < series.length; s++) peaks[t] = Math.max(peaks[t], series[s]);
+    max = Math.max(max, peaks[t]);
+  }
+  let image = null, marked = null;
+
+  /* White for nothing live, to dark blue for the fullest tile's peak. */
+  function colour(v) {
+    const f = Math.min(1, v / max);
+    return [Math.round(255 - 225 * f), Math.round(255 - 175 * f), Math.round(255 - 95 * f)];
+  }
+
+  /* The image: each screen pixel shows the fullest tile and step of the cells under it (at least one). */
+  function build(w, h) {
+    const img = new ImageData(Math.max(1, w), Math.max(1, h)), d = img.data;
+    const span = (i, n, size) => [Math.floor((i * n) / size), Math.max(Math.floor((i * n) / size) + 1,
+      Math.floor(((i + 1) * n) / size))];
+    const columns = Array.from({ length: img.width }, (_, x) => span(x, NS, img.width));
+    for (let y = 0; y < img.height; y++) {
+      const [t0, t1] = span(y, NT, img.height);
+      for (let x = 0; x < img.width; x++) {
+        const [s0, s1] = columns[x];
+        let v = 0;
+        for (let t = t0; t < t1 && t < NT; t++) {
+          const series = est[t] || [];
+          for (let s = s0; s < s1 && s < NS; s++) if (series[s] > v) v = series[s];
+        }
+        const [r, g, b] = colour(v), k = 4 * (y * img.width + x);
+        d[k] = r; d[k + 1] = g; d[k + 2] = b; d[k + 3] = 255;
+      }
+    }
+    return img;
+  }
+
+  function geometry() {
+    const w = canvas.clientWidth, h = canvas.clientHeight;
+    return { x0: 0, w: Math.max(1, w - STRIP - GAP), h, stripX: w - STRIP };
+  }
+
+  function draw() {
+    const ratio = window.devicePixelRatio || 1, g = geometry();
+    canvas.width = Math.round(canvas.clientWidth * ratio);
+    canvas.height = Math.round(canvas.clientHeight * ratio);
+    const ctx = canvas.getContext("2d");
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    ctx.clearRect(0, 0, canvas.clientWidth, canvas.clientHeight);
+    if (!image || image.width !== g.w || image.height !== g.h) image = build(g.w, g.h);
+    ctx.putImageData(image, Math.round(g.x0 * ratio), 0);
+    if (ratio !== 1) { /* putImageData ignores the transform: redraw scaled */
+      const off = document.createElement("canvas");
+      off.width = image.width; off.height = image.height;
+      off.getContext("2d").putImageData(image, 0, 0);
+      ctx.clearRect(0, 0, canvas.clientWidth, canvas.clientHeight);
+      ctx.drawImage(off, g.x0, 0, g.w, g.h);
+    }
+    for (let t = 0; t < NT; t++) {
+      const y0 = (t * g.h) / NT, y1 = ((t + 1) * g.h) / NT;
+      ctx.fillStyle = marked && marked.has(t) ? "#c62f2f" : t === V.tile() ? "#1d232b" : "#3d6fb4";
+      ctx.fillRect(g.stripX, y0, (peaks[t] / max) * STRIP, Math.max(1, y1 - y0));
+    }
+    const t = V.tile(), y = ((t + 0.5) * g.h) / NT;
+    ctx.strokeStyle = "#1d232b";
+    ctx.beginPath(); ctx.moveTo(0, y); ctx.lineTo(g.w, y); ctx.stroke();
+    canvas.dataset.drawn = "true";
+  }
+
+  function at(event) {
+    const r = canvas.getBoundingClientRect(), g = geometry();
+    const x = event.clientX - r.left, y = event.clientY - r.top;
+    const tile = Math.min(NT - 1, Math.max(0, Math.floor((y * NT) / g.h)));
+    if (x >= g.w) return { tile, step: -1 };
+    return { tile, step: Math.min(NS - 1, Math.max(0, Math.floor((x * NS) / g.w))) };
+  }
+
+  function text(tag, value, field) {
+    const n = document.createElement(tag);
+    n.textContent = value;
+    if (field) n.dataset.field = field;
+    return n;
+  }
+
+  canvas.addEventListener("pointermove", (event) => {
+    const { tile, step } = at(event), series = est[tile] || [];
+    const lines = step < 0
+      ? [text("div", "Tile " + tile + ": peak " + window.ipuReport.bytes(peaks[tile]), "tile")]
+      : [text("div", "Tile " + tile + " \u00b7 phase " + phaseOf(step), "tile"),
+        text("div", R.steps.label[step] || "", "op"),
+        text("div", "live " + window.ipuReport.bytes(series[step] || 0) + " (tile peak " +
+          window.ipuReport.bytes(peaks[tile]) + ")", "bytes")];
+    tooltip.replaceChildren(...lines);
+    tooltip.dataset.kind = "device";
+    tooltip.hidden = false;
+    tooltip.style.left = Math.min(event.clientX + 14, window.innerWidth - tooltip.offsetWidth - 6) + "px";
+    tooltip.style.top = Math.min(event.clientY + 14, window.innerHeight - tooltip.offsetHeight - 6) + "px";
+  });
+  canvas.addEventListener("pointerleave", () => { if (tooltip.dataset.kind === "device") tooltip.hidden = true; });
+  canvas.addEventListener("click", (event) => {
+    const { tile, step } = at(event);
+    V.setTile(tile);
+    if (step >= 0) V.setStep(step);
+    draw();
+    $("map-panel").scrollIntoView({ block: "start" });
+  });
+
+  /* ---------- the device search ---------- */
+
+  let results = [];
+  function search(query) {
+    const q = query.trim().toLowerCase(), box = $("device-results"), summary = $("device-found");
+    results = [];
+    marked = null;
+    if (!q) { box.replaceChildren(); summary.textContent = ""; draw(); return results; }
+    const hit = new Uint8Array(names.length);
+    for (let i = 0; i < names.length; i++) if (String(names[i]).toLowerCase().includes(q)) hit[i] = 1;
+    const byTile = new Map();
+    let count = 0;
+    for (let id = 0; id < A.tile.length; id++) {
+      if (!hit[A.name[id]] && !(A.alias[id] >= 0 && hit[A.alias[id]])) continue;
+      count++;
+      const t = A.tile[id];
+      let e = byTile.get(t);
+      if (!e) byTile.set(t, e = { tile: t, ids: [], first: Infinity, last: -1, bytes: 0 });
+      e.ids.push(id);
+      e.first = Math.min(e.first, A.first[id]);
+      e.last = Math.max(e.last, A.last[id]);
+      e.bytes += A.size[id];
+    }
+    results = Array.from(byTile.values()).sort((a, b) => a.tile - b.tile);
+    marked = new Set(results.map((r) => r.tile));
+    summary.textContent = count + " allocation" + (count === 1 ? "" : "s") + " on " + results.length +
+      " tile" + (results.length === 1 ? "" : "s");
+    summary.dataset.tiles = String(results.length);
+    const head = document.createElement("tr");
+    for (const h of ["tile", "allocations", "phases", "bytes", "first name"]) head.append(text("th", h));
+    const rows = results.slice(0, 500).map((r) => {
+      const tr = document.createElement("tr");
+      tr.dataset.tile = String(r.tile);
+      const button = text("button", String(r.tile));
+      button.type = "button";
+      button.className = "link";
+      button.addEventListener("click", () => open(r));
+      const cell = document.createElement("td");
+      cell.append(button);
+      const last = Math.min(NS - 1, r.last);
+      tr.append(cell, text("td", String(r.ids.length)), text("td", phaseOf(r.first) + "\u2013" + phaseOf(last)),
+        text("td", r.bytes.toLocaleString("en-US")), text("td", String(names[A.name[r.ids[0]]])));
+      return tr;
+    });
+    box.replaceChildren(head, ...rows);
+    if (results.length > 500) box.append(text("caption", "the first 500 tiles of " + results.length));
+    draw();
+    return results;
+  }
+
+  function open(r) {
+    V.setTile(r.tile);
+    V.setStep(Math.min(NS - 1, r.first));
+    V.pin(r.ids[0]);
+    draw();
+    $("map-panel").scrollIntoView({ block: "start" });
+  }
+
+  $("device-search").addEventListener("input", (event) => search(event.target.value));
+  window.addEventListener("resize", () => { image = null; draw(); });
+  document.addEventListener("ipu-place", () => { if (image) draw(); });
+  setTimeout(draw, 0);
+
+  window.placementDevice = Object.freeze({
+    /** Where a tile and step are on the heatmap, in CSS px from the canvas's top-left. */
+    point(tile, step) {
+      const g = geometry();
+      return { x: ((step + 0.5) * g.w) / NS, y: ((tile + 0.5) * g.h) / NT };
+    },
+    drawn: () => canvas.dataset.drawn === "true",
+    search: (q) => search(q).map((r) => r.tile),
+    results: () => results.map((r) => ({ tile: r.tile, count: r.ids.length })),
+    open: (i) => open(results[i]),
+  });
+})();
