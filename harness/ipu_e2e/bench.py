@@ -12,6 +12,12 @@ baseline measured in the same run (never asserted in tests).
            throughput running it on every tile; --markdown prints the table.
   viewer   the placement viewer on a generated report of 600k+ allocations in
            headless Chromium: time to first paint and hover response.
+  reports  one real run's reports (the full-size ViT by default, or the MLP)
+           in headless Chromium (report_checks.py): links land on the same
+           tile and phase, the heatmap opens the tile clicked, the device
+           search finds every tile of a tensor, the memory chart's tooltip
+           names the op, no console errors; the placement viewer's first
+           paint (target < 2 s); the run's wall time and the reports' sizes.
   plan     the planner on the full-size FP8 MLP, batches 1, 2 and 4 at budgets
            default, 384, 256, 128 and 64 KiB: per case the search's wall time
            (catalogue and search, plus refinement: lowering each candidate plan
@@ -105,6 +111,15 @@ def parser():
     viewer = sub.add_parser("viewer", help="placement viewer: first paint and hover with 600k allocations")
     viewer.add_argument("--output", type=Path, metavar="DIR", help="write bench-viewer.json to DIR")
     viewer.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    reports = sub.add_parser("reports", help="one run's reports in Chromium: links, heatmap, search, tooltips, "
+                                             "first paint")
+    reports.add_argument("--workload", choices=("vit", "mlp"), default="vit", help="(default: vit)")
+    reports.add_argument("--tiles", type=tile_count, metavar="N", help="override the c600 profile's 1472 tiles")
+    reports.add_argument("--search", metavar="NAME", default="residual",
+                         help="the tensor the device search looks for (default: residual; for mlp: hidden)")
+    reports.add_argument("--output", type=Path, metavar="DIR",
+                         help="write bench-reports.json to DIR and keep the run's reports in DIR/run")
+    reports.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     compile_ = sub.add_parser("compile", help="build and run the full-size MLP, stage by stage")
     compile_.add_argument("--device", default="c600", metavar="PROFILE", help="device profile (default: c600)")
     compile_.add_argument("--tiles", type=tile_count, metavar="N", help="override the profile's tile count")
@@ -289,6 +304,27 @@ def run_viewer(args, progress):
         raise ValueError("the viewer benchmark needs python3-selenium, chromium and chromium-driver") from None
     progress.update("generating a report of 600k allocations")
     return dict(viewer_bench.measure(progress=progress), bench="viewer")
+
+
+def run_reports(args, progress):
+    from . import reports_bench
+    if importlib.util.find_spec("selenium") is None:
+        raise ValueError("the reports benchmark needs python3-selenium, chromium and chromium-driver") from None
+    search = "hidden" if args.workload == "mlp" and args.search == "residual" else args.search
+    return dict(reports_bench.measure(args.workload, args.tiles, search, args.output, progress), bench="reports")
+
+
+def report_reports(result, out):
+    print(f"reports of {result['workload']} on {result['tiles']} tiles (the run took {result['run_seconds']:.1f} s; "
+          f"placement viewer {result['sizes']['placement.html'] / 2**20:.1f} MiB, run profile "
+          f"{result['sizes']['run-profile.html'] / 2**20:.1f} MiB):", file=out)
+    for name, check in result["checks"].items():
+        print(f"  {name:<9} {'ok    ' if check['ok'] else 'FAILED'} {check['detail']}", file=out)
+    paint = result["first_paint_ms"]
+    print(f"  first paint of the placement viewer: {paint[0]:.0f} ms cold, {paint[1]:.0f} ms warm "
+          f"(target < {result['targets']['first_paint_ms']} ms)", file=out)
+    print("targets: " + "; ".join(f"{k}: {'met' if v else 'NOT met'}" for k, v in result["targets_met"].items()),
+          file=out)
 
 
 def report_viewer(result, out):
@@ -674,6 +710,7 @@ def main(argv=None):
     progress = Progress(quiet=args.quiet)
     work, show = {"device": (bench_device, report), "compile": (bench_compile, report_compile),
                   "kernels": (run_kernels, report_kernels), "viewer": (run_viewer, report_viewer),
+                  "reports": (run_reports, report_reports),
                   "plan": (bench_plan, report_plan), "vit": (bench_vit, report_vit),
                   "noise": (bench_noise, report_noise), "mutations": (bench_mutations, report_mutations),
                   "exchange": (bench_exchange, report_exchange)}[args.bench]

@@ -152,124 +152,31 @@ def browser(tmp_path):
         driver.quit()
 
 
-def open_page(driver, url):
-    from selenium.webdriver.support.ui import WebDriverWait
-    driver.get(url)
-    WebDriverWait(driver, WAIT).until(lambda d: d.execute_script("return document.body.dataset.ready") == "true"
-                                      or d.execute_script("return document.readyState") == "complete")
-
-
-def console_errors(driver):
-    return [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-
-
-def follow(driver, kind):
-    """Clicks the nav link to the report `kind`; returns the URL it went to."""
+def test_the_index_lists_every_report(small_run, browser):
     from selenium.webdriver.common.by import By
-    link = driver.find_element(By.CSS_SELECTOR, f"#report-nav a[data-report='{kind}']")
-    href = link.get_attribute("href")
-    link.click()
-    open_page(driver, href)
-    return href
-
-
-def test_links_land_on_the_same_tile_and_phase(small_run, browser):
-    from selenium.webdriver.common.by import By
-    placement = load(small_run / "memory" / "placement.json")
-    run = load(small_run / "run" / "run-profile.json")
-    timeline = load(small_run / "run" / "memory-timeline.json")
-    open_page(browser, (small_run / "index.html").as_uri())
+    from ipu_e2e import report_checks
+    report_checks.open_page(browser, small_run / "index.html")
     listed = {li.get_attribute("data-report") for li in browser.find_elements(By.CSS_SELECTOR, "#reports li")}
     assert listed == {"placement", "memory", "run_profile", "result", "memory_timeline"}
-    # The placement viewer opens on the largest estimate's tile and step.
-    open_page(browser, (small_run / "memory" / "placement.html").as_uri())
-    estimate = placement["footprint"]["estimate"]
-    best = max((v, -t, -s) for t, series in enumerate(estimate) for s, v in enumerate(series))
-    assert browser.execute_script("return placementViewer.tile()") == -best[1]
-    # Select tile 3 and the body's second compute step there, then follow the links.
-    step = placement["repeat"]["first"] + 1
-    phase = placement["steps"]["phase"][step]
-    browser.execute_script("placementViewer.setTile(3); placementViewer.setStep(arguments[0])", step)
-    assert browser.execute_script("return location.hash") == f"#tile=3&phase={phase}"
-    href = follow(browser, "run_profile")
-    assert href.endswith(f"#tile=3&phase={phase}") or f"tile=3&phase={phase}" in href
-    pinned = browser.execute_script("return runProfile.pinned()")
-    assert run["steps"][pinned]["phase"] == phase and browser.execute_script("return runProfile.selectedTile()") == 3
-    # The run-time memory section follows: what is live there adds up to the table's sum.
-    state = browser.execute_script("return runMemory.state()")
-    assert state["tile"] == 3 and state["phase"] == phase
-    a = timeline["allocations"]
-    host = a["kinds"].index("host staging")
-    expected = sum(a["size"][i] for i in range(len(a["tile"])) if a["tile"][i] == 3 and a["kind"][i] != host and
-                   a["first"][i] <= phase and (a["last"][i] < 0 or phase <= a["last"][i]))
-    assert browser.execute_script("return runMemory.liveSum()") == expected
-    assert browser.execute_script("return runMemory.seriesAt(arguments[0])", state["step"]) == expected
-    # The pinned step's table names its compiler op.
-    op = run["steps"][pinned]["compiler_op"]
-    shown = browser.find_element(By.CSS_SELECTOR, "#pinned [data-field='compiler_op']").text
-    assert shown == f"op {op} {run['ops'][op]}"
-    # On to the memory profile: the same tile, and the step group holding that phase.
-    follow(browser, "memory")
-    got = browser.execute_script("return memoryProfile.state()")
-    assert got["tile"] == 3 and got["phase"] == phase
-    group = load(small_run / "memory" / "memory-mlp-1.json")["timeline"]["steps"][got["step"]]
-    assert group["phases"][0] <= phase <= group["phases"][1]
-    # And back to the placement viewer, on tile 3 at that phase.
-    follow(browser, "placement")
-    assert browser.execute_script("return placementViewer.tile()") == 3
-    assert f"phase={phase}" in browser.execute_script("return location.hash")
-    assert not console_errors(browser)
+    assert not report_checks.console_errors(browser)
 
 
-def test_the_memory_chart_tooltip_names_the_op(small_run, browser):
-    from selenium.webdriver.common.action_chains import ActionChains
-    from selenium.webdriver.common.by import By
-    timeline = load(small_run / "run" / "memory-timeline.json")
-    open_page(browser, (small_run / "run" / "run-profile.html").as_uri())
-    hit = browser.find_element(By.CSS_SELECTOR, "#memory-chart rect.hit")
-    ActionChains(browser).move_to_element(hit).perform()
-    tooltip = browser.find_element(By.ID, "tooltip")
-    assert tooltip.is_displayed() and tooltip.get_attribute("data-kind") == "memory"
-    # The pointer is at the chart's middle: the executed phase halfway along (a pixel either way allowed).
-    steps, ops = timeline["steps"], timeline["ops"]
-    middle = (len(steps["phase"]) - 1) // 2
-    label = lambda e: "\u2014" if steps["op"][e] is None else \
-        f"op {steps['op'][e]} {ops['kind'][steps['op'][e]]} {ops['name'][steps['op'][e]]}"
-    text = tooltip.find_element(By.CSS_SELECTOR, "[data-field='op']").text
-    assert text in {label(e) for e in (middle - 1, middle, middle + 1, middle + 2)}
-    assert not console_errors(browser)
-
-
-def test_the_heatmap_opens_the_tile_clicked_and_the_search_finds_every_tile(small_run, browser):
-    from selenium.webdriver.common.action_chains import ActionChains
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
+def test_the_placement_viewer_opens_on_the_largest_estimate(small_run, browser):
+    from ipu_e2e import report_checks
     placement = load(small_run / "memory" / "placement.json")
-    open_page(browser, (small_run / "memory" / "placement.html").as_uri())
-    WebDriverWait(browser, WAIT).until(lambda d: d.execute_script("return placementDevice.drawn()"))
-    canvas = browser.find_element(By.ID, "device-canvas")
-    size = canvas.size
-    for tile, step in ((11, 3), (5, placement["repeat"]["first"] + 2)):
-        point = browser.execute_script("return placementDevice.point(arguments[0], arguments[1])", tile, step)
-        ActionChains(browser).move_to_element_with_offset(canvas, point["x"] - size["width"] / 2,
-                                                          point["y"] - size["height"] / 2).perform()
-        tooltip = browser.find_element(By.ID, "tooltip")
-        assert tooltip.get_attribute("data-kind") == "device"
-        assert tooltip.find_element(By.CSS_SELECTOR, "[data-field='op']").text == placement["steps"]["label"][step]
-        assert tooltip.find_element(By.CSS_SELECTOR, "[data-field='tile']").text == \
-            f"Tile {tile} \u00b7 phase {placement['steps']['phase'][step]}"
-        ActionChains(browser).click().perform()
-        assert browser.execute_script("return placementViewer.tile()") == tile
-        assert browser.execute_script("return placementViewer.step()") == step
-    # Every tile holding a block of 'hidden' (computed from the report), and a row opens its tile.
-    a, names = placement["allocations"], placement["names"]
-    expected = sorted({a["tile"][i] for i in range(len(a["tile"])) if "hidden" in names[a["name"][i]]})
-    box = browser.find_element(By.ID, "device-search")
-    box.send_keys("hidden")
-    rows = browser.find_elements(By.CSS_SELECTOR, "#device-results tr[data-tile]")
-    assert [int(r.get_attribute("data-tile")) for r in rows] == expected and len(expected) == placement["tiles"]
-    rows[7].find_element(By.TAG_NAME, "button").click()
-    assert browser.execute_script("return placementViewer.tile()") == expected[7]
-    pinned = browser.execute_script("return placementViewer.pinned()")
-    assert "hidden" in names[a["name"][pinned]] and a["tile"][pinned] == expected[7]
-    assert not console_errors(browser)
+    report_checks.open_page(browser, small_run / "memory" / "placement.html")
+    best = max((v, -t, -s) for t, series in enumerate(placement["footprint"]["estimate"]) for s, v in enumerate(series))
+    assert browser.execute_script("return [placementViewer.tile(), placementViewer.step()]") == [-best[1], -best[2]]
+
+
+def test_links_heatmap_search_and_tooltips(small_run, browser):
+    """report_checks' checks (the `reports` benchmark runs them at full size)."""
+    from ipu_e2e import report_checks
+    placement = load(small_run / "memory" / "placement.json")
+    first_main = placement["steps"]["init"].index(False)
+    for tile, step in ((3, report_checks.body_step(placement)), (11, first_main)):
+        report_checks.check_links(browser, small_run, tile, step)
+        report_checks.check_heatmap(browser, small_run, tile, step)
+    report_checks.check_search(browser, small_run, "hidden")
+    report_checks.check_tooltips(browser, small_run)
+    assert not report_checks.console_errors(browser)

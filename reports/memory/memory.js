@@ -298,6 +298,7 @@
     if (place.phase !== undefined) select(groupOf(place.phase), place.tile !== undefined ? place.tile : profile.peak.tile,
       place.phase);
     else select(profile.peak.step, place.tile !== undefined ? place.tile : profile.peak.tile);
+    document.body.dataset.ready = "true";
   } catch (e) {
     R.fail("memory profile", e.message);
   }

@@ -2,10 +2,10 @@
    viewer.js and driving it through window.placementViewer.  A heatmap of
    live bytes (the report's estimate: every placed buffer outside the
    aperture) with tiles down and program steps across, every tile and every
-   step (one image pixel each, scaled to the canvas; each screen pixel shows
-   the fullest tile and step under it), and a strip of each tile's peak
-   beside it: hover names the tile, the phase, the step's label and the
-   bytes; a click opens that tile at that step.  A device search lists every
+   step (each screen pixel shows the fullest tile and step of the cells
+   under it), and a strip of each tile's peak beside it: hover names that
+   tile, its phase, the step's label and the bytes; a click opens that tile
+   at that step.  A device search lists every
    tile holding an allocation whose name (or aliased tensor) contains the
    text, with how many, the phases they cover and their bytes; a row opens
    the tile at the first step and pins its first match.  The heatmap is drawn
@@ -37,11 +37,24 @@
     return [Math.round(255 - 225 * f), Math.round(255 - 175 * f), Math.round(255 - 95 * f)];
   }
 
-  /* The image: each screen pixel shows the fullest tile and step of the cells under it (at least one). */
+  /* The cells [lo, hi) under pixel i of size pixels showing n cells (at least one). */
+  const span = (i, n, size) => [Math.floor((i * n) / size), Math.min(n, Math.max(Math.floor((i * n) / size) + 1,
+    Math.floor(((i + 1) * n) / size)))];
+
+  /* The fullest tile and step under pixel (x, y) of the heatmap (the first on ties). */
+  function cellAt(x, y, g) {
+    const [t0, t1] = span(y, NT, g.h), [s0, s1] = span(x, NS, g.w);
+    let best = { tile: t0, step: s0, v: -1 };
+    for (let t = t0; t < t1; t++) {
+      const series = est[t] || [];
+      for (let s = s0; s < s1; s++) if ((series[s] || 0) > best.v) best = { tile: t, step: s, v: series[s] || 0 };
+    }
+    return best;
+  }
+
+  /* The image: each screen pixel shows the fullest tile and step of the cells under it. */
   function build(w, h) {
     const img = new ImageData(Math.max(1, w), Math.max(1, h)), d = img.data;
-    const span = (i, n, size) => [Math.floor((i * n) / size), Math.max(Math.floor((i * n) / size) + 1,
-      Math.floor(((i + 1) * n) / size))];
     const columns = Array.from({ length: img.width }, (_, x) => span(x, NS, img.width));
     for (let y = 0; y < img.height; y++) {
       const [t0, t1] = span(y, NT, img.height);
@@ -93,10 +106,9 @@
 
   function at(event) {
     const r = canvas.getBoundingClientRect(), g = geometry();
-    const x = event.clientX - r.left, y = event.clientY - r.top;
-    const tile = Math.min(NT - 1, Math.max(0, Math.floor((y * NT) / g.h)));
-    if (x >= g.w) return { tile, step: -1 };
-    return { tile, step: Math.min(NS - 1, Math.max(0, Math.floor((x * NS) / g.w))) };
+    const x = Math.floor(event.clientX - r.left), y = Math.min(g.h - 1, Math.max(0, Math.floor(event.clientY - r.top)));
+    if (x >= g.w) return { tile: Math.min(NT - 1, Math.floor((y * NT) / g.h)), step: -1 };
+    return cellAt(Math.max(0, x), y, g);
   }
 
   function text(tag, value, field) {
@@ -193,10 +205,10 @@
   setTimeout(draw, 0);
 
   window.placementDevice = Object.freeze({
-    /** Where a tile and step are on the heatmap, in CSS px from the canvas's top-left. */
+    /** The pixel of the heatmap showing a tile and step (CSS px from the canvas's top-left), and its size. */
     point(tile, step) {
       const g = geometry();
-      return { x: ((step + 0.5) * g.w) / NS, y: ((tile + 0.5) * g.h) / NT };
+      return { x: Math.floor(((step + 0.5) * g.w) / NS), y: Math.floor(((tile + 0.5) * g.h) / NT), w: g.w, h: g.h };
     },
     drawn: () => canvas.dataset.drawn === "true",
     search: (q) => search(q).map((r) => r.tile),

@@ -1,0 +1,223 @@
+"""Checks of one run's reports in headless Chromium, as a person would use
+them, with every expected value computed from the reports' JSON (never
+read back from the pages' scripts).  A run folder is laid out as
+`ipu-e2e-test --output DIR --profile-directory DIR/run
+--memory-profile-directory DIR/memory` writes it.  Each check returns a
+short description of what held and raises CheckFailed saying what did not.
+The tests (test_run_reports.py) run them on a small run, the `reports`
+benchmark on the full-size MLP and ViT.
+
+- links: a tile and a step of the main program (the run profile shows the
+  main program's steps only) selected in the placement viewer land, through
+  the report links, on the same tile and phase in the run profile (the step
+  of that phase pinned, the run-time memory section at that tile and phase,
+  its "live now" list adding up to the allocation table's live bytes), in
+  the memory profile (the step group holding the phase) and back;
+- heatmap: a click on the device heatmap's pixel of a tile and step opens
+  the fullest tile and step that pixel shows (computed from the report),
+  and its tooltip names them, the phase and the step's op;
+- search: the device search lists exactly the tiles holding a named tensor,
+  and a row opens its tile with a match pinned;
+- tooltips: the run profile's memory chart names the compiler op of the
+  executed phase under the pointer;
+- first paint: the placement viewer's first paint, cold and warm (ms);
+- console: no console errors on any page.
+"""
+import json
+import math
+import time
+from pathlib import Path
+
+WAIT = 60
+
+
+class CheckFailed(AssertionError):
+    """A report did not do what it should: the message says what."""
+
+
+def expect(condition, message):
+    if not condition:
+        raise CheckFailed(message)
+
+
+def load(path):
+    return json.loads(Path(path).read_text())
+
+
+def open_page(driver, path, hash_=""):
+    """Opens a report (a Path) and waits until its scripts say they are ready."""
+    from selenium.webdriver.support.ui import WebDriverWait
+    driver.get(Path(path).as_uri() + (f"#{hash_}" if hash_ else ""))
+    WebDriverWait(driver, WAIT).until(lambda d: d.execute_script("return document.body.dataset.ready") == "true")
+
+
+def console_errors(driver):
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def follow(driver, kind):
+    """Clicks the report link to `kind` and waits for that page."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+    link = driver.find_element(By.CSS_SELECTOR, f"#report-nav a[data-report='{kind}']")
+    href = link.get_attribute("href")
+    page = href.split("#")[0]
+    link.click()
+    WebDriverWait(driver, WAIT).until(lambda d: d.current_url.split("#")[0] == page and
+                                      d.execute_script("return document.body.dataset.ready") == "true")
+    return href
+
+
+def live_bytes(timeline, tile, phase):
+    """The tensor-area bytes the allocation table says are live on tile at phase."""
+    a = timeline["allocations"]
+    host = a["kinds"].index("host staging")
+    return sum(a["size"][i] for i in range(len(a["tile"])) if a["tile"][i] == tile and a["kind"][i] != host
+               and a["first"][i] <= phase and (a["last"][i] < 0 or phase <= a["last"][i]))
+
+
+def body_step(placement, offset=1):
+    """A step of the Repeat body (offset into it), else of the main program."""
+    repeat = placement["repeat"]
+    if repeat["count"]:
+        return repeat["first"] + min(offset, repeat["count"] - 1)
+    return next(s for s, init in enumerate(placement["steps"]["init"]) if not init)
+
+
+def check_links(driver, folder, tile, step):
+    folder = Path(folder)
+    placement = load(folder / "memory" / "placement.json")
+    run = load(folder / "run" / "run-profile.json")
+    timeline = load(folder / "run" / "memory-timeline.json")
+    phase = placement["steps"]["phase"][step]
+    open_page(driver, folder / "memory" / "placement.html")
+    driver.execute_script("placementViewer.setTile(arguments[0]); placementViewer.setStep(arguments[1])", tile, step)
+    hash_ = driver.execute_script("return location.hash")
+    expect(hash_ == f"#tile={tile}&phase={phase}", f"the placement viewer's hash is {hash_!r}")
+    follow(driver, "run_profile")
+    pinned = driver.execute_script("return runProfile.pinned()")
+    expect(pinned is not None and run["steps"][pinned]["phase"] == phase,
+           f"the run profile pinned step {pinned}, not one of phase {phase}")
+    expect(driver.execute_script("return runProfile.selectedTile()") == tile, "the run profile's tile differs")
+    state = driver.execute_script("return runMemory.state()")
+    expect(state["tile"] == tile and state["phase"] == phase, f"the run-time memory section shows {state}")
+    want = live_bytes(timeline, tile, phase)
+    got = driver.execute_script("return runMemory.liveSum()")
+    expect(got == want, f"'live now' adds up to {got} bytes; the allocation table says {want}")
+    follow(driver, "memory")
+    got = driver.execute_script("return memoryProfile.state()")
+    expect(got["tile"] == tile and got["phase"] == phase, f"the memory profile shows {got}")
+    follow(driver, "placement")
+    expect(driver.execute_script("return placementViewer.tile()") == tile, "back in the placement viewer, another tile")
+    expect(driver.execute_script("return placementViewer.step()") == step, "back in the placement viewer, another step")
+    return f"tile {tile}, phase {phase}: placement -> run profile -> memory profile -> placement ({want:,} B live)"
+
+
+def check_heatmap(driver, folder, tile, step):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+    placement = load(Path(folder) / "memory" / "placement.json")
+    open_page(driver, Path(folder) / "memory" / "placement.html")
+    WebDriverWait(driver, WAIT).until(lambda d: d.execute_script("return placementDevice.drawn()"))
+    canvas = driver.find_element(By.ID, "device-canvas")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", canvas)
+    point = driver.execute_script("return placementDevice.point(arguments[0], arguments[1])", tile, step)
+    box = driver.execute_script("const b = arguments[0].getBoundingClientRect(); return [b.left, b.top]", canvas)
+    x, y = int(box[0] + point["x"] + 0.5), int(box[1] + point["y"] + 0.5)
+    actions = ActionChains(driver)
+    actions.w3c_actions.pointer_action.move_to_location(x, y)
+    actions.perform()
+    # The pixel under the pointer shows the fullest of the tiles and steps under it: which, from the report.
+    estimate = placement["footprint"]["estimate"]
+    tiles, steps = len(estimate), len(placement["steps"]["label"])
+    px, py = math.floor(x - box[0]), math.floor(y - box[1])
+
+    def cells(i, n, pixels):
+        lo = i * n // pixels
+        return range(lo, min(n, max(lo + 1, (i + 1) * n // pixels)))
+    under = [(estimate[t][s], -t, -s) for t in cells(py, tiles, point["h"]) for s in cells(px, steps, point["w"])]
+    tile, step = -max(under)[1], -max(under)[2]
+    tooltip = driver.find_element(By.ID, "tooltip")
+    shown = driver.execute_script("return [arguments[0].dataset.kind, arguments[0].innerText]", tooltip)
+    want = f"Tile {tile} \u00b7 phase {placement['steps']['phase'][step]}"
+    expect(shown[0] == "device" and want in shown[1] and placement["steps"]["label"][step] in shown[1],
+           f"the heatmap's tooltip says {shown[1]!r}, expected {want!r} and {placement['steps']['label'][step]!r}")
+    ActionChains(driver).click().perform()
+    got = driver.execute_script("return [placementViewer.tile(), placementViewer.step()]")
+    expect(got == [tile, step], f"the heatmap click opened tile and step {got}, not {[tile, step]}")
+    return f"tile {tile}, step {step} opened; the tooltip names {placement['steps']['label'][step]!r}"
+
+
+def check_search(driver, folder, query):
+    from selenium.webdriver.common.by import By
+    placement = load(Path(folder) / "memory" / "placement.json")
+    a, names = placement["allocations"], placement["names"]
+    expected = sorted({a["tile"][i] for i in range(len(a["tile"])) if query in names[a["name"][i]] or
+                       (a["alias"][i] >= 0 and query in names[a["alias"][i]])})
+    open_page(driver, Path(folder) / "memory" / "placement.html")
+    box = driver.find_element(By.ID, "device-search")
+    box.send_keys(query)
+    listed = driver.execute_script("return placementDevice.results().map(r => r.tile)")
+    expect(listed == expected, f"the search for {query!r} lists {len(listed)} tiles, the report has {len(expected)}")
+    rows = driver.find_elements(By.CSS_SELECTOR, "#device-results tr[data-tile]")
+    expect(len(rows) == min(500, len(expected)), f"{len(rows)} result rows shown for {len(expected)} tiles")
+    pick = len(rows) // 2
+    rows[pick].find_element(By.TAG_NAME, "button").click()
+    tile = driver.execute_script("return placementViewer.tile()")
+    pinned = driver.execute_script("return placementViewer.pinned()")
+    expect(tile == expected[pick], f"the result row of tile {expected[pick]} opened tile {tile}")
+    expect(pinned is not None and query in names[a["name"][pinned]] or
+           (pinned is not None and a["alias"][pinned] >= 0 and query in names[a["alias"][pinned]]),
+           "the opened tile's pinned allocation is not a match")
+    return f"{query!r}: every one of its {len(expected)} tiles listed; tile {tile} opened with a match pinned"
+
+
+def check_tooltips(driver, folder):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    timeline = load(Path(folder) / "run" / "memory-timeline.json")
+    open_page(driver, Path(folder) / "run" / "run-profile.html")
+    hit = driver.find_element(By.CSS_SELECTOR, "#memory-chart rect.hit")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", hit)
+    ActionChains(driver).move_to_element(hit).perform()
+    tooltip = driver.find_element(By.ID, "tooltip")
+    expect(tooltip.get_attribute("data-kind") == "memory", "the memory chart showed no tooltip")
+    steps, ops = timeline["steps"], timeline["ops"]
+    middle = (len(steps["phase"]) - 1) // 2
+
+    def label(e):
+        op = steps["op"][e]
+        return "\u2014" if op is None else f"op {op} {ops['kind'][op]} {ops['name'][op]}"
+    text = tooltip.find_element(By.CSS_SELECTOR, "[data-field='op']").text
+    near = {label(e) for e in range(max(0, middle - 2), min(len(steps["phase"]), middle + 3))}
+    expect(text in near, f"the memory chart's tooltip says {text!r}, expected one of {sorted(near)}")
+    return f"the memory chart names {text!r} halfway along"
+
+
+def first_paint(driver, folder):
+    """The placement viewer's first paint (ms since navigation), cold then warm."""
+    paints = []
+    for _ in range(2):
+        open_page(driver, Path(folder) / "memory" / "placement.html")
+        paints.append(driver.execute_script("return placementViewer.stats().firstPaintMs"))
+    return paints
+
+
+def run_all(driver, folder, tile, step, query):
+    """Every check on one run folder: (results by name: {"ok", "detail"}, first paints)."""
+    results = {}
+    for name, check in (("links", lambda: check_links(driver, folder, tile, step)),
+                        ("heatmap", lambda: check_heatmap(driver, folder, tile, step)),
+                        ("search", lambda: check_search(driver, folder, query)),
+                        ("tooltips", lambda: check_tooltips(driver, folder))):
+        began = time.perf_counter()
+        try:
+            results[name] = {"ok": True, "detail": check()}
+        except CheckFailed as failure:
+            results[name] = {"ok": False, "detail": str(failure)}
+        results[name]["seconds"] = time.perf_counter() - began
+    paints = first_paint(driver, folder)
+    errors = console_errors(driver)
+    results["console"] = {"ok": not errors, "detail": "; ".join(errors[:3]) or "no console errors"}
+    return results, paints
