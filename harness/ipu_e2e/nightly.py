@@ -35,7 +35,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import artifacts, child, fanout, mutation_catalogue
+from . import artifacts, child, fanout, mutation_catalogue, run_reports
 from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError, guarded, output_folders
 from .progress import Progress
 
@@ -267,7 +267,8 @@ def write_summary(output, plan, entries):
     of those finished (in plan order); returns the summary."""
     order = {c["name"]: i for i, c in enumerate(plan)}
     entries = sorted(entries, key=lambda e: order[e["name"]])
-    summary = {"planned": [c["name"] for c in plan], "complete": len(entries) == len(plan),
+    summary = {**run_reports.record("nightly-summary", ["ci/nightly", *sys.argv[1:]]),
+               "planned": [c["name"] for c in plan], "complete": len(entries) == len(plan),
                "cases": entries, "passed": sum(e["status"] == "ok" for e in entries),
                "limits": {"cycles_ratio": CYCLES_RATIO, "cosine_drop": COSINE_DROP, "wall_ratio": WALL_RATIO,
                           "wall_floor_seconds": WALL_FLOOR}}

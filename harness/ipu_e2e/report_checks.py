@@ -96,8 +96,11 @@ def check_links(driver, folder, tile, step):
     expect(hash_ == f"#tile={tile}&phase={phase}", f"the placement viewer's hash is {hash_!r}")
     follow(driver, "run_profile")
     pinned = driver.execute_script("return runProfile.pinned()")
-    expect(pinned is not None and run["steps"][pinned]["phase"] == phase,
-           f"the run profile pinned step {pinned}, not one of phase {phase}")
+    # An executed step is its control op's run: it holds the op's phases 2g and 2g + 1.
+    expect(pinned is not None and run["steps"][pinned]["phase"] == phase - phase % 2,
+           f"the run profile pinned step {pinned}, not the one holding phase {phase}")
+    hash_ = driver.execute_script("return location.hash")
+    expect(f"tile={tile}&phase={phase}" in hash_, f"the run profile's hash is {hash_!r}")
     expect(driver.execute_script("return runProfile.selectedTile()") == tile, "the run profile's tile differs")
     state = driver.execute_script("return runMemory.state()")
     expect(state["tile"] == tile and state["phase"] == phase, f"the run-time memory section shows {state}")

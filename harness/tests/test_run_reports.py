@@ -180,3 +180,26 @@ def test_links_heatmap_search_and_tooltips(small_run, browser):
     report_checks.check_search(browser, small_run, "hidden")
     report_checks.check_tooltips(browser, small_run)
     assert not report_checks.console_errors(browser)
+
+
+@pytest.fixture(scope="module")
+def vit_small_run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("vit-small-reports")
+    done = run_folder(folder, "--workload", "vit-small", "--tiles", "16", "--layers", "2", "--tokens", "20",
+                      "--heads", "4", "--head-dim", "8", "--hidden", "40")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return folder
+
+
+def test_an_exchange_phase_in_a_repeat_lands_on_its_step_in_every_report(vit_small_run, browser):
+    """An exchange joins its compute step's control op: the run profile pins that op's step, and the place keeps
+    the exchange's own phase (and the run-time memory section shows it)."""
+    from ipu_e2e import report_checks
+    placement = load(vit_small_run / "memory" / "placement.json")
+    repeat, phases = placement["repeat"], placement["steps"]["phase"]
+    body = range(repeat["first"], repeat["first"] + repeat["count"])
+    exchange = next(s for s in body if phases[s] % 2 and s > repeat["first"] and phases[s - 1] == phases[s] - 1)
+    report_checks.check_links(browser, vit_small_run, 5, exchange)
+    report_checks.check_heatmap(browser, vit_small_run, 9, exchange)
+    report_checks.check_search(browser, vit_small_run, "residual")
+    assert not report_checks.console_errors(browser)

@@ -457,11 +457,14 @@
     const head = h("div", { className: "listing-head", style: "height:" + LIFE_RULER + "px" },
       ["Program of tile " + TL.t + ": " + TL.lines.length + " lines"]);
     const nodes = [], nth = new Int32Array(NS);
+    /* Operands name their allocations: "@12+64" reads "w1[0,3]+64". */
+    const named = (text) => text.replace(/@(\d+)\+(\d+)/g, (whole, id, offset) =>
+      Number(id) < N ? names[aName[Number(id)]] + (offset === "0" ? "" : "+" + offset) : whole);
     for (const k of TL.lines) {
-      const s = lineStep[k];
+      const s = lineStep[k], text = named(L.text[k]);
       const node = h("div", { className: "line" + (nth[s] === 0 ? " step-start" : ""),
-        dataset: { line: String(k), step: String(s), nth: String(nth[s]++) }, title: L.text[k] },
-      [h("span", { className: "s", text: String(s) }), h("span", { text: L.text[k] })]);
+        dataset: { line: String(k), step: String(s), nth: String(nth[s]++) }, title: text },
+      [h("span", { className: "s", text: String(phaseOf(s)) }), h("span", { text })]);
       nodes.push(node);
     }
     lineNodes = nodes;

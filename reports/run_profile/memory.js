@@ -216,7 +216,7 @@
     state.step = Math.max(0, Math.min(E - 1, e));
     if (pinStep && P && S.program[state.step] === "main") {
       const i = P.stepOf(S.phase[state.step], S.iteration[state.step] === null ? undefined : S.iteration[state.step]);
-      if (i >= 0) P.pin(i);
+      if (i >= 0) P.pin(i, S.phase[state.step]);
     }
     render();
   }
@@ -236,12 +236,15 @@
     liveNow();
   }
 
-  /* The last invocation's executed phase of a run-profile step (its phase and iteration). */
-  function executedOf(step) {
-    let found = -1;
-    for (let e = 0; e < E; e++)
-      if (S.program[e] === "main" && S.phase[e] === step.phase && S.iteration[e] === step.iteration) found = e;
-    return found;
+  /* The last invocation's executed phase of a run-profile step at a phase (its own, or its exchange half). */
+  function executedOf(step, phase) {
+    let found = -1, half = -1;
+    for (let e = 0; e < E; e++) {
+      if (S.program[e] !== "main" || S.iteration[e] !== step.iteration) continue;
+      if (S.phase[e] === step.phase) found = e;
+      if (S.phase[e] === phase) half = e;
+    }
+    return half >= 0 ? half : found;
   }
 
   $("memory-legend").replaceChildren(...TL.categories.map((name, c) => {
@@ -263,15 +266,15 @@
   $("memory-peak").addEventListener("click", () => { if (P) P.selectTile(pk.tile); else select(pk.tile); pick(pk.step, true); });
   window.addEventListener("resize", () => { chart(); drawStrip(); });
   if (P) {
-    P.follow(({ tile, step }) => {
+    P.follow(({ tile, step, phase }) => {
       if (tile >= 0 && tile !== state.tile) { state.tile = tile; state.series = seriesOf(tile); }
-      if (step >= 0) { const e = executedOf(P.profile.steps[step]); if (e >= 0) state.step = e; }
+      if (step >= 0) { const e = executedOf(P.profile.steps[step], phase); if (e >= 0) state.step = e; }
       $("memory-tile").value = String(state.tile);
       render();
     });
     const t = P.selectedTile(), pinned = P.pinned();
     if (t !== null) state.tile = t;
-    if (pinned !== null) { const e = executedOf(P.profile.steps[pinned]); if (e >= 0) state.step = e; }
+    if (pinned !== null) { const e = executedOf(P.profile.steps[pinned], P.phase()); if (e >= 0) state.step = e; }
   }
   state.series = seriesOf(state.tile);
   $("memory-tile").value = String(state.tile);

@@ -122,12 +122,14 @@
   const opLabel = (i) => (isNum(i) ? "op " + i + (typeof ops[i] === "string" ? " " + ops[i] : "") : "\u2014");
   const phaseText = (s) => (isNum(s.phase) ? "phase " + s.phase + (isNum(s.iteration) ? ", iteration " + s.iteration : "")
     : "");
-  /* The executed step of a phase (and iteration, when given): the first that matches, else the first after. */
+  /* The executed step of a phase (and iteration, when given): the first that matches, else the first after.
+     A step is its control op's run, so it holds both of the op's phases, 2g and 2g + 1. */
   function stepOfPlace(phase, iteration) {
+    const op = phase - (phase % 2);
     let after = -1;
     for (let i = 0; i < N; i++) {
-      if (steps[i].phase === phase && (iteration === undefined || steps[i].iteration === iteration)) return i;
-      if (after < 0 && steps[i].phase > phase) after = i;
+      if (steps[i].phase === op && (iteration === undefined || steps[i].iteration === iteration)) return i;
+      if (after < 0 && steps[i].phase > op) after = i;
     }
     return after;
   }
@@ -581,14 +583,22 @@
     );
   }
 
-  function keepPlace() {
+  /* The place's phase: the pinned step's, or the exchange half of it when the page was opened there. */
+  function placePhase() {
     const s = T.pinned >= 0 ? steps[T.pinned] : null;
-    window.ipuReport.setPlace({ tile: L.selected >= 0 ? L.selected : undefined,
-      phase: s && isNum(s.phase) ? s.phase : undefined, iteration: s && isNum(s.iteration) ? s.iteration : undefined });
+    if (!s || !isNum(s.phase)) return undefined;
+    return T.phase === s.phase + 1 ? T.phase : s.phase;
   }
 
-  function pin(i, reveal) {
+  function keepPlace() {
+    const s = T.pinned >= 0 ? steps[T.pinned] : null;
+    window.ipuReport.setPlace({ tile: L.selected >= 0 ? L.selected : undefined, phase: placePhase(),
+      iteration: s && isNum(s.iteration) ? s.iteration : undefined });
+  }
+
+  function pin(i, reveal, phase) {
     T.pinned = i >= 0 && i < N ? i : -1;
+    T.phase = phase;
     keepPlace();
     if (T.pinned >= 0 && reveal && (T.pinned < T.start || T.pinned + 1 > T.start + T.span)) {
       T.start = T.pinned + 0.5 - T.span / 2;
@@ -740,7 +750,7 @@
     pitch: 130 };
   /* Who follows the place (the run-time memory section): called with { tile, step }. */
   const followers = [];
-  function tellFollowers() { for (const f of followers) f({ tile: L.selected, step: T.pinned }); }
+  function tellFollowers() { for (const f of followers) f({ tile: L.selected, step: T.pinned, phase: placePhase() }); }
 
   function selectTile(t) {
     L.selected = t >= 0 && t < NT ? t : -1;
@@ -937,13 +947,16 @@
     },
     pinned() { return T.pinned >= 0 ? T.pinned : null; },
     slowestTile() { return slowest >= 0 ? slowest : null; },
-    pin(i) { pin(i, true); drawAll(); },
+    /** Pins step i (at phase, its exchange half, when given). */
+    pin(i, phase) { pin(i, true, phase); drawAll(); },
     /** The tile selected in the strip (null: none), and selecting one. */
     selectedTile() { return L.selected >= 0 ? L.selected : null; },
     selectTile(t) { selectTile(t); drawAll(); },
     /** The executed step of a phase and iteration (-1: none), and pinning it. */
     stepOf(phase, iteration) { return stepOfPlace(phase, iteration); },
-    /** Calls fn({ tile, step }) whenever the selected tile or the pinned step changes. */
+    /** The place's phase (the pinned step's, or its exchange half), or null. */
+    phase() { const p = placePhase(); return p === undefined ? null : p; },
+    /** Calls fn({ tile, step, phase }) whenever the selected tile or the pinned step changes. */
     follow(fn) { followers.push(fn); },
   };
 
@@ -955,7 +968,7 @@
     peak = peak && peak.peak ? peak.peak : null;
     const tile = place.tile !== undefined ? place.tile : peak ? peak.tile : -1;
     L.selected = tile >= 0 && tile < NT ? tile : -1;
-    if (place.phase !== undefined) pin(stepOfPlace(place.phase, place.iteration), true);
+    if (place.phase !== undefined) pin(stepOfPlace(place.phase, place.iteration), true, place.phase);
     else if (peak) pin(stepOfPlace(peak.phase, isNum(peak.iteration) ? peak.iteration : undefined), true);
     else keepPlace();
   }
