@@ -5,15 +5,16 @@ page's template, script and style sheet live in reports/placement/; they are
 inlined, each after the shared reports/common/common.js and common.css,
 together with the report, so the file opens offline from anywhere.
 The report is checked (it parses, is version 1, its allocation columns agree
-in length) and embedded as the JSON text it is, with every '<' written as
-\\u003c so nothing inside it can end the script element.  The page is written
+in length) and embedded as JSON, with every '<' written as \\u003c so
+nothing inside it can end a script element; its listing and footprint go
+in elements after the script (render_placement_html).  The page is written
 atomically (artifacts.write_bytes); nothing is written when the report is
 refused.
 """
 from pathlib import Path
 
 from . import artifacts
-from .report import REPORTS, inline_page, parse_report
+from .report import REPORTS, embedded_json, inline_page, parse_report
 
 PLACEMENT = REPORTS / "placement"
 COLUMNS = ("tile", "address", "size", "first", "last", "name", "kind", "alias", "members")
@@ -35,12 +36,23 @@ def check_report(report):
 
 
 def render_placement_html(json_text, links=None):
-    """The page for one placement report (its JSON text), as a str."""
-    check_report(parse_report(json_text, "placement report", "placement", 1))
-    # Outside strings, JSON has no '<': replacing it everywhere only touches string contents,
-    # where \u003c parses back to '<'.
-    data = json_text.strip().replace("<", "\\u003c")
-    return inline_page(PLACEMENT, "viewer.css", ("viewer.js", "device.js"), data, links or {})
+    """The page for one placement report (its JSON text), as a str.  The
+    listing and the footprint, the bulk of a large report, are embedded after
+    the script so the page paints before the browser has read them; the
+    largest estimate's tile and step (where the page opens) go with the rest
+    as "opening"."""
+    report = parse_report(json_text, "placement report", "placement", 1)
+    check_report(report)
+    listing, footprint = report.pop("listing"), report.pop("footprint")
+    best = (-1, 0, -1)
+    for tile, series in enumerate((footprint or {}).get("estimate") or []):
+        if series:
+            peak = max(series)
+            if peak > best[0]:
+                best = (peak, tile, series.index(peak))
+    report["opening"] = {"tile": best[1], "step": best[2]}
+    return inline_page(PLACEMENT, "viewer.css", ("viewer.js", "device.js"), embedded_json(report), links or {},
+                       {"LISTING": embedded_json(listing), "FOOTPRINT": embedded_json(footprint)})
 
 
 def write_placement_html(json_path, html_path, links=None):

@@ -228,22 +228,29 @@ def test_the_overlap_check_catches_an_allocation_moved_onto_a_live_one(tmp_path)
 
 # ---------------------------------------------------------------- the HTML writer
 
-def embedded(html):
-    match = re.search(r'<script type="application/json" id="placement-data">(.*?)</script>', html, re.S)
-    assert match, "no embedded report"
+def embedded(html, element="placement-data"):
+    match = re.search(rf'<script type="application/json" id="{element}">(.*?)</script>', html, re.S)
+    assert match, f"no embedded {element}"
     return match.group(1)
 
 
 def test_writer_embeds_the_report_unchanged(case, tmp_path):
+    """The report, less its listing and footprint (embedded after the script) and with where the page opens
+    (the largest estimate's tile and step, computed here), every '<' escaped."""
     report = json.loads(json.dumps(case.report))
     report["names"][0] = "</script><script>window.injected = 1</script><!-- <b>"
     source = tmp_path / "hostile.json"
     source.write_text(json.dumps(report))
     placement_report.write_placement_html(source, tmp_path / "out" / "placement.html")
     html = (tmp_path / "out" / "placement.html").read_text()
-    data = embedded(html)
-    assert "<" not in data
-    assert json.loads(data) == report
+    parts = {name: embedded(html, name) for name in ("placement-data", "placement-listing", "placement-footprint")}
+    assert not any("<" in text for text in parts.values())
+    rest = dict(report)
+    assert json.loads(parts["placement-listing"]) == rest.pop("listing")
+    footprint = rest.pop("footprint")
+    assert json.loads(parts["placement-footprint"]) == footprint
+    peak = max((v, -t, -s) for t, series in enumerate(footprint["estimate"]) for s, v in enumerate(series))
+    assert json.loads(parts["placement-data"]) == dict(rest, opening={"tile": -peak[1], "step": -peak[2]})
     assert "/*@@" not in html and "window.placementViewer" in html and "<canvas" in html
     assert not [p for p in (tmp_path / "out").iterdir() if p.name != "placement.html"]  # no temporary left
 

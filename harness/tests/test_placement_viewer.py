@@ -11,7 +11,8 @@ Shift-wheel around the pointer, drag on the map, drag on the ruler) gives
 the expected range, right-click undoes them one by one and Escape cancels a
 drag; row heights change the map's height; highlight counts and fades;
 reset restores the whole range; in the lifetime view a click pins and marks
-exactly the listing lines that use the allocation; a gap selects its tile
+exactly the listing lines that use the allocation (each shown with its
+phase and its operands named); a gap selects its tile
 and step.  Expected values (rows, ranges, counts, listing lines) are computed
 here from the JSON; the page's window.placementViewer API only says where
 things are drawn, so the mouse can be put there.  The browser console must
@@ -596,7 +597,10 @@ def test_lifetime_click_marks_the_listing_lines_that_use_it(page):
     for e in page.d.find_elements(By.CSS_SELECTOR, "#listing .line.uses"):
         k = int(e.get_attribute("data-line"))
         shown = [s.get_attribute("textContent") for s in e.find_elements(By.TAG_NAME, "span")]
-        assert shown == [str(listing["step"][k]), listing["text"][k]]
+        # The line's phase, and its operands by allocation name ("@12+64" reads "w1[0,3]+64").
+        named = re.sub(r"@(\d+)\+(\d+)", lambda m: page.names[a["name"][int(m[1])]] + ("" if m[2] == "0" else
+                                                                                   "+" + m[2]), listing["text"][k])
+        assert shown == [str(report["steps"]["phase"][listing["step"][k]]), named]
         assert re.search(rf"@{ident}\+", listing["text"][k]) or not re.search(r"@\d+\+", listing["text"][k])
         top, bottom = page.js("const r = arguments[0].getBoundingClientRect(); return [r.top, r.bottom]", e)
         middle = (top + bottom) / 2 - life[0]

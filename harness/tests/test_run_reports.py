@@ -203,3 +203,23 @@ def test_an_exchange_phase_in_a_repeat_lands_on_its_step_in_every_report(vit_sma
     report_checks.check_heatmap(browser, vit_small_run, 9, exchange)
     report_checks.check_search(browser, vit_small_run, "residual")
     assert not report_checks.console_errors(browser)
+
+
+def test_the_memory_profile_stacks_categories_that_add_up_to_the_usage(small_run, browser):
+    """The chart's categories come from the live values and the step's scratch; their sum in each step group's
+    tooltip is the profile's own per-tile usage (standard + interleaved), and the tooltip names the step."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from ipu_e2e import report_checks
+    profile = load(small_run / "memory" / "memory-mlp-1.json")
+    report_checks.open_page(browser, small_run / "memory" / "memory-mlp-1.html", "tile=5")
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#chart path.category")) == 5
+    for i, step in enumerate(profile["timeline"]["steps"]):
+        hit = browser.find_element(By.CSS_SELECTOR, f"#chart .step-hit[data-step='{i}']")
+        ActionChains(browser).move_to_element(hit).perform()
+        tooltip = browser.find_element(By.ID, "tooltip")
+        total = tooltip.find_element(By.CSS_SELECTOR, "[data-field='total']").text
+        usage = sum(step["tile_usage"][5])
+        assert total.split(" B")[0] == f"{usage:,}", (i, total, usage)
+        assert step["label"] in tooltip.find_element(By.CSS_SELECTOR, "[data-field='op']").text
+    assert not report_checks.console_errors(browser)

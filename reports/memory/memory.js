@@ -1,21 +1,24 @@
 /* memory.js: the planner memory profile page (template.html).  It reads the
    profile (JSON version 3, engine/src/report/memory.c) from
-   #memory-profile-data and shows, for one selected tile, standard,
-   interleaved and total live storage over the steps; the page opens on the
-   tile and step with the largest total.  Peak buttons select a peak's step
-   and tile; the tile selector keeps its tile while the step moves (slider,
-   arrows, a click on the chart, the arrow keys); "Step's peak tile" selects
-   the fullest tile of the current step.  The table lists the allocations
-   live on that tile at that step (largest first), with payload apart from
-   alignment and tails, resident copies, scratch on its own line and the
-   tile's usage; a row expands to its layout and aliases; the filter keeps
-   names that contain its text; parameter sequences are one row each unless
-   ungrouped, when every member has its own.  The tile and the step's
-   program phase (the package's numbering, which every report shares) are
-   kept in the URL hash (#tile=T&phase=P) and carried by the links to the
-   run's other reports; a page opened with a hash shows the step group
-   holding that phase.  window.memoryProfile.state() says what is selected
-   (for tests). */
+   #memory-profile-data and shows, for one selected tile, its live storage
+   over the step groups stacked by what holds it (parameters, activations,
+   operand copies, staging, scratch: live values plus the step's scratch,
+   which reconstruct the tile's usage), with byte ticks in KiB or MiB, the
+   budget line labelled, phase and label ticks and a tooltip per step group;
+   the page opens on the tile and step with the largest total.  Peak buttons
+   select a peak's step and tile; the tile selector keeps its tile while the
+   step moves (slider, arrows, a click on the chart, the arrow keys); "Step's
+   peak tile" selects the fullest tile of the current step.  The table lists
+   the allocations live on that tile at that step (largest first), with
+   payload apart from alignment and tails, resident copies, scratch on its
+   own line and the tile's usage; a row expands to its layout and aliases;
+   the filter keeps names that contain its text; parameter sequences are one
+   row each unless ungrouped, when every member has its own.  The tile and
+   the step's program phase (the package's numbering, which every report
+   shares) are kept in the URL hash (#tile=T&phase=P) and carried by the
+   links to the run's other reports; a page opened with a hash shows the step
+   group holding that phase.  window.memoryProfile.state() says what is
+   selected (for tests). */
 (function () {
   "use strict";
   const R = window.ipuReport;
@@ -111,15 +114,64 @@
     return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
   }
 
+  /* What holds a value's bytes: the categories the chart stacks (scratch comes from the steps). */
+  const CATEGORIES = ["parameter", "activation", "operand copy", "staging", "scratch"];
+  const COLOURS = ["#3d6fb4", "#4c9f58", "#e8913a", "#9a67b5", "#c9a227"];
+  function categoryOf(v) {
+    if (v.role === "parameter") return 0;
+    return v.kind === "operand" ? 2 : v.kind === "staging" ? 3 : v.kind === "scratch" ? 4 : 1;
+  }
+
+  /* Per step group, the selected tile's bytes by category: live allocation roots (an alias shares its
+     root's storage and is not counted again) plus the step's scratch. */
+  function breakdown(tile) {
+    const out = steps.map((s) => { const b = [0, 0, 0, 0, 0]; b[4] = s.tile_scratch[tile][0] + s.tile_scratch[tile][1]; return b; });
+    for (const v of values) {
+      const bytes = v.tile_bytes[tile];
+      if (!bytes || v.kind === "alias") continue;
+      const c = categoryOf(v);
+      for (let g = v.first_step; g <= v.last_step && g < steps.length; g++) out[g][c] += bytes;
+    }
+    return out;
+  }
+
+  const unit = (v) => (v >= 1 << 20 ? (v / (1 << 20)).toFixed(1) + " MiB" : v >= 1024 ? Math.round(v / 1024) + " KiB"
+    : v + " B");
+
+  function tooltip(i, parts, event) {
+    const box = $("tooltip"), s = steps[i], total = parts.reduce((a, b) => a + b, 0);
+    box.replaceChildren();
+    const title = document.createElement("div");
+    title.className = "tt-title";
+    title.textContent = `Phase ${s.phases[0] === s.phases[1] ? s.phases[0] : s.phases[0] + "\u2013" + s.phases[1]}: ` +
+      `${s.label}${s.op === null ? "" : " (op " + s.op + ")"}`;
+    title.dataset.field = "op";
+    const table = document.createElement("table");
+    CATEGORIES.forEach((name, c) => {
+      const tr = table.insertRow();
+      tr.insertCell().textContent = name;
+      tr.insertCell().textContent = R.bytes(parts[c]);
+    });
+    const tr = table.insertRow();
+    tr.insertCell().textContent = `tile ${state.tile} in all`;
+    const cell = tr.insertCell();
+    cell.textContent = R.bytes(total);
+    cell.dataset.field = "total";
+    box.append(title, table);
+    box.hidden = false;
+    box.style.left = Math.min(event.clientX + 14, window.innerWidth - box.offsetWidth - 8) + "px";
+    box.style.top = Math.min(event.clientY + 14, window.innerHeight - box.offsetHeight - 8) + "px";
+  }
+
   function chart() {
     const svg = $("chart");
-    const w = svg.clientWidth || 800, h = svg.clientHeight || 260, left = 70, bottom = 18, top = 8;
+    const w = svg.clientWidth || 800, h = svg.clientHeight || 260, left = 70, bottom = 34, top = 8;
     svg.setAttribute("viewBox", `0 0 ${w} ${h}`);
     while (svg.firstChild) svg.removeChild(svg.firstChild);
-    const series = steps.map((s) => s.tile_usage[state.tile]);
-    const most = Math.max(profile.budget, ...series.map((u) => u[0] + u[1]), 1);
+    const parts = breakdown(state.tile), totals = parts.map((b) => b.reduce((a, c) => a + c, 0));
+    const most = Math.max(profile.budget, ...totals, 1);
     const n = steps.length, dx = (w - left - 4) / n;
-    const x = (i) => left + (i + 0.5) * dx, y = (v) => top + (h - top - bottom) * (1 - v / most);
+    const y = (v) => top + (h - top - bottom) * (1 - v / most);
     const add = (tag, attrs, text) => {
       const el = document.createElementNS(svgNS, tag);
       for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
@@ -128,22 +180,40 @@
       return el;
     };
     add("rect", { class: "selected", x: left + state.step * dx, y: top, width: Math.max(dx, 1), height: h - top - bottom });
-    for (const frac of [0, 0.5, 1])
-      add("text", { class: "axis", x: 4, y: y(most * frac) + 4 }, fmt(Math.round(most * frac)));
+    const raw = most / 4, power = Math.pow(2, Math.floor(Math.log2(Math.max(1, raw))));
+    const tick = [1, 2, 4, 8].map((m) => m * power).find((t) => t >= raw) || 8 * power;
+    for (let v = 0; v <= most; v += tick) {
+      add("line", { x1: left, x2: w - 4, y1: y(v), y2: y(v), class: "grid" });
+      add("text", { class: "axis", x: left - 6, y: y(v) + 4, "text-anchor": "end" }, unit(v));
+    }
+    /* Stacked categories: each step group a column. */
+    const below = new Float64Array(n);
+    CATEGORIES.forEach((name, c) => {
+      let d = "";
+      for (let i = 0; i < n; i++) {
+        const x0 = left + i * dx, x1 = x0 + dx, top0 = y(below[i] + parts[i][c]);
+        d += `M${x0.toFixed(1)},${y(below[i]).toFixed(1)}H${x1.toFixed(1)}V${top0.toFixed(1)}H${x0.toFixed(1)}Z`;
+        below[i] += parts[i][c];
+      }
+      add("path", { d, fill: COLOURS[c], "fill-opacity": 0.85, class: "category", "data-category": name });
+    });
     add("line", { x1: left, x2: w - 4, y1: y(profile.budget), y2: y(profile.budget),
                   stroke: cssColour("--c-budget"), "stroke-dasharray": "4 3" });
-    const line = (pick, colour, cls) => add("polyline", {
-      class: cls, fill: "none", stroke: colour, "stroke-width": 2,
-      points: series.map((u, i) => `${x(i).toFixed(1)},${y(pick(u)).toFixed(1)}`).join(" ") });
-    line((u) => u[0], cssColour("--c-standard"), "line-standard");
-    line((u) => u[1], cssColour("--c-interleaved"), "line-interleaved");
-    line((u) => u[0] + u[1], cssColour("--c-total"), "line-total");
+    add("text", { class: "axis", x: w - 6, y: y(profile.budget) + 13, "text-anchor": "end" },
+        "budget " + R.bytes(profile.budget));
+    /* Step labels: a few, each its phase and label. */
+    const every = Math.max(1, Math.ceil(n / 6));
+    for (let i = 0; i < n; i += every)
+      add("text", { class: "axis", x: left + (i + 0.5) * dx, y: h - bottom + 14, "text-anchor": "middle" },
+          `phase ${steps[i].phases[0]}`);
+    for (let i = 0; i < n; i += every)
+      add("text", { class: "axis op", x: left + (i + 0.5) * dx, y: h - bottom + 27, "text-anchor": "middle" },
+          steps[i].label);
     steps.forEach((s, i) => {
       const hit = add("rect", { class: "step-hit", x: left + i * dx, y: top, width: Math.max(dx, 1),
                                 height: h - top - bottom, "data-step": i });
-      const u = s.tile_usage[state.tile];
-      hit.appendChild(document.createElementNS(svgNS, "title")).textContent =
-        `phase ${s.phases[0]}: ${s.label} — ${fmt(u[0] + u[1])} B on tile ${state.tile}`;
+      hit.addEventListener("pointermove", (event) => tooltip(i, parts[i], event));
+      hit.addEventListener("pointerleave", () => { $("tooltip").hidden = true; });
     });
   }
 

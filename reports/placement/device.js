@@ -17,19 +17,24 @@
   if (!V) return;
   const $ = (id) => document.getElementById(id);
   const R = V.report, A = R.allocations, NT = R.tiles, NS = R.steps.label.length;
-  const est = (R.footprint && R.footprint.estimate) || [];
+  let est = [];
   const names = R.names || [];
   const phaseOf = (s) => (Array.isArray(R.steps.phase) ? R.steps.phase[s] : s);
   const STRIP = 90, GAP = 8;
   const canvas = $("device-canvas"), tooltip = $("tooltip");
   const peaks = new Float64Array(NT);
-  let max = 1;
-  for (let t = 0; t < NT; t++) {
-    const series = est[t] || [];
-    for (let s = 0; s < series.length; s++) peaks[t] = Math.max(peaks[t], series[s]);
-    max = Math.max(max, peaks[t]);
+  let max = 1, image = null, marked = null;
+  /* The footprint arrives after the first paint (viewer.js later()). */
+  function takeFootprint() {
+    est = (R.footprint && R.footprint.estimate) || [];
+    for (let t = 0; t < NT; t++) {
+      const series = est[t] || [];
+      for (let s = 0; s < series.length; s++) peaks[t] = Math.max(peaks[t], series[s]);
+      max = Math.max(max, peaks[t]);
+    }
+    image = null;
+    draw();
   }
-  let image = null, marked = null;
 
   /* White for nothing live, to dark blue for the fullest tile's peak. */
   function colour(v) {
@@ -202,7 +207,8 @@
   $("device-search").addEventListener("input", (event) => search(event.target.value));
   window.addEventListener("resize", () => { image = null; draw(); });
   document.addEventListener("ipu-place", () => { if (image) draw(); });
-  setTimeout(draw, 0);
+  if (R.footprint) setTimeout(takeFootprint, 0);
+  else document.addEventListener("placement-loaded", takeFootprint);
 
   window.placementDevice = Object.freeze({
     /** The pixel of the heatmap showing a tile and step (CSS px from the canvas's top-left), and its size. */

@@ -102,12 +102,19 @@
   }
   const byTile = groupBy(aTile, NT);
   mark("groupMs");
-  const L = R.listing || { step: [], tile: [], text: [], buffers: [] };
-  const lineTile = new Int32Array(L.tile), lineStep = new Int32Array(L.step);
-  const linesByTile = groupBy(lineTile, NT);
+  /* The listing and the footprint are the bulk of a large report: the page embeds them after its
+     script, and they are read once the document is parsed (later()), after the first paint. */
+  let L, lineTile, lineStep, linesByTile;
+  function indexListing(listing) {
+    L = listing || { step: [], tile: [], text: [], buffers: [] };
+    lineTile = new Int32Array(L.tile);
+    lineStep = new Int32Array(L.step);
+    linesByTile = groupBy(lineTile, NT);
+  }
+  indexListing(R.listing);
   const stepKind = R.steps.kind, stepInit = R.steps.init || [];
   const repeat = R.repeat || { first: 0, count: 0, iterations: 1 };
-  const footprint = R.footprint || { estimate: [], placed: [] };
+  let footprint = R.footprint || { estimate: [], placed: [] };
   const gaps = Array.isArray(R.gaps) ? R.gaps : [];
   const rowScratch = new Int32Array(N);
   stats.indexMs = performance.now() - indexStart;
@@ -1097,10 +1104,12 @@
     drawNow() { drawAll(); },
   };
 
-  /* Where the page opens: the hash's place, else the largest estimate's tile and step. */
+  /* Where the page opens: the hash's place, else the largest estimate's tile and step (the writer
+     gives it as R.opening when the footprint comes later). */
   function opening() {
     const place = window.ipuReport.place();
     let tile = 0, step = -1, best = -1;
+    if (R.opening) ({ tile, step } = R.opening);
     const est = (R.footprint && R.footprint.estimate) || [];
     est.forEach((series, t) => series.forEach((v, s) => { if (v > best) { best = v; tile = t; step = s; } }));
     if (place.tile !== undefined) { tile = place.tile; step = -1; }
@@ -1117,5 +1126,27 @@
   setRowHeight(16);
   drawAll();
   stats.firstPaintMs = performance.now();
-  document.body.dataset.ready = "true";
+
+  /* The parts embedded after the script: the tile is laid out again with its listing. */
+  function later() {
+    const read = (id) => { const node = $(id); return node ? JSON.parse(node.textContent) : null; };
+    try {
+      if (!R.listing) { R.listing = read("placement-listing"); indexListing(R.listing); }
+      if (!R.footprint) { R.footprint = read("placement-footprint"); footprint = R.footprint || footprint; }
+    } catch (error) {
+      fail("The embedded listing or footprint is not valid JSON: " + error.message);
+      return;
+    }
+    TL = layoutTile(S.tile);
+    buildListing();
+    relayout();
+    renderStepReadout();
+    selectStep(S.step, true);
+    drawAll();
+    stats.loadedMs = performance.now();
+    document.dispatchEvent(new CustomEvent("placement-loaded"));
+    document.body.dataset.ready = "true";
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", later);
+  else later();
 })();

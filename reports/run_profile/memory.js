@@ -96,7 +96,7 @@
     }
     if (budget) {
       node("line", { x1: M.left, x2: W - M.right, y1: y(budget), y2: y(budget), class: "budget" }, svg);
-      node("text", { x: W - M.right, y: y(budget) - 4, class: "tick", "text-anchor": "end" }, svg).textContent =
+      node("text", { x: W - M.right, y: y(budget) + 13, class: "tick", "text-anchor": "end" }, svg).textContent =
         "budget " + unit(budget);
     }
     /* Phase ticks: a few, each named by the phase and its compiler op. */
