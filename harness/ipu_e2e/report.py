@@ -80,7 +80,7 @@ def render_run_profile_html(profile, timeline=None, links=None):
     missing = [key for key in ("cycles", "totals", "steps", "tiles") if key not in profile]
     if missing:
         raise ValueError(f"run profile: missing {', '.join(missing)}")
-    return inline_page(RUN_PROFILE, "report.css", ("report.js", "memory.js"), embedded_json(profile), links or {},
+    return inline_page(RUN_PROFILE, "report.css", ("report.js", "cycles.js", "memory.js"), embedded_json(profile), links or {},
                        {"TIMELINE": embedded_json(timeline)})
 
 

@@ -16,6 +16,10 @@ benchmark on the full-size MLP and ViT.
 - heatmap: a click on the device heatmap's pixel of a tile and step opens
   the fullest tile and step that pixel shows (computed from the report),
   and its tooltip names them, the phase and the step's op;
+- cycles: a click on the run profile's heatmap of compute cycles (tiles
+  down, control ops across) selects the busiest tile and op its pixel
+  shows (computed from the profile) and pins the op's first executed step;
+  its tooltip names the tile, the phase and the compiler op;
 - search: the device search lists exactly the tiles holding a named tensor,
   and a row opens its tile with a match pinned;
 - tooltips: the run profile's memory chart names the compiler op of the
@@ -152,6 +156,42 @@ def check_heatmap(driver, folder, tile, step):
     return f"tile {tile}, step {step} opened; the tooltip names {placement['steps']['label'][step]!r}"
 
 
+def check_cycles(driver, folder, tile, column):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    run = load(Path(folder) / "run" / "run-profile.json")
+    by = run["tiles"]["compute_by_op"]
+    open_page(driver, Path(folder) / "run" / "run-profile.html")
+    canvas = driver.find_element(By.ID, "cycles-canvas")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", canvas)
+    point = driver.execute_script("return runCycles.point(arguments[0], arguments[1])", tile, column)
+    box = driver.execute_script("const b = arguments[0].getBoundingClientRect(); return [b.left, b.top]", canvas)
+    x, y = int(box[0] + point["x"] + 0.5), int(box[1] + point["y"] + 0.5)
+    actions = ActionChains(driver)
+    actions.w3c_actions.pointer_action.move_to_location(x, y)
+    actions.perform()
+    px, py = math.floor(x - box[0]), math.floor(y - box[1])
+    tiles, columns = len(by["cycles"][0]), len(by["op"])
+
+    def cells(i, n, pixels):
+        lo = i * n // pixels
+        return range(lo, min(n, max(lo + 1, (i + 1) * n // pixels)))
+    under = [(by["cycles"][c][t], -c, -t) for c in cells(px, columns, point["w"]) for t in cells(py, tiles, point["h"])]
+    column, tile = -max(under)[1], -max(under)[2]
+    step = next(i for i, s in enumerate(run["steps"]) if s["op"] == by["op"][column] and s["program"] == "main")
+    op = run["steps"][step]["compiler_op"]
+    name = f"op {op} {run['ops'][op]}" if op is not None else "no compiler op"
+    tooltip = driver.find_element(By.ID, "tooltip")
+    shown = driver.execute_script("return [arguments[0].dataset.kind, arguments[0].innerText]", tooltip)
+    want = f"Tile {tile} \u00b7 phase {run['steps'][step]['phase']}"
+    expect(shown[0] == "cycles" and want in shown[1] and name in shown[1],
+           f"the cycles heatmap's tooltip says {shown[1]!r}, expected {want!r} and {name!r}")
+    ActionChains(driver).click().perform()
+    got = driver.execute_script("return [runProfile.selectedTile(), runProfile.pinned()]")
+    expect(got == [tile, step], f"the cycles heatmap's click selected tile and step {got}, not {[tile, step]}")
+    return f"tile {tile}, {name} ({by['cycles'][column][tile]:,} compute cycles): selected and its step pinned"
+
+
 def check_search(driver, folder, query):
     from selenium.webdriver.common.by import By
     placement = load(Path(folder) / "memory" / "placement.json")
@@ -212,6 +252,9 @@ def run_all(driver, folder, tile, step, query):
     results = {}
     for name, check in (("links", lambda: check_links(driver, folder, tile, step)),
                         ("heatmap", lambda: check_heatmap(driver, folder, tile, step)),
+                        ("cycles", lambda: check_cycles(driver, folder, tile,
+                                                        len(load(Path(folder) / "run" / "run-profile.json")["tiles"]
+                                                            ["compute_by_op"]["op"]) // 2)),
                         ("search", lambda: check_search(driver, folder, query)),
                         ("tooltips", lambda: check_tooltips(driver, folder))):
         began = time.perf_counter()

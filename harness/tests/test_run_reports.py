@@ -179,6 +179,8 @@ def test_links_heatmap_search_and_tooltips(small_run, browser):
         report_checks.check_heatmap(browser, small_run, tile, step)
     report_checks.check_search(browser, small_run, "hidden")
     report_checks.check_tooltips(browser, small_run)
+    for tile, column in ((4, 0), (13, 3)):
+        report_checks.check_cycles(browser, small_run, tile, column)
     assert not report_checks.console_errors(browser)
 
 

@@ -68,6 +68,7 @@ static void sim_destroy(void *impl)
     free_tile_memory(s);
     free(s->dying_start);
     free(s->dying);
+    free(s->op_compute);
     sim_events_free(s);
     json_decref(s->steps);
     free(s);
@@ -373,9 +374,14 @@ static int run_step(sim *s, const ipu_pkg_op *op, ipu_status *status)
         for (uint32_t t = 0; t < s->p.tiles; t++)
             if (s->tiles[t].step_cycles > compute)
                 compute = s->tiles[t].step_cycles, slowest = t;
+        uint64_t *by_tile = s->op_compute && s->program_base && s->op_index < s->op_compute_ops
+                                ? &s->op_compute[(size_t)s->op_index * s->p.tiles]
+                                : NULL;
         for (uint32_t t = 0; t < s->p.tiles; t++) {
             s->tiles[t].compute_total += s->tiles[t].step_cycles;
             s->tiles[t].wait_total += compute - s->tiles[t].step_cycles;
+            if (by_tile)
+                by_tile[t] += s->tiles[t].step_cycles;
         }
     }
     if (end_phase(s, status))
@@ -533,6 +539,11 @@ static ipu_status sim_run(void *impl, ipu_ctx *ctx, ipu_host_buffer *buffers, js
 {
     sim *s = impl;
     s->invocation++;
+    free(s->op_compute);
+    s->op_compute_ops = s->pkg->main_count;
+    s->op_compute = ipu_calloc(ctx, (s->op_compute_ops ? s->op_compute_ops : 1) * s->p.tiles, sizeof *s->op_compute);
+    if (!s->op_compute)
+        return IPU_NO_MEMORY(ctx);
     IPU_TRY(run_program(s, ctx, "main", s->pkg->main_ops, s->pkg->main_count, buffers));
     uint64_t cycles = 0;
     for (int i = 0; i < 5; i++)
@@ -542,14 +553,29 @@ static ipu_status sim_run(void *impl, ipu_ctx *ctx, ipu_host_buffer *buffers, js
         json_array_append_new(compute, json_integer((json_int_t)s->tiles[t].compute_total));
         json_array_append_new(wait, json_integer((json_int_t)s->tiles[t].wait_total));
     }
-    *result = json_pack("{s:I, s:f, s:f, s:{s:I, s:I, s:I, s:I, s:I}, s:O, s:{s:o, s:o}}", "cycles",
+    /* The main control ops that computed on some tile: per tile, their compute cycles over the run. */
+    json_t *ops = json_array(), *cycles_by_op = json_array();
+    for (size_t op = 0; op < s->op_compute_ops; op++) {
+        const uint64_t *by_tile = &s->op_compute[op * s->p.tiles];
+        uint32_t t = 0;
+        while (t < s->p.tiles && !by_tile[t])
+            t++;
+        if (t == s->p.tiles)
+            continue;
+        json_t *row = json_array();
+        for (t = 0; t < s->p.tiles; t++)
+            json_array_append_new(row, json_integer((json_int_t)by_tile[t]));
+        json_array_append_new(ops, json_integer((json_int_t)op));
+        json_array_append_new(cycles_by_op, row);
+    }
+    *result = json_pack("{s:I, s:f, s:f, s:{s:I, s:I, s:I, s:I, s:I}, s:O, s:{s:o, s:o, s:{s:o, s:o}}}", "cycles",
                         (json_int_t)cycles, "ms", (double)cycles / s->p.clock_hz * 1e3, "clock_hz",
                         s->p.clock_hz, "totals", "compute", (json_int_t)s->totals[SIM_COMPUTE],
                         "sync", (json_int_t)s->totals[SIM_SYNC], "exchange",
                         (json_int_t)s->totals[SIM_EXCHANGE], "host",
                         (json_int_t)s->totals[SIM_HOST], "control",
                         (json_int_t)s->totals[SIM_CONTROL], "steps", s->steps, "tiles", "compute",
-                        compute, "wait", wait);
+                        compute, "wait", wait, "compute_by_op", "op", ops, "cycles", cycles_by_op);
     return *result ? IPU_OK : IPU_NO_MEMORY(ctx);
 }
 

@@ -137,6 +137,10 @@ typedef struct sim {
     ipu_phase_observer observer;
     void *observer_user;
     uint64_t step;
+    /* Per main control op and tile, compute cycles over the run (op * tiles + tile): the run profile's
+     * tile-by-step view. */
+    uint64_t *op_compute;
+    size_t op_compute_ops;
     ipu_fault fault; /* the fault that stopped the device */
     /* The current run's cycle report. */
     json_t *steps;
