@@ -7,7 +7,6 @@ device search, tooltips, console; the placement viewer's first paint, cold
 and warm; the pages' sizes.  A check that fails is reported, not raised:
 targets_met says which held.
 """
-import json
 import subprocess
 import sys
 import tempfile

@@ -28,15 +28,19 @@ SCHEMAS = {"result": 1, "run-profile": 1, "nightly-summary": 1}
 _library_digest = {}
 
 
+def sha256_of(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def library():
     """The library's path and SHA-256 (computed once per process)."""
     path = native.library_path().resolve()
     if path not in _library_digest:
-        digest = hashlib.sha256()
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-        _library_digest[path] = digest.hexdigest()
+        _library_digest[path] = sha256_of(path)
     return {"path": str(path), "sha256": _library_digest[path]}
 
 

@@ -13,7 +13,6 @@ written last, when the case is finished.  sha256.json holds the SHA-256 of the
 library and the CLI script the case used; a run whose library or CLI changed
 since its build is an error.
 """
-import hashlib
 import json
 import shlex
 import shutil
@@ -21,7 +20,7 @@ import signal
 import time
 from pathlib import Path
 
-from . import artifacts, child, fanout, native
+from . import artifacts, child, fanout, run_reports
 
 CLI = Path(__file__).resolve().parents[1] / "bin" / "ipu-e2e-test"
 # What each stage writes in the case folder (removed before it starts).
@@ -30,19 +29,9 @@ BUILD_OUTPUTS = ("result.json", "package.pkg", "memory", "run", "build.json", "s
 RUN_OUTPUTS = ("run",)
 
 
-def sha256_of(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def digests():
     """SHA-256 of the library the CLI loads and of the CLI script."""
-    library = native.library_path().resolve()
-    return {"library": {"path": str(library), "sha256": sha256_of(library)},
-            "cli": {"path": str(CLI), "sha256": sha256_of(CLI)}}
+    return {"library": run_reports.library(), "cli": {"path": str(CLI), "sha256": run_reports.sha256_of(CLI)}}
 
 
 def clear(folder, names):

@@ -13,7 +13,6 @@ usage, rows) is computed here from the JSON.  The console must stay free of
 errors.  The writer refuses what is not a version 3 memory profile.
 """
 import json
-import os
 
 import pytest
 

@@ -23,7 +23,6 @@ memory timeline.
 import hashlib
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
