@@ -83,6 +83,13 @@ def test_run_time_peaks_equal_the_placement_reports_on_every_tile(tmp_path, work
     assert run_time == placed
     if workload[1] == "vit-small":  # the table's own reading (at full size it would take minutes here)
         assert peaks_from_table(timeline) == run_time
+        # Every executed phase's device-wide live bytes, Repeat back edges included, and their categories.
+        a, steps = timeline["allocations"], timeline["steps"]
+        host = a["kinds"].index("host staging")
+        ids = [i for i in range(len(a["tile"])) if a["kind"][i] != host]
+        for e, p in enumerate(steps["phase"]):
+            live = sum(a["size"][i] for i in ids if a["first"][i] <= p and (a["last"][i] < 0 or p <= a["last"][i]))
+            assert steps["live"][e] == live == sum(steps["by_category"][e]), (e, p)
     for total, by_category in zip(run_time, timeline["tile_peaks"]["peak_by_category"]):
         assert sum(by_category) == total
     peak = timeline["peak"]

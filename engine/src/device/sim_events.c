@@ -55,13 +55,14 @@ ipu_status sim_events_reset(sim *s, ipu_ctx *ctx, const ipu_package *pkg)
     return IPU_OK;
 }
 
-/* Grow an array of n elements of size bytes to hold one more. */
-static int grow(void **array, size_t n, size_t *capacity, size_t size)
+/* Grow an array of n elements of size bytes to hold one more (with the
+ * running program's allocator). */
+static int grow(sim *s, void **array, size_t n, size_t *capacity, size_t size)
 {
     if (n < *capacity)
         return 1;
     size_t more = *capacity ? 2 * *capacity : 4096;
-    void *bigger = realloc(*array, more * size);
+    void *bigger = ipu_realloc(s->ctx, *array, more * size);
     if (!bigger)
         return 0;
     *array = bigger;
@@ -69,12 +70,13 @@ static int grow(void **array, size_t n, size_t *capacity, size_t size)
     return 1;
 }
 
+/* An event at the executed phase recorded last. */
 static void add_event(sim *s, uint32_t alloc)
 {
     ipu_memory_events *e = &s->events;
     size_t capacity = e->capacity;
-    if (!grow((void **)&e->at, e->count, &capacity, sizeof *e->at) ||
-        !grow((void **)&e->alloc, e->count, &e->capacity, sizeof *e->alloc)) {
+    if (!grow(s, (void **)&e->at, e->count, &capacity, sizeof *e->at) ||
+        !grow(s, (void **)&e->alloc, e->count, &e->capacity, sizeof *e->alloc)) {
         s->events_failed = 1;
         return;
     }
@@ -82,42 +84,54 @@ static void add_event(sim *s, uint32_t alloc)
     e->alloc[e->count++] = alloc;
 }
 
+static int record_phase(sim *s)
+{
+    ipu_memory_events *e = &s->events;
+    size_t capacity = e->phase_capacity;
+    int ok = grow(s, (void **)&e->program, e->phase_count, &capacity, sizeof *e->program);
+    capacity = e->phase_capacity;
+    ok = ok && grow(s, (void **)&e->phase, e->phase_count, &capacity, sizeof *e->phase);
+    capacity = e->phase_capacity;
+    ok = ok && grow(s, (void **)&e->iteration, e->phase_count, &capacity, sizeof *e->iteration);
+    ok = ok && grow(s, (void **)&e->invocation, e->phase_count, &e->phase_capacity, sizeof *e->invocation);
+    if (!ok) {
+        s->events_failed = 1;
+        return 0;
+    }
+    int in_main = strcmp(s->program, "main") == 0;
+    e->program[e->phase_count] = (uint8_t)in_main;
+    e->phase[e->phase_count] = s->phase;
+    e->iteration[e->phase_count] = s->depth ? s->loops[s->depth - 1].iteration : IPU_NO_ITERATION;
+    e->invocation[e->phase_count++] = in_main ? s->invocation : 0;
+    return 1;
+}
+
+/* Entering a phase: where the control flow went back, the lives that no
+ * longer hold end (at the phase before, after its own ends) and those that
+ * hold again begin; then the lives whose first phase this is begin.  Every
+ * phase's events are its beginnings, then its ends. */
 void sim_events_enter(sim *s)
 {
     if (!s->events_on || s->events_failed)
         return;
-    ipu_memory_events *e = &s->events;
-    size_t capacity = e->phase_capacity;
-    int ok = grow((void **)&e->program, e->phase_count, &capacity, sizeof *e->program);
-    capacity = e->phase_capacity;
-    ok = ok && grow((void **)&e->phase, e->phase_count, &capacity, sizeof *e->phase);
-    capacity = e->phase_capacity;
-    ok = ok && grow((void **)&e->iteration, e->phase_count, &capacity, sizeof *e->iteration);
-    ok = ok && grow((void **)&e->invocation, e->phase_count, &e->phase_capacity, sizeof *e->invocation);
-    if (!ok) {
-        s->events_failed = 1;
-        return;
-    }
-    int main = strcmp(s->program, "main") == 0;
-    e->program[e->phase_count] = (uint8_t)main;
-    e->phase[e->phase_count] = s->phase;
-    e->iteration[e->phase_count] = s->depth ? s->loops[s->depth - 1].iteration : IPU_NO_ITERATION;
-    e->invocation[e->phase_count++] = main ? s->invocation : 0;
-    if (s->phase >= s->phases)
-        return;
     const ipu_package *pkg = s->pkg;
-    if (s->entered != UINT32_MAX && s->phase < s->entered) /* the control flow went back */
-        for (size_t a = 0; a < pkg->alloc_count; a++) {
-            const ipu_pkg_alloc *al = &pkg->allocs[a];
-            int holds = al->first <= s->phase && s->phase <= al->last;
-            if (s->alive[a] && !holds) {
-                s->alive[a] = 0;
-                add_event(s, (uint32_t)a | IPU_EVENT_FREE);
-            } else if (!s->alive[a] && holds && al->first < s->phase) {
-                s->alive[a] = 1;
-                add_event(s, (uint32_t)a);
-            }
+    int back = s->entered != UINT32_MAX && s->phase < s->entered && s->phase < s->phases;
+    for (size_t a = 0; back && a < pkg->alloc_count; a++) {
+        const ipu_pkg_alloc *al = &pkg->allocs[a];
+        if (s->alive[a] && !(al->first <= s->phase && s->phase <= al->last)) {
+            s->alive[a] = 0;
+            add_event(s, (uint32_t)a | IPU_EVENT_FREE);
         }
+    }
+    if (!record_phase(s) || s->phase >= s->phases)
+        return;
+    for (size_t a = 0; back && a < pkg->alloc_count; a++) {
+        const ipu_pkg_alloc *al = &pkg->allocs[a];
+        if (!s->alive[a] && al->first < s->phase && s->phase <= al->last) {
+            s->alive[a] = 1;
+            add_event(s, (uint32_t)a);
+        }
+    }
     s->entered = s->phase;
     for (uint32_t i = s->born_start[s->phase]; i < s->born_start[s->phase + 1]; i++) {
         uint32_t a = s->born[i];
