@@ -43,7 +43,6 @@ def test_help_lists_the_options(cli, repo):
     (["--exchange-pattern", "sideways"], "--exchange-pattern"),
     (["--workload", "mlp", "--batch", "3"], "--batch"),
     (["--workload", "mlp", "--memory-budget", "lots"], "--memory-budget"),
-    (["--workload", "mlp", "--tiles", "4"], "no grid"),
     (["--iterations", "0"], "--iterations"),
     (["--workload", "exchange-stress", "--iterations", "65"], "--iterations"),
     (["--iterations", "5"], "--workload exchange-stress"),
@@ -58,6 +57,15 @@ def test_bad_input_exits_2_naming_it(cli, args, words):
     assert result.returncode == 2, result.stderr
     assert words in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_workload_the_device_cannot_hold_is_rejected_with_exit_1(cli):
+    """The full-size MLP on 4 tiles: no grid fits, which is a rejection (exit 1, REJECTED, the reason and the
+    smallest candidate's peak on stdout), not bad input."""
+    result = cli("--quiet", "--workload", "mlp", "--tiles", "4")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "no grid" in result.stdout and result.stdout.rstrip().endswith("REJECTED")
+    assert "smallest candidate needs" in result.stdout and not result.stderr
 
 
 def test_bad_profile_files_are_named(cli, tmp_path):

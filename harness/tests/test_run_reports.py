@@ -231,3 +231,16 @@ def test_the_memory_profile_stacks_categories_that_add_up_to_the_usage(small_run
         assert total.split(" B")[0] == f"{usage:,}", (i, total, usage)
         assert step["label"] in tooltip.find_element(By.CSS_SELECTOR, "[data-field='op']").text
     assert not report_checks.console_errors(browser)
+
+
+def test_the_full_size_mlp_reports_in_the_browser(tmp_path, browser):
+    """report_checks' checks on the full-size MLP (1472 tiles), at the run-time memory peak's tile; the
+    `reports` benchmark runs the same on the full ViT (a nightly case)."""
+    from ipu_e2e import report_checks
+    done = run_folder(tmp_path, "--workload", "mlp")
+    assert done.returncode == 0, done.stdout + done.stderr
+    placement = load(tmp_path / "memory" / "placement.json")
+    tile = load(tmp_path / "run" / "memory-timeline.json")["peak"]["tile"]
+    results, paints = report_checks.run_all(browser, tmp_path, tile, report_checks.body_step(placement, 3), "hidden")
+    assert all(r["ok"] for r in results.values()), results
+    assert len(paints) == 2
