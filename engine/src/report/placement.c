@@ -241,14 +241,14 @@ json_t *ipu_placement_report(ipu_ctx *ctx, const ipu_low_program *prog, const ip
                              const ipu_support_map *support)
 {
     const ipu_profile *p = &prog->profile;
-    strings names = {json_array(), json_object()};
-    json_t *steps_label = json_array(), *steps_kind = json_array(), *steps_init = json_array(),
-           *steps_phase = json_array(), *steps_op = json_array();
-    static const char *KINDS[] = {"", "compute", "exchange", "host input", "host output"};
     uint32_t *phase = ipu_calloc(ctx, prog->step_count + 1, sizeof *phase);
     if (!phase)
         return NULL;
     ipu_low_step_phases(prog, phase);
+    strings names = {json_array(), json_object()};
+    json_t *steps_label = json_array(), *steps_kind = json_array(), *steps_init = json_array(),
+           *steps_phase = json_array(), *steps_op = json_array();
+    static const char *KINDS[] = {"", "compute", "exchange", "host input", "host output"};
     for (size_t s = 0; s < prog->step_count; s++) {
         json_array_append_new(steps_label, json_string(prog->steps[s].label));
         json_array_append_new(steps_kind, json_string(KINDS[prog->steps[s].kind]));
