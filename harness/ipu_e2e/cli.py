@@ -1,6 +1,8 @@
 """ipu-e2e-test: build a workload's package (or load a saved one), run it on
-the device model and check it.  Exit codes: 0 pass, 1 check failed, 2 usage or
-input error (including a malformed package), 3 device fault or internal error.
+the device model and check it, writing result.json and the run's reports
+(run_reports.py: stable names beside an index.html).  Exit codes: 0 pass, 1
+check failed or plan rejected, 2 usage or input error (including a malformed
+package), 3 device fault or internal error.
 """
 import argparse
 import sys
@@ -8,8 +10,8 @@ import time
 from pathlib import Path
 
 from . import profiles, run_reports, stress, transformer
-from .command import (EXIT_USAGE, UsageError, guarded, output_file, output_folders, positive_int, thread_count, tile_count,
-                      write_result)
+from .command import (EXIT_USAGE, UsageError, guarded, output_file, output_folders, positive_int, thread_count,
+                      tile_count, write_result)
 from .native import Context, Package
 from .progress import Progress
 
@@ -18,8 +20,8 @@ def parser():
     p = argparse.ArgumentParser(
         prog="ipu-e2e-test",
         description="Compile a workload for the simulated C600-class tile machine, run it and check "
-                    "it. Exit codes: 0 pass, 1 check failed, 2 usage or input error, 3 device fault "
-                    "or internal error.")
+                    "it. Exit codes: 0 pass, 1 check failed or plan rejected, 2 usage or input error, 3 device "
+                    "fault or internal error.")
     p.add_argument("--workload", choices=("exchange-stress",) + transformer.WORKLOADS, default="mlp",
                    help="workload to build and run (default: mlp)")
     p.add_argument("--device", default="c600", metavar="PROFILE",
