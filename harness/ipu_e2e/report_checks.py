@@ -120,6 +120,24 @@ def check_links(driver, folder, tile, step):
     return f"tile {tile}, phase {phase}: placement -> run profile -> memory profile -> placement ({want:,} B live)"
 
 
+def cells(i, n, pixels):
+    """The cells [lo, hi) a heatmap of `pixels` pixels showing n cells puts under pixel i (at least one)."""
+    lo = i * n // pixels
+    return range(lo, min(n, max(lo + 1, (i + 1) * n // pixels)))
+
+
+def hover_pixel(driver, canvas, point):
+    """Puts the pointer on pixel point (CSS px from the canvas's corner); returns the pixel it is on."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", canvas)
+    box = driver.execute_script("const b = arguments[0].getBoundingClientRect(); return [b.left, b.top]", canvas)
+    x, y = int(box[0] + point["x"] + 0.5), int(box[1] + point["y"] + 0.5)
+    actions = ActionChains(driver)
+    actions.w3c_actions.pointer_action.move_to_location(x, y)
+    actions.perform()
+    return math.floor(x - box[0]), math.floor(y - box[1])
+
+
 def check_heatmap(driver, folder, tile, step):
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
@@ -128,21 +146,11 @@ def check_heatmap(driver, folder, tile, step):
     open_page(driver, Path(folder) / "memory" / "placement.html")
     WebDriverWait(driver, WAIT).until(lambda d: d.execute_script("return placementDevice.drawn()"))
     canvas = driver.find_element(By.ID, "device-canvas")
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", canvas)
     point = driver.execute_script("return placementDevice.point(arguments[0], arguments[1])", tile, step)
-    box = driver.execute_script("const b = arguments[0].getBoundingClientRect(); return [b.left, b.top]", canvas)
-    x, y = int(box[0] + point["x"] + 0.5), int(box[1] + point["y"] + 0.5)
-    actions = ActionChains(driver)
-    actions.w3c_actions.pointer_action.move_to_location(x, y)
-    actions.perform()
+    px, py = hover_pixel(driver, canvas, point)
     # The pixel under the pointer shows the fullest of the tiles and steps under it: which, from the report.
     estimate = placement["footprint"]["estimate"]
     tiles, steps = len(estimate), len(placement["steps"]["label"])
-    px, py = math.floor(x - box[0]), math.floor(y - box[1])
-
-    def cells(i, n, pixels):
-        lo = i * n // pixels
-        return range(lo, min(n, max(lo + 1, (i + 1) * n // pixels)))
     under = [(estimate[t][s], -t, -s) for t in cells(py, tiles, point["h"]) for s in cells(px, steps, point["w"])]
     tile, step = -max(under)[1], -max(under)[2]
     tooltip = driver.find_element(By.ID, "tooltip")
@@ -163,19 +171,9 @@ def check_cycles(driver, folder, tile, column):
     by = run["tiles"]["compute_by_op"]
     open_page(driver, Path(folder) / "run" / "run-profile.html")
     canvas = driver.find_element(By.ID, "cycles-canvas")
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", canvas)
     point = driver.execute_script("return runCycles.point(arguments[0], arguments[1])", tile, column)
-    box = driver.execute_script("const b = arguments[0].getBoundingClientRect(); return [b.left, b.top]", canvas)
-    x, y = int(box[0] + point["x"] + 0.5), int(box[1] + point["y"] + 0.5)
-    actions = ActionChains(driver)
-    actions.w3c_actions.pointer_action.move_to_location(x, y)
-    actions.perform()
-    px, py = math.floor(x - box[0]), math.floor(y - box[1])
+    px, py = hover_pixel(driver, canvas, point)
     tiles, columns = len(by["cycles"][0]), len(by["op"])
-
-    def cells(i, n, pixels):
-        lo = i * n // pixels
-        return range(lo, min(n, max(lo + 1, (i + 1) * n // pixels)))
     under = [(by["cycles"][c][t], -c, -t) for c in cells(px, columns, point["w"]) for t in cells(py, tiles, point["h"])]
     column, tile = -max(under)[1], -max(under)[2]
     step = next(i for i, s in enumerate(run["steps"]) if s["op"] == by["op"][column] and s["program"] == "main")

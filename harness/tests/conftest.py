@@ -1,8 +1,10 @@
 """conftest.py: setup shared by every test under harness/tests: puts harness/
-on sys.path so tests import the ipu_e2e package, and provides two fixtures:
-`repo`, the repository root (a Path), and `cli`, a function running
+on sys.path so tests import the ipu_e2e package, and provides three fixtures:
+`repo`, the repository root (a Path), `cli`, a function running
 harness/bin/ipu-e2e-test with the given arguments that returns the
-CompletedProcess with text stdout and stderr.  The library the harness loads
+CompletedProcess with text stdout and stderr, and `browser`, a headless
+Chromium (ipu_e2e.browser) with a fresh profile folder, console messages
+kept.  The library the harness loads
 is the one IPU_E2E_LIBRARY names (build/libipu_e2e.so by default); the
 environment, LD_PRELOAD included, passes on to the CLI's process.
 """
@@ -39,3 +41,14 @@ def cli():
                               timeout=timeout, env=environment, cwd=cwd or REPO)
 
     return run
+
+
+@pytest.fixture
+def browser(tmp_path):
+    """Headless Chromium with a fresh profile directory; console messages are kept."""
+    from ipu_e2e.browser import chromium
+    driver = chromium(tmp_path / "chromium-profile")
+    try:
+        yield driver
+    finally:
+        driver.quit()

@@ -24,7 +24,6 @@ if str(REPO / "harness") not in sys.path:
     sys.path.insert(0, str(REPO / "harness"))
 
 from ipu_e2e import report  # noqa: E402
-from ipu_e2e.browser import chromium
 
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.actions.wheel_input import ScrollOrigin  # noqa: E402
@@ -84,15 +83,6 @@ def synthetic_profile(steps=50_000, tiles=1472, seed=20240611):
     return {"cycles": cycles, "ms": cycles / 1.5e9 * 1e3, "clock_hz": 1.5e9, "totals": totals,
             "steps": records, "tiles": {"compute": compute, "wait": [totals["compute"] - c for c in compute]}}
 
-
-@pytest.fixture
-def browser(tmp_path):
-    """Headless Chromium with a fresh profile directory; console messages are kept."""
-    driver = chromium(tmp_path / "chromium-profile")
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def open_report(driver, profile, path):

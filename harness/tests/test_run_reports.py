@@ -148,15 +148,6 @@ def test_a_rejected_plan_exits_1_with_its_record(tmp_path):
 
 # ---------------------------------------------------------------- in the browser
 
-@pytest.fixture
-def browser(tmp_path):
-    from ipu_e2e.browser import chromium
-    driver = chromium(tmp_path / "chromium-profile")
-    try:
-        yield driver
-    finally:
-        driver.quit()
-
 
 def test_the_index_lists_every_report(small_run, browser):
     from selenium.webdriver.common.by import By

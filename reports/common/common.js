@@ -10,6 +10,10 @@
                                (device pixel ratio), clears it and returns
                                { ctx, w, h } with ctx in CSS pixels and font set;
      localPoint(canvas, event) the event's position in the canvas's CSS pixels;
+     showTip(box, kind, nodes, event)
+                               fills the tooltip element box with nodes, marks
+                               it data-kind=kind and shows it beside the
+                               pointer, inside the window;
      bytes(n)                  one number format for byte counts everywhere:
                                "586,960 B (573.2 KiB)";
      place()                   the place in the URL hash (#tile=17&phase=243&
@@ -53,6 +57,14 @@
   function localPoint(canvas, event) {
     const rect = canvas.getBoundingClientRect();
     return { x: event.clientX - rect.left, y: event.clientY - rect.top };
+  }
+
+  function showTip(box, kind, nodes, event) {
+    box.replaceChildren(...nodes);
+    box.dataset.kind = kind;
+    box.hidden = false;
+    box.style.left = Math.max(4, Math.min(event.clientX + 14, window.innerWidth - box.offsetWidth - 6)) + "px";
+    box.style.top = Math.max(4, Math.min(event.clientY + 14, window.innerHeight - box.offsetHeight - 6)) + "px";
   }
 
   function bytes(n) {
@@ -106,5 +118,5 @@
     document.dispatchEvent(new CustomEvent("ipu-place", { detail: where }));
   }
 
-  window.ipuReport = Object.freeze({ clamp, fail, fitCanvas, localPoint, bytes, place, setPlace, links });
+  window.ipuReport = Object.freeze({ clamp, fail, fitCanvas, localPoint, showTip, bytes, place, setPlace, links });
 })();

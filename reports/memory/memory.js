@@ -140,7 +140,6 @@
 
   function tooltip(i, parts, event) {
     const box = $("tooltip"), s = steps[i], total = parts.reduce((a, b) => a + b, 0);
-    box.replaceChildren();
     const title = document.createElement("div");
     title.className = "tt-title";
     title.textContent = `Phase ${s.phases[0] === s.phases[1] ? s.phases[0] : s.phases[0] + "\u2013" + s.phases[1]}: ` +
@@ -157,10 +156,7 @@
     const cell = tr.insertCell();
     cell.textContent = R.bytes(total);
     cell.dataset.field = "total";
-    box.append(title, table);
-    box.hidden = false;
-    box.style.left = Math.min(event.clientX + 14, window.innerWidth - box.offsetWidth - 8) + "px";
-    box.style.top = Math.min(event.clientY + 14, window.innerHeight - box.offsetHeight - 8) + "px";
+    R.showTip(box, "memory", [title, table], event);
   }
 
   function chart() {

@@ -131,11 +131,7 @@
         text("div", R.steps.label[step] || "", "op"),
         text("div", "live " + window.ipuReport.bytes(series[step] || 0) + " (tile peak " +
           window.ipuReport.bytes(peaks[tile]) + ")", "bytes")];
-    tooltip.replaceChildren(...lines);
-    tooltip.dataset.kind = "device";
-    tooltip.hidden = false;
-    tooltip.style.left = Math.min(event.clientX + 14, window.innerWidth - tooltip.offsetWidth - 6) + "px";
-    tooltip.style.top = Math.min(event.clientY + 14, window.innerHeight - tooltip.offsetHeight - 6) + "px";
+    window.ipuReport.showTip(tooltip, "device", lines, event);
   });
   canvas.addEventListener("pointerleave", () => { if (tooltip.dataset.kind === "device") tooltip.hidden = true; });
   canvas.addEventListener("click", (event) => {

@@ -60,16 +60,12 @@
     const c = at(event), step = steps[first[c.column]] || {};
     const lines = [["Tile " + c.tile + " \u00b7 phase " + step.phase, "tile"], [opName(step.compiler_op), "op"],
       [Number(c.v).toLocaleString("en-US") + " compute cycles over every execution", "cycles"]];
-    tooltip.replaceChildren(...lines.map(([text, field]) => {
+    window.ipuReport.showTip(tooltip, "cycles", lines.map(([text, field]) => {
       const div = document.createElement("div");
       div.textContent = text;
       div.dataset.field = field;
       return div;
-    }));
-    tooltip.dataset.kind = "cycles";
-    tooltip.hidden = false;
-    tooltip.style.left = Math.min(event.clientX + 14, window.innerWidth - tooltip.offsetWidth - 6) + "px";
-    tooltip.style.top = Math.min(event.clientY + 14, window.innerHeight - tooltip.offsetHeight - 6) + "px";
+    }), event);
   });
   canvas.addEventListener("pointerleave", () => { if (tooltip.dataset.kind === "cycles") tooltip.hidden = true; });
   canvas.addEventListener("click", (event) => {

@@ -121,21 +121,24 @@
   }
 
   function tooltip(e, total, event) {
-    const box = $("tooltip");
-    const rows = TL.categories.map((name, c) => `<tr><th><i style="--swatch:${COLOURS[c]}"></i>${name}</th>` +
-      `<td class="num">${Rp.bytes(state.series[c][e])}</td></tr>`).join("");
-    box.innerHTML = `<div class="tt-title">Phase ${S.phase[e]}${S.iteration[e] === null ? "" : ", iteration " +
-      S.iteration[e]} \u00b7 ${S.program[e]}</div><div data-field="op">${escape(opName(S.op[e]))}</div>` +
-      `<table><tbody>${rows}<tr><th>Tile ${state.tile} in all</th><td class="num" data-field="live">` +
-      `${Rp.bytes(total[e])}</td></tr></tbody></table>`;
-    box.dataset.kind = "memory";
-    box.hidden = false;
-    box.style.left = Math.min(event.clientX + 14, window.innerWidth - box.offsetWidth - 8) + "px";
-    box.style.top = Math.min(event.clientY + 14, window.innerHeight - box.offsetHeight - 8) + "px";
-  }
-
-  function escape(text) {
-    return String(text).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+    const div = (text, field) => { const n = document.createElement("div"); n.textContent = text; if (field) n.dataset.field = field; return n; };
+    const table = document.createElement("table");
+    const row = (label, value, swatch, field) => {
+      const tr = table.insertRow(), th = document.createElement("th");
+      if (swatch) { const i = document.createElement("i"); i.style.cssText = "--swatch:" + swatch; th.append(i); }
+      th.append(label);
+      tr.append(th);
+      const td = tr.insertCell();
+      td.className = "num";
+      td.textContent = value;
+      if (field) td.dataset.field = field;
+    };
+    TL.categories.forEach((name, c) => row(name, Rp.bytes(state.series[c][e]), COLOURS[c]));
+    row(`Tile ${state.tile} in all`, Rp.bytes(total[e]), null, "live");
+    const head = `Phase ${S.phase[e]}${S.iteration[e] === null ? "" : ", iteration " + S.iteration[e]} \u00b7 ${S.program[e]}`;
+    const title = div(head);
+    title.className = "tt-title";
+    Rp.showTip($("tooltip"), "memory", [title, div(opName(S.op[e]), "op"), table], event);
   }
 
   function table(id, head, rows) {
