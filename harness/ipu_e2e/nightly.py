@@ -9,7 +9,9 @@ a bench's JSON (a fuzz run's fuzz.json) with its targets.  These are compared wi
 baseline (ci/baselines.json).  A case regresses when its cycles exceed the
 baseline by more than 1%, when its min cosine falls more than 0.001 below
 the baseline's, or when its wall time is over 1.5x a baseline of at least
-5 s (shorter runs are mostly process start).  A case whose process dies
+5 s (shorter runs are mostly process start) measured as many jobs to a
+machine (figures record jobs_per_machine; a case sharing the cores runs
+longer for that alone).  A case whose process dies
 (killed by a signal) fails, naming the signal.
 
 The summary (summary.json and summary.md) lists the planned cases and is
@@ -162,7 +164,9 @@ def figures_of(case, folder):
 
 
 def compare(figures, baseline):
-    """Regressions of figures against a baseline, as messages."""
+    """Regressions of figures against a baseline, as messages.  Wall times
+    compare only between runs of as many jobs per machine (a case sharing
+    the cores with another takes longer for that alone)."""
     found = []
     if "cycles" in figures and "cycles" in baseline and figures["cycles"] > baseline["cycles"] * CYCLES_RATIO:
         found.append(f"cycles {figures['cycles']} > baseline {baseline['cycles']} x {CYCLES_RATIO}")
@@ -171,6 +175,7 @@ def compare(figures, baseline):
         found.append(f"min cosine {figures['min_cosine']:.6f} < baseline {baseline['min_cosine']:.6f} - "
                      f"{COSINE_DROP}")
     if ("wall_seconds" in figures and baseline.get("wall_seconds", 0) >= WALL_FLOOR
+            and figures.get("jobs_per_machine", 1) == baseline.get("jobs_per_machine", 1)
             and figures["wall_seconds"] > baseline["wall_seconds"] * WALL_RATIO):
         found.append(f"wall {figures['wall_seconds']:.1f} s > baseline {baseline['wall_seconds']:.1f} s x "
                      f"{WALL_RATIO}")
@@ -342,10 +347,18 @@ def fan_out(args, plan, entries, progress):
                  str(args.cases.resolve()), "--baselines", str(args.baselines.resolve()), "--output",
                  str(output), "--quiet"] for name in pending]
 
+    baselines = load_baselines(args.baselines)
+
     def ended(name):
         if name not in pending or name in finished:
             return
-        entries.append(read_json(output / "cases" / name / "entry.json", f"entry of case '{name}'"))
+        entry = read_json(output / "cases" / name / "entry.json", f"entry of case '{name}'")
+        # Its figures were measured N jobs to a machine: compared again knowing that.
+        entry["figures"]["jobs_per_machine"] = args.jobs or 1
+        if not entry["problems"]:
+            entry["regressions"] = compare(entry["figures"], baselines.get(name) or {})
+            entry["status"] = "regressed" if entry["regressions"] else "ok"
+        entries.append(entry)
         finished.add(name)
         write_summary(args.output, plan, entries)
         progress.update(f"{len(finished)} of {len(plan)} cases finished", len(finished), len(plan))

@@ -261,3 +261,14 @@ def test_kill_9_of_a_fanned_out_run_then_resume_finishes_every_case_once(repo, t
     summary = json.loads((out / "summary.json").read_text())
     assert summary["complete"] and [e["name"] for e in summary["cases"]] == ["stress", "slow", "tiny-budget"]
     assert [e for e in summary["cases"] if e["name"] != "slow"] == cut["cases"]  # kept, not run again
+
+
+def test_wall_times_compare_only_at_the_same_jobs_per_machine():
+    baseline = {"cycles": 1000, "wall_seconds": 100.0}
+    slow = {"cycles": 1000, "wall_seconds": 200.0}
+    assert nightly_module.compare(slow, baseline) == ["wall 200.0 s > baseline 100.0 s x 1.5"]
+    assert nightly_module.compare(dict(slow, jobs_per_machine=2), baseline) == []
+    assert nightly_module.compare(dict(slow, jobs_per_machine=2), dict(baseline, jobs_per_machine=2)) != []
+    # Cycles compare whatever the jobs.
+    assert nightly_module.compare(dict(slow, cycles=1100, jobs_per_machine=2), baseline) == [
+        "cycles 1100 > baseline 1000 x 1.01"]
