@@ -319,20 +319,24 @@ static json_t *allocations_json(const ipu_package *pkg, const uint32_t *owner)
 
 /* Per tile: code bytes, descriptor bytes less exchange tables, and
  * exchange table bytes (the package meta's, when it has them). */
-static json_t *support_json(const ipu_package *pkg, uint32_t tiles)
+static json_t *support_json(ipu_ctx *ctx, const ipu_package *pkg, uint32_t tiles)
 {
-    uint64_t *code = calloc(tiles, sizeof *code), *desc = calloc(tiles, sizeof *desc);
+    uint64_t *code = ipu_calloc(ctx, tiles, sizeof *code), *desc = ipu_calloc(ctx, tiles, sizeof *desc);
+    if (!code || !desc) { /* out of memory: no support, so no report */
+        free(code), free(desc);
+        return NULL;
+    }
     json_t *meta = json_loads(pkg->meta_json ? pkg->meta_json : "{}", 0, NULL);
     json_t *tables = json_object_get(meta, "exchange_table_bytes");
     json_t *c = json_array(), *d = json_array(), *x = json_array();
-    for (size_t i = 0; code && desc && i < pkg->segment_count; i++) {
+    for (size_t i = 0; i < pkg->segment_count; i++) {
         const ipu_pkg_segment *s = &pkg->segments[i];
         if (s->kind == IPU_SEG_CODE)
             code[s->tile] += s->size;
         else if (s->kind == IPU_SEG_DESCRIPTOR)
             desc[s->tile] += s->size;
     }
-    for (uint32_t t = 0; code && desc && t < tiles; t++) {
+    for (uint32_t t = 0; t < tiles; t++) {
         uint64_t table = (uint64_t)json_integer_value(json_array_get(tables, t));
         table = table < desc[t] ? table : desc[t];
         json_array_append_new(c, json_integer((json_int_t)code[t]));
@@ -402,7 +406,7 @@ ipu_status ipu_device_memory_timeline_json(ipu_ctx *ctx, const ipu_device *dev, 
         ev->phase_count ? int_or_null(ev->iteration[at], IPU_NO_ITERATION) : json_null(), "bytes",
         (json_int_t)t.peak[fullest], "by_category", categories_json(&t.peak_cat[(size_t)fullest * CATEGORIES]),
         "live", peak_live, "fullest_tile", series, "ops", ops_json(&t), "allocations", allocations_json(pkg, t.owner),
-        "support", support_json(pkg, tiles)) : NULL;
+        "support", support_json(ctx, pkg, tiles)) : NULL;
     if (!tile_peaks)
         json_decref(steps), json_decref(categories);
     timeline_free(&t);
