@@ -65,7 +65,7 @@ static int teardown(void **state)
 static void alloc(fx *f, ipu_pkg_builder *b, uint32_t tile, uint32_t address, uint32_t size,
                   const char *name, uint32_t first, uint32_t last)
 {
-    ipu_pkg_alloc_def def = {tile, address, size, name, "tensor", first, last, 0, IPU_ALLOC_ACTIVATION};
+    ipu_pkg_alloc_def def = {tile, address, size, name, "tensor", first, last, 0, IPU_ALLOC_ACTIVATION, ""};
     TPKG_OK(f->ctx, ipu_pkg_define_alloc(b, &def));
 }
 

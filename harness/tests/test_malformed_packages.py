@@ -59,6 +59,7 @@ EXPECTED = {
     "malformed-repeat-for-ever.pkg": ["executes more than 16777216 control ops"],
     "malformed-record-outside-data.pkg": ["record 0", "data section"],
     "malformed-allocation-unknown-kind.pkg": ["allocation 0", "kind 9"],
+    "malformed-allocation-shape-outside-strings.pkg": ["allocation 0", "shape offset", "outside the string table"],
     # A stream larger than the device (4 tiles of 637,872 accessible bytes).
     "malformed-output-stream-4gib.pkg": ["stream 'unicast-standard'", "size 4294967296", "expected 1..2551488"],
     "malformed-output-stream-6gib.pkg": ["stream 'unicast-standard'", "size 6442450944", "expected 1..2551488"],

@@ -279,16 +279,17 @@ static json_t *compiler_op_json(const ipu_package *pkg, uint32_t op)
                      "label", label);
 }
 
-/* An allocation as JSON: name, owner tensor, compiler op, tile, range and
- * lifetime in phases (last null: forever); null when none. */
+/* An allocation as JSON: name, owner tensor, shape, compiler op, tile, range
+ * and lifetime in phases (last null: forever); null when none. */
 static json_t *allocation_json(const ipu_package *pkg, int64_t index)
 {
     if (!pkg || index < 0 || (size_t)index >= pkg->alloc_count)
         return json_null();
     const ipu_pkg_alloc *a = &pkg->allocs[index];
-    return json_pack("{s:I, s:s, s:s, s:o, s:I, s:I, s:I, s:I, s:o}", "index", (json_int_t)index,
+    return json_pack("{s:I, s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:I, s:o}", "index", (json_int_t)index,
                      "name", ipu_pkg_string(pkg, a->name_offset), "tensor",
-                     ipu_pkg_string(pkg, a->tensor_offset), "op", compiler_op_json(pkg, a->op),
+                     ipu_pkg_string(pkg, a->tensor_offset), "shape", ipu_pkg_string(pkg, a->shape_offset),
+                     "op", compiler_op_json(pkg, a->op),
                      "tile", (json_int_t)a->tile, "address", (json_int_t)a->address, "size",
                      (json_int_t)a->size, "first_phase", (json_int_t)a->first, "last_phase",
                      a->last == IPU_LIFE_FOREVER ? json_null() : json_integer(a->last));

@@ -76,6 +76,7 @@ ipu_status low_new_buffer(lowering *L, uint32_t tile, uint32_t size, uint32_t te
     b->payload = size;
     b->op = L->op;
     b->value = IPU_LOW_LITERAL;
+    b->block = IPU_LOW_LITERAL;
     b->kind = IPU_LOW_SCRATCH;
     b->aperture = (uint8_t)aperture;
     snprintf(b->name, sizeof b->name, "%.55s", name);
@@ -145,6 +146,11 @@ static ipu_status new_value(lowering *L, const ipu_layout *l, uint32_t tensor, u
     v->members = members;
     v->rows = l->rows, v->cols = l->cols, v->elem = l->elem;
     v->row_parts = l->row_parts, v->col_parts = l->col_parts, v->replicas = l->replicas;
+    /* The layout's elements are the tensor's (operand copies and staging
+     * move its bytes unchanged). */
+    v->dtype = tensor < L->g->tensor_count && ipu_dtype_size(L->g->tensors[tensor].dtype) == l->elem
+                   ? L->g->tensors[tensor].dtype
+                   : -1;
     p->value_count++;
     size_t blocks = block_count(l);
     v->row_bounds = ipu_malloc(L->ctx, (l->row_parts + 1) * sizeof(uint32_t));
@@ -187,6 +193,7 @@ ipu_status low_layout_buffers(lowering *L, const ipu_layout *l, uint32_t tensor,
                     buf->members = members;
                     buf->payload = (r1 - r0) * (c1 - c0) * l->elem;
                     buf->value = value;
+                    buf->block = (uint32_t)b;
                     buf->kind = (uint8_t)kind;
                 }
                 if (status != IPU_OK) {

@@ -39,6 +39,7 @@ typedef struct ipu_low_buffer {
     uint32_t members;     /* parameter sequences: members stored back to back (1 otherwise) */
     uint32_t op;          /* the op being lowered when it was made, IPU_LOW_LITERAL outside ops */
     uint32_t value;       /* layout blocks: index into the program's values; else IPU_LOW_LITERAL */
+    uint32_t block;       /* layout blocks: the value's block, (replica * row_parts + i) * col_parts + j */
     uint8_t kind;         /* ipu_low_buffer_kind */
     char name[56];
     uint32_t address;     /* set by placement */
@@ -52,6 +53,7 @@ typedef struct ipu_low_value {
     uint8_t kind;          /* ipu_low_buffer_kind */
     uint32_t members;
     uint32_t rows, cols, elem, row_parts, col_parts, replicas;
+    int dtype;             /* the tensor's ipu_dtype (numerics.h), -1 when unknown */
     uint32_t *row_bounds, *col_bounds, *tiles; /* copies of the layout's (layout.h) */
 } ipu_low_value;
 
@@ -186,6 +188,14 @@ ipu_status ipu_low_sweep(ipu_ctx *ctx, uint32_t tiles, uint32_t steps, uint32_t 
  * where the largest one is. */
 ipu_status ipu_low_peaks(ipu_ctx *ctx, const ipu_low_program *prog, uint64_t *peak,
                          uint32_t *peak_tile, uint32_t *peak_step, uint64_t **per_tile);
+
+/* What a buffer holds, as text (shape.c; the package's allocation shapes):
+ * a block of a layout, its rows x columns and element type ("46x1152 f16"),
+ * members first for a parameter sequence ("27x46x1152 f16"); any other
+ * buffer, its payload bytes ("4096 B").  Writes at most size bytes, NUL
+ * included (IPU_LOW_SHAPE_MAX is always enough). */
+#define IPU_LOW_SHAPE_MAX 48
+void ipu_low_buffer_shape(const ipu_low_program *prog, const ipu_low_buffer *b, char *out, size_t size);
 
 /* Per step, the package program phase it becomes (phases.c): phase[s]
  * for every one of the program's steps. */

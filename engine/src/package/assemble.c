@@ -256,8 +256,10 @@ static uint32_t alloc_kind(const ipu_low_buffer *b)
     }
 }
 
-/* Every buffer's allocation: its address, owner tensor, compiler op, kind
- * and lifetime in program phases (parameters for ever). */
+/* Every buffer's allocation: its address, owner tensor, compiler op, kind,
+ * shape (lower/shape.c: a layout block's rows x columns and element type,
+ * else its payload bytes) and lifetime in program phases (parameters for
+ * ever). */
 static ipu_status add_allocations(assembly *A, ipu_pkg_builder *b)
 {
     ipu_low_program *prog = A->prog;
@@ -265,6 +267,8 @@ static ipu_status add_allocations(assembly *A, ipu_pkg_builder *b)
     for (size_t i = 0; i < prog->buffer_count && status == IPU_OK; i++) {
         const ipu_low_buffer *buf = &prog->buffers[i];
         const char *tensor = buf->tensor < prog->tensor_count ? prog->tensors[buf->tensor].name : NULL;
+        char shape[IPU_LOW_SHAPE_MAX];
+        ipu_low_buffer_shape(prog, buf, shape, sizeof shape);
         ipu_pkg_alloc_def def = {buf->tile,
                                  buf->address,
                                  buf->size,
@@ -273,7 +277,8 @@ static ipu_status add_allocations(assembly *A, ipu_pkg_builder *b)
                                  buf->persistent ? 0 : A->phase[buf->first],
                                  buf->persistent ? IPU_LIFE_FOREVER : A->phase[buf->last],
                                  buf->op,
-                                 alloc_kind(buf)};
+                                 alloc_kind(buf),
+                                 shape};
         if (!buf->persistent && !A->prog->steps[buf->first].init) {
             if (def.size > 8 && ipu_low_take_inject(&A->prog->inject, IPU_INJECT_ALLOCATION_SIZE_SHORT))
                 def.size -= 8;

@@ -2,6 +2,7 @@
  * code, initial data, named allocations, control programs, host streams and
  * recorded inputs/expectations, then validates it like a loaded one.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,7 @@ struct ipu_pkg_builder {
         record_capacity, compiler_op_capacity, capture_capacity;
     uint32_t origin[2];          /* of the next control ops */
     uint32_t last_tensor_offset; /* allocations of one tensor share its name string */
+    uint32_t last_shape_offset;  /* and consecutive allocations of one shape its text */
     json_t *meta;
 };
 
@@ -218,7 +220,10 @@ static ipu_status add_string(ipu_pkg_builder *b, const char *text, uint32_t *off
 ipu_status ipu_pkg_add_alloc(ipu_pkg_builder *b, uint32_t tile, uint32_t address, uint32_t size,
                              const char *name)
 {
-    ipu_pkg_alloc_def def = {tile, address, size, name, NULL, 0, IPU_LIFE_FOREVER, IPU_NO_OP, IPU_ALLOC_ACTIVATION};
+    char shape[16];
+    snprintf(shape, sizeof shape, "%u B", size);
+    ipu_pkg_alloc_def def = {tile, address, size, name, NULL, 0, IPU_LIFE_FOREVER, IPU_NO_OP, IPU_ALLOC_ACTIVATION,
+                             shape};
     return ipu_pkg_define_alloc(b, &def);
 }
 
@@ -228,7 +233,7 @@ ipu_status ipu_pkg_define_alloc(ipu_pkg_builder *b, const ipu_pkg_alloc_def *def
     ipu_package *pkg = b->pkg;
     IPU_TRY(IPU_GROW(b->ctx, pkg->allocs, pkg->alloc_count, b->alloc_capacity));
     ipu_pkg_alloc *alloc = &pkg->allocs[pkg->alloc_count];
-    *alloc = (ipu_pkg_alloc){def->tile, def->address, def->size, 0, 0, def->first, def->last, def->op, def->kind};
+    *alloc = (ipu_pkg_alloc){def->tile, def->address, def->size, 0, 0, def->first, def->last, def->op, def->kind, 0};
     IPU_TRY(add_string(b, def->name, &alloc->name_offset));
     const char *tensor = def->tensor ? def->tensor : "";
     if (pkg->alloc_count && strcmp((const char *)b->strings.data + b->last_tensor_offset, tensor) == 0)
@@ -236,6 +241,12 @@ ipu_status ipu_pkg_define_alloc(ipu_pkg_builder *b, const ipu_pkg_alloc_def *def
     else
         IPU_TRY(add_string(b, tensor, &alloc->tensor_offset));
     b->last_tensor_offset = alloc->tensor_offset;
+    const char *shape = def->shape ? def->shape : "";
+    if (pkg->alloc_count && strcmp((const char *)b->strings.data + b->last_shape_offset, shape) == 0)
+        alloc->shape_offset = b->last_shape_offset;
+    else
+        IPU_TRY(add_string(b, shape, &alloc->shape_offset));
+    b->last_shape_offset = alloc->shape_offset;
     pkg->alloc_count++;
     return IPU_OK;
 }

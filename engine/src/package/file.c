@@ -95,6 +95,7 @@ static ipu_status encode_section(ipu_ctx *ctx, const ipu_package *pkg, int type,
             IPU_TRY(put_u32(ctx, out, a->last));
             IPU_TRY(put_u32(ctx, out, a->op));
             IPU_TRY(put_u32(ctx, out, a->kind));
+            IPU_TRY(put_u32(ctx, out, a->shape_offset));
         }
         return IPU_OK;
     case IPU_SEC_COMPILER_OPS:
@@ -304,7 +305,7 @@ static ipu_status parse_sections(ipu_ctx *ctx, const section_view *sec, ipu_pack
                                          ipu_load_u32(d + 8),  ipu_load_u32(d + 12),
                                          ipu_load_u32(d + 16), ipu_load_u32(d + 20),
                                          ipu_load_u32(d + 24), ipu_load_u32(d + 28),
-                                         ipu_load_u32(d + 32)};
+                                         ipu_load_u32(d + 32), ipu_load_u32(d + 36)};
     IPU_TRY(records_count(ctx, &sec[IPU_SEC_COMPILER_OPS], IPU_SEC_COMPILER_OPS,
                           IPU_PKG_COMPILER_OP_SIZE, sizeof *pkg->compiler_ops, &pkg->compiler_op_count,
                           (void **)&pkg->compiler_ops));

@@ -43,7 +43,7 @@
 #define IPU_PACKAGE_FORMAT_H
 
 #define IPU_PKG_MAGIC "IPUPKG\r\n"
-#define IPU_PKG_VERSION 6u
+#define IPU_PKG_VERSION 7u
 #define IPU_PKG_HEADER_SIZE 64u
 #define IPU_PKG_SECTION_ENTRY_SIZE 24u
 
@@ -55,7 +55,9 @@ enum ipu_pkg_section {
     IPU_SEC_SEGMENTS = 4, /* u32 tile, kind, address, size, entry, zero, u64 data offset */
     IPU_SEC_ALLOCS = 5,   /* u32 tile, address, size, name offset (into STRINGS), tensor name
                              offset, first phase, last phase, compiler op (IPU_NO_OP: none),
-                             kind (ipu_alloc_kind) */
+                             kind (ipu_alloc_kind), shape offset (into STRINGS: what it holds,
+                             "46x1152 f16", "27x46x1152 f16" or "4096 B", lower/shape.c; ""
+                             when unknown) */
     IPU_SEC_STRINGS = 6,  /* NUL-terminated strings */
     IPU_SEC_INIT = 7,     /* control ops run once at initialize */
     IPU_SEC_MAIN = 8,     /* control ops run at every invocation */
@@ -68,7 +70,7 @@ enum ipu_pkg_section {
     IPU_SEC_END = 14
 };
 #define IPU_PKG_SEGMENT_SIZE 32u
-#define IPU_PKG_ALLOC_SIZE 36u
+#define IPU_PKG_ALLOC_SIZE 40u
 #define IPU_PKG_OP_SIZE 24u
 #define IPU_PKG_COMPILER_OP_SIZE 8u
 #define IPU_PKG_CAPTURE_SIZE 40u

@@ -25,6 +25,7 @@ typedef struct ipu_pkg_alloc {
     uint32_t first, last;   /* program phases, inclusive (format.h) */
     uint32_t op;            /* the compiler op that made it, IPU_NO_OP when none */
     uint32_t kind;          /* ipu_alloc_kind */
+    uint32_t shape_offset;  /* into strings: what it holds ("46x1152 f16", "4096 B"; "" when unknown) */
 } ipu_pkg_alloc;
 
 typedef struct ipu_pkg_op {
@@ -154,15 +155,18 @@ ipu_status ipu_pkg_add_code(ipu_pkg_builder *b, uint32_t tile, int entry);
 /* Initial contents of writable memory (copied). */
 ipu_status ipu_pkg_add_data(ipu_pkg_builder *b, uint32_t tile, uint32_t address, const void *bytes,
                             uint32_t size);
-/* An allocation that lives for the whole program (hand-built packages). */
+/* An allocation that lives for the whole program (hand-built packages); its
+ * shape is its size in bytes ("4096 B"). */
 ipu_status ipu_pkg_add_alloc(ipu_pkg_builder *b, uint32_t tile, uint32_t address, uint32_t size,
                              const char *name);
 /* An allocation with its owner tensor (NULL: none), lifetime in program
- * phases and compiler op (IPU_NO_OP: none). */
+ * phases, compiler op (IPU_NO_OP: none), kind and shape (NULL: "",
+ * unknown; the notation of lower/shape.c). */
 typedef struct ipu_pkg_alloc_def {
     uint32_t tile, address, size;
     const char *name, *tensor;
     uint32_t first, last, op, kind;
+    const char *shape;
 } ipu_pkg_alloc_def;
 ipu_status ipu_pkg_define_alloc(ipu_pkg_builder *b, const ipu_pkg_alloc_def *def);
 /* A compiler op (kind as "matmul", name as "block_out"): ops are numbered in

@@ -220,10 +220,16 @@ static ipu_status check_tables(ipu_ctx *ctx, const ipu_package *pkg)
     for (size_t i = 0; i < pkg->alloc_count; i++) {
         const ipu_pkg_alloc *a = &pkg->allocs[i];
         if (a->tile >= p->tiles || a->address < p->sram_base ||
-            (uint64_t)a->address + a->size > p->sram_end || !valid_string(pkg, a->name_offset) ||
-            !valid_string(pkg, a->tensor_offset))
-            return BAD("allocation %zu (tile %u, 0x%X, %u bytes) is outside the device or unnamed", i,
-                       a->tile, a->address, a->size);
+            (uint64_t)a->address + a->size > p->sram_end)
+            return BAD("allocation %zu (tile %u, 0x%X, %u bytes) is outside the device", i, a->tile,
+                       a->address, a->size);
+        const char *fields[] = {"name", "tensor", "shape"};
+        const uint32_t offsets[] = {a->name_offset, a->tensor_offset, a->shape_offset};
+        for (int f = 0; f < 3; f++)
+            if (!valid_string(pkg, offsets[f]))
+                return BAD("allocation %zu (tile %u, 0x%X, %u bytes) has its %s offset %u outside the "
+                           "string table (%zu bytes)",
+                           i, a->tile, a->address, a->size, fields[f], offsets[f], pkg->strings_size);
         if (a->first > a->last || (a->last != IPU_LIFE_FOREVER && a->last >= phases))
             return BAD("allocation %zu ('%s', tile %u) lives from phase %u to %u, expected first <= "
                        "last < %llu (2 phases per control op) or last = 0x%X (forever)",

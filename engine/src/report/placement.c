@@ -37,9 +37,11 @@ static json_t *allocations(const ipu_low_program *prog, const ipu_graph *g, stri
 {
     json_t *tile = json_array(), *address = json_array(), *size = json_array(), *first = json_array(),
            *last = json_array(), *name = json_array(), *kind = json_array(), *alias = json_array(),
-           *members = json_array();
+           *members = json_array(), *shape = json_array();
+    char text[IPU_LOW_SHAPE_MAX];
     for (size_t i = 0; i < prog->buffer_count; i++) {
         const ipu_low_buffer *b = &prog->buffers[i];
+        ipu_low_buffer_shape(prog, b, text, sizeof text);
         json_array_append_new(tile, json_integer(b->tile));
         json_array_append_new(address, json_integer(b->address));
         json_array_append_new(size, json_integer(b->size));
@@ -51,11 +53,12 @@ static json_t *allocations(const ipu_low_program *prog, const ipu_graph *g, stri
                                                       ? -1
                                                       : intern(names, g->tensors[b->alias].name)));
         json_array_append_new(members, json_integer(b->members));
+        json_array_append_new(shape, json_integer(intern(names, text)));
     }
-    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:[s, s, s, s]}", "tile", tile,
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:[s, s, s, s]}", "tile", tile,
                      "address", address, "size", size, "first", first, "last", last, "name", name, "kind",
-                     kind, "alias", alias, "members", members, "kinds", "parameter", "activation",
-                     "host staging", "input/output");
+                     kind, "alias", alias, "members", members, "shape", shape, "kinds", "parameter",
+                     "activation", "host staging", "input/output");
 }
 
 /* Per tile and step: live bytes (the estimate: the liveness walker over

@@ -282,18 +282,20 @@ static json_t *ops_json(const timeline *t)
                      "residual_bytes", residual);
 }
 
-/* The allocation table as columns, names and tensors as indices into strings. */
+/* The allocation table as columns, names, tensors and shapes ("46x1152 f16",
+ * "4096 B": package format 7) as indices into strings. */
 static json_t *allocations_json(const ipu_package *pkg, const uint32_t *owner)
 {
     json_t *strings = json_array(), *index = json_object();
-    json_t *col[9];
-    for (int c = 0; c < 9; c++)
+    json_t *col[10];
+    for (int c = 0; c < 10; c++)
         col[c] = json_array();
     for (size_t i = 0; i < pkg->alloc_count; i++) {
         const ipu_pkg_alloc *a = &pkg->allocs[i];
-        json_int_t named[2];
-        const char *text[2] = {ipu_pkg_string(pkg, a->name_offset), ipu_pkg_string(pkg, a->tensor_offset)};
-        for (int k = 0; k < 2; k++) {
+        json_int_t named[3];
+        const char *text[3] = {ipu_pkg_string(pkg, a->name_offset), ipu_pkg_string(pkg, a->tensor_offset),
+                               ipu_pkg_string(pkg, a->shape_offset)};
+        for (int k = 0; k < 3; k++) {
             json_t *at = json_object_get(index, text[k]);
             if (!at) {
                 at = json_integer((json_int_t)json_array_size(strings));
@@ -302,19 +304,20 @@ static json_t *allocations_json(const ipu_package *pkg, const uint32_t *owner)
             }
             named[k] = json_integer_value(at);
         }
-        json_int_t v[9] = {a->tile,   a->address, a->size,
-                           named[0],  named[1],   owner[i] == IPU_NO_OP ? -1 : (json_int_t)owner[i],
-                           a->kind,   a->first,   a->last == IPU_LIFE_FOREVER ? -1 : (json_int_t)a->last};
-        for (int c = 0; c < 9; c++)
+        json_int_t v[10] = {a->tile,   a->address, a->size,
+                            named[0],  named[1],   owner[i] == IPU_NO_OP ? -1 : (json_int_t)owner[i],
+                            a->kind,   a->first,   a->last == IPU_LIFE_FOREVER ? -1 : (json_int_t)a->last,
+                            named[2]};
+        for (int c = 0; c < 10; c++)
             json_array_append_new(col[c], json_integer(v[c]));
     }
     json_decref(index);
     json_t *kinds = json_array();
     for (int k = 0; k < IPU_ALLOC_KIND_COUNT; k++)
         json_array_append_new(kinds, json_string(KIND_NAMES[k]));
-    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "tile", col[0], "address", col[1],
-                     "size", col[2], "name", col[3], "tensor", col[4], "op", col[5], "kind", col[6], "first", col[7],
-                     "last", col[8], "strings", strings, "kinds", kinds);
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "tile", col[0], "address",
+                     col[1], "size", col[2], "name", col[3], "tensor", col[4], "op", col[5], "kind", col[6], "first",
+                     col[7], "last", col[8], "shape", col[9], "strings", strings, "kinds", kinds);
 }
 
 /* Per tile: code bytes, descriptor bytes less exchange tables, and
