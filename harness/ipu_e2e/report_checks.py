@@ -22,6 +22,12 @@ benchmark on the full-size MLP and ViT.
   its tooltip names the tile, the phase and the compiler op;
 - search: the device search lists exactly the tiles holding a named tensor,
   and a row opens its tile with a match pinned;
+- run search: the run profile's device search lists exactly the tiles
+  holding an allocation whose name or tensor contains the text, and a row
+  selects its tile at the first executed phase a match is live at;
+- free bytes: the run profile's free-bytes chart of the fullest tile is the
+  timeline's own series (the page measures the holes itself), and its
+  tooltip gives the device's fragmentation at the phase under the pointer;
 - tooltips: the run profile's memory chart names the compiler op of the
   executed phase under the pointer;
 - first paint: the placement viewer's first paint, cold and warm (ms);
@@ -214,6 +220,75 @@ def check_search(driver, folder, query):
     return f"{query!r}: every one of its {len(expected)} tiles listed; tile {tile} opened with a match pinned"
 
 
+def matches(timeline, query):
+    """The allocations whose name or tensor contains query (any case), by tile."""
+    a, strings, q = timeline["allocations"], timeline["allocations"]["strings"], query.lower()
+    found = {}
+    for i, tile in enumerate(a["tile"]):
+        if q in strings[a["name"][i]].lower() or q in strings[a["tensor"][i]].lower():
+            found.setdefault(tile, []).append(i)
+    return found
+
+
+def check_run_search(driver, folder, query):
+    from selenium.webdriver.common.by import By
+    timeline = load(Path(folder) / "run" / "memory-timeline.json")
+    a, phases = timeline["allocations"], timeline["steps"]["phase"]
+    found = matches(timeline, query)
+    expected = sorted(found)
+    open_page(driver, Path(folder) / "run" / "run-profile.html")
+    box = driver.find_element(By.ID, "memory-search")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", box)
+    box.send_keys(query)
+    rows = driver.find_elements(By.CSS_SELECTOR, "#memory-found tr[data-tile]")
+    listed = [int(r.get_attribute("data-tile")) for r in rows]
+    summary = driver.find_element(By.ID, "memory-found-summary").get_attribute("data-tiles")
+    expect(summary == str(len(expected)) and listed == expected[:200],
+           f"the run profile's search for {query!r} lists {summary} tiles, the timeline has {len(expected)}")
+    pick = len(rows) // 2
+    tile = expected[pick]
+    live = [e for e, p in enumerate(phases) if any(a["first"][i] <= p and (a["last"][i] < 0 or p <= a["last"][i])
+                                                   for i in found[tile])]
+    rows[pick].find_element(By.TAG_NAME, "button").click()
+    state = driver.execute_script("return runMemory.state()")
+    want = phases[live[0]] if live else state["phase"]
+    expect(state["tile"] == tile and state["phase"] == want,
+           f"the result row of tile {tile} opened {state}, expected phase {want}")
+    return f"{query!r}: every one of its {len(expected)} tiles listed; tile {tile} opened at phase {state['phase']}"
+
+
+def check_free_bytes(driver, folder):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    timeline = load(Path(folder) / "run" / "memory-timeline.json")
+    fullest, steps = timeline["fullest_tile"], timeline["steps"]
+    open_page(driver, Path(folder) / "run" / "run-profile.html")
+    tile = driver.find_element(By.ID, "memory-tile")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", tile)
+    tile.clear()
+    tile.send_keys(str(fullest["tile"]), Keys.ENTER)
+    shown = driver.execute_script("return runMemory.state().tile")
+    expect(shown == fullest["tile"], f"tile {fullest['tile']} typed in, the memory section shows tile {shown}")
+    holes = driver.execute_script("return runMemory.holes()")
+    for key, name in (("free", "free"), ("largest", "largest_hole")):
+        got, want = holes[key], fullest[name]
+        wrong = next((e for e in range(len(want)) if got[e] != want[e]), None)
+        expect(len(got) == len(want) and wrong is None,
+               f"the page's {name} of tile {fullest['tile']} differs from the timeline's at executed phase {wrong}")
+    hit = driver.find_element(By.CSS_SELECTOR, "#memory-free-chart rect.hit")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", hit)
+    ActionChains(driver).move_to_element(hit).perform()
+    tooltip = driver.find_element(By.ID, "tooltip")
+    expect(tooltip.get_attribute("data-kind") == "memory", "the free-bytes chart showed no tooltip")
+    middle = (len(steps["phase"]) - 1) // 2
+    near = {f"{steps['fragmentation'][e]:.3f}" for e in range(max(0, middle - 2), min(len(steps["phase"]), middle + 3))}
+    text = tooltip.find_element(By.CSS_SELECTOR, "[data-field='device_fragmentation']").text
+    expect(text in near, f"the free-bytes tooltip gives device fragmentation {text!r}, expected one of {sorted(near)}")
+    return f"tile {fullest['tile']}: free and largest hole at all {len(fullest['free'])} executed phases as the " \
+           f"timeline says; device fragmentation {text} halfway along"
+
+
 def check_tooltips(driver, folder):
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
@@ -254,6 +329,8 @@ def run_all(driver, folder, tile, step, query):
                                                         len(load(Path(folder) / "run" / "run-profile.json")["tiles"]
                                                             ["compute_by_op"]["op"]) // 2)),
                         ("search", lambda: check_search(driver, folder, query)),
+                        ("run search", lambda: check_run_search(driver, folder, query)),
+                        ("free bytes", lambda: check_free_bytes(driver, folder)),
                         ("tooltips", lambda: check_tooltips(driver, folder))):
         began = time.perf_counter()
         try:

@@ -104,6 +104,11 @@ def assert_no_console_errors(driver):
 
 # ---------------------------------------------------------------- helpers
 
+def count(n):
+    """A count as the reports print it (computed here, not by the page): 10,018,721."""
+    return f"{n:,}"
+
+
 def text(driver, selector):
     return driver.find_element(By.CSS_SELECTOR, selector).text
 
@@ -140,7 +145,7 @@ def assert_step_numbers(container, step):
     """The step's numbers as shown in a tooltip or the pinned panel equal the JSON's."""
     shown = {f: container.find_element(By.CSS_SELECTOR, f"[data-field='{f}']").text
              for f in ["index", "kind", "cycles", "compute_tile", "program", "op", *CLASSES]}
-    expected = {f: str(step[f]) for f in shown}
+    expected = {f: count(step[f]) if f in ("cycles", *CLASSES) else str(step[f]) for f in shown}
     assert shown == expected
 
 
@@ -169,11 +174,11 @@ def wait_for_range(driver, predicate):
 def test_totals_match_the_json(browser, real_profile, tmp_path):
     open_report(browser, real_profile, tmp_path / "run-profile.html")
     cycles = real_profile["cycles"]
-    assert text(browser, "#total-cards [data-field='cycles']") == str(cycles)
-    assert float(text(browser, "#total-cards [data-field='ms']")) == real_profile["ms"]
+    assert text(browser, "#total-cards [data-field='cycles']") == count(cycles)
+    assert text(browser, "#total-cards [data-field='ms']") == f"{real_profile['ms']:,.3f} ms"
     for c in CLASSES:
         value = real_profile["totals"][c]
-        assert text(browser, f"#total-cards [data-field='{c}']") == str(value)
+        assert text(browser, f"#total-cards [data-field='{c}']") == count(value)
         share = text(browser, f"#total-cards [data-field='{c}-share']")
         match = re.fullmatch(r"(<)?(\d+\.\d)% of cycles", share)
         assert match, share
@@ -184,7 +189,7 @@ def test_totals_match_the_json(browser, real_profile, tmp_path):
             assert abs(float(match.group(2)) - exact) <= 0.05 + 1e-9, (c, share, exact)
     meta = text(browser, "#meta")
     assert f"{len(real_profile['steps'])} steps" in meta and "16 tiles" in meta
-    assert browser.title == f"Run profile \u2014 {cycles} cycles"
+    assert browser.title == f"Run profile \u2014 {count(cycles)} cycles"
     assert_no_console_errors(browser)
 
 
@@ -268,13 +273,13 @@ def test_tile_hover_and_slowest_tile(browser, real_profile, tmp_path):
     for tile in (0, 5, 15):
         tooltip = hover_tile(browser, tile)
         assert tooltip.find_element(By.CSS_SELECTOR, "[data-field='tile']").text == str(tile)
-        assert tooltip.find_element(By.CSS_SELECTOR, "[data-field='compute']").text == str(compute[tile])
-        assert tooltip.find_element(By.CSS_SELECTOR, "[data-field='wait']").text == str(wait[tile])
+        assert tooltip.find_element(By.CSS_SELECTOR, "[data-field='compute']").text == count(compute[tile])
+        assert tooltip.find_element(By.CSS_SELECTOR, "[data-field='wait']").text == count(wait[tile])
     slowest = max(range(len(compute)), key=lambda t: (compute[t], -t))
     readout = browser.find_element(By.CSS_SELECTOR, "[data-readout='slowest']")
     assert readout.find_element(By.CSS_SELECTOR, "[data-field='tile']").text == str(slowest)
-    assert readout.find_element(By.CSS_SELECTOR, "[data-field='compute']").text == str(compute[slowest])
-    assert readout.find_element(By.CSS_SELECTOR, "[data-field='wait']").text == str(wait[slowest])
+    assert readout.find_element(By.CSS_SELECTOR, "[data-field='compute']").text == count(compute[slowest])
+    assert readout.find_element(By.CSS_SELECTOR, "[data-field='wait']").text == count(wait[slowest])
     assert_no_console_errors(browser)
 
 
@@ -284,14 +289,14 @@ def test_large_profile_renders_and_answers(browser, tmp_path):
     profile = synthetic_profile()
     steps, compute = profile["steps"], profile["tiles"]["compute"]
     open_report(browser, profile, tmp_path / "large.html")
-    assert text(browser, "#total-cards [data-field='cycles']") == str(profile["cycles"])
+    assert text(browser, "#total-cards [data-field='cycles']") == count(profile["cycles"])
     assert visible_steps(browser) == (0, len(steps) - 1)
     assert browser.find_element(By.ID, "steps-canvas").get_attribute("data-mode") == "column"
     # many steps share a pixel: that pixel shows its longest step, so the run's longest is there
     shown, tooltip = hover_step(browser, 31337)
     assert shown == 31337
     assert_step_numbers(tooltip, steps[31337])
-    assert text(browser, "#longest-step") == "Longest step: 31337 (250000 cycles)"
+    assert text(browser, "#longest-step") == "Longest step: 31337 (250,000 cycles)"
     # any hovered pixel reports a real step with its own numbers
     shown, tooltip = hover_step(browser, 20_000)
     assert abs(shown - 20_000) < 200
@@ -307,9 +312,9 @@ def test_large_profile_renders_and_answers(browser, tmp_path):
     readout = browser.find_element(By.CSS_SELECTOR, "[data-readout='slowest']")
     assert readout.find_element(By.CSS_SELECTOR, "[data-field='tile']").text == "977"
     tooltip = hover_tile(browser, 977)
-    assert tooltip.find_element(By.CSS_SELECTOR, "[data-field='compute']").text == str(compute[977])
+    assert tooltip.find_element(By.CSS_SELECTOR, "[data-field='compute']").text == count(compute[977])
     tooltip = hover_tile(browser, 1471)
-    assert tooltip.find_element(By.CSS_SELECTOR, "[data-field='compute']").text == str(compute[1471])
+    assert tooltip.find_element(By.CSS_SELECTOR, "[data-field='compute']").text == count(compute[1471])
     screenshot(browser, "run_profile_large.png")
     assert_no_console_errors(browser)
 

@@ -16,6 +16,10 @@
                                pointer, inside the window;
      bytes(n)                  one number format for byte counts everywhere:
                                "586,960 B (573.2 KiB)";
+     count(n)                  and for cycles and other counts: "10,018,721"
+                               (an em dash when n is not a number);
+     ms(v)                     milliseconds to the microsecond: "6,679.147 ms";
+     tick(n)                   a byte count on a chart's axis: "512 KiB", "1.5 MiB";
      place()                   the place in the URL hash (#tile=17&phase=243&
                                iteration=3&alloc=12): an object of integers;
      setPlace(place)           writes it to the hash (no history entry),
@@ -74,6 +78,14 @@
     return text;
   }
 
+  const isNumber = (v) => typeof v === "number" && Number.isFinite(v);
+  const count = (n) => (isNumber(n) ? n.toLocaleString("en-US", { maximumFractionDigits: 0 }) : "\u2014");
+  const ms = (v) => (isNumber(v) ? v.toLocaleString("en-US", { minimumFractionDigits: 3, maximumFractionDigits: 3 }) +
+    " ms" : "\u2014");
+
+  const tick = (n) => (n >= 1 << 20 ? (n / (1 << 20)).toFixed(1) + " MiB" : n >= 1024 ? Math.round(n / 1024) + " KiB"
+    : n + " B");
+
   const PLACE_KEYS = ["tile", "phase", "iteration", "alloc"];
 
   function place() {
@@ -118,5 +130,6 @@
     document.dispatchEvent(new CustomEvent("ipu-place", { detail: where }));
   }
 
-  window.ipuReport = Object.freeze({ clamp, fail, fitCanvas, localPoint, showTip, bytes, place, setPlace, links });
+  window.ipuReport = Object.freeze({ clamp, fail, fitCanvas, localPoint, showTip, bytes, count, ms, tick, place,
+    setPlace, links });
 })();

@@ -38,7 +38,7 @@
     const facts = $("facts");
     fact(facts, "status", run.status || "unknown", "status-" + run.status);
     if (run.cycles != null)
-      fact(facts, "simulated", Number(run.cycles).toLocaleString("en-US") + " cycles (" + run.ms.toFixed(4) + " ms)");
+      fact(facts, "simulated", R.count(Number(run.cycles)) + " cycles (" + R.ms(run.ms) + ")");
     if (run.estimate != null) fact(facts, "estimated peak", R.bytes(run.estimate) + " on the fullest tile");
     if (run.rejection) fact(facts, "rejected", run.rejection);
     const code = document.createElement("code");

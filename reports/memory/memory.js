@@ -135,8 +135,7 @@
     return out;
   }
 
-  const unit = (v) => (v >= 1 << 20 ? (v / (1 << 20)).toFixed(1) + " MiB" : v >= 1024 ? Math.round(v / 1024) + " KiB"
-    : v + " B");
+  const unit = window.ipuReport.tick;
 
   function tooltip(i, parts, event) {
     const box = $("tooltip"), s = steps[i], total = parts.reduce((a, b) => a + b, 0);

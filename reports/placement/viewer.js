@@ -24,7 +24,7 @@
   "use strict";
 
   const $ = (id) => document.getElementById(id);
-  const { clamp, localPoint } = window.ipuReport;
+  const { clamp, localPoint, bytes, count, tick } = window.ipuReport;
   const FONT = "11px system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif";
   const LEFT = 76, RIGHT = 12;         /* map and ruler plot margins (CSS px) */
   const LIFE_LEFT = 190, LIFE_RULER = 24;
@@ -603,7 +603,7 @@
     for (let v = 0; v <= yTop; v += step) {
       const y = Math.round(FP.top + H - (v / yTop) * H) + 0.5;
       ctx.strokeStyle = v ? C.grid : C.line; ctx.beginPath(); ctx.moveTo(FP.left, y); ctx.lineTo(FP.left + W, y); ctx.stroke();
-      ctx.fillStyle = C.muted; ctx.fillText(String(v), FP.left - 6, y);
+      ctx.fillStyle = C.muted; ctx.fillText(tick(v), FP.left - 6, y);
     }
     if (S.step >= 0) { ctx.fillStyle = C.step; ctx.fillRect(FP.left + S.step * slot, FP.top, slot, H); }
     for (let s = 0; s < NS; s++) {
@@ -631,7 +631,8 @@
         onclick: () => { selectTile(g.tile); selectStep(g.step, true); } })]),
       h("td", { text: String(g.step) }),
       h("td", { className: "label", text: R.steps.label[g.step] || "" }),
-      h("td", { text: String(g.estimate) }), h("td", { text: String(g.placed) }), h("td", { text: String(g.gap) }),
+      h("td", { className: "num", text: count(g.estimate) }), h("td", { className: "num", text: count(g.placed) }),
+      h("td", { className: "num", text: count(g.gap) }),
     ]));
     table.replaceChildren(h("tbody", null, [head, ...rows]));
     if (!gaps.length) {
@@ -650,9 +651,9 @@
     box.replaceChildren(
       h("span", { dataset: { field: "step" }, text: "Phase " + phaseOf(S.step) + " (" + (R.steps.label[S.step] || "") +
         ", step " + S.step + ")" }),
-      ": estimate ", h("strong", { dataset: { field: "estimate" }, text: String(e) }),
-      ", placed ", h("strong", { dataset: { field: "placed" }, text: String(p) }),
-      ", gap ", h("strong", { dataset: { field: "gap" }, text: String(Math.max(0, p - e)) }), " bytes ",
+      ": estimate ", h("strong", { dataset: { field: "estimate" }, text: bytes(e) }),
+      ", placed ", h("strong", { dataset: { field: "placed" }, text: bytes(p) }),
+      ", gap ", h("strong", { dataset: { field: "gap" }, text: bytes(Math.max(0, p - e)) }), " ",
       h("button", { type: "button", className: "link", id: "step-clear", text: "clear step", onclick: () => selectStep(-1) }));
   }
 

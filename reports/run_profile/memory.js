@@ -26,8 +26,8 @@
     return;
   }
   if (!TL) return;
-  if (TL.version !== 1 || TL.kind !== "memory-timeline") {
-    Rp.fail("run-time memory", "expected a version 1 memory timeline");
+  if (TL.version !== 2 || TL.kind !== "memory-timeline") {
+    Rp.fail("run-time memory", "expected a version 2 memory timeline");
     return;
   }
   $("memory").hidden = false;
@@ -41,7 +41,7 @@
   const fill = start.slice(0, NT);
   A.tile.forEach((t, i) => { order[fill[t]++] = i; });
   const live = (i, phase) => A.first[i] <= phase && (A.last[i] < 0 || phase <= A.last[i]);
-  const state = { tile: TL.peak.tile, step: TL.peak.step, series: null };
+  const state = { tile: TL.peak.tile, step: TL.peak.step, series: null, holes: null };
 
   function ticks(max, count) {
     const raw = max / Math.max(1, count), power = Math.pow(2, Math.floor(Math.log2(Math.max(1, raw))));
@@ -50,8 +50,7 @@
     for (let v = 0; v <= max + 1e-9; v += step) out.push(v);
     return out;
   }
-  const unit = (v) => (v >= 1 << 20 ? (v / (1 << 20)).toFixed(1) + " MiB" : v >= 1024 ? (v / 1024).toFixed(0) + " KiB"
-    : v + " B");
+  const unit = window.ipuReport.tick;
 
   /* The tile's live bytes by category at every executed phase. */
   function seriesOf(tile) {
@@ -64,6 +63,43 @@
     return out;
   }
 
+  /* Allocations by tile in address order, every kind (host staging too):
+     what holds a tile's bytes when its holes are measured. */
+  const byAddress = order.slice();
+  for (let t = 0; t < NT; t++) byAddress.subarray(start[t], start[t + 1]).sort((a, b) => A.address[a] - A.address[b]);
+  const U = TL.support.usable, RESERVED = TL.support.reserved;
+
+  /* The tile's free bytes and largest hole at every executed phase: the
+     usable SRAM less code, descriptors and the live allocations, as
+     timeline.c measures them (a phase's live set depends on its phase
+     only, so each phase is measured once). */
+  function holesOf(tile) {
+    const free = new Float64Array(E), largest = new Float64Array(E), seen = new Map();
+    const seg = RESERVED[tile];
+    for (let e = 0; e < E; e++) {
+      const phase = S.phase[e];
+      if (!seen.has(phase)) {
+        let cursor = U.start, f = 0, big = 0, k = start[tile], j = 0;
+        const gap = (lo, hi) => {
+          if (lo > cursor) { f += lo - cursor; big = Math.max(big, lo - cursor); }
+          cursor = Math.max(cursor, hi);
+        };
+        for (;;) {
+          while (k < start[tile + 1] && !live(byAddress[k], phase)) k++;
+          const i = k < start[tile + 1] ? byAddress[k] : -1;
+          if (j < seg.length && (i < 0 || seg[j] <= A.address[i])) { gap(seg[j], seg[j] + seg[j + 1]); j += 2; }
+          else if (i >= 0) { gap(A.address[i], A.address[i] + A.size[i]); k++; }
+          else break;
+        }
+        gap(U.end, U.end);
+        seen.set(phase, [f, big]);
+      }
+      [free[e], largest[e]] = seen.get(phase);
+    }
+    return { free, largest };
+  }
+  const fragmentation = (free, hole) => (free > 0 ? 1 - hole / free : 0);
+
   function node(tag, attrs, parent) {
     const n = document.createElementNS(svgNS, tag);
     for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, v);
@@ -71,34 +107,21 @@
     return n;
   }
 
-  function chart() {
-    const svg = $("memory-chart"), W = Math.max(300, svg.clientWidth || 900), H = 240;
-    const M = { left: 70, right: 12, top: 10, bottom: 46 };
+  /* An SVG chart over the executed phases: byte ticks up to max, phase
+     ticks named by their compiler op, the picked phase marked, and a hit
+     area whose hover calls tip(e, event) and whose click picks the phase.
+     draw(x, y) adds the chart's own marks under the marker. */
+  function frame(svg, H, max, draw, tip) {
+    const W = Math.max(300, svg.clientWidth || 900), M = { left: 70, right: 12, top: 10, bottom: 46 };
     svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
     svg.replaceChildren();
-    const series = state.series, total = new Float64Array(E);
-    for (let c = 0; c < C; c++) for (let e = 0; e < E; e++) total[e] += series[c][e];
-    const budget = Number.isFinite(TL.budget) ? TL.budget : 0;
-    const max = Math.max(1, budget, ...total);
     const x = (e) => M.left + ((E > 1 ? e / (E - 1) : 0.5) * (W - M.left - M.right));
     const y = (v) => H - M.bottom - (v / max) * (H - M.top - M.bottom);
     for (const v of ticks(max, 4)) {
       node("line", { x1: M.left, x2: W - M.right, y1: y(v), y2: y(v), class: "grid" }, svg);
       node("text", { x: M.left - 6, y: y(v) + 4, class: "tick", "text-anchor": "end" }, svg).textContent = unit(v);
     }
-    const below = new Float64Array(E);
-    for (let c = 0; c < C; c++) {
-      let d = "";
-      for (let e = 0; e < E; e++) d += (e ? "L" : "M") + x(e).toFixed(1) + "," + y(below[e] + series[c][e]).toFixed(1);
-      for (let e = E - 1; e >= 0; e--) d += "L" + x(e).toFixed(1) + "," + y(below[e]).toFixed(1);
-      node("path", { d: d + "Z", fill: COLOURS[c], "fill-opacity": 0.85, "data-category": TL.categories[c] }, svg);
-      for (let e = 0; e < E; e++) below[e] += series[c][e];
-    }
-    if (budget) {
-      node("line", { x1: M.left, x2: W - M.right, y1: y(budget), y2: y(budget), class: "budget" }, svg);
-      node("text", { x: W - M.right, y: y(budget) + 13, class: "tick", "text-anchor": "end" }, svg).textContent =
-        "budget " + unit(budget);
-    }
+    draw(x, y, W - M.right);
     /* Phase ticks: a few, each named by the phase and its compiler op. */
     const every = Math.max(1, Math.ceil(E / 6));
     for (let e = 0; e < E; e += every) {
@@ -115,15 +138,49 @@
       const r = svg.getBoundingClientRect(), px = ((event.clientX - r.left) / r.width) * W;
       return Math.max(0, Math.min(E - 1, Math.round(((px - M.left) / (W - M.left - M.right)) * (E - 1))));
     };
-    hit.addEventListener("pointermove", (event) => tooltip(at(event), total, event));
+    hit.addEventListener("pointermove", (event) => tip(at(event), event));
     hit.addEventListener("pointerleave", () => { const t = $("tooltip"); if (t.dataset.kind === "memory") t.hidden = true; });
     hit.addEventListener("click", (event) => pick(at(event), true));
   }
 
-  function tooltip(e, total, event) {
-    const div = (text, field) => { const n = document.createElement("div"); n.textContent = text; if (field) n.dataset.field = field; return n; };
+  const path = (x, y, values) => Array.from(values, (v, e) => (e ? "L" : "M") + x(e).toFixed(1) + "," + y(v).toFixed(1)).join("");
+
+  /* The selected tile's live bytes stacked by category, the budget labelled. */
+  function chart() {
+    const series = state.series, total = new Float64Array(E);
+    for (let c = 0; c < C; c++) for (let e = 0; e < E; e++) total[e] += series[c][e];
+    const budget = Number.isFinite(TL.budget) ? TL.budget : 0;
+    const svg = $("memory-chart");
+    frame(svg, 240, Math.max(1, budget, ...total), (x, y, right) => {
+      const below = new Float64Array(E);
+      for (let c = 0; c < C; c++) {
+        let d = "";
+        for (let e = 0; e < E; e++) d += (e ? "L" : "M") + x(e).toFixed(1) + "," + y(below[e] + series[c][e]).toFixed(1);
+        for (let e = E - 1; e >= 0; e--) d += "L" + x(e).toFixed(1) + "," + y(below[e]).toFixed(1);
+        node("path", { d: d + "Z", fill: COLOURS[c], "fill-opacity": 0.85, "data-category": TL.categories[c] }, svg);
+        for (let e = 0; e < E; e++) below[e] += series[c][e];
+      }
+      if (budget) {
+        node("line", { x1: x(0), x2: right, y1: y(budget), y2: y(budget), class: "budget" }, svg);
+        node("text", { x: right, y: y(budget) + 13, class: "tick", "text-anchor": "end" }, svg).textContent =
+          "budget " + unit(budget);
+      }
+    }, (e, event) => tooltip(e, total, event));
+  }
+
+  /* The selected tile's free bytes (shaded) and largest hole (a line). */
+  function freeChart() {
+    const { free, largest } = state.holes, svg = $("memory-free-chart");
+    frame(svg, 160, Math.max(1, ...free), (x, y) => {
+      node("path", { d: path(x, y, free) + `L${x(E - 1).toFixed(1)},${y(0)}L${x(0).toFixed(1)},${y(0)}Z`,
+        class: "free", "data-series": "free" }, svg);
+      node("path", { d: path(x, y, largest), class: "hole", "data-series": "largest_hole" }, svg);
+    }, freeTooltip);
+  }
+
+  function tipTable(rows) {
     const table = document.createElement("table");
-    const row = (label, value, swatch, field) => {
+    for (const [label, value, swatch, field] of rows) {
       const tr = table.insertRow(), th = document.createElement("th");
       if (swatch) { const i = document.createElement("i"); i.style.cssText = "--swatch:" + swatch; th.append(i); }
       th.append(label);
@@ -132,13 +189,33 @@
       td.className = "num";
       td.textContent = value;
       if (field) td.dataset.field = field;
-    };
-    TL.categories.forEach((name, c) => row(name, Rp.bytes(state.series[c][e]), COLOURS[c]));
-    row(`Tile ${state.tile} in all`, Rp.bytes(total[e]), null, "live");
-    const head = `Phase ${S.phase[e]}${S.iteration[e] === null ? "" : ", iteration " + S.iteration[e]} \u00b7 ${S.program[e]}`;
-    const title = div(head);
+    }
+    return table;
+  }
+
+  function tipHead(e) {
+    const div = (text, field) => { const n = document.createElement("div"); n.textContent = text; if (field) n.dataset.field = field; return n; };
+    const title = div(`Phase ${S.phase[e]}${S.iteration[e] === null ? "" : ", iteration " + S.iteration[e]} \u00b7 ${S.program[e]}`);
     title.className = "tt-title";
-    Rp.showTip($("tooltip"), "memory", [title, div(opName(S.op[e]), "op"), table], event);
+    return [title, div(opName(S.op[e]), "op")];
+  }
+
+  function tooltip(e, total, event) {
+    const rows = TL.categories.map((name, c) => [name, Rp.bytes(state.series[c][e]), COLOURS[c]]);
+    rows.push([`Tile ${state.tile} in all`, Rp.bytes(total[e]), null, "live"]);
+    Rp.showTip($("tooltip"), "memory", [...tipHead(e), tipTable(rows)], event);
+  }
+
+  function freeTooltip(e, event) {
+    const { free, largest } = state.holes, worst = S.most_fragmented;
+    Rp.showTip($("tooltip"), "memory", [...tipHead(e), tipTable([
+      [`Tile ${state.tile} free`, Rp.bytes(free[e]), null, "free"],
+      ["largest hole", Rp.bytes(largest[e]), null, "largest_hole"],
+      ["fragmentation", fragmentation(free[e], largest[e]).toFixed(3), null, "fragmentation"],
+      ["Device free", Rp.bytes(S.free[e]), null, "device_free"],
+      ["device fragmentation", S.fragmentation[e].toFixed(3), null, "device_fragmentation"],
+      [`most fragmented: tile ${worst.tile[e]}`, worst.fragmentation[e].toFixed(3), null, "most_fragmented"],
+    ])], event);
   }
 
   function table(id, head, rows) {
@@ -164,11 +241,15 @@
       (S.iteration[state.step] === null ? "" : `, iteration ${S.iteration[state.step]}`) +
       `: ${ids.length} allocations, ${Rp.bytes(sum)}`;
     $("live-title").dataset.sum = String(sum);
-    table("memory-live", ["allocation", "tensor", "kind", "made by", "bytes", "address"],
+    const f = state.holes.free[state.step], hole = state.holes.largest[state.step];
+    $("free-now").textContent = `Free ${Rp.bytes(f)}, largest hole ${Rp.bytes(hole)}, fragmentation ` +
+      fragmentation(f, hole).toFixed(3);
+    table("memory-live", ["allocation", "tensor", "shape", "kind", "made by", "bytes", "address"],
       ids.slice(0, ROWS_SHOWN).map((i) => [[strings[A.name[i]]], [strings[A.tensor[i]] || "\u2014"],
-        [kindNames[A.kind[i]]], [opName(A.op[i])], [A.size[i].toLocaleString("en-US"), "num"],
-        ["0x" + A.address[i].toString(16).toUpperCase(), "num"]]));
-    if (ids.length > ROWS_SHOWN) table("memory-live", [`\u2026 the ${ROWS_SHOWN} largest of ${ids.length}`], []);
+        [strings[A.shape[i]] || "\u2014"], [kindNames[A.kind[i]]], [opName(A.op[i])],
+        [A.size[i].toLocaleString("en-US"), "num"], ["0x" + A.address[i].toString(16).toUpperCase(), "num"]]));
+    if (ids.length > ROWS_SHOWN)
+      $("memory-live").createCaption().textContent = `the ${ROWS_SHOWN} largest of ${ids.length}`;
   }
 
   function peakTable() {
@@ -193,6 +274,63 @@
         [TL.ops.peak_step[i] === null ? "\u2014" : String(S.phase[TL.ops.peak_step[i]]), "num"],
         [Rp.bytes(TL.ops.residual_bytes[i]), "num"]]));
   }
+
+  /* The device search: every tile holding an allocation whose name or
+     tensor contains the text, with how many, the phases their lives cover
+     and their bytes; a row selects the tile and picks the first executed
+     phase a match is live at. */
+  let found = [];
+  function search(query) {
+    const q = query.trim().toLowerCase(), box = $("memory-found");
+    found = [];
+    if (!q) { box.replaceChildren(); $("memory-found-summary").textContent = ""; return found; }
+    const hit = strings.map((text) => String(text).toLowerCase().includes(q));
+    const byTile = new Map();
+    let count = 0;
+    for (let i = 0; i < A.tile.length; i++) {
+      if (!hit[A.name[i]] && !hit[A.tensor[i]]) continue;
+      count++;
+      let r = byTile.get(A.tile[i]);
+      if (!r) byTile.set(A.tile[i], r = { tile: A.tile[i], ids: [], first: Infinity, last: -1, bytes: 0 });
+      r.ids.push(i);
+      r.first = Math.min(r.first, A.first[i]);
+      r.last = Math.max(r.last, A.last[i] < 0 ? Infinity : A.last[i]);
+      r.bytes += A.size[i];
+    }
+    found = Array.from(byTile.values()).sort((a, b) => a.tile - b.tile);
+    $("memory-found-summary").textContent = `${count.toLocaleString("en-US")} allocation${count === 1 ? "" : "s"} on ` +
+      `${found.length.toLocaleString("en-US")} tile${found.length === 1 ? "" : "s"}`;
+    $("memory-found-summary").dataset.tiles = String(found.length);
+    table("memory-found", ["tile", "allocations", "phases", "bytes", "first name"], []);
+    for (const r of found.slice(0, ROWS_SHOWN)) {
+      const tr = box.insertRow(), button = document.createElement("button");
+      tr.dataset.tile = String(r.tile);
+      button.type = "button";
+      button.className = "link";
+      button.textContent = String(r.tile);
+      button.addEventListener("click", () => open(r));
+      tr.insertCell().append(button);
+      for (const [text, cls] of [[r.ids.length.toLocaleString("en-US"), "num"],
+        [r.first + "\u2013" + (r.last === Infinity ? "end" : r.last), "num"], [Rp.bytes(r.bytes), "num"],
+        [strings[A.name[r.ids[0]]], ""]]) {
+        const td = tr.insertCell();
+        td.textContent = text;
+        td.className = cls;
+      }
+    }
+    if (found.length > ROWS_SHOWN) box.createCaption().textContent = `the first ${ROWS_SHOWN} tiles of ${found.length}`;
+    return found;
+  }
+
+  /* Select a result's tile at the first executed phase one of its matches is live at. */
+  function open(r) {
+    let first = -1;
+    for (let e = 0; e < E && first < 0; e++) if (r.ids.some((i) => live(i, S.phase[e]))) first = e;
+    if (P) P.selectTile(r.tile); else select(r.tile);
+    if (first >= 0) pick(first, true);
+    $("memory").scrollIntoView({ block: "start" });
+  }
+  $("memory-search").addEventListener("input", (event) => search(event.target.value));
 
   const strip = { canvas: $("memory-tiles"), left: 70 };
   function drawStrip() {
@@ -224,9 +362,14 @@
     render();
   }
 
+  function load(tile) {
+    state.series = seriesOf(tile);
+    state.holes = holesOf(tile);
+  }
+
   function select(t) {
     state.tile = Math.max(0, Math.min(NT - 1, t));
-    state.series = seriesOf(state.tile);
+    load(state.tile);
     $("memory-tile").value = String(state.tile);
     render();
   }
@@ -234,6 +377,7 @@
   function render() {
     $("memory-selected").textContent = `tile ${state.tile} \u00b7 phase ${S.phase[state.step]}`;
     chart();
+    freeChart();
     drawStrip();
     peakTable();
     liveNow();
@@ -267,10 +411,10 @@
     if (Number.isFinite(t)) (P ? P.selectTile(t) : select(t));
   });
   $("memory-peak").addEventListener("click", () => { if (P) P.selectTile(pk.tile); else select(pk.tile); pick(pk.step, true); });
-  window.addEventListener("resize", () => { chart(); drawStrip(); });
+  window.addEventListener("resize", () => { chart(); freeChart(); drawStrip(); });
   if (P) {
     P.follow(({ tile, step, phase }) => {
-      if (tile >= 0 && tile !== state.tile) { state.tile = tile; state.series = seriesOf(tile); }
+      if (tile >= 0 && tile !== state.tile) { state.tile = tile; load(tile); }
       if (step >= 0) { const e = executedOf(P.profile.steps[step], phase); if (e >= 0) state.step = e; }
       $("memory-tile").value = String(state.tile);
       render();
@@ -279,7 +423,7 @@
     if (t !== null) state.tile = t;
     if (pinned !== null) { const e = executedOf(P.profile.steps[pinned], P.phase()); if (e >= 0) state.step = e; }
   }
-  state.series = seriesOf(state.tile);
+  load(state.tile);
   $("memory-tile").value = String(state.tile);
   opsTable();
   render();
@@ -287,5 +431,9 @@
     state: () => ({ tile: state.tile, step: state.step, phase: S.phase[state.step] }),
     liveSum: () => Number($("live-title").dataset.sum),
     seriesAt: (e) => state.series.reduce((sum, s) => sum + s[e], 0),
+    holes: () => ({ free: Array.from(state.holes.free), largest: Array.from(state.holes.largest) }),
+    search: (q) => search(q).map((r) => ({ tile: r.tile, count: r.ids.length, first: r.first,
+      last: r.last === Infinity ? -1 : r.last })),
+    open: (k) => open(found[k]),
   });
 })();

@@ -6,8 +6,9 @@
    when steps outnumber pixels, the longest step of each pixel column - with
    hover, click-to-pin (Escape unpins), wheel zoom, drag pan and an overview
    strip, and a per-tile strip of compute and wait cycles with the slowest
-   tile.  Numbers from the JSON are printed as they are (String(value)); only
-   shares are derived.  Steps are named by their package phase (the
+   tile.  Counts print in the reports' one format (ipuReport.count: "10,018,721",
+   ms: "6,679.147 ms"), tile and op numbers as they are; only shares are
+   derived.  Steps are named by their package phase (the
    numbering every report of the run shares) and Repeat iteration, with the
    compiler ops they lower; the pinned step and the tile clicked in the strip
    are kept in the URL hash (#tile=T&phase=P&iteration=I) and carried by the
@@ -46,8 +47,9 @@
   }
 
   const isNum = (v) => typeof v === "number" && Number.isFinite(v);
-  /* A number as the JSON holds it: integers print as-is, no grouping. */
-  const show = (v) => (isNum(v) ? String(v) : "\u2014");
+  /* A count in the reports' one format; an index (tile, op) as it is. */
+  const show = window.ipuReport.count;
+  const id = (v) => (isNum(v) ? String(v) : "\u2014");
 
   function percent(part, whole) {
     if (!isNum(part) || !isNum(whole) || whole <= 0) return "\u2014";
@@ -159,8 +161,8 @@
         h("span", { className: "value", dataset: { field: "cycles" }, text: show(cycles) }),
       ]),
       h("div", { className: "card wide", dataset: { total: "ms" } }, [
-        h("span", { className: "label", text: "Time (ms)" }),
-        h("span", { className: "value", dataset: { field: "ms" }, text: show(profile.ms) }),
+        h("span", { className: "label", text: "Time" }),
+        h("span", { className: "value", dataset: { field: "ms" }, text: window.ipuReport.ms(profile.ms) }),
       ]),
       ...CLASSES.map((c) =>
         h("div", { className: "card", style: "--swatch:" + COLOR[c], dataset: { total: c } }, [
@@ -235,7 +237,7 @@
       );
     }
     rows.push(
-      h("tr", null, [h("th", { text: "Slowest compute tile" }), h("td", { className: "num", dataset: { field: "compute_tile" }, text: show(s.compute_tile) }), h("td")]),
+      h("tr", null, [h("th", { text: "Slowest compute tile" }), h("td", { className: "num", dataset: { field: "compute_tile" }, text: id(s.compute_tile) }), h("td")]),
       h("tr", null, [h("th", { text: "Compiler op" }), h("td", { dataset: { field: "compiler_op" },
         text: opLabel(s.compiler_op) }), h("td")]),
       h("tr", null, [h("th", { text: "Exchange of" }), h("td", { dataset: { field: "exchange_compiler_op" },
@@ -243,7 +245,7 @@
       h("tr", null, [h("th", { text: "Program \u00b7 control op" }), h("td", { className: "num" }, [
         h("span", { dataset: { field: "program" }, text: typeof s.program === "string" ? s.program : "\u2014" }),
         " \u00b7 ",
-        h("span", { dataset: { field: "op" }, text: show(s.op) }),
+        h("span", { dataset: { field: "op" }, text: id(s.op) }),
       ]), h("td")])
     );
     return h("table", null, [h("tbody", null, rows)]);
@@ -365,7 +367,7 @@
       ctx.strokeStyle = v === 0 ? LINE : GRID;
       ctx.beginPath(); ctx.moveTo(left, y); ctx.lineTo(left + W, y); ctx.stroke();
       ctx.fillStyle = MUTED;
-      ctx.fillText(String(v), left - 6, y);
+      ctx.fillText(show(v), left - 6, y);
     }
     ctx.save();
     ctx.translate(14, T.top + H / 2);
@@ -876,7 +878,7 @@
         h("td", { className: "num", dataset: { field: "wait" }, text: show(tileWait[t]) }),
         h("td", { className: "pct", text: percent(tw(t), total) })]),
       h("tr", null, [h("th", { text: "Compute + wait" }),
-        h("td", { className: "num", text: String(total) }), h("td")]),
+        h("td", { className: "num", text: show(total) }), h("td")]),
     ];
     const content = [
       h("div", { className: "tt-title" }, ["Tile ", h("span", { dataset: { field: "tile" }, text: String(t) })]),

@@ -6,10 +6,13 @@
  * Live bytes are those of the tensor area (every allocation but host
  * staging, which lives in the aperture and is counted apart), by category.
  * The analysis gives per executed phase the device-wide live bytes by
- * category and the aperture's; per tile its peak (phase, iteration, bytes by
- * category, free bytes and the largest hole then); the fullest tile's peak
- * with the allocations live at it and that tile's live, free, largest hole
- * and fragmentation (1 - largest hole / free) at every executed phase; per
+ * category and the aperture's, the device's free bytes and fragmentation (1 -
+ * the tiles' largest holes / their free bytes) and its most fragmented tile;
+ * per tile its peak (phase, iteration, bytes by category, free bytes and the
+ * largest hole then) and the ranges its code and descriptors hold; the
+ * fullest tile's peak with the allocations live at it and that tile's live,
+ * free, largest hole and fragmentation (1 - largest hole / free) at every
+ * executed phase; per
  * compiler op the peak of the bytes it owns and what is left of them after
  * its last phase (residual); and the allocation table, so a view can say
  * what is live at any phase.  An allocation's owner is the compiler op the
@@ -186,35 +189,56 @@ static json_t *steps_json(timeline *t)
                      "aperture", aperture_json);
 }
 
-/* Pass 2: the events again, with the allocations alive: each tile's free
- * bytes and largest hole at its peak, the fullest tile's at every phase and
- * the allocations live at its peak. */
-static json_t *tiles_json(timeline *t, uint32_t fullest, json_t **series, json_t **peak_live)
+/* Each tile's free bytes and largest hole now, kept up to date for the
+ * tiles whose allocations changed (dirty) and summed over the device. */
+typedef struct holes_now {
+    uint64_t *free_bytes, *largest;
+    uint32_t *dirty; /* the tiles to measure again, dirty_count of them */
+    uint8_t *marked;
+    uint32_t dirty_count;
+    uint64_t free_sum, largest_sum;
+} holes_now;
+
+static void mark(holes_now *h, uint32_t tile)
+{
+    if (!h->marked[tile])
+        h->marked[tile] = 1, h->dirty[h->dirty_count++] = tile;
+}
+
+static void measure(const timeline *t, holes_now *h)
+{
+    for (uint32_t k = 0; k < h->dirty_count; k++) {
+        uint32_t tile = h->dirty[k];
+        h->free_sum -= h->free_bytes[tile], h->largest_sum -= h->largest[tile];
+        holes(t, tile, &h->free_bytes[tile], &h->largest[tile]);
+        h->free_sum += h->free_bytes[tile], h->largest_sum += h->largest[tile];
+        h->marked[tile] = 0;
+    }
+    h->dirty_count = 0;
+}
+
+/* Pass 2: the events again, with the allocations alive: every tile's free
+ * bytes and largest hole at every executed phase, from which the device's
+ * free bytes and fragmentation (1 - the tiles' largest holes / their free
+ * bytes) and its most fragmented tile per phase, each tile's free bytes and
+ * largest hole at its peak, the fullest tile's at every phase and the
+ * allocations live at its peak. */
+static json_t *tiles_json(timeline *t, uint32_t fullest, json_t *steps, json_t **series, json_t **peak_live)
 {
     const ipu_memory_events *ev = t->ev;
     uint32_t tiles = t->tiles;
-    /* Tiles by the executed phase of their peak (counting sort). */
-    uint32_t *start = ipu_calloc(t->ctx, ev->phase_count + 1, sizeof *start);
-    uint32_t *order = ipu_calloc(t->ctx, tiles, sizeof *order);
+    holes_now h = {ipu_calloc(t->ctx, tiles, sizeof *h.free_bytes), ipu_calloc(t->ctx, tiles, sizeof *h.largest),
+                   ipu_calloc(t->ctx, tiles, sizeof *h.dirty), ipu_calloc(t->ctx, tiles, 1), 0, 0, 0};
     uint64_t *free_at = ipu_calloc(t->ctx, tiles, sizeof *free_at), *hole_at = ipu_calloc(t->ctx, tiles, sizeof *hole_at);
-    if (!start || !order || !free_at || !hole_at) {
-        free(start), free(order), free(free_at), free(hole_at);
+    if (!h.free_bytes || !h.largest || !h.dirty || !h.marked || !free_at || !hole_at) {
+        free(h.free_bytes), free(h.largest), free(h.dirty), free(h.marked), free(free_at), free(hole_at);
         return NULL;
     }
-    for (uint32_t i = 0; i < tiles; i++)
-        start[t->peak_at[i] + 1]++;
-    for (size_t s = 0; s < ev->phase_count; s++)
-        start[s + 1] += start[s];
-    uint32_t *fill = ipu_calloc(t->ctx, ev->phase_count + 1, sizeof *fill);
-    if (!fill) {
-        free(start), free(order), free(free_at), free(hole_at);
-        return NULL;
-    }
-    for (uint32_t i = 0; i < tiles; i++)
-        order[start[t->peak_at[i]] + fill[t->peak_at[i]]++] = i;
-    free(fill);
     memset(t->alive, 0, t->pkg->alloc_count ? t->pkg->alloc_count : 1);
+    for (uint32_t i = 0; i < tiles; i++)
+        mark(&h, i);
     json_t *live = json_array(), *free_json = json_array(), *largest = json_array(), *frag = json_array();
+    json_t *device_free = json_array(), *device_frag = json_array(), *worst = json_array(), *worst_tile = json_array();
     *peak_live = json_array();
     uint64_t running = 0;
     size_t e = 0;
@@ -222,28 +246,43 @@ static json_t *tiles_json(timeline *t, uint32_t fullest, json_t **series, json_t
         while (e < ev->count && ev->at[e] == step && !(ev->alloc[e] & IPU_EVENT_FREE)) {
             uint32_t a = ev->alloc[e++];
             t->alive[a] = 1;
+            mark(&h, t->pkg->allocs[a].tile);
             if (t->pkg->allocs[a].tile == fullest && t->pkg->allocs[a].kind < CATEGORIES)
                 running += t->pkg->allocs[a].size;
         }
-        for (uint32_t k = start[step]; k < start[step + 1]; k++)
-            holes(t, order[k], &free_at[order[k]], &hole_at[order[k]]);
+        measure(t, &h);
+        uint32_t most = 0;
+        double most_frag = -1.0;
+        for (uint32_t i = 0; i < tiles; i++) {
+            double f = fragmentation(h.free_bytes[i], h.largest[i]);
+            if (f > most_frag)
+                most_frag = f, most = i;
+            if (t->peak_at[i] == step)
+                free_at[i] = h.free_bytes[i], hole_at[i] = h.largest[i];
+        }
         if (step == t->peak_at[fullest])
             for (uint32_t k = t->pkg->tile_alloc_start[fullest]; k < t->pkg->tile_alloc_start[fullest + 1]; k++)
                 if (t->alive[t->pkg->tile_allocs[k]])
                     json_array_append_new(*peak_live, json_integer(t->pkg->tile_allocs[k]));
-        uint64_t f, h;
-        holes(t, fullest, &f, &h);
         json_array_append_new(live, json_integer((json_int_t)running));
-        json_array_append_new(free_json, json_integer((json_int_t)f));
-        json_array_append_new(largest, json_integer((json_int_t)h));
-        json_array_append_new(frag, json_real(fragmentation(f, h)));
+        json_array_append_new(free_json, json_integer((json_int_t)h.free_bytes[fullest]));
+        json_array_append_new(largest, json_integer((json_int_t)h.largest[fullest]));
+        json_array_append_new(frag, json_real(fragmentation(h.free_bytes[fullest], h.largest[fullest])));
+        json_array_append_new(device_free, json_integer((json_int_t)h.free_sum));
+        json_array_append_new(device_frag, json_real(fragmentation(h.free_sum, h.largest_sum)));
+        json_array_append_new(worst, json_real(most_frag));
+        json_array_append_new(worst_tile, json_integer(most));
         while (e < ev->count && ev->at[e] == step) {
             uint32_t a = ev->alloc[e++] & ~IPU_EVENT_FREE;
             t->alive[a] = 0;
+            mark(&h, t->pkg->allocs[a].tile);
             if (t->pkg->allocs[a].tile == fullest && t->pkg->allocs[a].kind < CATEGORIES)
                 running -= t->pkg->allocs[a].size;
         }
     }
+    json_object_set_new(steps, "free", device_free);
+    json_object_set_new(steps, "fragmentation", device_frag);
+    json_object_set_new(steps, "most_fragmented", json_pack("{s:o, s:o}", "tile", worst_tile, "fragmentation", worst));
     *series = json_pack("{s:I, s:o, s:o, s:o, s:o}", "tile", (json_int_t)fullest, "live", live, "free", free_json,
                         "largest_hole", largest, "fragmentation", frag);
     json_t *peak = json_array(), *at = json_array(), *phase = json_array(), *iteration = json_array(),
@@ -260,7 +299,7 @@ static json_t *tiles_json(timeline *t, uint32_t fullest, json_t **series, json_t
         json_array_append_new(hole_peak, json_integer((json_int_t)hole_at[i]));
         json_array_append_new(frag_peak, json_real(fragmentation(free_at[i], hole_at[i])));
     }
-    free(start), free(order), free(free_at), free(hole_at);
+    free(h.free_bytes), free(h.largest), free(h.dirty), free(h.marked), free(free_at), free(hole_at);
     return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "peak_bytes", peak, "peak_step", at, "peak_phase",
                      phase, "peak_iteration", iteration, "peak_by_category", cat, "free_at_peak", free_peak,
                      "largest_hole_at_peak", hole_peak, "fragmentation_at_peak", frag_peak);
@@ -320,8 +359,11 @@ static json_t *allocations_json(const ipu_package *pkg, const uint32_t *owner)
                      col[7], "last", col[8], "shape", col[9], "strings", strings, "kinds", kinds);
 }
 
-/* Per tile: code bytes, descriptor bytes less exchange tables, and
- * exchange table bytes (the package meta's, when it has them). */
+/* Per tile: code bytes, descriptor bytes less exchange tables, exchange
+ * table bytes (the package meta's, when it has them), and the ranges code
+ * and descriptors hold (address, size, ... in address order), with the
+ * range allocations may use (after the runtime state, up to the
+ * inaccessible tail), so a view can find any tile's holes at any phase. */
 static json_t *support_json(ipu_ctx *ctx, const ipu_package *pkg, uint32_t tiles)
 {
     uint64_t *code = ipu_calloc(ctx, tiles, sizeof *code), *desc = ipu_calloc(ctx, tiles, sizeof *desc);
@@ -331,7 +373,18 @@ static json_t *support_json(ipu_ctx *ctx, const ipu_package *pkg, uint32_t tiles
     }
     json_t *meta = json_loads(pkg->meta_json ? pkg->meta_json : "{}", 0, NULL);
     json_t *tables = json_object_get(meta, "exchange_table_bytes");
-    json_t *c = json_array(), *d = json_array(), *x = json_array();
+    json_t *c = json_array(), *d = json_array(), *x = json_array(), *reserved = json_array();
+    for (uint32_t t = 0; t < tiles; t++) {
+        json_t *ranges = json_array();
+        for (uint32_t k = pkg->tile_segment_start[t]; k < pkg->tile_segment_start[t + 1]; k++) {
+            const ipu_pkg_segment *s = &pkg->segments[pkg->tile_segments[k]];
+            if (s->kind == IPU_SEG_DATA)
+                continue;
+            json_array_append_new(ranges, json_integer(s->address));
+            json_array_append_new(ranges, json_integer(s->size));
+        }
+        json_array_append_new(reserved, ranges);
+    }
     for (size_t i = 0; i < pkg->segment_count; i++) {
         const ipu_pkg_segment *s = &pkg->segments[i];
         if (s->kind == IPU_SEG_CODE)
@@ -348,7 +401,10 @@ static json_t *support_json(ipu_ctx *ctx, const ipu_package *pkg, uint32_t tiles
     }
     free(code), free(desc);
     json_decref(meta);
-    return json_pack("{s:o, s:o, s:o}", "code", c, "descriptors", d, "exchange_tables", x);
+    const ipu_profile *p = &pkg->profile;
+    return json_pack("{s:o, s:o, s:o, s:o, s:{s:I, s:I}}", "code", c, "descriptors", d, "exchange_tables", x,
+                     "reserved", reserved, "usable", "start", (json_int_t)p->sram_base + p->runtime_state_bytes,
+                     "end", (json_int_t)ipu_profile_access_end(p));
 }
 
 ipu_status ipu_device_memory_timeline_json(ipu_ctx *ctx, const ipu_device *dev, char **out_json)
@@ -395,14 +451,14 @@ ipu_status ipu_device_memory_timeline_json(ipu_ctx *ctx, const ipu_device *dev, 
         if (t.peak[i] > t.peak[fullest])
             fullest = i;
     json_t *series = NULL, *peak_live = NULL;
-    json_t *tile_peaks = tiles_json(&t, fullest, &series, &peak_live);
+    json_t *tile_peaks = tiles_json(&t, fullest, steps, &series, &peak_live);
     json_t *categories = json_array();
     for (int c = 0; c < CATEGORIES; c++)
         json_array_append_new(categories, json_string(CATEGORY_NAMES[c]));
     uint32_t at = t.peak_at[fullest];
     json_t *report = tile_peaks ? json_pack(
         "{s:i, s:s, s:I, s:o, s:I, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:o, s:I, s:o, s:o}, s:o, s:o, s:o, s:o}",
-        "version", 1, "kind", "memory-timeline", "tiles", (json_int_t)tiles, "categories", categories,
+        "version", 2, "kind", "memory-timeline", "tiles", (json_int_t)tiles, "categories", categories,
         "executed_phases", (json_int_t)ev->phase_count, "events", (json_int_t)ev->count, "steps", steps,
         "tile_peaks", tile_peaks, "peak", "tile", (json_int_t)fullest, "step", (json_int_t)at, "phase",
         (json_int_t)(ev->phase_count ? ev->phase[at] : 0), "iteration",
