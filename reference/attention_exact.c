@@ -11,7 +11,9 @@
  *     by exp(old max - new max); the output is O / l;
  *   materialized: scores scaled, each row's softmax (max, exponentials
  *     summed in key order, divided by the sum) rounded to FP16, then P V
- *     with one sgemm (as the device's FP16 GEMM, which decodes to FP32).
+ *     with one sgemm per query band, of the band's rows as the device's
+ *     FP16 GEMM takes them (it decodes to FP32; OpenBLAS's sums depend on
+ *     the row count).
  * Inputs are the FP16 values of q, k and v; out is FP32 (the caller rounds
  * the op's output to its type).
  */
@@ -35,7 +37,7 @@ static void pack(const float *src, size_t ld, size_t rows, size_t n, float *dst)
 
 ipu_status ipu_reference_attend_exact(ipu_ctx *ctx, int mode, const float *q, size_t ldq, size_t nq,
                                       const float *k, const float *v, size_t ldkv, size_t nk, size_t d,
-                                      float scale, float *out, size_t ldo)
+                                      float scale, const ipu_reference_bands *bands, float *out, size_t ldo)
 {
     size_t block = mode == IPU_REF_ATTENTION_FLASH ? FLASH_KEYS : nk;
     block = block < nk ? block : nk;
@@ -63,8 +65,14 @@ ipu_status ipu_reference_attend_exact(ipu_ctx *ctx, int mode, const float *q, si
                 row[j] = row[j] / sum;
             ipu_num_round(IPU_DT_F16, 0, row, nk);
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nq, (int)d, (int)nk, 1.0f, s,
-                    (int)nk, vp, (int)d, 0.0f, pv, (int)d);
+        uint32_t count = bands && bands->count ? bands->count : 1;
+        for (uint32_t b = 0; b < count; b++) {
+            size_t lo = bands && bands->count ? bands->bounds[b] : 0;
+            size_t hi = bands && bands->count ? bands->bounds[b + 1] : nq;
+            if (hi > lo)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(hi - lo), (int)d, (int)nk, 1.0f,
+                            s + lo * nk, (int)nk, vp, (int)d, 0.0f, pv + lo * d, (int)d);
+        }
         for (size_t r = 0; r < nq; r++)
             memcpy(out + r * ldo, pv + r * d, d * sizeof *out);
         free(qp);

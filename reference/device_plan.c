@@ -1,7 +1,8 @@
 /* device_plan.c: what the device-precision reference knows of a plan (see
  * reference.h ipu_reference_plan), read from the JSON a package's meta
- * records: the attention mode of each attention and MAP pooling op and the
- * blocks (and reduction split) of each matmul.
+ * records: the attention mode of each attention and MAP pooling op, the
+ * query bands of a materialized one's P V products, and the blocks (and
+ * reduction split) of each matmul.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,13 +19,14 @@ static long op_of(const char *key, size_t op_count)
     return *key && !*end && op < op_count ? (long)op : -1;
 }
 
-/* An array of n + 1 ascending unsigned bounds from 0 to total. */
+/* An array of n + 1 ascending unsigned bounds from 0 to total (what: the
+ * section and field, for the message). */
 static ipu_status bounds(ipu_ctx *ctx, const json_t *array, const char *what, const char *key,
                          uint32_t total, uint32_t **out, uint32_t *n)
 {
     size_t count = json_array_size(array);
     if (!json_is_array(array) || count < 2)
-        return BAD("matmuls '%s': '%s' must hold at least two bounds", key, what);
+        return BAD("%s '%s' must hold at least two bounds", what, key);
     *out = ipu_malloc(ctx, count * sizeof **out);
     if (!*out)
         return IPU_NO_MEMORY(ctx);
@@ -33,7 +35,7 @@ static ipu_status bounds(ipu_ctx *ctx, const json_t *array, const char *what, co
         json_int_t b = json_is_integer(v) ? json_integer_value(v) : -1;
         if (b < 0 || b > total || (i && b < (*out)[i - 1]) || (i == 0 && b) ||
             (i + 1 == count && b != total))
-            return BAD("matmuls '%s': '%s' must rise from 0 to %u", key, what, total);
+            return BAD("%s '%s' must rise from 0 to %u", what, key, total);
         (*out)[i] = (uint32_t)b;
     }
     *n = (uint32_t)(count - 1);
@@ -47,9 +49,10 @@ ipu_status ipu_reference_plan_parse(ipu_ctx *ctx, const json_t *meta, const ipu_
     plan->op_count = g->op_count;
     plan->attention = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *plan->attention);
     plan->matmuls = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *plan->matmuls);
-    if (!plan->attention || !plan->matmuls)
+    plan->queries = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *plan->queries);
+    if (!plan->attention || !plan->matmuls || !plan->queries)
         return IPU_NO_MEMORY(ctx);
-    const json_t *attention = json_object_get(meta, "attention");
+    const json_t *attention = json_object_get(meta, "attention"), *bands = json_object_get(meta, "attention_bands");
     const json_t *matmuls = json_object_get(meta, "matmuls");
     const char *key;
     json_t *value;
@@ -65,6 +68,16 @@ ipu_status ipu_reference_plan_parse(ipu_ctx *ctx, const json_t *meta, const ipu_
                        key);
         plan->attention[op] = !strcmp(mode, "flash") ? IPU_REF_ATTENTION_FLASH : IPU_REF_ATTENTION_MATERIALIZED;
     }
+    if (bands && !json_is_object(bands))
+        return BAD("'attention_bands' must be an object of op index -> query bounds");
+    json_object_foreach((json_t *)bands, key, value) {
+        long op = op_of(key, g->op_count);
+        if (op < 0 || plan->attention[op] != IPU_REF_ATTENTION_MATERIALIZED)
+            return BAD("attention_bands '%s': expected a materialized attention or MAP pooling op", key);
+        uint32_t queries = g->ops[op].kind == IPU_IR_MAP_POOL ? 1 : g->ops[op].seq;
+        IPU_TRY(bounds(ctx, value, "attention_bands", key, queries, &plan->queries[op].bounds,
+                       &plan->queries[op].count));
+    }
     if (matmuls && !json_is_object(matmuls))
         return BAD("'matmuls' must be an object of op index -> blocks");
     json_object_foreach((json_t *)matmuls, key, value) {
@@ -73,13 +86,14 @@ ipu_status ipu_reference_plan_parse(ipu_ctx *ctx, const json_t *meta, const ipu_
             return BAD("matmuls '%s': expected a matmul op and its blocks", key);
         ipu_reference_blocks *m = &plan->matmuls[op];
         const ipu_ir_tensor *a = &g->tensors[g->ops[op].in[0]], *b = &g->tensors[g->ops[op].in[1]];
-        IPU_TRY(bounds(ctx, json_object_get(value, "row_blocks"), "row_blocks", key, a->rows, &m->row_blocks,
-                       &m->row_block_count));
-        IPU_TRY(bounds(ctx, json_object_get(value, "col_bounds"), "col_bounds", key, b->cols, &m->col_bounds,
-                       &m->col_block_count));
-        IPU_TRY(bounds(ctx, json_object_get(value, "k_bounds"), "k_bounds", key, a->cols, &m->k_bounds, &m->parts));
-        IPU_TRY(bounds(ctx, json_object_get(value, "row_bounds"), "row_bounds", key, a->rows, &m->row_bounds,
-                       &m->row_bands));
+        IPU_TRY(bounds(ctx, json_object_get(value, "row_blocks"), "matmuls: 'row_blocks' of", key, a->rows,
+                       &m->row_blocks, &m->row_block_count));
+        IPU_TRY(bounds(ctx, json_object_get(value, "col_bounds"), "matmuls: 'col_bounds' of", key, b->cols,
+                       &m->col_bounds, &m->col_block_count));
+        IPU_TRY(bounds(ctx, json_object_get(value, "k_bounds"), "matmuls: 'k_bounds' of", key, a->cols,
+                       &m->k_bounds, &m->parts));
+        IPU_TRY(bounds(ctx, json_object_get(value, "row_bounds"), "matmuls: 'row_bounds' of", key, a->rows,
+                       &m->row_bounds, &m->row_bands));
         if (m->row_bands != m->row_block_count * m->parts)
             return BAD("matmuls '%s': %u row bands for %u row blocks of %u parts", key, m->row_bands,
                        m->row_block_count, m->parts);
@@ -95,7 +109,10 @@ void ipu_reference_plan_free(ipu_reference_plan *plan)
         free(plan->matmuls[i].k_bounds);
         free(plan->matmuls[i].row_bounds);
     }
+    for (size_t i = 0; plan->queries && i < plan->op_count; i++)
+        free(plan->queries[i].bounds);
     free(plan->attention);
+    free(plan->queries);
     free(plan->matmuls);
     memset(plan, 0, sizeof *plan);
 }

@@ -241,6 +241,7 @@ static ipu_status compute(eval *e, const ipu_ir_op *op, const float *a, const fl
     int64_t n = (int64_t)elements(&g->tensors[op->out]);
     size_t index = (size_t)(op - g->ops);
     int mode = e->plan && e->rounded ? e->plan->attention[index] : IPU_REF_ATTENTION_FP32;
+    const ipu_reference_bands *bands = e->plan && e->rounded ? &e->plan->queries[index] : NULL;
     const ipu_reference_blocks *blocks = e->plan && e->rounded ? &e->plan->matmuls[index] : NULL;
     const ipu_ir_tensor *ta = &g->tensors[op->in[0]];
     int64_t second = op->kind == IPU_IR_ADD ? (int64_t)elements(&g->tensors[op->in[1]]) : 1;
@@ -273,11 +274,11 @@ static ipu_status compute(eval *e, const ipu_ir_op *op, const float *a, const fl
         break;
     case IPU_IR_ATTENTION:
         IPU_TRY(ipu_reference_attention(e->ctx, a, ta->rows, op->seq, op->heads, op->head_dim,
-                                        e->threads, mode, out));
+                                        e->threads, mode, bands, out));
         break;
     case IPU_IR_MAP_POOL:
         IPU_TRY(ipu_reference_map_pool(e->ctx, a, b, g->tensors[op->in[1]].rows, op->seq, op->heads,
-                                       op->head_dim, e->threads, mode, out));
+                                       op->head_dim, e->threads, mode, bands, out));
         break;
     case IPU_IR_CAST: /* FP32 mode: casts do not round */
     case IPU_IR_COPY:

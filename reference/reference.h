@@ -50,15 +50,26 @@ typedef struct ipu_reference_blocks {
     uint32_t *row_blocks, *col_bounds, *k_bounds, *row_bounds;
 } ipu_reference_blocks;
 
+/* The query rows of each P V product of a materialized attention within an
+ * image: the device multiplies the probabilities of query rows [bounds[i],
+ * bounds[i + 1]) by V with one GEMM (the sums a BLAS GEMM gives depend on its
+ * row count).  0 bands: one product over every query. */
+typedef struct ipu_reference_bands {
+    uint32_t count;
+    uint32_t *bounds;
+} ipu_reference_bands;
+
 /* What the device-precision reference knows of a plan, per op: attention
- * modes (ipu_reference_attention) and matmul blocks. */
+ * modes (ipu_reference_attention), query bands and matmul blocks. */
 typedef struct ipu_reference_plan {
     int *attention;
+    ipu_reference_bands *queries;
     ipu_reference_blocks *matmuls;
     size_t op_count;
 } ipu_reference_plan;
 
-/* A plan from {"attention": {"<op>": "flash" | "materialized"}, "matmuls":
+/* A plan from {"attention": {"<op>": "flash" | "materialized"},
+ * "attention_bands": {"<op>": [bounds of the query bands in an image]}, "matmuls":
  * {"<op>": {"row_blocks": [...], "col_bounds": [...], "k_bounds": [...],
  * "row_bounds": [...]}}} (as a package's meta records them; absent: FP32
  * math, matmuls in fixed tiles); the message names a bad key or value.
@@ -78,12 +89,13 @@ ipu_status ipu_reference_device(ipu_ctx *ctx, const ipu_workload *w, const ipu_r
 
 /* Attention of nq query rows (stride ldq) over nk keys and values (stride
  * ldkv) of one (image, head), as the device's kernels compute it in mode
- * (flash or materialized); out: nq rows of d floats at stride ldo.  It
+ * (flash or materialized; a materialized P V takes one product per query
+ * band, NULL: one band); out: nq rows of d floats at stride ldo.  It
  * runs inside parallel loops: ctx serves only its allocator, and out of
  * memory returns IPU_ERR_NO_MEMORY without recording it on ctx. */
 ipu_status ipu_reference_attend_exact(ipu_ctx *ctx, int mode, const float *q, size_t ldq, size_t nq,
                                       const float *k, const float *v, size_t ldkv, size_t nk, size_t d,
-                                      float scale, float *out, size_t ldo);
+                                      float scale, const ipu_reference_bands *bands, float *out, size_t ldo);
 
 /* One op of w's graph at device precision on given inputs (as many as the op
  * takes, each rows * cols of its tensor, apart from out): out (rows * cols of
@@ -103,10 +115,11 @@ ipu_status ipu_reference_layernorm(ipu_ctx *ctx, const float *x, const float *ga
                                    const float *beta, float epsilon, uint32_t rows, uint32_t cols,
                                    int threads, float *out);
 ipu_status ipu_reference_attention(ipu_ctx *ctx, const float *qkv, uint32_t rows, uint32_t seq,
-                                   uint32_t heads, uint32_t head_dim, int threads, int mode, float *out);
+                                   uint32_t heads, uint32_t head_dim, int threads, int mode,
+                                   const ipu_reference_bands *bands, float *out);
 /* rows: the rows of kv (out has rows / seq). */
 ipu_status ipu_reference_map_pool(ipu_ctx *ctx, const float *q, const float *kv, uint32_t rows,
                                   uint32_t seq, uint32_t heads, uint32_t head_dim, int threads, int mode,
-                                  float *out);
+                                  const ipu_reference_bands *bands, float *out);
 
 #endif

@@ -80,11 +80,12 @@ static void attend(const float *q, int ldq, int nq, const float *k, const float 
  * the device's algorithm (attention_exact.c), allocating with ctx's
  * allocator (from a parallel loop).  Returns 0 when out of memory. */
 static int attend_in(ipu_ctx *ctx, int mode, const float *q, int ldq, int nq, const float *k,
-                     const float *v, int ldkv, int nk, int d, float scale, float *out, int ldo)
+                     const float *v, int ldkv, int nk, int d, float scale, const ipu_reference_bands *bands,
+                     float *out, int ldo)
 {
     if (mode != IPU_REF_ATTENTION_FP32)
         return ipu_reference_attend_exact(ctx, mode, q, (size_t)ldq, (size_t)nq, k, v, (size_t)ldkv,
-                                          (size_t)nk, (size_t)d, scale, out, (size_t)ldo) == IPU_OK;
+                                          (size_t)nk, (size_t)d, scale, bands, out, (size_t)ldo) == IPU_OK;
     float *s = ipu_malloc(ctx, (size_t)nq * nk * sizeof *s);
     if (s)
         attend(q, ldq, nq, k, v, ldkv, nk, d, scale, s, out, ldo);
@@ -106,7 +107,8 @@ static ipu_status too_large(ipu_ctx *ctx, uint32_t rows, uint32_t seq, uint32_t 
 }
 
 ipu_status ipu_reference_attention(ipu_ctx *ctx, const float *qkv, uint32_t rows, uint32_t seq,
-                                   uint32_t heads, uint32_t head_dim, int threads, int mode, float *out)
+                                   uint32_t heads, uint32_t head_dim, int threads, int mode,
+                                   const ipu_reference_bands *bands, float *out)
 {
     IPU_TRY(too_large(ctx, rows, seq, heads, head_dim));
     threads = threads > 0 ? threads : 1;
@@ -118,7 +120,7 @@ ipu_status ipu_reference_attention(ipu_ctx *ctx, const float *qkv, uint32_t rows
     for (int64_t t = 0; t < tasks; t++) {
         size_t image = (size_t)(t / heads), h = (size_t)(t % heads);
         const float *base = qkv + image * n * 3 * (size_t)c + h * d;
-        if (!attend_in(ctx, mode, base, 3 * c, n, base + c, base + 2 * (size_t)c, 3 * c, n, d, scale,
+        if (!attend_in(ctx, mode, base, 3 * c, n, base + c, base + 2 * (size_t)c, 3 * c, n, d, scale, bands,
                        out + image * n * (size_t)c + h * d, c)) {
 #pragma omp atomic write
             failed = 1;
@@ -129,7 +131,7 @@ ipu_status ipu_reference_attention(ipu_ctx *ctx, const float *qkv, uint32_t rows
 
 ipu_status ipu_reference_map_pool(ipu_ctx *ctx, const float *q, const float *kv, uint32_t rows,
                                   uint32_t seq, uint32_t heads, uint32_t head_dim, int threads, int mode,
-                                  float *out)
+                                  const ipu_reference_bands *bands, float *out)
 {
     IPU_TRY(too_large(ctx, rows, seq, heads, head_dim));
     threads = threads > 0 ? threads : 1;
@@ -141,7 +143,7 @@ ipu_status ipu_reference_map_pool(ipu_ctx *ctx, const float *q, const float *kv,
     for (int64_t t = 0; t < tasks; t++) {
         size_t image = (size_t)(t / heads), h = (size_t)(t % heads);
         const float *base = kv + image * n * 2 * (size_t)c + h * d;
-        if (!attend_in(ctx, mode, q + h * d, c, 1, base, base + c, 2 * c, n, d, scale,
+        if (!attend_in(ctx, mode, q + h * d, c, 1, base, base + c, 2 * c, n, d, scale, bands,
                        out + image * (size_t)c + h * d, c)) {
 #pragma omp atomic write
             failed = 1;

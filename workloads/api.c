@@ -250,8 +250,9 @@ static double seconds_now(void)
 }
 
 /* {"fp32": true}: the FP32 reference; {"fp32": false} or {}: device
- * precision, with the plan's "attention" modes and "matmuls" blocks (as the
- * package's meta records them, reference.h) computed as the device does.
+ * precision, with the plan's "attention" modes, "attention_bands" and
+ * "matmuls" blocks (as the package's meta records them, reference.h)
+ * computed as the device does.
  * *plan: freed by the caller. */
 static ipu_status reference_mode(ipu_ctx *ctx, const ipu_workload *w, const char *options_json,
                                  int *fp32, ipu_reference_plan *plan)
@@ -263,9 +264,11 @@ static ipu_status reference_mode(ipu_ctx *ctx, const ipu_workload *w, const char
     ipu_status status = IPU_OK;
     json_object_foreach(o, key, value)
     {
-        if (strcmp(key, "fp32") != 0 && strcmp(key, "attention") != 0 && strcmp(key, "matmuls") != 0) {
+        if (strcmp(key, "fp32") != 0 && strcmp(key, "attention") != 0 && strcmp(key, "attention_bands") != 0 &&
+            strcmp(key, "matmuls") != 0) {
             status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                              "reference options: unknown option '%s' (expected fp32, attention or matmuls)",
+                              "reference options: unknown option '%s' (expected fp32, attention, attention_bands "
+                              "or matmuls)",
                               key);
             break;
         }

@@ -289,9 +289,9 @@ static void test_thread_independence(void **state)
         pool[k] = malloc(sizeof(float) * (KV / T) * C);
         norm[k] = malloc(sizeof(float) * R * 3 * C);
         assert_true(out[k] && pool[k] && norm[k]);
-        TSEED_OK(ctx, ipu_reference_attention(ctx, qkv, R, T, NH, D, threads, IPU_REF_ATTENTION_FP32, out[k]));
+        TSEED_OK(ctx, ipu_reference_attention(ctx, qkv, R, T, NH, D, threads, IPU_REF_ATTENTION_FP32, NULL, out[k]));
         TSEED_OK(ctx, ipu_reference_map_pool(ctx, qkv, qkv, KV, T, NH, D, threads, IPU_REF_ATTENTION_FP32,
-                                             pool[k]));
+                                             NULL, pool[k]));
         TSEED_OK(ctx, ipu_reference_layernorm(ctx, qkv, g, g + 3 * C, EPS, R, 3 * C, threads,
                                               norm[k]));
     }

@@ -446,12 +446,13 @@ def compile_only(result, compiled):
 
 def reference_options(fp32, package_info):
     """The reference's options: FP32, or device precision computing attention
-    in the modes the package's plan chose and matmuls in its blocks (the
-    package's meta records both)."""
+    in the modes the package's plan chose (a materialized one's P V in its
+    query bands) and matmuls in its blocks (the package's meta records
+    them)."""
     if fp32:
         return {"fp32": True}
     meta = package_info["meta"]
-    return {"fp32": False, "attention": meta.get("attention", {}), "matmuls": meta.get("matmuls", {})}
+    return {"fp32": False, **{key: meta.get(key, {}) for key in ("attention", "attention_bands", "matmuls")}}
 
 
 def producing_op(winfo, tensor):

@@ -326,3 +326,20 @@ def test_compile_fails_cleanly(ctx):
     assert "--attention: expected auto, flash or materialized, got 'sideways'" in error.value.message
     # The context stays usable: the reference still runs.
     assert w.reference_run()["outputs"] == ["embedding"]
+
+
+def test_attention_bands_must_fit_a_materialized_attention(ctx):
+    # The device-precision reference takes a materialized attention's P V in
+    # the query bands the package records; bands that do not cover an image's
+    # queries, or bands of an op it does not compute as materialized, are
+    # refused naming the op and the field.
+    w = native.Workload(ctx, SMALL)
+    attention = str(next(i for i, op in enumerate(w.info()["ops"]) if op["op"] == "attention"))
+    modes = {attention: "materialized"}
+    assert w.reference_run({"attention": modes, "attention_bands": {attention: [0, 5, 13]}})["mode"] == "device"
+    with pytest.raises(native.IpuError, match=f"attention_bands '{attention}' must rise from 0 to 13"):
+        w.reference_run({"attention": modes, "attention_bands": {attention: [0, 5, 12]}})
+    with pytest.raises(native.IpuError, match=f"attention_bands '{attention}': expected a materialized"):
+        w.reference_run({"attention": {attention: "flash"}, "attention_bands": {attention: [0, 13]}})
+    with pytest.raises(native.IpuError, match="'attention_bands' must be an object"):
+        w.reference_run({"attention_bands": [0, 13]})

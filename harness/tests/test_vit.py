@@ -86,6 +86,24 @@ def test_pixel_patches_pass_bit_exact_and_against_fp32(cli, tmp_path, batch):
     assert fp32["status"] == "PASS" and fp32["checks"][0]["min_cosine"] >= 0.99
 
 
+def test_materialized_attention_in_narrow_query_bands_is_bit_exact(cli, tmp_path):
+    # 729 keys, one head on 96 tiles: 96 query bands of 7 or 8 rows, each band's
+    # P V one GEMM on the device.  OpenBLAS's sums depend on a GEMM's row count
+    # on some hosts, so the device-precision reference multiplies band by band
+    # (the package's meta records the bands); every op's output is then the
+    # reference's to the bit (cosine 1, no error at all), not merely within
+    # tolerance.
+    result = result_of(cli("--quiet", "--workload", "vit", "--tiles", 96, "--layers", 1, "--heads", 1,
+                           "--head-dim", 72, "--hidden", 144, "--attention", "materialized", "--reference-run",
+                           "--check-ops", "--output", tmp_path), tmp_path)
+    attention = next(op for op in result["plan"]["ops"] if op["kind"] == "attention")
+    assert attention["attention"]["query_bands"] == 96 and attention["attention"]["mode"] == "materialized"
+    inexact = [(op["label"], op["min_cosine"], op["atol_rms_needed"]) for op in result["op_check"]["per_op"]
+               if op["min_cosine"] != 1.0 or op["atol_rms_needed"] != 0]
+    assert not inexact
+    assert result["checks"][0]["max_abs_error"] == 0
+
+
 def test_a_saved_vit_package_replays_as_the_vit(cli, tmp_path):
     saved = tmp_path / "vit.pkg"
     first = cli("--quiet", "--workload", "vit", *SMALL, "--batch", 2, "--save-package", saved)

@@ -184,7 +184,9 @@ ipu_status ipu_workload_device_bytes(ipu_ctx *ctx, const ipu_workload *w, const 
 /* Run the host reference and keep its outputs in the workload.  options_json:
  * {"fp32": true}: FP32 from the unquantized values (BLAS); {"fp32": false}:
  * device precision (inputs, parameters and every op's result rounded to the
- * tensor's device type with the shared numerics library).  *out_json: mode
+ * tensor's device type with the shared numerics library; the plan's
+ * "attention", "attention_bands" and "matmuls", as a package's meta records
+ * them, make attention and matmuls sum as the device does).  *out_json: mode
  * ("fp32" or "device"), wall_seconds, blas_threads, outputs. */
 ipu_status ipu_reference_run(ipu_ctx *ctx, ipu_workload *w, const char *options_json,
                              char **out_json);

@@ -143,6 +143,27 @@ static ipu_status flash(attention *A)
     return IPU_OK;
 }
 
+/* The query rows of each unit's P V GEMM within an image (every image and
+ * head has the same bands), for a reference that multiplies as the device does. */
+static ipu_status record_bands(attention *A)
+{
+    ipu_low_op *record = &A->L->prog->ops[A->index];
+    const ipu_attention_shape *s = &A->s;
+    free(record->query_bounds);
+    record->query_bands = 0;
+    record->query_bounds = ipu_malloc(A->L->ctx, ((size_t)s->bands + 1) * sizeof *record->query_bounds);
+    if (!record->query_bounds)
+        return IPU_NO_MEMORY(A->L->ctx);
+    record->query_bands = s->bands;
+    record->query_bounds[0] = 0;
+    for (uint32_t q = 0; q < s->bands; q++) {
+        uint32_t lo, hi;
+        ipu_band(s->queries, s->bands, 1, q, &lo, &hi);
+        record->query_bounds[q + 1] = hi;
+    }
+    return IPU_OK;
+}
+
 static ipu_status materialized(attention *A)
 {
     lowering *L = A->L;
@@ -153,6 +174,7 @@ static ipu_status materialized(attention *A)
     char name[64];
     const char *out_name = L->g->tensors[L->g->ops[A->index].out].name;
     uint32_t *ids = NULL;
+    IPU_TRY(record_bands(A));
     IPU_TRY(bring_part(A, 0, 1, 0, &ids));
     /* Injected: every softmax masks the last valid key. */
     uint32_t valid = seq > 1 && ipu_low_take_inject(&L->prog->inject, IPU_INJECT_SOFTMAX_VALID_SHORT) ? seq - 1 : seq;

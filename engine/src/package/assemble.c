@@ -322,12 +322,25 @@ static json_t *attention_modes(const ipu_low_program *prog)
     return out;
 }
 
-/* The bounds as a JSON array. */
+/* The bounds as a JSON array (bounds[0..parts]). */
 static json_t *bounds_json(const uint32_t *bounds, uint32_t parts)
 {
     json_t *out = json_array();
     for (uint32_t i = 0; out && i <= parts; i++)
         json_array_append_new(out, json_integer(bounds[i]));
+    return out;
+}
+
+/* Each materialized attention's query bands: {"<op>": [bounds in an image]}. */
+static json_t *attention_bands(const ipu_low_program *prog)
+{
+    json_t *out = json_object();
+    for (size_t i = 0; out && i < prog->op_count; i++) {
+        char key[24];
+        snprintf(key, sizeof key, "%zu", i);
+        if (prog->ops[i].query_bands)
+            json_object_set_new(out, key, bounds_json(prog->ops[i].query_bounds, prog->ops[i].query_bands));
+    }
     return out;
 }
 
@@ -714,6 +727,7 @@ ipu_status ipu_package_encode(ipu_ctx *ctx, ipu_low_program *prog, ipu_xprogram 
         json_object_set(meta, "kernels", inventory);
         json_object_set_new(meta, "parameters", parameter_ranges(prog));
         json_object_set_new(meta, "attention", attention_modes(prog));
+        json_object_set_new(meta, "attention_bands", attention_bands(prog));
         json_object_set_new(meta, "matmuls", matmul_blocks(prog));
         json_t *tables = json_array();
         for (uint32_t t = 0; t < A.tiles; t++)
