@@ -4,11 +4,15 @@
    none) and shows, for the selected tile: its live bytes by category at
    every executed phase (a stacked SVG chart with phase ticks named by their
    compiler op, byte ticks in KiB or MiB and the planner's budget labelled;
-   hover for the numbers, click to pick a phase), every tile's run-time peak
-   (a strip; click selects the tile), the breakdown, free bytes and largest
-   hole at the tile's peak, the allocations live at the picked phase
-   (largest first; their sum is the chart's value there), and per compiler
-   op its device-wide peak and residual bytes.  An allocation is live at a
+   hover for the numbers, click to pick a phase), its free bytes and largest
+   hole at every executed phase (measured here from the allocation table and
+   the support ranges, as timeline.c measures them; hover adds the device's
+   free bytes and fragmentation), every tile's run-time peak (a strip; click
+   selects the tile), the breakdown, free bytes and largest hole at the
+   tile's peak, the allocations live at the picked phase (largest first;
+   their sum is the chart's value there), a device search by allocation or
+   tensor name, and per compiler op its device-wide peak and residual bytes.
+   An allocation is live at a
    phase inside its lifetime, as the device's allocation checks say.  The
    tile follows the run profile's selected tile (window.runProfile), and a
    pinned step picks its phase.  window.runMemory exposes the state for tests. */
