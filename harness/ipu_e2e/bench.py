@@ -319,7 +319,7 @@ def report_reports(result, out):
           f"placement viewer {result['sizes']['placement.html'] / 2**20:.1f} MiB, run profile "
           f"{result['sizes']['run-profile.html'] / 2**20:.1f} MiB):", file=out)
     for name, check in result["checks"].items():
-        print(f"  {name:<9} {'ok    ' if check['ok'] else 'FAILED'} {check['detail']}", file=out)
+        print(f"  {name:<10} {'ok    ' if check['ok'] else 'FAILED'} {check['detail']}", file=out)
     paint = result["first_paint_ms"]
     print(f"  first paint of the placement viewer: {paint[0]:.0f} ms cold, {paint[1]:.0f} ms warm "
           f"(target < {result['targets']['first_paint_ms']} ms)", file=out)
