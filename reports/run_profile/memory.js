@@ -12,10 +12,10 @@
    tile's peak, the allocations live at the picked phase (largest first;
    their sum is the chart's value there), a device search by allocation or
    tensor name, and per compiler op its device-wide peak and residual bytes.
-   An allocation is live at a
-   phase inside its lifetime, as the device's allocation checks say.  The
-   tile follows the run profile's selected tile (window.runProfile), and a
-   pinned step picks its phase.  window.runMemory exposes the state for tests. */
+   An allocation is live at a phase inside its lifetime, as the device's
+   allocation checks say.  The tile follows the run profile's selected tile
+   (window.runProfile), and a pinned step picks its phase.  window.runMemory
+   exposes the state for tests. */
 (function () {
   "use strict";
   const $ = (id) => document.getElementById(id);
@@ -114,7 +114,8 @@
   /* An SVG chart over the executed phases: byte ticks up to max, phase
      ticks named by their compiler op, the picked phase marked, and a hit
      area whose hover calls tip(e, event) and whose click picks the phase.
-     draw(x, y) adds the chart's own marks under the marker. */
+     draw(x, y, right) adds the chart's own marks under the marker (x and y
+     map a phase and a byte count to the SVG; right is the plot's right edge). */
   function frame(svg, H, max, draw, tip) {
     const W = Math.max(300, svg.clientWidth || 900), M = { left: 70, right: 12, top: 10, bottom: 46 };
     svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
