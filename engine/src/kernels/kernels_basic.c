@@ -53,10 +53,14 @@ static const char *describe_bias(ipu_kernel_call *call)
     const uint32_t *a = call->args;
     if (a[5] != IPU_DT_F32 && a[5] != IPU_DT_F16)
         return "bias type must be f32 or f16";
-    if (a[4] < a[3])
-        return "bias row stride is shorter than a row";
+    /* Bounded as the other row kernels are: an empty row would let a huge
+     * row count cost the simulator a loop of nothing per row. */
+    if (a[2] < 1 || a[2] > 65535 || a[3] < 1 || a[3] > 65535)
+        return "bias rows and cols must be in 1..65535";
+    if (a[4] < a[3] || a[4] > 65535)
+        return "bias row stride must be at least cols and at most 65535";
     size_t elem = ipu_dtype_size((int)a[5]);
-    uint64_t rows = a[2] ? (uint64_t)(a[2] - 1) * a[4] + a[3] : 0;
+    uint64_t rows = (uint64_t)(a[2] - 1) * a[4] + a[3];
     ipu_kernel_operand(call, "x", a[0], rows * elem, 8, IPU_ACCESS_READ | IPU_ACCESS_WRITE);
     ipu_kernel_operand(call, "bias", a[1], (uint64_t)a[3] * elem, 8, IPU_ACCESS_READ);
     return NULL;
