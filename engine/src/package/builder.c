@@ -34,8 +34,7 @@ struct ipu_pkg_builder {
     size_t segment_capacity, alloc_capacity, init_capacity, main_capacity, stream_capacity,
         record_capacity, compiler_op_capacity, capture_capacity;
     uint32_t origin[2];          /* of the next control ops */
-    uint32_t last_tensor_offset; /* allocations of one tensor share its name string */
-    uint32_t last_shape_offset;  /* and consecutive allocations of one shape its text */
+    uint32_t last_tensor_offset, last_shape_offset; /* of the last allocation (add_alloc_string) */
     json_t *meta;
 };
 
@@ -217,6 +216,20 @@ static ipu_status add_string(ipu_pkg_builder *b, const char *text, uint32_t *off
     return ipu_buf_append(b->ctx, &b->strings, text, strlen(text) + 1);
 }
 
+/* A string of the allocation being added ("" for NULL), sharing the previous
+ * allocation's same field (*last) when the text is the same: the allocations
+ * of one tensor, or of one shape, come one after another. */
+static ipu_status add_alloc_string(ipu_pkg_builder *b, const char *text, uint32_t *last, uint32_t *offset)
+{
+    text = text ? text : "";
+    if (b->pkg->alloc_count && strcmp((const char *)b->strings.data + *last, text) == 0)
+        *offset = *last;
+    else
+        IPU_TRY(add_string(b, text, offset));
+    *last = *offset;
+    return IPU_OK;
+}
+
 ipu_status ipu_pkg_add_alloc(ipu_pkg_builder *b, uint32_t tile, uint32_t address, uint32_t size,
                              const char *name)
 {
@@ -235,18 +248,8 @@ ipu_status ipu_pkg_define_alloc(ipu_pkg_builder *b, const ipu_pkg_alloc_def *def
     ipu_pkg_alloc *alloc = &pkg->allocs[pkg->alloc_count];
     *alloc = (ipu_pkg_alloc){def->tile, def->address, def->size, 0, 0, def->first, def->last, def->op, def->kind, 0};
     IPU_TRY(add_string(b, def->name, &alloc->name_offset));
-    const char *tensor = def->tensor ? def->tensor : "";
-    if (pkg->alloc_count && strcmp((const char *)b->strings.data + b->last_tensor_offset, tensor) == 0)
-        alloc->tensor_offset = b->last_tensor_offset;
-    else
-        IPU_TRY(add_string(b, tensor, &alloc->tensor_offset));
-    b->last_tensor_offset = alloc->tensor_offset;
-    const char *shape = def->shape ? def->shape : "";
-    if (pkg->alloc_count && strcmp((const char *)b->strings.data + b->last_shape_offset, shape) == 0)
-        alloc->shape_offset = b->last_shape_offset;
-    else
-        IPU_TRY(add_string(b, shape, &alloc->shape_offset));
-    b->last_shape_offset = alloc->shape_offset;
+    IPU_TRY(add_alloc_string(b, def->tensor, &b->last_tensor_offset, &alloc->tensor_offset));
+    IPU_TRY(add_alloc_string(b, def->shape, &b->last_shape_offset, &alloc->shape_offset));
     pkg->alloc_count++;
     return IPU_OK;
 }

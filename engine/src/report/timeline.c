@@ -12,14 +12,14 @@
  * largest hole then) and the ranges its code and descriptors hold; the
  * fullest tile's peak with the allocations live at it and that tile's live,
  * free, largest hole and fragmentation (1 - largest hole / free) at every
- * executed phase; per
- * compiler op the peak of the bytes it owns and what is left of them after
- * its last phase (residual); and the allocation table, so a view can say
- * what is live at any phase.  An allocation's owner is the compiler op the
- * package says made it, or else (parameters aside: they belong to no op)
- * the op of the phase its life begins in (a tensor's home block belongs to
- * the op that first writes it).  Free bytes are the accessible SRAM not
- * held by the runtime state, code, descriptors or a live allocation.
+ * executed phase; per compiler op the peak of the bytes it owns and what is
+ * left of them after its last phase (residual); and the allocation table, so
+ * a view can say what is live at any phase.  An allocation's owner is the
+ * compiler op the package says made it, or else (parameters aside: they
+ * belong to no op) the op of the phase its life begins in (a tensor's home
+ * block belongs to the op that first writes it).  Free bytes are the
+ * accessible SRAM not held by the runtime state, code, descriptors or a live
+ * allocation.
  */
 #include <stdlib.h>
 #include <string.h>
