@@ -9,7 +9,7 @@ from pathlib import Path
 
 from . import interrupts
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 
 STATUS_NAMES = {
     0: "ok", 1: "invalid_argument", 2: "no_memory", 3: "io", 4: "malformed",
@@ -79,6 +79,7 @@ def _declare(lib):
         "ipu_package_save_file": (st, [vp, vp, cp]),
         "ipu_package_info_json": (st, [vp, vp, out_str]),
         "ipu_package_exchange_replay": (st, [vp, vp, cp, out_str]),
+        "ipu_package_timing_json": (st, [vp, vp, out_str]),
         "ipu_package_record": (st, [vp, vp, cp, cp, ctypes.POINTER(vp), ctypes.POINTER(sz)]),
         "ipu_package_free": (None, [vp]),
         "ipu_device_create": (st, [vp, cp, ctypes.POINTER(vp)]),
@@ -237,6 +238,14 @@ class Package:
             self.ctx.check(lib().ipu_package_info_json(self.ctx.handle, self.handle, ctypes.byref(out)))
             self._info = json.loads(self.ctx.take_string(out))
         return self._info
+
+    def timing(self):
+        """The main program's exact static timing, computed from the package without running it: the
+        device run's cycles, totals, steps and per-tile compute and wait, and the exchange bytes per
+        phase and per compiler op."""
+        out = ctypes.c_void_p()
+        self.ctx.check(lib().ipu_package_timing_json(self.ctx.handle, self.handle, ctypes.byref(out)))
+        return json.loads(self.ctx.take_string(out))
 
     def exchange_replay(self, phases=None, stream_words=None, balance_streams=False):
         """Every exchange phase (or the program phases listed) rescheduled beside its recorded schedule:

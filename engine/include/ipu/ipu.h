@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define IPU_ABI_VERSION 5u
+#define IPU_ABI_VERSION 6u
 
 /* Status codes: explicit values, append-only. */
 typedef enum ipu_status {
@@ -97,6 +97,13 @@ ipu_status ipu_package_info_json(ipu_ctx *ctx, const ipu_package *pkg, char **ou
  * whether the tables still fit (JSON, released with ipu_free). */
 ipu_status ipu_package_exchange_replay(ipu_ctx *ctx, const ipu_package *pkg, const char *options_json,
                                        char **out_json);
+/* The main program's exact static timing, computed from the package's
+ * records without running it (the cycles ipu_device_run will charge, in
+ * its shape: cycles, ms, totals, steps, tiles.compute and tiles.wait), and
+ * the exchange bytes sent and received per exchange phase and per
+ * compiler op ("exchange": {"phases": [...], "ops": [...]}).  A package
+ * whose records the device could not read fails with IPU_ERR_MALFORMED. */
+ipu_status ipu_package_timing_json(ipu_ctx *ctx, const ipu_package *pkg, char **out_json);
 /* Recorded data (kind "input" or "expected") for a named stream; the pointer
  * stays owned by the package. Missing record: IPU_ERR_INVALID_ARGUMENT. */
 ipu_status ipu_package_record(ipu_ctx *ctx, const ipu_package *pkg, const char *kind,

@@ -79,6 +79,12 @@ uint32_t ipu_profile_default_budget(const ipu_profile *p)
     return accessible > used ? accessible - used : 0;
 }
 
+uint64_t ipu_profile_host_cycles(const ipu_profile *p, uint64_t bytes)
+{
+    double per_cycle = p->host_bytes_per_second / p->clock_hz;
+    return (uint64_t)((double)bytes / per_cycle + 0.999999);
+}
+
 static ipu_status check_consistent(ipu_ctx *ctx, const ipu_profile *p)
 {
 #define REQUIRE(cond, ...)                                   \

@@ -46,6 +46,10 @@ static inline uint32_t ipu_profile_access_end(const ipu_profile *p)
 /* The default planner budget: accessible - runtime state - support reserve. */
 uint32_t ipu_profile_default_budget(const ipu_profile *p);
 
+/* Cycles a host exchange of bytes (the whole device's) takes: the host
+ * link's share per cycle, rounded up. */
+uint64_t ipu_profile_host_cycles(const ipu_profile *p, uint64_t bytes);
+
 void ipu_profile_default(ipu_profile *p);
 /* Parse JSON text; tiles_override (0 = keep) replaces the tile count. */
 ipu_status ipu_profile_parse(ipu_ctx *ctx, const char *json_text, uint32_t tiles_override,

@@ -14,9 +14,6 @@
 
 #include "device/sim.h"
 
-/* Supervisor cycles to apply one patch descriptor at a Repeat iteration. */
-#define PATCH_CYCLES 4u
-
 /* Zeroed memory for all tiles' SRAM or shadow bits: fresh pages, touched only
  * when used, and backed by transparent huge pages where the kernel allows it
  * (the simulator walks hundreds of megabytes per inference, so 4 KiB pages
@@ -299,8 +296,8 @@ static int patch_phase(sim *s, uint32_t slot, uint32_t iteration, uint64_t *cycl
                 stale = 1;
             ipu_store_u32(sim_ptr(s, t, target), value);
         }
-        if ((uint64_t)count * PATCH_CYCLES > longest)
-            longest = (uint64_t)count * PATCH_CYCLES;
+        if ((uint64_t)count * IPU_PATCH_CYCLES > longest)
+            longest = (uint64_t)count * IPU_PATCH_CYCLES;
     }
     if (stale)
         sim_replay_forget(s);
@@ -417,8 +414,7 @@ static int execute(sim *s, ipu_ctx *ctx, const ipu_pkg_op *ops, size_t begin, si
                 end_phase(s, status))
                 return 1;
             sim_end_lives(s, s->phase + 1);
-            double per_cycle = s->p.host_bytes_per_second / s->p.clock_hz;
-            uint64_t cycles = (uint64_t)((double)bytes / per_cycle + 0.999999);
+            uint64_t cycles = ipu_profile_host_cycles(&s->p, bytes);
             record_step(s, op, op->op == IPU_OP_HOST_IN ? "host_in" : "host_out", 0, 0,
                         s->p.sync_cycles, 0, cycles, 0);
             break;

@@ -153,6 +153,9 @@ enum ipu_patch_kind {
     IPU_PATCH_PROGRESSION = 2 /* value = a + iteration * b (mod 2^32) */
 };
 #define IPU_PATCH_SIZE 16u
+/* Supervisor cycles to apply one patch entry at a Repeat iteration; the
+ * tile with the longest list sets the patch phase's cost. */
+#define IPU_PATCH_CYCLES 4u
 #define IPU_HOST_ENTRY_SIZE 32u
 
 #endif
