@@ -311,11 +311,13 @@ static json_t *origin_json(uint32_t origin)
     return origin == IPU_NO_OP ? json_null() : json_integer(origin);
 }
 
-/* One executed step of control op op: its cycles, and the compiler ops its
- * compute (or host) phase and its exchange phase lower. */
+/* One executed step of control op op: its cycles, the bytes its exchange
+ * phase sent and received and its host transfer moved, and the compiler ops
+ * its compute (or host) phase and its exchange phase lower. */
 static void record_step(sim *s, const ipu_pkg_op *op, const char *kind, uint64_t compute, uint32_t compute_tile,
-                        uint64_t sync, uint64_t exchange, uint64_t host, uint64_t control)
+                        uint64_t sync, sim_exchange_cost xc, uint64_t host, uint64_t host_bytes, uint64_t control)
 {
+    uint64_t exchange = xc.cycles;
     s->totals[SIM_COMPUTE] += compute;
     s->totals[SIM_SYNC] += sync;
     s->totals[SIM_EXCHANGE] += exchange;
@@ -337,6 +339,9 @@ static void record_step(sim *s, const ipu_pkg_op *op, const char *kind, uint64_t
     json_object_set_new(record, "phase", json_integer(2 * ((json_int_t)s->program_base + s->op_index)));
     json_object_set_new(record, "iteration",
                         s->depth ? json_integer(s->loops[s->depth - 1].iteration) : json_null());
+    json_object_set_new(record, "sent_bytes", json_integer((json_int_t)xc.sent));
+    json_object_set_new(record, "received_bytes", json_integer((json_int_t)xc.received));
+    json_object_set_new(record, "host_bytes", json_integer((json_int_t)host_bytes));
     s->step++;
 }
 
@@ -362,7 +367,8 @@ static int end_phase(sim *s, ipu_status *status)
 
 static int run_step(sim *s, const ipu_pkg_op *op, ipu_status *status)
 {
-    uint64_t compute = 0, exchange = 0;
+    uint64_t compute = 0;
+    sim_exchange_cost exchange = {0, 0, 0};
     uint32_t slowest = 0;
     enter_phase(s, op, 0);
     if (op->a != IPU_NO_SLOT) {
@@ -389,7 +395,7 @@ static int run_step(sim *s, const ipu_pkg_op *op, ipu_status *status)
     if (end_phase(s, status))
         return 1;
     record_step(s, op, op->b != IPU_NO_SLOT ? "step" : "compute", compute, slowest, s->p.sync_cycles,
-                exchange, 0, 0);
+                exchange, 0, 0, 0);
     return 0;
 }
 
@@ -416,7 +422,7 @@ static int execute(sim *s, ipu_ctx *ctx, const ipu_pkg_op *ops, size_t begin, si
             sim_end_lives(s, s->phase + 1);
             uint64_t cycles = ipu_profile_host_cycles(&s->p, bytes);
             record_step(s, op, op->op == IPU_OP_HOST_IN ? "host_in" : "host_out", 0, 0,
-                        s->p.sync_cycles, 0, cycles, 0);
+                        s->p.sync_cycles, (sim_exchange_cost){0, 0, 0}, cycles, bytes, 0);
             break;
         }
         case IPU_OP_REPEAT:
@@ -430,7 +436,7 @@ static int execute(sim *s, ipu_ctx *ctx, const ipu_pkg_op *ops, size_t begin, si
                     uint64_t cycles = 0;
                     if (patch_phase(s, op->c, it, &cycles))
                         return 1;
-                    record_step(s, op, "patch", 0, 0, 0, 0, 0, cycles);
+                    record_step(s, op, "patch", 0, 0, 0, (sim_exchange_cost){0, 0, 0}, 0, 0, cycles);
                 }
                 sim_end_lives(s, s->phase);
                 sim_end_lives(s, s->phase + 1);

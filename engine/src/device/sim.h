@@ -32,13 +32,20 @@ typedef struct sim_range {
     uint32_t lo, hi;
 } sim_range;
 
+/* What an exchange phase cost and moved: its cycles, and the bytes every
+ * tile's send rows and receive rows cover (a multicast window counts once
+ * sent, once per receiver). */
+typedef struct sim_exchange_cost {
+    uint64_t cycles, sent, received;
+} sim_exchange_cost;
+
 typedef struct sim_replay {
     uint32_t *first; /* per tile and one past the last: tile t's copies are [first[t], first[t + 1]) */
     sim_copy *copies;
     uint32_t *send_first; /* the same for each tile's send sources */
     sim_range *sends;
     uint32_t phase;  /* the program phase it ran at (allocations live then) */
-    uint64_t cycles; /* the phase's cost */
+    sim_exchange_cost cost;
 } sim_replay;
 
 /* Bytes per bit of a tile's summary of its written bits (8 shadow words, one
@@ -235,7 +242,7 @@ const sim_replay *sim_replay_find(const sim *s, uint32_t slot);
  * receives with their matched sources, its send sources, the program phase
  * and its cost.  Not kept when a row uses OUTGOING_BASE.  Returns 1 when the
  * host is out of memory (sim_out_of_memory). */
-int sim_replay_keep(sim *s, uint32_t slot, uint64_t cycles);
+int sim_replay_keep(sim *s, uint32_t slot, sim_exchange_cost cost);
 /* Would writing [address, address + size) on tile change bytes that a kept
  * phase was read from? */
 int sim_replay_watches(const sim *s, uint32_t tile, uint32_t address, uint32_t size);
@@ -244,7 +251,7 @@ void sim_replay_forget(sim *s);
 
 /* ---- compute and exchange phases ---- */
 int sim_compute_phase(sim *s, uint32_t slot);
-/* Runs one exchange phase; *cycles receives its cost. */
-int sim_exchange_phase(sim *s, uint32_t slot, uint64_t *cycles);
+/* Runs one exchange phase; *cost receives its cycles and bytes. */
+int sim_exchange_phase(sim *s, uint32_t slot, sim_exchange_cost *cost);
 
 #endif

@@ -373,7 +373,7 @@ static int check_writes(sim *s, uint32_t tile, uint64_t *bits, sim_xfer **scratc
  * once every send source is still written (an ended allocation's life may
  * have cleared it since).  Returns 0, copying nothing, when one is not: the
  * full phase then finds and reports the fault. */
-static int replay(sim *s, const sim_replay *r, uint64_t *cycles)
+static int replay(sim *s, const sim_replay *r, sim_exchange_cost *cost)
 {
     int64_t tiles = s->p.tiles;
     int unwritten = 0;
@@ -394,17 +394,17 @@ static int replay(sim *s, const sim_replay *r, uint64_t *cycles)
             sim_mark_written(s, tile, x->address, x->bytes);
         }
     }
-    *cycles = r->cycles;
+    *cost = r->cost;
     return 1;
 }
 
-int sim_exchange_phase(sim *s, uint32_t slot, uint64_t *cycles)
+int sim_exchange_phase(sim *s, uint32_t slot, sim_exchange_cost *cost)
 {
     const sim_replay *kept = sim_replay_find(s, slot);
-    if (kept && replay(s, kept, cycles))
+    if (kept && replay(s, kept, cost))
         return 0;
     int64_t tiles = s->p.tiles;
-    uint64_t horizon = 0;
+    uint64_t horizon = 0, sent = 0, received = 0;
 #pragma omp parallel for schedule(static, 16) num_threads(s->threads)
     for (int64_t i = 0; i < tiles; i++) {
         uint32_t tile = (uint32_t)i, table;
@@ -455,7 +455,8 @@ int sim_exchange_phase(sim *s, uint32_t slot, uint64_t *cycles)
     }
     if (atomic_load(&s->out_of_memory) || sim_collect_fault(s))
         return 1;
-#pragma omp parallel for schedule(static, 16) num_threads(s->threads) reduction(max : horizon)
+#pragma omp parallel for schedule(static, 16) num_threads(s->threads) reduction(max : horizon) \
+    reduction(+ : sent, received)
     for (int64_t i = 0; i < tiles; i++) {
         uint32_t tile = (uint32_t)i;
         sim_tile *t = &s->tiles[tile];
@@ -464,15 +465,17 @@ int sim_exchange_phase(sim *s, uint32_t slot, uint64_t *cycles)
             uint32_t bytes = x->words * x->width;
             memcpy(sim_ptr(s, tile, x->address), sim_ptr(s, x->peer, x->source), bytes);
             sim_mark_written(s, tile, x->address, bytes);
+            received += bytes;
             if ((uint64_t)x->cycle + x->words > horizon)
                 horizon = (uint64_t)x->cycle + x->words;
         }
         for (uint32_t r = 0; r < t->send_count; r++) {
             uint64_t end = (uint64_t)t->sends[r].cycle + t->sends[r].words + s->p.exchange_latency;
+            sent += (uint64_t)t->sends[r].words * t->sends[r].width;
             if (end > horizon)
                 horizon = end;
         }
     }
-    *cycles = horizon + s->p.exchange_overhead;
-    return sim_replay_keep(s, slot, *cycles);
+    *cost = (sim_exchange_cost){horizon + s->p.exchange_overhead, sent, received};
+    return sim_replay_keep(s, slot, *cost);
 }

@@ -86,7 +86,7 @@ static void free_replay(sim_replay *r)
     free(r);
 }
 
-int sim_replay_keep(sim *s, uint32_t slot, uint64_t cycles)
+int sim_replay_keep(sim *s, uint32_t slot, sim_exchange_cost cost)
 {
     uint32_t tiles = s->p.tiles;
     if (slot >= s->pkg->slots)
@@ -141,7 +141,7 @@ int sim_replay_keep(sim *s, uint32_t slot, uint64_t cycles)
     }
     r->send_first[tiles] = n;
     r->phase = s->phase;
-    r->cycles = cycles;
+    r->cost = cost;
     free_replay(s->replays[slot]); /* kept before at another phase, or its sources cleared */
     s->replays[slot] = r;
     return 0;

@@ -381,25 +381,29 @@ static json_t *origin_json(uint32_t origin)
     return origin == IPU_NO_OP ? json_null() : json_integer(origin);
 }
 
-/* One executed step, recorded as the device records it. */
+/* One executed step, recorded as the device records it (exchange: its
+ * cycles and bytes; host: its cycles and, in sent, the bytes it moves). */
 static ipu_status record(timer *tm, uint32_t index, const ipu_pkg_op *op, const char *kind, uint64_t compute,
-                         uint32_t compute_tile, uint64_t sync, uint64_t exchange, uint64_t host, uint64_t control)
+                         uint32_t compute_tile, uint64_t sync, tile_cost xc, tile_cost host, uint64_t control)
 {
+    uint64_t exchange = xc.cycles;
     tm->totals[T_COMPUTE] += compute;
     tm->totals[T_SYNC] += sync;
     tm->totals[T_EXCHANGE] += exchange;
-    tm->totals[T_HOST] += host;
+    tm->totals[T_HOST] += host.cycles;
     tm->totals[T_CONTROL] += control;
     json_t *step = json_pack(
-        "{s:I, s:s, s:s, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "index", (json_int_t)tm->step,
+        "{s:I, s:s, s:s, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I}", "index",
+        (json_int_t)tm->step,
         "kind", kind, "program", "main", "op", (json_int_t)index, "compiler_op", origin_json(op->origin[0]),
         "exchange_compiler_op",
         origin_json(op->op == IPU_OP_STEP && op->b != IPU_NO_SLOT ? op->origin[1] : IPU_NO_OP), "compute",
         (json_int_t)compute, "compute_tile", (json_int_t)compute_tile, "sync", (json_int_t)sync, "exchange",
-        (json_int_t)exchange, "host", (json_int_t)host, "control", (json_int_t)control, "cycles",
-        (json_int_t)(compute + sync + exchange + host + control), "phase",
+        (json_int_t)exchange, "host", (json_int_t)host.cycles, "control", (json_int_t)control, "cycles",
+        (json_int_t)(compute + sync + exchange + host.cycles + control), "phase",
         (json_int_t)(2 * (tm->pkg->init_count + index)), "iteration",
-        tm->depth ? json_integer(tm->loop_iteration[tm->depth - 1]) : json_null());
+        tm->depth ? json_integer(tm->loop_iteration[tm->depth - 1]) : json_null(), "sent_bytes",
+        (json_int_t)xc.sent, "received_bytes", (json_int_t)xc.received, "host_bytes", (json_int_t)host.sent);
     tm->step++;
     return step && !json_array_append_new(tm->steps, step) ? IPU_OK : IPU_NO_MEMORY(tm->ctx);
 }
@@ -416,18 +420,18 @@ static ipu_status run_step(timer *tm, uint32_t index, const ipu_pkg_op *op)
             tm->tile_wait[t] += compute.cycles - by_tile[t];
         }
     }
-    uint64_t exchange_cycles = 0;
     if (op->b != IPU_NO_SLOT) {
         IPU_TRY(measure_slot(tm, measure_exchange, op->b, 0, &exchange, NULL));
-        exchange_cycles = exchange.cycles + tm->p->exchange_overhead;
+        exchange.cycles += tm->p->exchange_overhead;
         phase_volume *v = &tm->volumes[index];
         v->executions++;
         v->sent += exchange.sent;
         v->received += exchange.received;
-        v->cycles += exchange_cycles;
+        v->cycles += exchange.cycles;
     }
+    tile_cost none = {0, 0, 0};
     return record(tm, index, op, op->b != IPU_NO_SLOT ? "step" : "compute", compute.cycles, slowest,
-                  tm->p->sync_cycles, exchange_cycles, 0, 0);
+                  tm->p->sync_cycles, exchange, none, 0);
 }
 
 static ipu_status execute(timer *tm, size_t begin, size_t end)
@@ -436,7 +440,7 @@ static ipu_status execute(timer *tm, size_t begin, size_t end)
     for (size_t i = begin; i < end; i++) {
         const ipu_pkg_op *op = &ops[i];
         IPU_TRY(IPU_CHECK_CANCEL(tm->ctx));
-        tile_cost cost;
+        tile_cost cost, none = {0, 0, 0};
         switch (op->op) {
         case IPU_OP_STEP:
             IPU_TRY(run_step(tm, (uint32_t)i, op));
@@ -444,8 +448,9 @@ static ipu_status execute(timer *tm, size_t begin, size_t end)
         case IPU_OP_HOST_IN:
         case IPU_OP_HOST_OUT:
             IPU_TRY(measure_slot(tm, measure_host, op->a, 0, &cost, NULL));
+            cost.cycles = ipu_profile_host_cycles(tm->p, cost.sent);
             IPU_TRY(record(tm, (uint32_t)i, op, op->op == IPU_OP_HOST_IN ? "host_in" : "host_out", 0, 0,
-                           tm->p->sync_cycles, 0, ipu_profile_host_cycles(tm->p, cost.sent), 0));
+                           tm->p->sync_cycles, none, cost, 0));
             break;
         case IPU_OP_REPEAT:
             if (tm->depth == sizeof tm->loop_iteration / sizeof *tm->loop_iteration)
@@ -456,7 +461,7 @@ static ipu_status execute(timer *tm, size_t begin, size_t end)
                 if (op->c != IPU_NO_SLOT) {
                     IPU_TRY(apply_patches(tm, op->c, it));
                     IPU_TRY(measure_slot(tm, measure_patches, op->c, 0, &cost, NULL));
-                    IPU_TRY(record(tm, (uint32_t)i, op, "patch", 0, 0, 0, 0, 0, cost.cycles * IPU_PATCH_CYCLES));
+                    IPU_TRY(record(tm, (uint32_t)i, op, "patch", 0, 0, 0, none, none, cost.cycles * IPU_PATCH_CYCLES));
                 }
                 IPU_TRY(execute(tm, i + 1, i + 1 + op->b));
             }
