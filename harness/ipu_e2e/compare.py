@@ -6,8 +6,10 @@ compare.json and compare.md:
 - the runs: command lines, status, library SHA-256 (same or not), the
   workload's geometry and options where they differ;
 - totals: simulated cycles, the estimate's peak, the build's stage times;
-- cycles per compiler op: the device's cycles of each (every execution)
-  in A and in B, their ratio, and the planner's estimates;
+- cycles per compiler op: the device's cycles of each (every execution;
+  a compile-only run's static timing, which equals them) in A and in B,
+  their ratio, the planner's estimates, and the bytes each op's exchange
+  phases received;
 - peaks per tile: from the run-time memory timelines when both runs wrote
   one (memory-timeline.json), else the compile's per-tile peaks
   (result.json tile_peaks): the fullest tile of each, how many tiles grew or
@@ -81,6 +83,11 @@ def tile_peaks(ra, fa, rb, fb):
     return None
 
 
+def op_charged(row):
+    """An op_cycles row's cycles: the device's, or a compile-only run's static timing (the same figure)."""
+    return row["device"] if "device" in row else row.get("static")
+
+
 def ratio(b, a):
     return b / a if a else None
 
@@ -105,8 +112,10 @@ def compare(ra, fa, rb, fb):
     for o in rb.get("op_cycles", []):
         a = ops_a.get(op_key(o))
         if a:
-            ops.append({"op": o["op"], "kind": o["kind"], "output": o["output"], "device": [a["device"], o["device"]],
-                        "estimate": [a["estimate"], o["estimate"]], "ratio": ratio(o["device"], a["device"])})
+            x, y = op_charged(a), op_charged(o)
+            ops.append({"op": o["op"], "kind": o["kind"], "output": o["output"], "device": [x, y],
+                        "estimate": [a["estimate"], o["estimate"]], "ratio": ratio(y, x),
+                        "received_bytes": [a.get("received_bytes"), o.get("received_bytes")]})
     plan_a = {op_key(o): o for o in ra.get("plan", {}).get("ops", [])}
     plan = []
     for o in rb.get("plan", {}).get("ops", []):
@@ -156,15 +165,17 @@ def markdown(c):
     for key, (x, y) in c["totals"].items():
         r = ratio(y, x) if isinstance(x, int) and isinstance(y, int) else None
         lines.append(f"| {key.replace('_', ' ')} | {number(x)} | {number(y)}" + (f" ({r:.3f}x)" if r else "") + " |")
-    lines += ["", "## Cycles per compiler op (device, every execution)", ""]
+    lines += ["", "## Cycles per compiler op (device or static timing, every execution)", ""]
     if c["ops"]:
-        lines += ["| op | A | B | B/A | estimate A | estimate B |", "|---|---:|---:|---:|---:|---:|"]
+        lines += ["| op | A | B | B/A | estimate A | estimate B | received bytes A | received bytes B |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|"]
         for o in c["ops"]:
             lines.append(f"| op {o['op']} {o['kind']} {o['output']} | {number(o['device'][0])} | "
                          f"{number(o['device'][1])} | {number(o['ratio'])} | {number(o['estimate'][0])} | "
-                         f"{number(o['estimate'][1])} |")
+                         f"{number(o['estimate'][1])} | {number(o['received_bytes'][0])} | "
+                         f"{number(o['received_bytes'][1])} |")
     else:
-        lines.append("The runs share no op with device cycles (a compile-only run has none).")
+        lines.append("The runs share no op with cycles (a replayed package has no plan).")
     lines += ["", "## Peaks per tile", ""]
     p = c["peaks"]
     if not p:

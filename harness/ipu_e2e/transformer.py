@@ -312,6 +312,10 @@ def execute(ctx, args, profile, package, progress, started, reports):
         compiled = attention = None
         args.reference_run = args.reference_fp32 = True
     info = package.info()
+    progress.update("static timing")
+    begun = time.perf_counter()
+    timing = package.timing()
+    wall["static_timing"] = time.perf_counter() - begun
     if args.save_package:
         progress.update(f"saving {args.save_package}")
         package.save(args.save_package)
@@ -323,12 +327,17 @@ def execute(ctx, args, profile, package, progress, started, reports):
         result["attention"] = attention
     if memory_profiles:
         result["memory_profiles"] = [p.name for p in memory_profiles]
+    total_macs, ideal = macs(winfo, info["profile"])
+    result["static_timing"] = dict({k: timing[k] for k in ("cycles", "ms", "totals")},
+                                   roofline_ratio=timing["cycles"] * info["tiles"] / ideal)
     if compiled:
         result.update(estimate={"cycles": compiled["plan"]["cycles"], **compiled["estimate"]},
                       plan=compiled["plan"], support=compiled["package"], search=compiled["attempts"])
         if attention:
             result["attention_choice"] = compiled["attention"]
     if args.compile_only:
+        if compiled:
+            result["op_cycles"] = op_cycles(compiled["plan"], winfo.get("repeat"), timing["steps"], "static")
         return compile_only(result, compiled)
     outcome = runner.run_checked(ctx, package, progress, reports, result,
                                  args.reference_inferences)
@@ -337,11 +346,13 @@ def execute(ctx, args, profile, package, progress, started, reports):
     run_result, outputs = outcome
     resident = result.get("resident")
     resident_ok = not resident or (resident["identical_outputs"] and resident["parameters_unchanged"])
-    total_macs, ideal = macs(winfo, info["profile"])
     result.update(cycles=run_result["cycles"], ms=run_result["ms"], totals=run_result["totals"],
                   macs=total_macs, roofline_ratio=run_result["cycles"] * info["tiles"] / ideal)
     if compiled:
         result["op_cycles"] = op_cycles(compiled["plan"], winfo.get("repeat"), run_result["steps"])
+    difference = timing_difference(timing, run_result)
+    result["static_timing"].update(equals_device=difference is None, difference=difference)
+    timing_ok = difference is None
     if args.dump_tensors:
         dump(args.dump_tensors, workload, outputs)
     ops_ok = True
@@ -352,7 +363,7 @@ def execute(ctx, args, profile, package, progress, started, reports):
         wall["op_check"] = time.perf_counter() - begun
         ops_ok = result["op_check"]["passed"]
     if not args.reference_run:
-        ok = resident_ok and ops_ok
+        ok = resident_ok and ops_ok and timing_ok
         result["status"] = "RAN" if ok else "FAIL"
         return (EXIT_OK if ok else EXIT_CHECK_FAILED), result
     mode = "fp32" if args.reference_fp32 else "device"
@@ -374,7 +385,7 @@ def execute(ctx, args, profile, package, progress, started, reports):
         if args.dump_tensors:
             npy.write_npy(args.dump_tensors / f"{t['name']}.reference.npy", ref, "f32", (t["rows"], t["cols"]))
     result["checks"] = checks
-    passed = all(c["passed"] for c in checks) and resident_ok and ops_ok
+    passed = all(c["passed"] for c in checks) and resident_ok and ops_ok and timing_ok
     result["status"] = "PASS" if passed else "FAIL"
     return (EXIT_OK if passed else EXIT_CHECK_FAILED), result
 
@@ -412,27 +423,89 @@ def rejection_lines(result, out):
         print(f"  memory profiles: {', '.join(names)} (each with a .html page)", file=out)
 
 
-def op_cycles(plan, repeat, steps):
+def timing_difference(timing, run):
+    """None when the static timing is the device run's, field for field
+    (cycles, totals, every step, every tile's compute and wait); else where
+    they first differ."""
+    for key in ("cycles", "totals"):
+        if timing[key] != run[key]:
+            return {"field": key, "static": timing[key], "device": run[key]}
+    if len(timing["steps"]) != len(run["steps"]):
+        return {"field": "steps", "static": len(timing["steps"]), "device": len(run["steps"])}
+    for ours, theirs in zip(timing["steps"], run["steps"]):
+        for key in sorted(set(ours) | set(theirs)):
+            if ours.get(key) != theirs.get(key):
+                return {"field": f"steps[{theirs['index']}].{key}", "static": ours.get(key),
+                        "device": theirs.get(key)}
+    for key in ("compute", "wait"):
+        if timing["tiles"][key] != run["tiles"][key]:
+            tile = next(t for t, (a, b) in enumerate(zip(timing["tiles"][key], run["tiles"][key])) if a != b)
+            return {"field": f"tiles.{key}[{tile}]", "static": timing["tiles"][key][tile],
+                    "device": run["tiles"][key][tile]}
+    return None
+
+
+def op_cycles(plan, repeat, steps, source="device"):
     """Per compiler op: the planner's estimate beside the cycles the device
-    charged to it (a step's compute, sync, host and control cycles to the op
-    its compute or host phase lowers, its exchange cycles to the op its
-    exchange lowers), over every execution (Repeat iterations included).
-    Host rounds and carries count for the op that homes their tensor."""
-    charged = {}
+    (source "device") or the static timing ("static", the same steps)
+    charged to it (a step's compute, sync and control cycles to the op its
+    compute phase lowers, its exchange cycles to the op its exchange
+    lowers), over every execution (Repeat iterations included), and the
+    bytes its exchange phases sent and received.  Host transfers are apart,
+    as the planner's estimate keeps them: their cycles (with their sync)
+    under "host", charged to the op that homes their tensor."""
+    charged, host, sent, received = {}, {}, {}, {}
     for s in steps:
         op, exchange_op = s["compiler_op"], s["exchange_compiler_op"]
-        if op is not None:
+        if op is not None and s["kind"] in ("host_in", "host_out"):
+            host[op] = host.get(op, 0) + s["cycles"]
+        elif op is not None:
             charged[op] = charged.get(op, 0) + s["cycles"] - s["exchange"]
         if exchange_op is not None:
             charged[exchange_op] = charged.get(exchange_op, 0) + s["exchange"]
+            sent[exchange_op] = sent.get(exchange_op, 0) + s["sent_bytes"]
+            received[exchange_op] = received.get(exchange_op, 0) + s["received_bytes"]
     body = range(repeat["first_op"], repeat["first_op"] + repeat["op_count"]) if repeat else range(0)
     rows = []
     for op in plan["ops"]:
         i = op["op"]
         executions = repeat["iterations"] if i in body else 1
         rows.append({"op": i, "kind": op["kind"], "output": op["output"], "executions": executions,
-                     "estimate": op["cycles"] * executions, "device": charged.get(i, 0)})
+                     "estimate": op["cycles"] * executions, source: charged.get(i, 0), "host": host.get(i, 0),
+                     "sent_bytes": sent.get(i, 0), "received_bytes": received.get(i, 0)})
     return rows
+
+
+def timing_lines(result, out):
+    """The static timing (against the device's when the package ran), the
+    estimate per op against it, host transfers apart on both sides, and the
+    bytes exchanged."""
+    timing = result.get("static_timing")
+    if not timing:
+        return
+    if "equals_device" not in timing:
+        print(f"  static timing: {timing['cycles']:,} cycles ({timing['ms']:.4f} ms), compute roofline ratio "
+              f"{timing['roofline_ratio']:.2f}", file=out)
+    elif timing["equals_device"]:
+        print(f"  static timing: {timing['cycles']:,} cycles, equal to the device's in every step", file=out)
+    else:
+        d = timing["difference"]
+        print(f"  static timing DIFFERS from the device at {d['field']}: static {d['static']}, device {d['device']}",
+              file=out)
+    rows = result.get("op_cycles")
+    if not rows:
+        return
+    source = "device" if "device" in rows[0] else "static"
+    against = "the device" if source == "device" else "the static timing"
+    worst = max(rows, key=lambda r: (abs(r[source] - r["estimate"]), -r["op"]))
+    host = sum(r["host"] for r in rows)
+    print(f"  estimate against {against}, per op: {sum(r['estimate'] for r in rows):,} against "
+          f"{sum(r[source] for r in rows):,} cycles; host transfers {result['plan']['host_cycles']:,} against "
+          f"{host:,}; furthest op {worst['op']} {worst['kind']} {worst['output']}: {worst['estimate']:,} against "
+          f"{worst[source]:,}", file=out)
+    sent, received = sum(r["sent_bytes"] for r in rows), sum(r["received_bytes"] for r in rows)
+    if sent:
+        print(f"  exchanged: {sent:,} bytes sent, {received:,} received (fan-out {received / sent:.2f})", file=out)
 
 
 def compile_only(result, compiled):
@@ -567,14 +640,9 @@ def report(result, out):
                 f"fullest tile {fullest}: {peaks['peak_bytes'][fullest]} bytes live at its peak, placed up to "
                 f"{peaks['high_water'][fullest]} bytes", file=out)
     else:
-        print(f"  simulated {result['cycles']} cycles ({result['ms']:.4f} ms), compute roofline ratio "
+        print(f"  simulated {result['cycles']:,} cycles ({result['ms']:.4f} ms), compute roofline ratio "
               f"{result['roofline_ratio']:.2f}", file=out)
-    if result.get("op_cycles"):
-        rows = result["op_cycles"]
-        worst = max(rows, key=lambda r: abs(r["device"] - r["estimate"]))
-        print(f"  estimate against the device, per op: {sum(r['estimate'] for r in rows)} against "
-              f"{sum(r['device'] for r in rows)} cycles; furthest op {worst['op']} {worst['kind']} "
-              f"{worst['output']}: {worst['estimate']} against {worst['device']}", file=out)
+    timing_lines(result, out)
     print("  wall: " + ", ".join(f"{k} {v:.2f} s" for k, v in result["wall_seconds"].items()), file=out)
     resident = result.get("resident")
     if resident:

@@ -42,6 +42,13 @@ def test_the_comparison_agrees_with_both_runs(runs, tmp_path):
     by_op = {o["op"]: o for o in ra["op_cycles"]}
     assert [(o["op"], o["device"]) for o in c["ops"]] == [(o["op"], [by_op[o["op"]]["device"], o["device"]])
                                                          for o in rb["op_cycles"]]
+    assert [o["received_bytes"] for o in c["ops"]] == [[by_op[o["op"]]["received_bytes"], o["received_bytes"]]
+                                                       for o in rb["op_cycles"]]
+    # Each op's bytes are its exchange steps' own, as the device recorded them.
+    steps = json.loads((b / "run" / "run-profile.json").read_text())["steps"]
+    assert any(o["received_bytes"] for o in rb["op_cycles"])
+    for o in rb["op_cycles"]:
+        assert o["received_bytes"] == sum(s["received_bytes"] for s in steps if s["exchange_compiler_op"] == o["op"])
     pa, pb = (json.loads((f / "run" / "memory-timeline.json").read_text())["tile_peaks"]["peak_bytes"] for f in runs)
     p = c["peaks"]
     assert p["source"] == "run-time memory timeline" and p["tiles"] == 16

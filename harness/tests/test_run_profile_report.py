@@ -61,8 +61,11 @@ def synthetic_profile(steps=50_000, tiles=1472, seed=20240611):
         kind = rng.choice(kinds)
         cost = dict.fromkeys(CLASSES, 0)
         tile = 0
+        sent = received = 0
         if kind == "step":
             cost["sync"], cost["exchange"] = rng.randint(100, 200), rng.randint(40, 3000)
+            sent = 4 * rng.randint(1, 100_000)
+            received = sent * rng.randint(1, 4)
         elif kind == "compute":
             cost["compute"], tile = rng.randint(50, 6000), rng.randrange(tiles)
         elif kind == "patch":
@@ -70,7 +73,8 @@ def synthetic_profile(steps=50_000, tiles=1472, seed=20240611):
         else:
             cost["host"] = rng.randint(500, 9000)
         records.append({"index": i, "kind": kind, "program": "init" if i < 64 else "main", "op": i // 3,
-                        "compute_tile": tile, "cycles": sum(cost.values()), **cost})
+                        "compute_tile": tile, "cycles": sum(cost.values()), "sent_bytes": sent,
+                        "received_bytes": received, **cost})
     longest = 31337
     records[longest].update(kind="compute", compute=250_000, sync=0, exchange=0, host=0, control=0,
                             compute_tile=977, cycles=250_000)
@@ -144,8 +148,10 @@ def hover_step(driver, index):
 def assert_step_numbers(container, step):
     """The step's numbers as shown in a tooltip or the pinned panel equal the JSON's."""
     shown = {f: container.find_element(By.CSS_SELECTOR, f"[data-field='{f}']").text
-             for f in ["index", "kind", "cycles", "compute_tile", "program", "op", *CLASSES]}
-    expected = {f: count(step[f]) if f in ("cycles", *CLASSES) else str(step[f]) for f in shown}
+             for f in ["index", "kind", "cycles", "compute_tile", "program", "op", "sent_bytes", "received_bytes",
+                       *CLASSES]}
+    expected = {f: count(step[f]) if f in ("cycles", "sent_bytes", "received_bytes", *CLASSES) else str(step[f])
+                for f in shown}
     assert shown == expected
 
 

@@ -242,6 +242,11 @@
         text: opLabel(s.compiler_op) }), h("td")]),
       h("tr", null, [h("th", { text: "Exchange of" }), h("td", { dataset: { field: "exchange_compiler_op" },
         text: opLabel(s.exchange_compiler_op) }), h("td")]),
+      h("tr", null, [h("th", { text: "Bytes sent \u00b7 received" }), h("td", { className: "num" }, [
+        h("span", { dataset: { field: "sent_bytes" }, text: isNum(s.sent_bytes) ? show(s.sent_bytes) : "\u2014" }),
+        " \u00b7 ",
+        h("span", { dataset: { field: "received_bytes" }, text: isNum(s.received_bytes) ? show(s.received_bytes) : "\u2014" }),
+      ]), h("td")]),
       h("tr", null, [h("th", { text: "Program \u00b7 control op" }), h("td", { className: "num" }, [
         h("span", { dataset: { field: "program" }, text: typeof s.program === "string" ? s.program : "\u2014" }),
         " \u00b7 ",
