@@ -21,7 +21,8 @@ WORKLOADS = ("mlp", "vit", "vit-small")
 ATTENTION_MODES = ("auto", "flash", "materialized")
 # Flags every transformer workload takes (their defaults are the parser's).
 SHARED = ("batch", "memory_budget", "search_budget", "catalogue_budget", "frontier_cap", "catalogue_group",
-          "exchange_stream_words", "balance_streams", "probe_capacity", "seed", "reference_run", "reference_fp32",
+          "exchange_stream_words", "balance_streams", "exchange_rank", "search_seconds", "search_beam",
+          "search_steps", "probe_capacity", "seed", "reference_run", "reference_fp32",
           "reference_inferences", "min_cosine", "atol", "rtol",
           "check_ops", "inject", "dump_tensors", "compile_only",
           "memory_profile_directory", "tokens", "channels", "hidden")
@@ -31,7 +32,8 @@ ONLY = {"mlp": {"precision": "fp8", "blocks": 1},
 FLAGS = SHARED + tuple(name for flags in ONLY.values() for name in flags)
 # The flags that shape the package (the rest check or report it).
 BUILD_FLAGS = ("batch", "memory_budget", "search_budget", "catalogue_budget", "frontier_cap", "catalogue_group",
-               "exchange_stream_words", "balance_streams", "probe_capacity", "seed", "inject",
+               "exchange_stream_words", "balance_streams", "exchange_rank", "search_seconds", "search_beam",
+               "search_steps", "probe_capacity", "seed", "inject",
                "memory_profile_directory", "tokens", "channels", "hidden") + tuple(
     name for flags in ONLY.values() for name in flags)
 # The output check's flags: they need the reference (--reference-run, or a --package replay).
@@ -104,6 +106,22 @@ def add_arguments(p):
     group.add_argument("--balance-streams", action="store_true",
                        help="with --exchange-stream-words N: also try endpoint-balanced chunks of 4 N words, "
                             "kept where the phase gets shorter with no larger tables")
+    group.add_argument("--exchange-rank", choices=("tables", "horizon"), default=None,
+                       help="with --exchange-stream-words N: how each phase's schedules are ranked: the smallest "
+                            "tables first (tables, the default) or the shortest horizon first (horizon: faster "
+                            "packages, larger tables)")
+    group.add_argument("--search-seconds", type=number_in(1e-3, 86400.0, "seconds in (0, 86400]"), default=None,
+                       metavar="S",
+                       help="after the first plan that fits, search whole candidate plans for S seconds (wall): "
+                            "moves to each matmul's next fitting candidate, each attention op's other mode and "
+                            "the other exchange modes, screened by the planner's estimate, the best few built "
+                            "through the whole back end (in parallel, --threads) and judged by exact static "
+                            "timing; result.json's plan_search says what it did (default: no search)")
+    group.add_argument("--search-beam", type=int_in(1, 64), default=None, metavar="K",
+                       help="with --search-seconds: candidates kept per step (default 1: greedy)")
+    group.add_argument("--search-steps", type=int_in(1, 65536), default=None, metavar="N",
+                       help="with --search-seconds: stop after N steps (then the search does not depend on "
+                            "the machine's speed)")
     group.add_argument("--probe-capacity", action="store_true",
                        help="when no candidate plan places: place the last one again with 4 KiB, 8 KiB, ... "
                             "(up to 256 KiB) more SRAM per tile and say the smallest extra that places it "
@@ -197,6 +215,10 @@ def check_flags(args, defaults):
             setattr(args, name, value)
     if args.balance_streams and args.exchange_stream_words is None:
         raise UsageError("--balance-streams needs --exchange-stream-words N (its chunks are 4 N words)")
+    if (args.search_beam or args.search_steps) and not args.search_seconds:
+        raise UsageError("--search-beam and --search-steps need --search-seconds S (the search's time budget)")
+    if args.exchange_rank and args.exchange_stream_words is None:
+        raise UsageError("--exchange-rank needs --exchange-stream-words N (it ranks the compact schedules)")
 
 
 def options(args):
@@ -264,7 +286,10 @@ def search_options(args):
     return {"search_budget": args.search_budget, "catalogue_budget": args.catalogue_budget,
             "frontier_cap": args.frontier_cap, "catalogue_group": args.catalogue_group,
             "exchange_stream_words": args.exchange_stream_words,
-            "balance_streams": args.balance_streams or None, "probe_capacity": args.probe_capacity or None}
+            "balance_streams": args.balance_streams or None, "exchange_rank": args.exchange_rank,
+            "search_seconds": args.search_seconds, "search_beam": args.search_beam,
+            "search_steps": args.search_steps,
+            "probe_capacity": args.probe_capacity or None}
 
 
 def memory_pages(directory, names, progress, reports):
@@ -333,6 +358,8 @@ def execute(ctx, args, profile, package, progress, started, reports):
     if compiled:
         result.update(estimate={"cycles": compiled["plan"]["cycles"], **compiled["estimate"]},
                       plan=compiled["plan"], support=compiled["package"], search=compiled["attempts"])
+        if compiled.get("plan_search"):
+            result["plan_search"] = compiled["plan_search"]
         if attention:
             result["attention_choice"] = compiled["attention"]
     if args.compile_only:
@@ -474,6 +501,19 @@ def op_cycles(plan, repeat, steps, source="device"):
                      "estimate": op["cycles"] * executions, source: charged.get(i, 0), "host": host.get(i, 0),
                      "sent_bytes": sent.get(i, 0), "received_bytes": received.get(i, 0)})
     return rows
+
+
+def search_lines(result, out):
+    """What the plan search did: its steps, candidates and the moves it took."""
+    s = result.get("plan_search")
+    if not s:
+        return
+    print(f"  plan search (beam {s['beam']}, {s['threads']} threads): {s['first_cycles']:,} -> {s['cycles']:,} cycles "
+          f"(x{s['cycles'] / s['first_cycles']:.3f}) in {s['steps']} steps, {s['wall_seconds']:.1f} s; "
+          f"{s['screened']} screened, {s['built']} built, {s['dropped']} dropped; stopped: {s['stopped']}",
+          file=out)
+    for m in s["accepted"]:
+        print(f"    step {m['step']}: {m['move']}: {m['from_cycles']:,} -> {m['cycles']:,} cycles", file=out)
 
 
 def timing_lines(result, out):
@@ -642,6 +682,7 @@ def report(result, out):
     else:
         print(f"  simulated {result['cycles']:,} cycles ({result['ms']:.4f} ms), compute roofline ratio "
               f"{result['roofline_ratio']:.2f}", file=out)
+    search_lines(result, out)
     timing_lines(result, out)
     print("  wall: " + ", ".join(f"{k} {v:.2f} s" for k, v in result["wall_seconds"].items()), file=out)
     resident = result.get("resident")

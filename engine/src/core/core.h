@@ -25,7 +25,13 @@ struct ipu_ctx {
     atomic_int cancelled; /* set by ipu_ctx_cancel, from any thread */
     _Atomic uint64_t allocations; /* made through ipu_malloc and friends */
     uint64_t fail_allocation;     /* the one that fails (0 = none): a test hook */
+    ipu_ctx *parent;              /* a worker's context (ipu_ctx_child): cancelled with its parent */
 };
+
+/* A context for work done on another thread on behalf of parent: its own
+ * error and allocation count, one thread, no log or progress callbacks,
+ * cancelled when parent is.  NULL when out of memory; ipu_ctx_free. */
+ipu_ctx *ipu_ctx_child(ipu_ctx *parent);
 
 #if defined(__GNUC__)
 #define IPU_PRINTF(a, b) __attribute__((format(printf, a, b)))

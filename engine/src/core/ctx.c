@@ -63,9 +63,19 @@ void ipu_ctx_cancel(ipu_ctx *ctx)
         atomic_store(&ctx->cancelled, 1);
 }
 
+ipu_ctx *ipu_ctx_child(ipu_ctx *parent)
+{
+    ipu_ctx *child = ipu_allocation_allowed(parent) ? calloc(1, sizeof *child) : NULL;
+    if (child) {
+        child->threads = 1;
+        child->parent = parent;
+    }
+    return child;
+}
+
 ipu_status ipu_check_cancel_at(ipu_ctx *ctx, const char *file, int line)
 {
-    if (!ctx || !atomic_load(&ctx->cancelled))
+    if (!ctx || !(atomic_load(&ctx->cancelled) || (ctx->parent && atomic_load(&ctx->parent->cancelled))))
         return IPU_OK;
     return ipu_fail_at(ctx, IPU_ERR_CANCELLED, file, line, "cancelled");
 }

@@ -10,26 +10,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "driver/build.h"
 #include "driver/mutations.h"
+#include "driver/search.h"
 #include "driver/shrink.h"
 #include "lower/lower.h"
 #include "numerics/numerics.h"
-#include "package/assemble.h"
 #include "place/program.h"
-#include "plan/plan.h"
 #include "report/memory.h"
 #include "report/placement.h"
+#include "timing/timing.h"
 #include "workloads/workload.h"
 #include "ipu/ipu.h"
-
-static double seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 
 /* Where and under what name memory profiles go (no directory: none). */
@@ -47,6 +40,7 @@ typedef struct compile_options {
     ipu_plan_options plan;    /* search and catalogue budgets, frontier, attention */
     ipu_xmode exchange;       /* --exchange-stream-words, --balance-streams */
     int probe_capacity;       /* --probe-capacity */
+    ipu_search_options search; /* --search-seconds, --search-beam, --search-steps (seconds 0: no search) */
     int inject;
     char *report_path, *profile_directory;
 } compile_options;
@@ -106,10 +100,36 @@ static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, compile_
     if (status == IPU_OK)
         status = count_option(ctx, o, "exchange_stream_words", "--exchange-stream-words", 0, 1u << 20,
                               &c->exchange.stream_words);
+    json_t *seconds = json_object_get(o, "search_seconds");
+    if (status == IPU_OK && seconds && !json_is_null(seconds) &&
+        (!json_is_number(seconds) || json_number_value(seconds) <= 0 || json_number_value(seconds) > 86400))
+        status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "--search-seconds: expected a number of seconds in (0, 86400]");
+    c->search.seconds = json_is_number(seconds) ? json_number_value(seconds) : 0;
+    if (status == IPU_OK)
+        status = count_option(ctx, o, "search_beam", "--search-beam", 1, 64, &c->search.beam);
+    if (status == IPU_OK) {
+        json_t *steps = json_object_get(o, "search_steps");
+        c->search.steps = 0;
+        if (steps && !json_is_null(steps))
+            status = count_option(ctx, o, "search_steps", "--search-steps", 1, 1u << 16, &c->search.steps);
+    }
+    if (status == IPU_OK && !c->search.seconds &&
+        ((json_object_get(o, "search_beam") && !json_is_null(json_object_get(o, "search_beam"))) || c->search.steps))
+        status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                          "--search-beam and --search-steps need --search-seconds S (the search's time budget)");
     json_t *probe = json_object_get(o, "probe_capacity");
     if (status == IPU_OK && probe && !json_is_boolean(probe))
         status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "--probe-capacity: expected true or false");
     c->probe_capacity = json_is_true(probe);
+    json_t *rank = json_object_get(o, "exchange_rank");
+    const char *rank_name = json_string_value(rank);
+    if (status == IPU_OK && rank && !json_is_null(rank) &&
+        (!rank_name || (strcmp(rank_name, "tables") && strcmp(rank_name, "horizon"))))
+        status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "--exchange-rank: expected tables or horizon");
+    c->exchange.by_horizon = rank_name && !strcmp(rank_name, "horizon");
+    if (status == IPU_OK && c->exchange.by_horizon && !c->exchange.stream_words)
+        status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                          "--exchange-rank horizon needs --exchange-stream-words N (it ranks the compact schedules)");
     json_t *balance = json_object_get(o, "balance_streams");
     if (status == IPU_OK && balance && !json_is_boolean(balance))
         status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "--balance-streams: expected true or false");
@@ -282,75 +302,6 @@ static void make_records(const ipu_workload *w, ipu_assembly_record *records, re
     }
 }
 
-typedef struct attempt {
-    ipu_plan plan;
-    ipu_low_program prog;
-    uint64_t peak;
-    uint32_t peak_tile, peak_step;
-    json_t *assembly;
-} attempt;
-
-typedef struct timings {
-    double plan, refine, package; /* refine: lowering and the liveness walker, per candidate;
-                                   * package: with the records (inputs and parameters) */
-} timings;
-
-static void attempt_free(attempt *a)
-{
-    ipu_low_free(&a->prog);
-    if (a->plan.graph)
-        ipu_plan_free(&a->plan);
-    json_decref(a->assembly);
-    memset(a, 0, sizeof *a);
-}
-
-/* Plan under the options, lower, and take the liveness walker's peak. */
-static ipu_status plan_and_lower(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g,
-                                 const ipu_plan_options *options, int inject, attempt *a, timings *t)
-{
-    double t0 = seconds();
-    IPU_TRY(ipu_progress(ctx, "plan", 0, 0));
-    ipu_status status = ipu_plan_graph(ctx, p, g, options, &a->plan);
-    double t1 = seconds();
-    t->plan += t1 - t0;
-    if (status != IPU_OK)
-        return status;
-    status = ipu_progress(ctx, "lower", 0, 0);
-    if (status == IPU_OK)
-        status = ipu_lower(ctx, &a->plan, inject, &a->prog);
-    if (status == IPU_OK)
-        status = ipu_low_peaks(ctx, &a->prog, &a->peak, &a->peak_tile, &a->peak_step, NULL);
-    t->refine += seconds() - t1;
-    return status;
-}
-
-/* The back end in pipeline order: the exchange phases scheduled, the
- * package support laid out, the buffers placed beside it, the package
- * encoded (meta is taken).  mode: how exchange phases are scheduled. */
-static ipu_status back_end(ipu_ctx *ctx, attempt *a, const ipu_xmode *mode, json_t *meta,
-                           const ipu_assembly_record *records, size_t record_count, ipu_package **out,
-                           ipu_support_map *support)
-{
-    ipu_xprogram exchanges;
-    ipu_package_layout layout;
-    memset(&layout, 0, sizeof layout);
-    ipu_status status = ipu_exchange_program(ctx, &a->prog, mode, &exchanges);
-    if (status == IPU_OK)
-        status = ipu_package_lay_out(ctx, &a->prog, &exchanges, &layout, support);
-    if (status == IPU_OK) {
-        ipu_place_support room = {support->code_end, support->descriptor_end, layout.desc_base};
-        status = ipu_place_program(ctx, &a->prog, &room);
-    }
-    if (status == IPU_OK)
-        status = ipu_package_encode(ctx, &a->prog, &exchanges, &layout, meta, records, record_count, out,
-                                    &a->assembly);
-    else
-        json_decref(meta);
-    ipu_package_layout_free(&layout);
-    ipu_xprogram_free(&exchanges);
-    return status;
-}
-
 /* Per tile of the placed program: the live bytes at its fullest step and
  * how far up its SRAM placement went ({"peak_bytes": [...], "high_water":
  * [...]}, the second in bytes from the SRAM base, support included). */
@@ -425,16 +376,15 @@ static const char *support_note(uint32_t asked, uint32_t budget)
  * (placement only: the addresses are discarded and no package is built);
  * fail with the error and the smallest extra that places it (or that none
  * up to PROBE_LIMIT does). */
-static ipu_status probe_capacity(ipu_ctx *ctx, attempt *a, const ipu_xmode *mode, const char *why)
+static ipu_status probe_capacity(ipu_ctx *ctx, ipu_build *a, const ipu_xmode *mode, const char *why)
 {
     uint32_t tiles = a->prog.profile.tiles, found = UINT32_MAX;
-    ipu_support_map map = {0, 0, ipu_calloc(ctx, tiles, sizeof(uint32_t)), ipu_calloc(ctx, tiles, sizeof(uint32_t)),
-                           ipu_calloc(ctx, tiles, sizeof(uint32_t)), 0};
+    ipu_support_map map;
     ipu_xprogram exchanges;
     ipu_package_layout layout;
     memset(&exchanges, 0, sizeof exchanges);
     memset(&layout, 0, sizeof layout);
-    ipu_status status = map.code_end && map.descriptor_end && map.exchange_table_bytes ? IPU_OK : IPU_NO_MEMORY(ctx);
+    ipu_status status = ipu_support_map_alloc(ctx, tiles, &map);
     if (status == IPU_OK)
         status = ipu_exchange_program(ctx, &a->prog, mode, &exchanges);
     if (status == IPU_OK)
@@ -455,7 +405,7 @@ static ipu_status probe_capacity(ipu_ctx *ctx, attempt *a, const ipu_xmode *mode
     a->prog.profile = saved;
     ipu_package_layout_free(&layout);
     ipu_xprogram_free(&exchanges);
-    free(map.code_end), free(map.descriptor_end), free(map.exchange_table_bytes);
+    ipu_support_map_free(&map);
     if (status == IPU_ERR_INVALID_ARGUMENT) { /* the support itself does not fit */
         char support[512];
         snprintf(support, sizeof support, "%s", ipu_ctx_errmsg(ctx));
@@ -517,13 +467,55 @@ static int has_attention(const ipu_graph *g)
     return 0;
 }
 
-static json_t *try_json(const attempt *a, const char *outcome, long shrunk)
+static json_t *try_json(const ipu_build *a, const char *outcome, long shrunk)
 {
     json_t *t = json_pack("{s:I, s:I, s:I, s:s}", "peak_bytes", (json_int_t)a->peak, "peak_tile",
                           (json_int_t)a->peak_tile, "peak_phase",
                           (json_int_t)ipu_low_step_phase(&a->prog, a->peak_step), "outcome", outcome);
     json_object_set_new(t, "capped_op", shrunk >= 0 ? json_integer(shrunk) : json_null());
     return t;
+}
+
+/* The plan search from the built candidate a (its package *out): when it
+ * finds a faster candidate, a is rebuilt as that one and *out replaced by
+ * its package (records included).  *record: the search's account. */
+static ipu_status search_from(ipu_ctx *ctx, compile_options *c, const ipu_workload *w, int inject, ipu_build *a,
+                              ipu_package **out, const ipu_assembly_record *records, size_t record_count,
+                              ipu_support_map *support, ipu_build_times *t, json_t **record)
+{
+    json_t *timing = NULL;
+    IPU_TRY(ipu_timing_package(ctx, *out, &timing));
+    uint64_t first = (uint64_t)json_integer_value(json_object_get(timing, "cycles"));
+    json_decref(timing);
+    ipu_search_point start, best;
+    IPU_TRY(ipu_search_point_init(ctx, &w->graph, &c->plan, &c->exchange, &start));
+    ipu_status status = ipu_search_plans(ctx, &c->profile, &w->graph, inject, &start, first, &c->search, &best, record);
+    ipu_search_point_free(&start);
+    if (status != IPU_OK)
+        return status;
+    if ((uint64_t)json_integer_value(json_object_get(*record, "cycles")) < first) {
+        double t0 = ipu_build_seconds();
+        ipu_build_free(a);
+        status = ipu_build_plan(ctx, &c->profile, &w->graph, &best.plan, inject, a, t);
+        json_t *meta = json_pack("{s:s, s:s, s:s}", "workload", w->name, "check", "reference", "options",
+                                 w->options_json);
+        ipu_package *searched = NULL;
+        if (status == IPU_OK)
+            status = meta ? ipu_build_package(ctx, a, &best.xmode, meta, records, record_count, &searched, support)
+                          : IPU_NO_MEMORY(ctx);
+        else
+            json_decref(meta);
+        if (status != IPU_OK) /* the search placed it: building it again must too */
+            status = IPU_INCONSISTENT(ctx, "search", "rebuilding the searched candidate");
+        if (status == IPU_OK) {
+            ipu_package_free(*out);
+            *out = searched;
+            c->exchange = best.xmode;
+        }
+        t->package += ipu_build_seconds() - t0;
+    }
+    ipu_search_point_free(&best);
+    return status;
 }
 
 ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_json,
@@ -536,25 +528,22 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     const ipu_profile *p = &c.profile;
     const ipu_graph *g = &w->graph;
     profile_sink sink = {c.profile_directory, w->name, c.plan.budget, c.budget, 0, json_array()};
-    ipu_support_map support = {0, 0, ipu_calloc(ctx, p->tiles, sizeof(uint32_t)),
-                               ipu_calloc(ctx, p->tiles, sizeof(uint32_t)), ipu_calloc(ctx, p->tiles, sizeof(uint32_t)),
-                               0};
+    ipu_support_map support;
+    ipu_status status = ipu_support_map_alloc(ctx, p->tiles, &support);
     ipu_assembly_record *records = ipu_calloc(ctx, g->tensor_count ? g->tensor_count : 1, sizeof *records);
     record_source *sources = ipu_calloc(ctx, g->tensor_count ? g->tensor_count : 1, sizeof *sources);
     uint64_t *caps = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *caps);
     size_t record_count = 0;
-    ipu_status status = records && sources && caps && support.code_end && support.descriptor_end &&
-                                support.exchange_table_bytes
-                            ? IPU_OK
-                            : IPU_NO_MEMORY(ctx);
-    timings t = {0, 0, 0};
+    if (status == IPU_OK && (!records || !sources || !caps))
+        status = IPU_NO_MEMORY(ctx);
+    ipu_build_times t = {0, 0, 0, 0};
     if (status == IPU_OK)
         make_records(w, records, sources, &record_count, c.inject == IPU_INJECT_INPUT_RECORD_SHIFTED);
     /* The driver's own mutation is applied; the stages see none. */
     int stage_inject = c.inject == IPU_INJECT_INPUT_RECORD_SHIFTED ? IPU_INJECT_NONE : c.inject;
     c.plan.inject = stage_inject;
     c.plan.caps = caps;
-    attempt a, last; /* last: the candidate before, for --probe-capacity */
+    ipu_build a, last; /* last: the candidate before, for --probe-capacity */
     memset(&a, 0, sizeof a);
     memset(&last, 0, sizeof last);
     uint32_t attempts = 0, first_peak_tile = 0;
@@ -567,20 +556,20 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     uint32_t searched = c.plan.budget; /* the search budget asked for (support may lower it) */
     uint64_t mode_cycles[3] = {0, 0, 0};
     if (status == IPU_OK && requested == IPU_ATTENTION_AUTO && has_attention(g)) {
-        double t0 = seconds();
+        double t0 = ipu_build_seconds();
         status = choose_attention(ctx, p, g, &c.plan, &c.plan.attention, mode_cycles);
-        t.plan += seconds() - t0;
+        t.plan += ipu_build_seconds() - t0;
     }
     while (status == IPU_OK) {
         attempts++;
         if (c.probe_capacity && a.prog.step_count) { /* keep the last lowered candidate for the probe */
-            attempt_free(&last);
+            ipu_build_free(&last);
             last = a;
             memset(&a, 0, sizeof a);
         }
-        attempt_free(&a);
+        ipu_build_free(&a);
         stage = "plan";
-        status = plan_and_lower(ctx, p, g, &c.plan, stage_inject, &a, &t);
+        status = ipu_build_plan(ctx, p, g, &c.plan, stage_inject, &a, &t);
         exhausted = status == IPU_ERR_INVALID_ARGUMENT;
         if (status == IPU_ERR_INVALID_ARGUMENT && attempts > 1) {
             /* A capped re-plan found nothing: say so in terms of the user's budget. */
@@ -603,17 +592,17 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
             status = ipu_shrink_at_peak(ctx, &a.plan, &a.prog, a.peak_tile, a.peak_step, caps, &shrunk);
             json_array_append_new(tries, try_json(&a, "estimate over budget", shrunk));
         } else if (status == IPU_OK) {
-            double t0 = seconds();
+            double t0 = ipu_build_seconds();
             status = ipu_progress(ctx, "package", 0, 0);
             json_t *meta = json_pack("{s:s, s:s, s:s}", "workload", w->name, "check", "reference",
                                      "options", w->options_json);
             if (status == IPU_OK)
-                status = back_end(ctx, &a, &c.exchange, meta, records, record_count, out, &support);
+                status = ipu_build_package(ctx, &a, &c.exchange, meta, records, record_count, out, &support);
             else
                 json_decref(meta);
             if (status == IPU_ERR_MALFORMED) /* the validator refuses the compiler's own package */
                 status = IPU_INCONSISTENT(ctx, "package", "the package of %s", w->name);
-            t.package += seconds() - t0;
+            t.package += ipu_build_seconds() - t0;
             if (status == IPU_OK && a.prog.inject != IPU_INJECT_NONE) {
                 ipu_package_free(*out);
                 *out = NULL;
@@ -691,6 +680,16 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
             break;
         }
     }
+    json_t *search_record = NULL;
+    if (status == IPU_OK && c.search.seconds > 0) {
+        double t0 = ipu_build_seconds();
+        status = search_from(ctx, &c, w, stage_inject, &a, out, records, record_count, &support, &t, &search_record);
+        t.search = ipu_build_seconds() - t0;
+        if (status != IPU_OK) {
+            ipu_package_free(*out);
+            *out = NULL;
+        }
+    }
     json_t *rejection = status == IPU_ERR_INVALID_ARGUMENT && exhausted
                             ? reject(ctx, &sink, p, g, &c.plan, stage, attempts, t.plan, t.refine)
                             : NULL;
@@ -714,13 +713,14 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     }
     if (status == IPU_OK && report_json) {
         json_t *report = json_pack(
-            "{s:o, s:O, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:{s:f, s:f, s:f}, s:o, s:{s:s, s:s, s:I, s:I, s:b}}",
+            "{s:o, s:O, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:{s:f, s:f, s:f, s:f}, s:o, s:{s:s, s:s, s:I, s:I, s:b}}",
             "plan",
             ipu_plan_json(&a.plan), "package", a.assembly, "estimate", "peak_bytes", (json_int_t)a.peak,
             "peak_tile", (json_int_t)a.peak_tile, "peak_phase", (json_int_t)ipu_low_step_phase(&a.prog, a.peak_step),
             "budget",
             (json_int_t)c.budget, "search_budget", (json_int_t)c.plan.budget, "attempts", tries,
-            "wall_seconds", "plan", t.plan, "lower", t.refine, "package", t.package, "tiles", tile_peaks,
+            "wall_seconds", "plan", t.plan, "lower", t.refine, "package", t.package, "search", t.search, "tiles",
+            tile_peaks,
             "attention", "requested", ipu_attention_mode_name(requested), "searched",
             ipu_attention_mode_name(c.plan.attention), "flash_estimate", (json_int_t)mode_cycles[IPU_ATTENTION_FLASH],
             "materialized_estimate", (json_int_t)mode_cycles[IPU_ATTENTION_MATERIALIZED], "placement_fallback",
@@ -728,6 +728,8 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         tries = NULL;
         if (report)
             json_object_set(report, "memory_profiles", sink.names);
+        if (report)
+            json_object_set(report, "plan_search", search_record ? search_record : json_null());
         *report_json = report ? json_dumps(report, JSON_COMPACT) : NULL;
         json_decref(report);
         if (!*report_json) {
@@ -740,7 +742,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     if (status == IPU_ERR_INVALID_ARGUMENT && exhausted && c.probe_capacity) {
         char why[1024];
         snprintf(why, sizeof why, "%s", ipu_ctx_errmsg(ctx));
-        attempt *probed = a.prog.step_count ? &a : last.prog.step_count ? &last : NULL;
+        ipu_build *probed = a.prog.step_count ? &a : last.prog.step_count ? &last : NULL;
         if (probed) {
             ipu_ctx_clear_error(ctx);
             status = probe_capacity(ctx, probed, &c.exchange, why);
@@ -763,15 +765,14 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         }
     }
     json_decref(rejection);
+    json_decref(search_record);
     json_decref(sink.names);
-    attempt_free(&a);
-    attempt_free(&last);
+    ipu_build_free(&a);
+    ipu_build_free(&last);
     free(c.report_path);
     free(c.profile_directory);
     free(caps);
-    free(support.code_end);
-    free(support.descriptor_end);
-    free(support.exchange_table_bytes);
+    ipu_support_map_free(&support);
     free(sources);
     free(records);
     return status;

@@ -311,7 +311,7 @@ ipu_status ipu_package_exchange_replay(ipu_ctx *ctx, const ipu_package *pkg, con
                         "\"stream_words\": 1 to 1048576, \"balance_streams\": true or false (needs "
                         "stream_words)}, each optional");
     }
-    ipu_xmode mode = {words ? (uint32_t)json_integer_value(words) : 0, json_is_true(balance)};
+    ipu_xmode mode = {words ? (uint32_t)json_integer_value(words) : 0, json_is_true(balance), 0};
     json_t *list = json_array();
     ipu_status status = IPU_OK;
     /* Program phases: init ops first, each op a compute (2k) and an exchange (2k + 1) half. */

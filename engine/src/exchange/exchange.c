@@ -5,7 +5,8 @@
  * schedule with the smallest largest table, then the fewest table bytes,
  * then the shortest horizon (tables measured as encoding writes them);
  * with balancing, endpoint-balanced chunks replace it only when strictly
- * shorter and no larger in either table figure.  Everything is
+ * shorter and no larger in either table figure.  Ranked by horizon (for
+ * speed), every schedule is judged by its horizon first, then its tables.  Everything is
  * single-threaded and deterministic; nothing prints.
  */
 #include <stdlib.h>
@@ -133,6 +134,16 @@ static int smaller(const candidate *a, const candidate *b)
     return a->horizon < b->horizon;
 }
 
+/* Whether a ranks before b for speed: the shorter horizon, then the smaller tables. */
+static int shorter(const candidate *a, const candidate *b)
+{
+    if (a->horizon != b->horizon)
+        return a->horizon < b->horizon;
+    if (a->largest != b->largest)
+        return a->largest < b->largest;
+    return a->total < b->total;
+}
+
 /* Compact mode: the latency order, the stream waves and (balancing) the
  * balanced chunks, as described at the top. */
 static ipu_status compact(ipu_ctx *ctx, const ipu_profile *p, ipu_xphase *phase, ipu_xports *q,
@@ -152,7 +163,8 @@ static ipu_status compact(ipu_ctx *ctx, const ipu_profile *p, ipu_xphase *phase,
     }
     if (status == IPU_OK)
         status = keep(ctx, p, phase, bytes, &next);
-    if (status == IPU_OK && smaller(&next, &best)) {
+    int (*before)(const candidate *, const candidate *) = mode->by_horizon ? shorter : smaller;
+    if (status == IPU_OK && before(&next, &best)) {
         candidate swap = best;
         best = next, next = swap;
     }
@@ -162,8 +174,9 @@ static ipu_status compact(ipu_ctx *ctx, const ipu_profile *p, ipu_xphase *phase,
         status = ipu_xstreams_balanced(ctx, p, phase, q, chunk > UINT32_MAX ? UINT32_MAX : (uint32_t)chunk);
         if (status == IPU_OK)
             status = keep(ctx, p, phase, bytes, &next);
-        if (status == IPU_OK && next.horizon < best.horizon && next.largest <= best.largest &&
-            next.total <= best.total) {
+        if (status == IPU_OK && (mode->by_horizon ? shorter(&next, &best)
+                                                  : next.horizon < best.horizon && next.largest <= best.largest &&
+                                                        next.total <= best.total)) {
             candidate swap = best;
             best = next, next = swap;
         }

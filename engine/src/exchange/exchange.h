@@ -59,6 +59,7 @@ typedef struct ipu_xphase {
 typedef struct ipu_xmode {
     uint32_t stream_words;
     int balance;
+    int by_horizon; /* compact mode: keep the shortest horizon (then the smaller tables), not the smallest tables */
 } ipu_xmode;
 
 /* Assign every transfer's cycle and the phase horizon in mode (NULL:

@@ -186,12 +186,20 @@ static void size_units(const ipu_plan *plan, size_t index, sizing *z)
     z->received = (z->rows + 2ull * s->seq) * head_row;
 }
 
+/* The mode op index is asked for: its own (a plan search's choice), else the plan's. */
+static int asked_mode(const ipu_plan *plan, size_t index)
+{
+    const int *modes = plan->options.attention_modes;
+    return modes && modes[index] != IPU_ATTENTION_AUTO ? modes[index] : plan->attention;
+}
+
 uint64_t ipu_plan_attention_footprint(const ipu_plan *plan, size_t index)
 {
     sizing z;
     size_units(plan, index, &z);
-    if (plan->attention != IPU_ATTENTION_AUTO)
-        return z.bytes[plan->attention];
+    int mode = asked_mode(plan, index);
+    if (mode != IPU_ATTENTION_AUTO)
+        return z.bytes[mode];
     return z.bytes[1] < z.bytes[2] ? z.bytes[1] : z.bytes[2];
 }
 
@@ -223,7 +231,7 @@ ipu_status ipu_plan_attention(ipu_ctx *ctx, ipu_plan *plan, size_t index)
                             "plan: op %zu (%s) reads '%s' before any op gives it a layout", index, name,
                             g->tensors[op->in[k]].name);
     const uint64_t *bytes = z.bytes, *cycles = z.cycles;
-    int mode = plan->attention;
+    int mode = asked_mode(plan, index);
     if (mode == IPU_ATTENTION_AUTO) {
         /* Within the room the planner keeps for moving data the cheaper
          * mode, else the smaller one. */

@@ -181,7 +181,8 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
     uint64_t later_transient, later_params = later_needs(plan, index, &later_transient);
     uint64_t reserved = plan->param_bytes + later_params;
     const ipu_matmul_grid *best = plan->options.smallest ? smallest_candidate(cat) : NULL;
-    /* Fastest first: the first that fits is the choice; the rest are counted. */
+    uint32_t skip = plan->options.choices ? plan->options.choices[index] : 0;
+    /* Fastest first: the first that fits (after `skip` of them) is the choice; the rest are counted. */
     for (uint32_t i = 0; i < cat->count && !plan->options.smallest; i++) {
         const ipu_matmul_grid *grid = &cat->grids[i];
         if (cap && grid->exact_bytes > cap)
@@ -191,9 +192,13 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
             o->refined++;
             ok = fits_budget(plan, index, grid, grid->exact_bytes, reserved, later_transient, resident);
         }
-        if (ok && !o->fits++)
+        if (ok && o->fits++ == skip)
             best = grid;
     }
+    if (!best && skip && o->fits)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "plan: op %zu (matmul %ux%ux%u) has %u candidates that fit; its choice skips %u", index, m,
+                        k, n, o->fits, skip);
     if (!best) {
         const ipu_matmul_grid *smallest = smallest_candidate(cat);
         if (!smallest)

@@ -94,6 +94,10 @@ typedef struct ipu_plan_options {
     int smallest;           /* every matmul takes its smallest candidate, whatever the budget */
     const uint64_t *caps;   /* per op, may be NULL: the largest exact footprint a matmul may take
                              * (0: any), set when a whole candidate plan did not fit */
+    const uint32_t *choices; /* per op, may be NULL: a matmul takes the fitting candidate after the
+                              * first choices[op] (fastest first; 0: the fastest that fits) */
+    const int *attention_modes; /* per op, may be NULL: an attention or MAP pooling op's
+                                 * ipu_attention_mode (IPU_ATTENTION_AUTO: the plan's) */
     int inject;             /* a test's mutation (lower/program.h); the planner applies its own */
 } ipu_plan_options;
 
