@@ -48,6 +48,9 @@ baseline measured in the same run (never asserted in tests).
            the stated margin, and whether the defaults in use cover them.
   mutations every seeded compiler bug of the catalogue on the small workload it
            has a place in: how it was caught, where, and the op named.
+  search   the plan search on the full-size MLP (batch 1, 2, 4) and ViT
+           (batch 1, 2): the first plan's cycles, a greedy and a beam search's
+           cycles and ratio, candidates built, search wall time, peak RSS.
   exchange the exchange phases of a saved package (--package FILE) scheduled
            again (latency-oriented, or --stream-words N [--balance-streams]): per phase the recorded and the rescheduled horizon, the
            largest and total table rows in words, the spread of the active
@@ -65,7 +68,8 @@ import time
 from pathlib import Path
 
 from . import mutation_catalogue, noise_floor, profiles, runner, stress, tolerances, transformer
-from .command import EXIT_OK, UsageError, guarded, int_in, output_folders, positive_int, tile_count, write_result
+from .command import (EXIT_OK, UsageError, guarded, int_in, number_in, output_folders, positive_int, tile_count,
+                      write_result)
 from .native import (INTERNAL, Context, IpuError, Package, PlanRejected, Workload, bench_gemm, bench_kernels, check_outputs,
                      mutations)
 from .progress import Progress
@@ -162,6 +166,16 @@ def parser():
     mutate = sub.add_parser("mutations", help="every seeded compiler bug: caught, where, which op")
     mutate.add_argument("--output", type=Path, metavar="DIR", help="write bench-mutations.json to DIR")
     mutate.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    search = sub.add_parser("search", help="the plan search: first plan against greedy and beam searches")
+    search.add_argument("--cases", type=case_list, default=list(search_cases()), metavar="NAMES",
+                        help="comma-separated cases of " + ", ".join(search_cases()) + " (default: all)")
+    search.add_argument("--seconds", type=number_in(1.0, 86400.0, "seconds in [1, 86400]"), default=180.0,
+                        metavar="S", help="each search's time budget (default: 180)")
+    search.add_argument("--beam", type=int_in(2, 64), default=3, metavar="K",
+                        help="the beam search's width (default: 3; the greedy search has 1)")
+    search.add_argument("--tiles", type=tile_count, metavar="N", help="override the c600 profile's 1472 tiles")
+    search.add_argument("--output", type=Path, metavar="DIR", help="write bench-search.json to DIR")
+    search.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     exchange = sub.add_parser("exchange", help="reschedule the exchange phases of a saved package")
     exchange.add_argument("--package", type=Path, required=True, metavar="FILE",
                           help="the package (ipu-e2e-test --save-package FILE)")
@@ -174,6 +188,29 @@ def parser():
     exchange.add_argument("--output", type=Path, metavar="DIR", help="write bench-exchange.json to DIR")
     exchange.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     return p
+
+
+def search_cases():
+    from .search_bench import CASES
+    return CASES
+
+
+def case_list(text):
+    names = [n for n in text.split(",") if n]
+    unknown = [n for n in names if n not in search_cases()]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"expected names of {', '.join(search_cases())}, got '{text}'")
+    return names
+
+
+def bench_search(args, progress):
+    from . import search_bench
+    return search_bench.measure(args.cases, args.seconds, args.beam, args.tiles, progress)
+
+
+def report_search(result, out):
+    from . import search_bench
+    search_bench.report(result, out)
 
 
 def phase_list(text):
@@ -713,7 +750,7 @@ def main(argv=None):
                   "reports": (run_reports, report_reports),
                   "plan": (bench_plan, report_plan), "vit": (bench_vit, report_vit),
                   "noise": (bench_noise, report_noise), "mutations": (bench_mutations, report_mutations),
-                  "exchange": (bench_exchange, report_exchange)}[args.bench]
+                  "exchange": (bench_exchange, report_exchange), "search": (bench_search, report_search)}[args.bench]
 
     def run():
         output_folders(args, "output")

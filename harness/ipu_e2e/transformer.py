@@ -339,7 +339,7 @@ def execute(ctx, args, profile, package, progress, started, reports):
     info = package.info()
     progress.update("static timing")
     begun = time.perf_counter()
-    timing = package.timing()
+    timing, untimed = static_timing(package)
     wall["static_timing"] = time.perf_counter() - begun
     if args.save_package:
         progress.update(f"saving {args.save_package}")
@@ -353,8 +353,11 @@ def execute(ctx, args, profile, package, progress, started, reports):
     if memory_profiles:
         result["memory_profiles"] = [p.name for p in memory_profiles]
     total_macs, ideal = macs(winfo, info["profile"])
-    result["static_timing"] = dict({k: timing[k] for k in ("cycles", "ms", "totals")},
-                                   roofline_ratio=timing["cycles"] * info["tiles"] / ideal)
+    if timing:
+        result["static_timing"] = dict({k: timing[k] for k in ("cycles", "ms", "totals")},
+                                       roofline_ratio=timing["cycles"] * info["tiles"] / ideal)
+    else:
+        result["static_timing"] = {"error": untimed}
     if compiled:
         result.update(estimate={"cycles": compiled["plan"]["cycles"], **compiled["estimate"]},
                       plan=compiled["plan"], support=compiled["package"], search=compiled["attempts"])
@@ -363,6 +366,9 @@ def execute(ctx, args, profile, package, progress, started, reports):
         if attention:
             result["attention_choice"] = compiled["attention"]
     if args.compile_only:
+        if not timing:  # the compiler's own package has a record the device cannot run
+            result.update(status="INCONSISTENT", message=f"the compiled package cannot run: {untimed}")
+            return EXIT_FAULT, result
         if compiled:
             result["op_cycles"] = op_cycles(compiled["plan"], winfo.get("repeat"), timing["steps"], "static")
         return compile_only(result, compiled)
@@ -377,7 +383,8 @@ def execute(ctx, args, profile, package, progress, started, reports):
                   macs=total_macs, roofline_ratio=run_result["cycles"] * info["tiles"] / ideal)
     if compiled:
         result["op_cycles"] = op_cycles(compiled["plan"], winfo.get("repeat"), run_result["steps"])
-    difference = timing_difference(timing, run_result)
+    difference = timing_difference(timing, run_result) if timing else \
+        {"field": "cycles", "static": untimed, "device": run_result["cycles"]}
     result["static_timing"].update(equals_device=difference is None, difference=difference)
     timing_ok = difference is None
     if args.dump_tensors:
@@ -448,6 +455,17 @@ def rejection_lines(result, out):
     names = result.get("memory_profiles")
     if names:
         print(f"  memory profiles: {', '.join(names)} (each with a .html page)", file=out)
+
+
+def static_timing(package):
+    """(timing, None), or (None, why) when the package has a record the
+    device could not run (the device's run then says where it faults)."""
+    try:
+        return package.timing(), None
+    except native.IpuError as error:
+        if error.status != native.MALFORMED:
+            raise
+        return None, error.message
 
 
 def timing_difference(timing, run):
@@ -523,7 +541,9 @@ def timing_lines(result, out):
     timing = result.get("static_timing")
     if not timing:
         return
-    if "equals_device" not in timing:
+    if "error" in timing:
+        print(f"  static timing: none, the package has a record the device cannot run: {timing['error']}", file=out)
+    elif "equals_device" not in timing:
         print(f"  static timing: {timing['cycles']:,} cycles ({timing['ms']:.4f} ms), compute roofline ratio "
               f"{timing['roofline_ratio']:.2f}", file=out)
     elif timing["equals_device"]:
@@ -679,7 +699,7 @@ def report(result, out):
               + f"), peak RSS {b['peak_rss_bytes'] / 2**20:.0f} MiB; "
                 f"fullest tile {fullest}: {peaks['peak_bytes'][fullest]} bytes live at its peak, placed up to "
                 f"{peaks['high_water'][fullest]} bytes", file=out)
-    else:
+    elif "cycles" in result:
         print(f"  simulated {result['cycles']:,} cycles ({result['ms']:.4f} ms), compute roofline ratio "
               f"{result['roofline_ratio']:.2f}", file=out)
     search_lines(result, out)

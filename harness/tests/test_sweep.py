@@ -150,10 +150,11 @@ def test_report_tables_hold_the_result_files_numbers(repo, small_sweep):
         record = load(small_sweep / "cases" / name / "case.json")
         assert stage == record["rejection"]["stage"] and float(seconds) == round(record["rejection"]["seconds"], 2)
     head, rows = markdown_table(text, "Build time by stage")
-    assert head[1:4] == ["plan s", "lower s", "package s"] and len(rows) == 4
-    for name, plan, lower, package, total, process, rss in rows:
+    assert head[1:5] == ["plan s", "lower s", "package s", "search s"] and len(rows) == 4
+    for name, plan, lower, package, search, total, process, rss in rows:
         build = load(small_sweep / "cases" / name / "result.json")["build"]
         assert float(plan) == round(build["stages"]["plan"], 3) and float(total) == round(build["seconds"], 3)
+        assert float(search) == round(build["stages"]["search"], 3) == 0  # the sweep searches only when asked
         assert float(process) == round(load(small_sweep / "cases" / name / "case.json")["build"]["seconds"], 2)
         assert int(rss) == round(build["peak_rss_bytes"] / 2**20)
 
