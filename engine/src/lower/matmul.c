@@ -240,14 +240,17 @@ static ipu_status reduce_piece(matmul_lowering *M, uint32_t t, const uint32_t *p
             }
     if (status == IPU_OK)
         status = low_begin_step(L, IPU_LOW_EXCHANGE, label);
-    for (uint32_t i = 0; i < gm && status == IPU_OK; i++)
-        for (uint32_t j = 0; j < gn && status == IPU_OK; j++)
-            for (uint32_t l = 0; l < gk && status == IPU_OK; l++) {
-                chunk_rows c = chunk_of(M, i, j, l, t);
-                uint32_t to = staging[((size_t)i * gn + j) * gk + l];
-                for (uint32_t q = 0; q < gk && status == IPU_OK; q++) {
-                    if (q == l)
-                        continue;
+    /* Round d: owner l takes chunk l of partial (l + d) mod gk, so every
+     * round pairs each sender with one receiver (a shifted all-to-all): the
+     * exchange schedule, which breaks ties in this order, then keeps every
+     * port busy instead of having all owners ask the same sender first. */
+    for (uint32_t d = 1; d < gk && status == IPU_OK; d++)
+        for (uint32_t i = 0; i < gm && status == IPU_OK; i++)
+            for (uint32_t j = 0; j < gn && status == IPU_OK; j++)
+                for (uint32_t l = 0; l < gk && status == IPU_OK; l++) {
+                    chunk_rows c = chunk_of(M, i, j, l, t);
+                    uint32_t to = staging[((size_t)i * gn + j) * gk + l];
+                    uint32_t q = (l + d) % gk;
                     uint32_t from = partials[((size_t)i * gn + j) * gk + q];
                     uint32_t slot = q < l ? q : q - 1;
                     status = IPU_GROW(L->ctx, p->xfers, p->xfer_count, p->xfer_capacity);
@@ -261,7 +264,6 @@ static ipu_status reduce_piece(matmul_lowering *M, uint32_t t, const uint32_t *p
                     low_use(L, from), low_use(L, to);
                     low_current(L)->count++;
                 }
-            }
     if (status == IPU_OK)
         status = low_begin_step(L, IPU_LOW_COMPUTE, label);
     for (uint32_t i = 0; i < gm && status == IPU_OK; i++)
