@@ -50,7 +50,7 @@ static uint64_t serial_footprint(uint32_t m, uint32_t n, uint32_t k, size_t in, 
         ipu_band(m, g->gm, 1, i, &r0, &r1);
         for (uint32_t l = 0; l < g->gk; l++) {
             uint32_t k0, k1, s0, s1;
-            ipu_band(k, g->gk, IPU_PLAN_COL_ALIGN, l, &k0, &k1);
+            ipu_band(k, g->gk, ipu_plan_k_align(in), l, &k0, &k1);
             ipu_band(r1 - r0, g->gk, 1, l, &s0, &s1);
             uint64_t whole = (uint64_t)(k1 - k0) * stride(widest, in) * members +
                              (uint64_t)(g->gk == 1 ? r1 - r0 : s1 - s0) * c_row, piece_peak = 0;
@@ -84,7 +84,7 @@ uint64_t ipu_matmul_tile_footprint(uint32_t m, uint32_t n, uint32_t k, int in_dt
         ipu_band(m, g->gm, 1, i, &r0, &r1);
         for (uint32_t l = 0; l < g->gk; l++) {
             uint32_t k0, k1, s0, s1;
-            ipu_band(k, g->gk, IPU_PLAN_COL_ALIGN, l, &k0, &k1);
+            ipu_band(k, g->gk, ipu_plan_k_align(in), l, &k0, &k1);
             ipu_band(r1 - r0, g->gk, 1, l, &s0, &s1);
             for (uint32_t j = 0; j < g->gn; j++) {
                 uint32_t n0, n1;

@@ -112,7 +112,7 @@ int ipu_matmul_grid_cost(const ipu_profile *p, uint32_t budget, uint32_t m, uint
     size_t in = ipu_dtype_size(in_dtype), outsz = ipu_dtype_size(out_dtype);
     if (!in || !outsz || !gs || (uint64_t)gm * gn * gk > p->tiles || gm > m)
         return 0;
-    uint32_t mb = ceil_div(m, gm), kb = max_band(k, gk, IPU_PLAN_COL_ALIGN),
+    uint32_t mb = ceil_div(m, gm), kb = max_band(k, gk, ipu_plan_k_align(in)),
              nb = max_band(n, gn, IPU_PLAN_COL_ALIGN);
     /* With gk > 1 every row band must split into gk non-empty pieces, and
      * with gs > 1 every one of those into gs non-empty chunks. */
@@ -160,7 +160,7 @@ ipu_status ipu_matmul_layouts(ipu_ctx *ctx, uint32_t m, uint32_t n, uint32_t k, 
              out = (uint32_t)ipu_dtype_size(out_dtype);
     memset(a, 0, sizeof *a), memset(b, 0, sizeof *b), memset(c, 0, sizeof *c);
     /* A block (i, l), replica j, on tile (i * gn + j) * gk + l. */
-    ipu_status status = ipu_layout_grid(ctx, a, m, k, in, gm, gk, IPU_PLAN_COL_ALIGN, gn, 0, gn * gk, 1,
+    ipu_status status = ipu_layout_grid(ctx, a, m, k, in, gm, gk, ipu_plan_k_align(in), gn, 0, gn * gk, 1,
                                         gk);
     /* B block (l, j), replica i, on the same tile; its row bands are A's
      * column bands (both cut K on word boundaries). */

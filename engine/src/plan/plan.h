@@ -22,6 +22,16 @@
  * so a cast to any element type keeps them on 32-bit words. */
 #define IPU_PLAN_COL_ALIGN 4u
 
+/* A matmul's reduction bands (its K split) fall on multiples of this many
+ * elements of its input type: whole 8-byte words (and never fewer than
+ * IPU_PLAN_COL_ALIGN), so the rows of its operand blocks need no padding,
+ * and a padded block would be cleared whole before every move into it. */
+static inline uint32_t ipu_plan_k_align(size_t elem)
+{
+    uint32_t words = elem ? (uint32_t)(8 / elem) : 0;
+    return words > IPU_PLAN_COL_ALIGN ? words : IPU_PLAN_COL_ALIGN;
+}
+
 typedef struct ipu_matmul_grid {
     uint32_t gm, gn, gk;
     uint32_t gs; /* serial pieces: each tile computes its rows in gs pieces in turn (1: at once) */
