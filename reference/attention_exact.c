@@ -8,7 +8,10 @@
  *     multiples of 64), each scaling its scores, taking the running maximum,
  *     exponentials summed in key order, probabilities rounded to FP16, P V
  *     as fused multiply-add chains over the block's keys, the state rescaled
- *     by exp(old max - new max); the output is O / l;
+ *     by exp(old max - new max); split over key bands, each band's blocks
+ *     from its first key into a state of its own, and the bands' states
+ *     merged into the first's in band order (ipu_flash_merge); the output is
+ *     O / l;
  *   materialized: scores scaled, each row's softmax (max, exponentials
  *     summed in key order, divided by the sum) rounded to FP16, then P V
  *     with one sgemm per query band, of the band's rows as the device's
@@ -41,13 +44,14 @@ ipu_status ipu_reference_attend_exact(ipu_ctx *ctx, int mode, const float *q, si
 {
     size_t block = mode == IPU_REF_ATTENTION_FLASH ? FLASH_KEYS : nk;
     block = block < nk ? block : nk;
-    size_t floats = nq * d + 2 * nk * d + d * nq + block * nq + nq * block + nq * d + 4 * nq + nq * d;
+    size_t floats = nq * d + 2 * nk * d + d * nq + block * nq + nq * block + nq * d + 4 * nq + nq * d +
+                    2 * nq * (d + 2);
     float *qp = ipu_malloc(ctx, floats * sizeof *qp);
     if (!qp)
         return IPU_ERR_NO_MEMORY; /* the caller records it, outside its parallel loop */
     float *kp = qp + nq * d, *vp = kp + nk * d, *qt = vp + nk * d, *st = qt + d * nq;
     float *s = st + block * nq, *pv = s + nq * block, *m = pv + nq * d, *l = m + nq;
-    float *alpha = l + nq, *rowsum = alpha + nq, *o = rowsum + nq;
+    float *alpha = l + nq, *rowsum = alpha + nq, *o = rowsum + nq, *states = o + nq * d;
     pack(q, ldq, nq, d, qp);
     pack(k, ldkv, nk, d, kp);
     pack(v, ldkv, nk, d, vp);
@@ -78,26 +82,43 @@ ipu_status ipu_reference_attend_exact(ipu_ctx *ctx, int mode, const float *q, si
         free(qp);
         return IPU_OK;
     }
-    for (size_t k0 = 0; k0 < nk; k0 += block) {
-        size_t keys = nk - k0 < block ? nk - k0 : block;
-        int accumulate = k0 > 0;
-        ipu_fma_scores(qp, kp + k0 * d, qt, s, nq, keys, d);
-        for (size_t r = 0; r < nq; r++)
-            m[r] = ipu_flash_row(s + r * keys, keys, scale, accumulate, accumulate ? m[r] : 0.0f, &alpha[r],
-                                 &rowsum[r]);
-        ipu_fma_product(s, vp + k0 * d, pv, nq, keys, d);
-        for (size_t r = 0; r < nq; r++) {
-            float lr = 0.0f, *orow = o + r * d;
-            const float *p = pv + r * d;
-            if (accumulate) {
-                lr = alpha[r] * l[r];
-                for (size_t c = 0; c < d; c++)
-                    orow[c] = alpha[r] * orow[c] + p[c];
-            } else {
-                memcpy(orow, p, d * sizeof *orow);
+    /* Each key band into its own state rows [m, l, O] (states), merged into the first's in order. */
+    uint32_t count = bands && bands->count ? bands->count : 1;
+    for (uint32_t band = 0; band < count; band++) {
+        size_t lo = bands && bands->count ? bands->bounds[band] : 0;
+        size_t hi = bands && bands->count ? bands->bounds[band + 1] : nk;
+        for (size_t k0 = lo; k0 < hi; k0 += block) {
+            size_t keys = hi - k0 < block ? hi - k0 : block;
+            int accumulate = k0 > lo;
+            ipu_fma_scores(qp, kp + k0 * d, qt, s, nq, keys, d);
+            for (size_t r = 0; r < nq; r++)
+                m[r] = ipu_flash_row(s + r * keys, keys, scale, accumulate, accumulate ? m[r] : 0.0f, &alpha[r],
+                                     &rowsum[r]);
+            ipu_fma_product(s, vp + k0 * d, pv, nq, keys, d);
+            for (size_t r = 0; r < nq; r++) {
+                float lr = 0.0f, *orow = o + r * d;
+                const float *p = pv + r * d;
+                if (accumulate) {
+                    lr = alpha[r] * l[r];
+                    for (size_t c = 0; c < d; c++)
+                        orow[c] = alpha[r] * orow[c] + p[c];
+                } else {
+                    memcpy(orow, p, d * sizeof *orow);
+                }
+                l[r] = lr + rowsum[r];
             }
-            l[r] = lr + rowsum[r];
         }
+        for (size_t r = 0; r < nq; r++) {
+            float *row = states + (band ? nq * (d + 2) : 0) + r * (d + 2);
+            row[0] = m[r], row[1] = l[r];
+            memcpy(row + 2, o + r * d, d * sizeof *row);
+            if (band)
+                ipu_flash_merge(states + r * (d + 2), row, d);
+        }
+    }
+    for (size_t r = 0; r < nq; r++) {
+        l[r] = states[r * (d + 2) + 1];
+        memcpy(o + r * d, states + r * (d + 2) + 2, d * sizeof *o);
     }
     for (size_t r = 0; r < nq; r++)
         for (size_t c = 0; c < d; c++)

@@ -49,8 +49,8 @@ ipu_status ipu_reference_plan_parse(ipu_ctx *ctx, const json_t *meta, const ipu_
     plan->op_count = g->op_count;
     plan->attention = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *plan->attention);
     plan->matmuls = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *plan->matmuls);
-    plan->queries = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *plan->queries);
-    if (!plan->attention || !plan->matmuls || !plan->queries)
+    plan->bands = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *plan->bands);
+    if (!plan->attention || !plan->matmuls || !plan->bands)
         return IPU_NO_MEMORY(ctx);
     const json_t *attention = json_object_get(meta, "attention"), *bands = json_object_get(meta, "attention_bands");
     const json_t *matmuls = json_object_get(meta, "matmuls");
@@ -69,14 +69,16 @@ ipu_status ipu_reference_plan_parse(ipu_ctx *ctx, const json_t *meta, const ipu_
         plan->attention[op] = !strcmp(mode, "flash") ? IPU_REF_ATTENTION_FLASH : IPU_REF_ATTENTION_MATERIALIZED;
     }
     if (bands && !json_is_object(bands))
-        return BAD("'attention_bands' must be an object of op index -> query bounds");
+        return BAD("'attention_bands' must be an object of op index -> query or key bounds");
     json_object_foreach((json_t *)bands, key, value) {
         long op = op_of(key, g->op_count);
-        if (op < 0 || plan->attention[op] != IPU_REF_ATTENTION_MATERIALIZED)
-            return BAD("attention_bands '%s': expected a materialized attention or MAP pooling op", key);
-        uint32_t queries = g->ops[op].kind == IPU_IR_MAP_POOL ? 1 : g->ops[op].seq;
-        IPU_TRY(bounds(ctx, value, "attention_bands", key, queries, &plan->queries[op].bounds,
-                       &plan->queries[op].count));
+        if (op < 0 || !plan->attention[op])
+            return BAD("attention_bands '%s': expected an attention or MAP pooling op with a mode", key);
+        /* Materialized: bounds of the queries; flash: of the keys. */
+        uint32_t total = g->ops[op].kind == IPU_IR_MAP_POOL && plan->attention[op] == IPU_REF_ATTENTION_MATERIALIZED
+                             ? 1
+                             : g->ops[op].seq;
+        IPU_TRY(bounds(ctx, value, "attention_bands", key, total, &plan->bands[op].bounds, &plan->bands[op].count));
     }
     if (matmuls && !json_is_object(matmuls))
         return BAD("'matmuls' must be an object of op index -> blocks");
@@ -109,10 +111,10 @@ void ipu_reference_plan_free(ipu_reference_plan *plan)
         free(plan->matmuls[i].k_bounds);
         free(plan->matmuls[i].row_bounds);
     }
-    for (size_t i = 0; plan->queries && i < plan->op_count; i++)
-        free(plan->queries[i].bounds);
+    for (size_t i = 0; plan->bands && i < plan->op_count; i++)
+        free(plan->bands[i].bounds);
     free(plan->attention);
-    free(plan->queries);
+    free(plan->bands);
     free(plan->matmuls);
     memset(plan, 0, sizeof *plan);
 }

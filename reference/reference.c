@@ -241,7 +241,7 @@ static ipu_status compute(eval *e, const ipu_ir_op *op, const float *a, const fl
     int64_t n = (int64_t)elements(&g->tensors[op->out]);
     size_t index = (size_t)(op - g->ops);
     int mode = e->plan && e->rounded ? e->plan->attention[index] : IPU_REF_ATTENTION_FP32;
-    const ipu_reference_bands *bands = e->plan && e->rounded ? &e->plan->queries[index] : NULL;
+    const ipu_reference_bands *bands = e->plan && e->rounded ? &e->plan->bands[index] : NULL;
     const ipu_reference_blocks *blocks = e->plan && e->rounded ? &e->plan->matmuls[index] : NULL;
     const ipu_ir_tensor *ta = &g->tensors[op->in[0]];
     int64_t second = op->kind == IPU_IR_ADD ? (int64_t)elements(&g->tensors[op->in[1]]) : 1;

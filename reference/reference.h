@@ -50,26 +50,29 @@ typedef struct ipu_reference_blocks {
     uint32_t *row_blocks, *col_bounds, *k_bounds, *row_bounds;
 } ipu_reference_blocks;
 
-/* The query rows of each P V product of a materialized attention within an
- * image: the device multiplies the probabilities of query rows [bounds[i],
- * bounds[i + 1]) by V with one GEMM (the sums a BLAS GEMM gives depend on its
- * row count).  0 bands: one product over every query. */
+/* An attention's bands within an image.  Materialized: the query rows of
+ * each P V product (the device multiplies the probabilities of query rows
+ * [bounds[i], bounds[i + 1]) by V with one GEMM; the sums a BLAS GEMM gives
+ * depend on its row count).  Flash split over key bands: the keys of each
+ * band, whose states the device merges in band order.  0 bands: one
+ * product over every query, or every key in one run of blocks. */
 typedef struct ipu_reference_bands {
     uint32_t count;
     uint32_t *bounds;
 } ipu_reference_bands;
 
 /* What the device-precision reference knows of a plan, per op: attention
- * modes (ipu_reference_attention), query bands and matmul blocks. */
+ * modes (ipu_reference_attention), their bands and matmul blocks. */
 typedef struct ipu_reference_plan {
     int *attention;
-    ipu_reference_bands *queries;
+    ipu_reference_bands *bands;
     ipu_reference_blocks *matmuls;
     size_t op_count;
 } ipu_reference_plan;
 
 /* A plan from {"attention": {"<op>": "flash" | "materialized"},
- * "attention_bands": {"<op>": [bounds of the query bands in an image]}, "matmuls":
+ * "attention_bands": {"<op>": [bounds of the query bands (materialized) or
+ * of the key bands (flash) in an image]}, "matmuls":
  * {"<op>": {"row_blocks": [...], "col_bounds": [...], "k_bounds": [...],
  * "row_bounds": [...]}}} (as a package's meta records them; absent: FP32
  * math, matmuls in fixed tiles); the message names a bad key or value.
@@ -90,7 +93,8 @@ ipu_status ipu_reference_device(ipu_ctx *ctx, const ipu_workload *w, const ipu_r
 /* Attention of nq query rows (stride ldq) over nk keys and values (stride
  * ldkv) of one (image, head), as the device's kernels compute it in mode
  * (flash or materialized; a materialized P V takes one product per query
- * band, NULL: one band); out: nq rows of d floats at stride ldo.  It
+ * band, a flash attention's key bands are merged in order; NULL: one band);
+ * out: nq rows of d floats at stride ldo.  It
  * runs inside parallel loops: ctx serves only its allocator, and out of
  * memory returns IPU_ERR_NO_MEMORY without recording it on ctx. */
 ipu_status ipu_reference_attend_exact(ipu_ctx *ctx, int mode, const float *q, size_t ldq, size_t nq,

@@ -28,7 +28,8 @@ SHARED = ("batch", "memory_budget", "search_budget", "catalogue_budget", "fronti
           "memory_profile_directory", "tokens", "channels", "hidden")
 # Flags of one family, with the value they take when not given (None: the engine's default).
 ONLY = {"mlp": {"precision": "fp8", "blocks": 1},
-        "vit": {"layers": None, "heads": None, "head_dim": None, "input": None, "attention": "auto"}}
+        "vit": {"layers": None, "heads": None, "head_dim": None, "input": None, "attention": "auto",
+                "attention_key_bands": None}}
 FLAGS = SHARED + tuple(name for flags in ONLY.values() for name in flags)
 # The flags that shape the package (the rest check or report it).
 BUILD_FLAGS = ("batch", "memory_budget", "search_budget", "catalogue_budget", "frontier_cap", "catalogue_group",
@@ -189,6 +190,9 @@ def add_arguments(p):
     vit.add_argument("--attention", choices=ATTENTION_MODES, default=None,
                      help="attention implementation: flash (key blocks, running softmax), materialized "
                           "(whole score rows) or auto (the planner's choice; default)")
+    vit.add_argument("--attention-key-bands", type=int_in(1, 4096), default=None, metavar="N",
+                     help="flash attention split over N key bands (a unit per band, their states merged; "
+                          "1: no split; default: the planner's choice)")
 
 
 def check_flags(args, defaults):
@@ -288,6 +292,7 @@ def search_options(args):
             "exchange_stream_words": args.exchange_stream_words,
             "balance_streams": args.balance_streams or None, "exchange_rank": args.exchange_rank,
             "search_seconds": args.search_seconds, "search_beam": args.search_beam,
+            "attention_key_bands": getattr(args, "attention_key_bands", None),
             "search_steps": args.search_steps,
             "probe_capacity": args.probe_capacity or None}
 

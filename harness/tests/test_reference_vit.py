@@ -328,18 +328,24 @@ def test_compile_fails_cleanly(ctx):
     assert w.reference_run()["outputs"] == ["embedding"]
 
 
-def test_attention_bands_must_fit_a_materialized_attention(ctx):
+def test_attention_bands_must_fit_their_attention(ctx):
     # The device-precision reference takes a materialized attention's P V in
-    # the query bands the package records; bands that do not cover an image's
-    # queries, or bands of an op it does not compute as materialized, are
-    # refused naming the op and the field.
+    # the query bands the package records, and a split flash attention's key
+    # bands in order; bands that do not cover an image's queries (or keys),
+    # or bands of an op it computes in no mode, are refused naming the op and
+    # the field.
     w = native.Workload(ctx, SMALL)
     attention = str(next(i for i, op in enumerate(w.info()["ops"]) if op["op"] == "attention"))
     modes = {attention: "materialized"}
     assert w.reference_run({"attention": modes, "attention_bands": {attention: [0, 5, 13]}})["mode"] == "device"
     with pytest.raises(native.IpuError, match=f"attention_bands '{attention}' must rise from 0 to 13"):
         w.reference_run({"attention": modes, "attention_bands": {attention: [0, 5, 12]}})
-    with pytest.raises(native.IpuError, match=f"attention_bands '{attention}': expected a materialized"):
-        w.reference_run({"attention": {attention: "flash"}, "attention_bands": {attention: [0, 13]}})
+    flash = {attention: "flash"}
+    assert w.reference_run({"attention": flash, "attention_bands": {attention: [0, 8, 13]}})["mode"] == "device"
+    with pytest.raises(native.IpuError, match=f"attention_bands '{attention}' must rise from 0 to 13"):
+        w.reference_run({"attention": flash, "attention_bands": {attention: [0, 8, 14]}})
+    with pytest.raises(native.IpuError, match=f"attention_bands '{attention}': expected an attention or MAP pooling "
+                                              "op with a mode"):
+        w.reference_run({"attention_bands": {attention: [0, 13]}})
     with pytest.raises(native.IpuError, match="'attention_bands' must be an object"):
         w.reference_run({"attention_bands": [0, 13]})

@@ -104,6 +104,42 @@ def test_materialized_attention_in_narrow_query_bands_is_bit_exact(cli, tmp_path
     assert result["checks"][0]["max_abs_error"] == 0
 
 
+def test_flash_attention_over_key_bands_is_bit_exact(cli, tmp_path):
+    # 729 keys in 4 bands of 192 (whole 64-key blocks): each band's unit runs
+    # its blocks into a state of its own and the owner of each sub-band of
+    # the query rows merges the four states in key order.  The reference
+    # merges them in the same order (the package's meta records the key
+    # bands), so every op is the device's to the bit.
+    result = result_of(cli("--quiet", "--workload", "vit", "--tiles", 64, "--layers", 1, "--heads", 4, "--head-dim", 16,
+                           "--hidden", 64, "--batch", 2, "--attention", "flash", "--attention-key-bands", 4,
+                           "--reference-run", "--check-ops", "--output", tmp_path), tmp_path)
+    attention = next(op for op in result["plan"]["ops"] if op["kind"] == "attention")
+    assert attention["attention"]["key_bands"] == 4 and attention["attention"]["chunk_keys"] == 192
+    inexact = [(op["label"], op["min_cosine"], op["atol_rms_needed"]) for op in result["op_check"]["per_op"]
+               if op["min_cosine"] != 1.0 or op["atol_rms_needed"] != 0]
+    assert not inexact
+    assert result["checks"][0]["max_abs_error"] == 0
+    # Merged in another order (no bands recorded: one run of blocks), the
+    # reference is not the device's to the bit: the bands are what makes it exact.
+    ctx = native.Context()
+    workload = native.Workload(ctx, {"workload": "vit", "layers": 1, "heads": 4, "head_dim": 16, "hidden": 64,
+                                     "batch": 2})
+    package, _ = workload.compile(ctx.resolve_profile(json.dumps({"tiles": 64})), attention="flash",
+                                  search={"attention_key_bands": 4})
+    meta = package.info()["meta"]
+    assert meta["attention_bands"]["3"] == [0, 192, 384, 576, 729]
+    banded = reference_output(workload, meta, keep_bands=True)
+    unbanded = reference_output(workload, meta, keep_bands=False)
+    assert banded != unbanded
+
+
+def reference_output(workload, meta, keep_bands):
+    options = {"fp32": False, "attention": meta["attention"], "matmuls": meta["matmuls"],
+               "attention_bands": meta["attention_bands"] if keep_bands else {}}
+    workload.reference_run(options)
+    return workload.reference_output("embedding")
+
+
 def test_a_saved_vit_package_replays_as_the_vit(cli, tmp_path):
     saved = tmp_path / "vit.pkg"
     first = cli("--quiet", "--workload", "vit", *SMALL, "--batch", 2, "--save-package", saved)

@@ -41,6 +41,7 @@ typedef struct compile_options {
     ipu_xmode exchange;       /* --exchange-stream-words, --balance-streams */
     int probe_capacity;       /* --probe-capacity */
     ipu_search_options search; /* --search-seconds, --search-beam, --search-steps (seconds 0: no search) */
+    uint32_t key_bands;        /* --attention-key-bands (0: the planner's choice) */
     int inject;
     char *report_path, *profile_directory;
 } compile_options;
@@ -159,6 +160,13 @@ static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, compile_
         else
             c->plan.attention = m;
     }
+    json_t *key_bands = json_object_get(o, "attention_key_bands");
+    if (status == IPU_OK && key_bands && !json_is_null(key_bands))
+        status = count_option(ctx, o, "attention_key_bands", "--attention-key-bands", 1, 4096, &c->key_bands);
+    if (status == IPU_OK && c->key_bands > 1 && c->plan.attention == IPU_ATTENTION_MATERIALIZED)
+        status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                          "--attention-key-bands splits flash attention's keys; it does not apply with "
+                          "--attention materialized");
     const char *name = json_string_value(json_object_get(o, "inject"));
     c->inject = IPU_INJECT_NONE;
     if (name && status == IPU_OK) {
@@ -533,9 +541,13 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     ipu_assembly_record *records = ipu_calloc(ctx, g->tensor_count ? g->tensor_count : 1, sizeof *records);
     record_source *sources = ipu_calloc(ctx, g->tensor_count ? g->tensor_count : 1, sizeof *sources);
     uint64_t *caps = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *caps);
+    uint32_t *key_bands = ipu_calloc(ctx, g->op_count ? g->op_count : 1, sizeof *key_bands);
     size_t record_count = 0;
-    if (status == IPU_OK && (!records || !sources || !caps))
+    if (status == IPU_OK && (!records || !sources || !caps || !key_bands))
         status = IPU_NO_MEMORY(ctx);
+    for (size_t i = 0; status == IPU_OK && c.key_bands && i < g->op_count; i++)
+        key_bands[i] = g->ops[i].kind == IPU_IR_ATTENTION ? c.key_bands : 0;
+    c.plan.key_bands = key_bands;
     ipu_build_times t = {0, 0, 0, 0};
     if (status == IPU_OK)
         make_records(w, records, sources, &record_count, c.inject == IPU_INJECT_INPUT_RECORD_SHIFTED);
@@ -772,6 +784,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     free(c.report_path);
     free(c.profile_directory);
     free(caps);
+    free(key_bands);
     ipu_support_map_free(&support);
     free(sources);
     free(records);

@@ -33,6 +33,7 @@ typedef struct candidate {
     uint64_t estimate, cycles;
     uint32_t *fits;  /* per op: the matmul's fitting candidates */
     int *mode;       /* per op: the attention mode the plan took */
+    uint32_t *bands; /* per op: the key bands the plan took */
     char why[320];   /* a dropped candidate's reason */
 } candidate;
 
@@ -60,7 +61,7 @@ static int same_point(const search *s, const ipu_search_point *a, const ipu_sear
 {
     size_t n = s->g->op_count;
     return !memcmp(a->choices, b->choices, n * sizeof *a->choices) && !memcmp(a->modes, b->modes, n * sizeof *a->modes) &&
-           !memcmp(&a->xmode, &b->xmode, sizeof a->xmode);
+           !memcmp(a->key_bands, b->key_bands, n * sizeof *a->key_bands) && !memcmp(&a->xmode, &b->xmode, sizeof a->xmode);
 }
 
 ipu_status ipu_search_point_init(ipu_ctx *ctx, const ipu_graph *g, const ipu_plan_options *plan,
@@ -71,12 +72,16 @@ ipu_status ipu_search_point_init(ipu_ctx *ctx, const ipu_graph *g, const ipu_pla
     out->xmode = *xmode;
     out->choices = ipu_calloc(ctx, n, sizeof *out->choices);
     out->modes = ipu_calloc(ctx, n, sizeof *out->modes);
-    if (!out->choices || !out->modes) {
+    out->key_bands = ipu_calloc(ctx, n, sizeof *out->key_bands);
+    if (!out->choices || !out->modes || !out->key_bands) {
         ipu_search_point_free(out);
         return IPU_NO_MEMORY(ctx);
     }
+    if (plan->key_bands)
+        memcpy(out->key_bands, plan->key_bands, g->op_count * sizeof *out->key_bands);
     out->plan.choices = out->choices;
     out->plan.attention_modes = out->modes;
+    out->plan.key_bands = out->key_bands;
     return IPU_OK;
 }
 
@@ -84,8 +89,10 @@ void ipu_search_point_free(ipu_search_point *point)
 {
     free(point->choices);
     free(point->modes);
+    free(point->key_bands);
     point->choices = NULL;
     point->modes = NULL;
+    point->key_bands = NULL;
 }
 
 /* A copy of a point (its arrays its own). */
@@ -95,6 +102,7 @@ static ipu_status copy_point(search *s, const ipu_search_point *from, ipu_search
     size_t n = s->g->op_count;
     memcpy(to->choices, from->choices, n * sizeof *to->choices);
     memcpy(to->modes, from->modes, n * sizeof *to->modes);
+    memcpy(to->key_bands, from->key_bands, n * sizeof *to->key_bands);
     return IPU_OK;
 }
 
@@ -108,10 +116,12 @@ static ipu_status add_candidate(search *s, uint32_t parent, const ipu_search_poi
     size_t n = s->g->op_count ? s->g->op_count : 1;
     c->fits = ipu_calloc(s->ctx, n, sizeof *c->fits);
     c->mode = ipu_calloc(s->ctx, n, sizeof *c->mode);
-    ipu_status status = c->fits && c->mode ? copy_point(s, point, &c->point) : IPU_NO_MEMORY(s->ctx);
+    c->bands = ipu_calloc(s->ctx, n, sizeof *c->bands);
+    ipu_status status = c->fits && c->mode && c->bands ? copy_point(s, point, &c->point) : IPU_NO_MEMORY(s->ctx);
     if (status != IPU_OK) {
         free(c->fits);
         free(c->mode);
+        free(c->bands);
         return status;
     }
     s->count++;
@@ -169,6 +179,20 @@ static ipu_status neighbours(search *s, uint32_t from)
                      ipu_attention_mode_name(point.modes[i]));
             status = offer(s, from, &point, move);
             point.modes[i] = was;
+            /* A flash attention's key bands, one more or one fewer. */
+            for (int step = -1; step <= 1 && status == IPU_OK && op->kind == IPU_IR_ATTENTION &&
+                                c->mode[i] == IPU_ATTENTION_FLASH;
+                 step += 2) {
+                uint32_t bands = point.key_bands[i], now = c->bands[i];
+                if (step < 0 && now <= 1)
+                    continue;
+                point.key_bands[i] = now + (uint32_t)step;
+                point.modes[i] = IPU_ATTENTION_FLASH;
+                snprintf(move, sizeof move, "op %zu attention %s: %u key bands", i, name, point.key_bands[i]);
+                status = offer(s, from, &point, move);
+                point.key_bands[i] = bands;
+                point.modes[i] = was;
+            }
         }
     }
     ipu_xmode was = point.xmode;
@@ -206,6 +230,7 @@ static ipu_status screen(search *s, ipu_ctx *worker, candidate *c)
     for (size_t i = 0; i < s->g->op_count; i++) {
         c->fits[i] = plan.ops[i].fits;
         c->mode[i] = plan.ops[i].attention;
+        c->bands[i] = plan.ops[i].key_bands;
     }
     ipu_plan_free(&plan);
     c->state = PLANNED;
@@ -387,6 +412,7 @@ static void search_free(search *s)
         ipu_search_point_free(&s->all[i].point);
         free(s->all[i].fits);
         free(s->all[i].mode);
+        free(s->all[i].bands);
     }
     free(s->all);
     free(s->beam);

@@ -1,8 +1,8 @@
 /* search.h: the plan search.  From the first candidate plan that fits, a
  * local search over whole candidates: a candidate is the planner's options
  * with, per matmul, how many of its fitting catalogue candidates to skip
- * (fastest first), per attention or MAP pooling op its mode, and the
- * exchange scheduling mode.  A move changes one of these.  Each step
+ * (fastest first), per attention or MAP pooling op its mode and a flash
+ * attention's key bands, and the exchange scheduling mode.  A move changes one of these.  Each step
  * plans every unvisited neighbour of the beam (the planner's estimate
  * screens them; a plan that fails is dropped with its reason), builds the
  * best-estimated few through the whole back end, in parallel, and judges
@@ -31,8 +31,9 @@ typedef struct ipu_search_options {
  * at the arrays here) and the exchange mode. */
 typedef struct ipu_search_point {
     ipu_plan_options plan;
-    uint32_t *choices; /* per op */
-    int *modes;        /* per op */
+    uint32_t *choices;   /* per op */
+    int *modes;          /* per op */
+    uint32_t *key_bands; /* per op */
     ipu_xmode xmode;
 } ipu_search_point;
 

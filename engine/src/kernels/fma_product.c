@@ -4,9 +4,9 @@
  * chains per instruction, and the portable fmaf loop give the same bits on
  * every host.  The blocks are small (a few query rows, at most 64 keys in a
  * flash block), where a BLAS call costs more in setup than in arithmetic.
- * The scores built on it, the scaled maximum of a row and the flash row
- * update live here too, so the kernels and the device-precision reference
- * share them.
+ * The scores built on it, the scaled maximum of a row, the flash row
+ * update and the merge of two flash states live here too, so the kernels and
+ * the device-precision reference share them.
  */
 #include <math.h>
 
@@ -111,4 +111,17 @@ float ipu_flash_row(float *sr, size_t keys, float scale, int accumulate, float m
     *alpha = accumulate ? expf(m_old - m_new) : 0.0f;
     *sum = total;
     return m_new;
+}
+
+void ipu_flash_merge(float *acc, const float *other, size_t d)
+{
+    float m = acc[0] > other[0] || isnan(acc[0]) ? acc[0] : other[0];
+    float a = expf(acc[0] - m), b = expf(other[0] - m);
+    float l_acc = a * acc[1], l_other = b * other[1];
+    acc[0] = m;
+    acc[1] = l_acc + l_other;
+    for (size_t c = 0; c < d; c++) {
+        float o_acc = a * acc[2 + c], o_other = b * other[2 + c];
+        acc[2 + c] = o_acc + o_other;
+    }
 }

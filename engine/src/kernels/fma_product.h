@@ -31,4 +31,11 @@ float ipu_scale_max(float *x, size_t n, float scale);
 float ipu_flash_row(float *sr, size_t keys, float scale, int accumulate, float m_old, float *alpha,
                     float *sum);
 
+/* Merge one query row's flash state of later keys, other = [m, l, O_0 ..
+ * O_{d-1}], into acc (the state of the keys before them), as ATTN_MERGE
+ * does: m = max(m_acc, m_other), a = expf(m_acc - m), b = expf(m_other - m),
+ * l = a l_acc + b l_other and O = a O_acc + b O_other, each product rounded
+ * to FP32 before the sum. */
+void ipu_flash_merge(float *acc, const float *other, size_t d);
+
 #endif

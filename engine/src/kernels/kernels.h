@@ -39,7 +39,9 @@ typedef enum ipu_kernel_entry {
     IPU_K_GEMM_PANELS_F16 = 15, /* a, b, c, m, n, k, out_type, flags, ldc (panel operands) */
     IPU_K_GEMM_PANELS_F8 = 16,  /* a, b, c, m, n, k, in_types, scales, out_type, flags, ldc */
     IPU_K_BIAS = 17,            /* x, bias, rows, cols, ld, type (f16|f32): x[r][c] += bias[c] in place */
-    IPU_K_ENTRY_END = 18
+    IPU_K_ATTN_MERGE = 18,      /* acc, other, rows, head_dim, ld_acc, ld_other: flash states of later keys
+                                   merged into acc, row by row */
+    IPU_K_ENTRY_END = 19
 } ipu_kernel_entry;
 
 /* Worker bodies, shared by the entry points built on them (append-only). */

@@ -1,10 +1,13 @@
 /* kernels_attention.c: the attention family: row softmax, attention scores,
- * one FlashAttention key block and the flash finish.  Materialized attention
+ * one FlashAttention key block, the merge of two flash states and the flash
+ * finish.  Materialized attention
  * is ATTN_SCORES (S = scale * Q K^T, FP32) -> SOFTMAX (P, FP16) -> GEMM_F16
  * (P V); FlashAttention is ATTN_BLOCK per key block of up to 64 keys (first
  * block initializes, the rest accumulate; a short tail block such as 729 =
  * 11 x 64 + 25, or a padded block with a valid-key count) and ATTN_FINISH
- * (out = O / l).  MAP pooling is the same calls with one query row and a
+ * (out = O / l).  A flash unit split over key bands runs the blocks of each
+ * band on a tile of its own and ATTN_MERGE folds the bands' states into the
+ * first's, in key order (ipu_flash_merge), before ATTN_FINISH.  MAP pooling is the same calls with one query row and a
  * padded key buffer (768 keys, 729 valid: the last block has valid 25).
  * All operands are row-major with row strides in elements (at least the row
  * width, at most 65535); bases are 8-byte aligned.  Q, K, V are FP16; scores,
@@ -29,7 +32,7 @@
  * block, so padding must be written) but keys >= valid get probability exactly
  * 0 and never enter a product, so padding bits (NaN included) cannot reach the
  * result.  SOFTMAX and ATTN_FINISH decode all of their input before writing,
- * so they may run in place.  Non-finite inputs give NaN rows.  All four
+ * so they may run in place.  Non-finite inputs give NaN rows.  All five
  * entries share the attention worker body (softmax's max/exp/sum loop is
  * ATTN_BLOCK's).  Cycles, with v(n) = ceil(4 n / vector_bytes_per_cycle) (an
  * FP32 pass over n elements) and amp = amp_macs_fp16_fp32:
@@ -45,6 +48,9 @@
  *                 setups and the m/l/alpha merge; per key pair scale+mask,
  *                 max, subtract, exp (2), sum, cast to FP16; rescale of O)
  *   attn_finish  10 + rows * (8 + 2 v(head_dim))   (reciprocal; scale, cast)
+ *   attn_merge   10 + rows * (16 + 3 v(head_dim))  (per row the maximum, two
+ *                 exponentials and the sums' merge; per output pair two
+ *                 products and their sum)
  * Both modes of ATTN_BLOCK cost the same (initialize writes O instead of
  * rescaling it).
  */
@@ -64,12 +70,15 @@
 #define BLOCK_KEY_OPS 7u    /* FP32 vector ops per key pair */
 #define FINISH_ROW 8u
 #define FINISH_OPS 2u
+#define MERGE_ROW 16u       /* the maximum, two exponentials and the sums' merge */
+#define MERGE_OPS 3u        /* FP32 vector ops per output pair: two products and their sum */
 
 enum { SM_SRC, SM_DST, SM_ROWS, SM_COLS, SM_VALID, SM_STYPE, SM_DTYPE, SM_LDS, SM_LDD, SM_SCALE };
 enum { SC_Q, SC_K, SC_S, SC_ROWS, SC_KEYS, SC_DIM, SC_LDQ, SC_LDK, SC_LDS, SC_SCALE };
 enum { BL_Q, BL_K, BL_V, BL_STATE, BL_ROWS, BL_KEYS, BL_VALID, BL_DIM, BL_LDQ, BL_LDK, BL_LDV,
        BL_LDSTATE, BL_SCALE, BL_FLAGS };
 enum { FI_STATE, FI_OUT, FI_ROWS, FI_DIM, FI_LDSTATE, FI_LDOUT, FI_TYPE };
+enum { MG_ACC, MG_OTHER, MG_ROWS, MG_DIM, MG_LDACC, MG_LDOTHER };
 
 static float bits_f32(uint32_t u)
 {
@@ -192,6 +201,21 @@ static const char *describe_finish(ipu_kernel_call *call)
     return NULL;
 }
 
+static const char *describe_merge(ipu_kernel_call *call)
+{
+    const uint32_t *a = call->args;
+    if (!in_range(a[MG_ROWS]) || !in_range(a[MG_DIM]) || a[MG_DIM] > MAX_DIM - 2)
+        return "attn_merge rows must be in 1..65535 and head_dim in 1..65533";
+    if (a[MG_LDACC] < a[MG_DIM] + 2 || a[MG_LDOTHER] < a[MG_DIM] + 2 || a[MG_LDACC] > MAX_DIM ||
+        a[MG_LDOTHER] > MAX_DIM)
+        return "attn_merge row strides must be at least head_dim + 2 and at most 65535";
+    ipu_kernel_operand(call, "acc", a[MG_ACC], extent(a[MG_ROWS], a[MG_LDACC], a[MG_DIM] + 2, 4), 8,
+                       IPU_ACCESS_READ | IPU_ACCESS_WRITE);
+    ipu_kernel_operand(call, "other", a[MG_OTHER], extent(a[MG_ROWS], a[MG_LDOTHER], a[MG_DIM] + 2, 4), 8,
+                       IPU_ACCESS_READ);
+    return NULL;
+}
+
 /* ---- cycles ----------------------------------------------------------------- */
 
 static uint64_t cycles_softmax(const ipu_kernel_call *call, const ipu_profile *p)
@@ -225,6 +249,12 @@ static uint64_t cycles_finish(const ipu_kernel_call *call, const ipu_profile *p)
            (uint64_t)a[FI_ROWS] * (FINISH_ROW + FINISH_OPS * vpass(a[FI_DIM], p));
 }
 
+static uint64_t cycles_merge(const ipu_kernel_call *call, const ipu_profile *p)
+{
+    const uint32_t *a = call->args;
+    return IPU_VERTEX_OVERHEAD + (uint64_t)a[MG_ROWS] * (MERGE_ROW + MERGE_OPS * vpass(a[MG_DIM], p));
+}
+
 /* ---- scratch ---------------------------------------------------------------- */
 
 static size_t scratch_softmax(const ipu_kernel_call *call)
@@ -251,6 +281,11 @@ static size_t scratch_finish(const ipu_kernel_call *call)
 {
     const uint32_t *a = call->args;
     return (size_t)a[FI_ROWS] * (a[FI_DIM] + 2);
+}
+
+static size_t scratch_merge(const ipu_kernel_call *call)
+{
+    return 2 * ((size_t)call->args[MG_DIM] + 2);
 }
 
 /* ---- bodies ----------------------------------------------------------------- */
@@ -347,6 +382,20 @@ static void run_block(const ipu_kernel_call *call, uint8_t *const ptr[], float *
     }
 }
 
+static void run_merge(const ipu_kernel_call *call, uint8_t *const ptr[], float *scratch)
+{
+    const uint32_t *a = call->args;
+    size_t rows = a[MG_ROWS], d = a[MG_DIM], w = d + 2;
+    float *acc = scratch, *other = scratch + w;
+    for (size_t r = 0; r < rows; r++) {
+        uint8_t *at = ptr[0] + r * a[MG_LDACC] * 4;
+        memcpy(acc, at, w * 4);
+        memcpy(other, ptr[1] + r * a[MG_LDOTHER] * 4, w * 4);
+        ipu_flash_merge(acc, other, d);
+        memcpy(at, acc, w * 4);
+    }
+}
+
 static void run_finish(const ipu_kernel_call *call, uint8_t *const ptr[], float *scratch)
 {
     const uint32_t *a = call->args;
@@ -381,6 +430,9 @@ static const ipu_kernel_def DEFS[] = {
      scratch_finish, run_finish,
      "10 + rows * (8 + 2 * ceil(4 * head_dim / vector_bytes_per_cycle))",
      {0x60000, 0x80000, 64, 72, 74, 72, IPU_DT_F16}},
+    {IPU_K_ATTN_MERGE, "attn_merge", 6, 96, IPU_BODY_ATTENTION, describe_merge, cycles_merge, scratch_merge,
+     run_merge, "10 + rows * (16 + 3 * ceil(4 * head_dim / vector_bytes_per_cycle))",
+     {0x60000, 0x70000, 8, 72, 74, 74}},
 };
 
 const ipu_kernel_family ipu_kernels_attention = {DEFS, sizeof DEFS / sizeof *DEFS};

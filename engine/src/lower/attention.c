@@ -6,6 +6,12 @@
  *   flash         per key chunk: its keys and values, then ATTN_BLOCK per 64
  *                 keys into an FP32 state [m, l, O] per query; ATTN_FINISH
  *                 writes the result block;
+ *   flash split   over key bands: every band's chunk in one step, each unit
+ *                 runs ATTN_BLOCK over its band into its state; then the
+ *                 units of a query band trade their states (round d: unit kk
+ *                 sends sub-band (kk + d) mod key_bands of its rows), and
+ *                 the owner of each sub-band merges the bands' states in key
+ *                 order (ATTN_MERGE) and finishes it;
  *   materialized  all keys, then per chunk of queries ATTN_SCORES (scaled,
  *                 FP32) and SOFTMAX into the unit's FP16 probabilities; then
  *                 all values and one GEMM_F16 P.V into the result block.
@@ -22,7 +28,8 @@
 #define FLASH_KEYS 64u
 
 typedef struct unit {
-    uint32_t tile, rows;
+    uint32_t tile, rows;           /* rows: its queries */
+    uint32_t out_row, out_rows;    /* its result rows: from row out_row of its queries (a sub-band when split) */
     uint32_t q, out, scratch;      /* buffers (scratch: flash state or probabilities) */
     uint32_t ldq, ldk, ldv, ldout; /* row strides in elements */
 } unit;
@@ -33,7 +40,7 @@ typedef struct attention {
     const ipu_op_plan *o;
     ipu_attention_shape s;
     uint32_t kv_tensor, scale;
-    unit *units; /* (b * heads + h) * bands + q */
+    unit *units; /* ((b * heads + h) * bands + q) * key_bands + kk */
     char label[64];
 } attention;
 
@@ -44,8 +51,10 @@ static uint32_t f32_bits(float f)
     return u;
 }
 
-/* Key chunk `chunk` (keys, values or both) on buffers of its own, brought
- * over from the home: ids per block of the b layout, absent ones literal. */
+/* Key chunk `chunk` (keys, values or both; ALL_CHUNKS: every chunk, each on
+ * its own key band's units) on buffers of its own, brought over from the
+ * home: ids per block of the b layout, absent ones literal. */
+#define ALL_CHUNKS UINT32_MAX
 static ipu_status bring_part(attention *A, uint32_t chunk, int keys, int values, uint32_t **ids)
 {
     const ipu_attention_shape *s = &A->s;
@@ -55,7 +64,7 @@ static ipu_status bring_part(attention *A, uint32_t chunk, int keys, int values,
     for (size_t b = 0; b < (size_t)s->bands * bands * parts; b++) {
         uint32_t band = (uint32_t)(b / parts % bands), j = (uint32_t)(b % parts);
         int is_key = j >= s->k_part && j < s->k_part + s->heads;
-        if (band % s->key_chunks != chunk || (is_key ? !keys : !values))
+        if ((chunk != ALL_CHUNKS && band % s->key_chunks != chunk) || (is_key ? !keys : !values))
             part.tiles[b] = IPU_LAYOUT_ABSENT;
     }
     char name[64];
@@ -143,25 +152,119 @@ static ipu_status flash(attention *A)
     return IPU_OK;
 }
 
-/* The query rows of each unit's P V GEMM within an image (every image and
- * head has the same bands), for a reference that multiplies as the device does. */
-static ipu_status record_bands(attention *A)
+/* The bands a reference needs to compute as the device does, bounds[0..n]
+ * within an image (materialized: the query rows of each unit's P V GEMM;
+ * split flash: the keys of each band): band i is [i * size, (i + 1) * size)
+ * of total, or ipu_band's of `parts` when size is 0. */
+static ipu_status record_bands(attention *A, uint32_t n, uint32_t total, uint32_t size)
 {
     ipu_low_op *record = &A->L->prog->ops[A->index];
-    const ipu_attention_shape *s = &A->s;
-    free(record->query_bounds);
-    record->query_bands = 0;
-    record->query_bounds = ipu_malloc(A->L->ctx, ((size_t)s->bands + 1) * sizeof *record->query_bounds);
-    if (!record->query_bounds)
+    free(record->attention_bounds);
+    record->attention_bands = 0;
+    record->attention_bounds = ipu_malloc(A->L->ctx, ((size_t)n + 1) * sizeof *record->attention_bounds);
+    if (!record->attention_bounds)
         return IPU_NO_MEMORY(A->L->ctx);
-    record->query_bands = s->bands;
-    record->query_bounds[0] = 0;
-    for (uint32_t q = 0; q < s->bands; q++) {
-        uint32_t lo, hi;
-        ipu_band(s->queries, s->bands, 1, q, &lo, &hi);
-        record->query_bounds[q + 1] = hi;
+    record->attention_bands = n;
+    record->attention_bounds[0] = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t lo, hi = (i + 1) * size < total ? (i + 1) * size : total;
+        if (!size)
+            ipu_band(total, n, 1, i, &lo, &hi);
+        record->attention_bounds[i + 1] = hi;
     }
     return IPU_OK;
+}
+
+/* Flash over key bands (see the top): units (b, h, q, kk) of one query band
+ * each take its band's keys, then trade and merge their states. */
+static ipu_status flash_split(attention *A)
+{
+    lowering *L = A->L;
+    ipu_low_program *p = L->prog;
+    const ipu_attention_shape *s = &A->s;
+    uint32_t d = s->head_dim, H = s->heads, kb = s->key_bands, w = (d + 2) * 4;
+    size_t units = (size_t)s->images * H * s->bands * kb;
+    const char *out_name = L->g->tensors[L->g->ops[A->index].out].name;
+    char name[64];
+    uint32_t *ids = NULL;
+    IPU_TRY(record_bands(A, kb, s->seq, s->chunk_keys));
+    IPU_TRY(bring_part(A, ALL_CHUNKS, 1, 1, &ids));
+    snprintf(name, sizeof name, "%.40s.state", out_name);
+    ipu_status status = low_begin_step(L, IPU_LOW_COMPUTE, A->label);
+    for (size_t n = 0; n < units && status == IPU_OK; n++) {
+        unit *u = &A->units[n];
+        uint32_t kk = (uint32_t)(n % kb), q = (uint32_t)(n / kb % s->bands), h = (uint32_t)(n / kb / s->bands % H),
+                 b = (uint32_t)(n / kb / s->bands / H);
+        uint32_t k0 = kk * s->chunk_keys, k1 = k0 + s->chunk_keys < s->seq ? k0 + s->chunk_keys : s->seq;
+        uint32_t k = kv_buffer(A, ids, b, h, q, kk, 0), v = kv_buffer(A, ids, b, h, q, kk, 1);
+        status = low_new_buffer(L, u->tile, u->rows * w, IPU_LOW_LITERAL, 0, 0, name, &u->scratch);
+        for (uint32_t at = k0; at < k1 && status == IPU_OK; at += FLASH_KEYS) {
+            uint32_t keys = k1 - at < FLASH_KEYS ? k1 - at : FLASH_KEYS;
+            ipu_low_arg args[] = {BUF(u->q, 0),     BUF(k, (at - k0) * u->ldk * 2),
+                                  BUF(v, (at - k0) * u->ldv * 2), BUF(u->scratch, 0),
+                                  LIT(u->rows),     LIT(keys),
+                                  LIT(keys),        LIT(d),
+                                  LIT(u->ldq),      LIT(u->ldk),
+                                  LIT(u->ldv),      LIT(d + 2),
+                                  LIT(A->scale),    LIT(at > k0 ? IPU_GEMM_ACCUMULATE : 0)};
+            status = low_emit_kernel(L, u->tile, IPU_K_ATTN_BLOCK, 14, args, -1, 0);
+        }
+    }
+    free(ids);
+    /* Every owner gathers the other bands' states of its sub-band: band j in slot j (j < kk) or j - 1. */
+    uint32_t *staging = ipu_calloc(L->ctx, units, sizeof *staging);
+    if (!staging)
+        return IPU_NO_MEMORY(L->ctx);
+    snprintf(name, sizeof name, "%.40s.states", out_name);
+    for (size_t n = 0; n < units && status == IPU_OK; n++) {
+        unit *u = &A->units[n];
+        status = low_new_buffer(L, u->tile, (kb - 1) * u->out_rows * w, IPU_LOW_LITERAL, 0, 0, name, &staging[n]);
+        if (status == IPU_OK) {
+            L->cleared[staging[n]] = 1; /* fully written by the exchange */
+            low_use(L, staging[n]);
+        }
+    }
+    if (status == IPU_OK)
+        status = low_begin_step(L, IPU_LOW_EXCHANGE, A->label);
+    for (uint32_t round = 1; round < kb && status == IPU_OK; round++)
+        for (size_t n = 0; n < units && status == IPU_OK; n++) {
+            uint32_t kk = (uint32_t)(n % kb), to = (kk + round) % kb;
+            size_t owner = n - kk + to;
+            const unit *u = &A->units[n], *o = &A->units[owner];
+            uint32_t slot = kk < to ? kk : kk - 1;
+            status = IPU_GROW(L->ctx, p->xfers, p->xfer_count, p->xfer_capacity);
+            if (status == IPU_OK)
+                status = IPU_GROW(L->ctx, p->xdsts, p->xdst_count, p->xdst_capacity);
+            if (status != IPU_OK)
+                break;
+            p->xfers[p->xfer_count++] =
+                (ipu_low_xfer){u->scratch, o->out_row * w, o->out_rows * w, (uint32_t)p->xdst_count, 1, 0};
+            p->xdsts[p->xdst_count++] = (ipu_low_xdst){staging[owner], slot * o->out_rows * w};
+            low_use(L, u->scratch), low_use(L, staging[owner]);
+            low_current(L)->count++;
+        }
+    /* The owner folds bands 1, 2, ... into band 0's state, then finishes. */
+    if (status == IPU_OK)
+        status = low_begin_step(L, IPU_LOW_COMPUTE, A->label);
+    for (size_t n = 0; n < units && status == IPU_OK; n++) {
+        unit *u = &A->units[n];
+        uint32_t kk = (uint32_t)(n % kb), acc = kk ? staging[n] : u->scratch;
+        uint32_t acc_at = kk ? 0 : u->out_row * w, rows = u->out_rows;
+        for (uint32_t band = 1; band < kb && status == IPU_OK; band++) {
+            uint32_t other = band == kk ? u->scratch : staging[n];
+            uint32_t other_at = band == kk ? u->out_row * w : (band < kk ? band : band - 1) * rows * w;
+            ipu_low_arg args[] = {BUF(acc, acc_at), BUF(other, other_at), LIT(rows), LIT(d), LIT(d + 2), LIT(d + 2)};
+            status = low_emit_kernel(L, u->tile, IPU_K_ATTN_MERGE, 6, args, -1, 0);
+        }
+        if (status == IPU_OK)
+            status = low_clear(L, u->out);
+        ipu_low_arg finish[] = {BUF(acc, acc_at), BUF(u->out, 0), LIT(rows), LIT(d), LIT(d + 2), LIT(u->ldout),
+                                LIT(IPU_DT_F16)};
+        if (status == IPU_OK)
+            status = low_emit_kernel(L, u->tile, IPU_K_ATTN_FINISH, 7, finish, -1, 0);
+    }
+    free(staging);
+    return status;
 }
 
 static ipu_status materialized(attention *A)
@@ -174,7 +277,7 @@ static ipu_status materialized(attention *A)
     char name[64];
     const char *out_name = L->g->tensors[L->g->ops[A->index].out].name;
     uint32_t *ids = NULL;
-    IPU_TRY(record_bands(A));
+    IPU_TRY(record_bands(A, s->bands, s->queries, 0));
     IPU_TRY(bring_part(A, 0, 1, 0, &ids));
     /* Injected: every softmax masks the last valid key. */
     uint32_t valid = seq > 1 && ipu_low_take_inject(&L->prog->inject, IPU_INJECT_SOFTMAX_VALID_SHORT) ? seq - 1 : seq;
@@ -227,7 +330,7 @@ ipu_status ipu_lower_attention(lowering *L, size_t index)
     attention A = {L, index, &L->plan->ops[index], {0}, op->in[map], 0, NULL, {0}};
     const ipu_op_plan *o = A.o;
     ipu_attention_shape *s = &A.s;
-    ipu_attention_shape_of(g, op, o->query_bands, o->chunk_keys, s);
+    ipu_attention_shape_of(g, op, o->query_bands, o->chunk_keys, o->key_bands, s);
     A.scale = f32_bits(1.0f / sqrtf((float)s->head_dim));
     if (ipu_low_take_inject(&L->prog->inject, IPU_INJECT_ATTN_SCALE_MISSING))
         A.scale = f32_bits(1.0f);
@@ -236,25 +339,29 @@ ipu_status ipu_lower_attention(lowering *L, size_t index)
     const uint32_t *q_ids, *out_ids = low_home_ids(L, op->out);
     IPU_TRY(low_operand(L, index, 0, op->in[0], &o->a, A.label, &q_ids));
     const ipu_layout *out = &L->plan->home[op->out];
-    uint32_t H = s->heads, units = s->images * H * s->bands;
+    uint32_t H = s->heads, kb = s->key_bands, units = s->images * H * s->bands * kb;
+    size_t query_blocks = (size_t)s->images * s->bands * 3 * H; /* one replica of the queries' layout */
     A.units = ipu_calloc(L->ctx, units, sizeof *A.units);
     if (!A.units)
         return IPU_NO_MEMORY(L->ctx);
     for (uint32_t b = 0; b < s->images; b++)
         for (uint32_t h = 0; h < H; h++)
-            for (uint32_t q = 0; q < s->bands; q++) {
-                uint32_t band = b * s->bands + q;
-                unit *u = &A.units[(b * H + h) * s->bands + q];
-                u->rows = out->row_bounds[band + 1] - out->row_bounds[band];
-                u->q = map ? q_ids[b * H + h] : q_ids[(size_t)band * 3 * H + h];
-                u->out = out_ids[(size_t)band * H + h];
-                u->tile = L->prog->buffers[u->out].tile;
-                u->ldq = low_elements_per_row(&o->a, h);
-                u->ldk = low_elements_per_row(&o->b, s->k_part + h);
-                u->ldv = low_elements_per_row(&o->b, s->v_part + h);
-                u->ldout = low_elements_per_row(out, h);
-            }
-    ipu_status status = o->attention == IPU_ATTENTION_FLASH ? flash(&A) : materialized(&A);
+            for (uint32_t q = 0; q < s->bands; q++)
+                for (uint32_t kk = 0; kk < kb; kk++) {
+                    uint32_t band = b * s->bands + q, sub = band * kb + kk;
+                    unit *u = &A.units[((b * H + h) * s->bands + q) * kb + kk];
+                    u->rows = out->row_bounds[(band + 1) * kb] - out->row_bounds[band * kb];
+                    u->out_row = out->row_bounds[sub] - out->row_bounds[band * kb];
+                    u->out_rows = out->row_bounds[sub + 1] - out->row_bounds[sub];
+                    u->q = map ? q_ids[b * H + h] : q_ids[kk * query_blocks + (size_t)band * 3 * H + h];
+                    u->out = out_ids[(size_t)sub * H + h];
+                    u->tile = L->prog->buffers[u->out].tile;
+                    u->ldq = low_elements_per_row(&o->a, h);
+                    u->ldk = low_elements_per_row(&o->b, s->k_part + h);
+                    u->ldv = low_elements_per_row(&o->b, s->v_part + h);
+                    u->ldout = low_elements_per_row(out, h);
+                }
+    ipu_status status = o->attention != IPU_ATTENTION_FLASH ? materialized(&A) : kb > 1 ? flash_split(&A) : flash(&A);
     free(A.units);
     return status;
 }

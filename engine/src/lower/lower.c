@@ -613,7 +613,7 @@ void ipu_low_free(ipu_low_program *prog)
         free(prog->ops[i].col_bounds);
         free(prog->ops[i].k_bounds);
         free(prog->ops[i].row_bounds);
-        free(prog->ops[i].query_bounds);
+        free(prog->ops[i].attention_bounds);
     }
     free(prog->ops);
     free(prog->tensors);

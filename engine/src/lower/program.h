@@ -121,10 +121,12 @@ typedef struct ipu_low_op {
      * part b % parts). */
     uint32_t row_block_count, col_block_count, parts;
     uint32_t *row_blocks, *col_bounds, *k_bounds, *row_bounds;
-    /* A materialized attention's P V GEMMs: the query rows of each within an
-     * image (query_bands + 1 bounds; 0: none recorded). */
-    uint32_t query_bands;
-    uint32_t *query_bounds;
+    /* An attention's bands within an image, for a reference that computes
+     * as the device does (attention_bands + 1 bounds; 0: none recorded): a
+     * materialized attention's P V GEMMs, the query rows of each; a flash
+     * attention split over key bands, the keys of each band. */
+    uint32_t attention_bands;
+    uint32_t *attention_bounds;
 } ipu_low_op;
 
 /* Where an op's output can be read once the op is complete (a per-op check

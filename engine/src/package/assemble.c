@@ -331,15 +331,16 @@ static json_t *bounds_json(const uint32_t *bounds, uint32_t parts)
     return out;
 }
 
-/* Each materialized attention's query bands: {"<op>": [bounds in an image]}. */
+/* Each materialized attention's query bands and each split flash attention's
+ * key bands: {"<op>": [bounds in an image]}. */
 static json_t *attention_bands(const ipu_low_program *prog)
 {
     json_t *out = json_object();
     for (size_t i = 0; out && i < prog->op_count; i++) {
         char key[24];
         snprintf(key, sizeof key, "%zu", i);
-        if (prog->ops[i].query_bands)
-            json_object_set_new(out, key, bounds_json(prog->ops[i].query_bounds, prog->ops[i].query_bands));
+        if (prog->ops[i].attention_bands)
+            json_object_set_new(out, key, bounds_json(prog->ops[i].attention_bounds, prog->ops[i].attention_bands));
     }
     return out;
 }

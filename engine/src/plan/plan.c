@@ -532,11 +532,11 @@ json_t *ipu_plan_json(const ipu_plan *plan)
         }
         if (op->kind == IPU_IR_ATTENTION || op->kind == IPU_IR_MAP_POOL)
             json_object_set_new(entry, "attention",
-                                json_pack("{s:s, s:I, s:I, s:I}", "mode",
+                                json_pack("{s:s, s:I, s:I, s:I, s:I}", "mode",
                                           ipu_attention_mode_name(o->attention), "query_bands",
                                           (json_int_t)o->query_bands, "chunk_rows",
                                           (json_int_t)o->chunk_rows, "chunk_keys",
-                                          (json_int_t)o->chunk_keys));
+                                          (json_int_t)o->chunk_keys, "key_bands", (json_int_t)o->key_bands));
         json_array_append_new(ops, entry);
     }
     const ipu_plan_options *po = &plan->options;

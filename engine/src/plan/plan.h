@@ -94,6 +94,7 @@ typedef struct ipu_op_plan {
     uint32_t query_bands; /* attention and MAP pooling: bands per (image, head) */
     uint32_t chunk_rows;  /* materialized attention: queries per scores chunk */
     uint32_t chunk_keys;  /* attention and MAP pooling: keys resident at once */
+    uint32_t key_bands;   /* flash attention: units per query band, each over one key chunk */
 } ipu_op_plan;
 
 /* What the planner searches under (compile options of the same names). */
@@ -108,6 +109,8 @@ typedef struct ipu_plan_options {
                               * first choices[op] (fastest first; 0: the fastest that fits) */
     const int *attention_modes; /* per op, may be NULL: an attention or MAP pooling op's
                                  * ipu_attention_mode (IPU_ATTENTION_AUTO: the plan's) */
+    const uint32_t *key_bands;  /* per op, may be NULL: a flash attention's key bands (0: the
+                                 * planner's choice, 1: none) */
     int inject;             /* a test's mutation (lower/program.h); the planner applies its own */
 } ipu_plan_options;
 
@@ -174,27 +177,35 @@ static inline uint32_t ipu_reduce_tree_half(uint32_t n) { return n / 2; }
 ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g,
                           const ipu_plan_options *options, ipu_plan *out);
 /* The work units of an attention or MAP pooling op: one per (image b,
- * head h, query band q), on tile (b * heads + h) * bands + q.  Its layouts:
+ * head h, query band q, key band kk), on tile ((b * heads + h) * bands + q)
+ * * key_bands + kk.  Flash attention may split the keys into key bands (one
+ * key chunk each): every unit of a query band then takes all of its queries
+ * over its own keys, and the bands' flash states are merged on the unit
+ * that owns each sub-band kk of the query rows (key_bands 1: no split).
+ * Its layouts:
  *   queries (op plan a): attention: over [q | k | v], row band b * bands + q,
- *     column band h of 3 * heads; MAP pooling: over the query [1 x C], column
- *     band h, replica b;
+ *     column band h of 3 * heads, replica kk; MAP pooling: over the query
+ *     [1 x C], column band h, replica b;
  *   keys and values (op plan b): row band b * key_chunks + c (chunk c of
  *     the image's keys), column bands k_part + h and v_part + h of
- *     kv_parts * heads, replica q;
- *   result (its home): row band b * bands + q, column band h.
+ *     kv_parts * heads, replica q (split: chunk c on key band c's unit);
+ *   result (its home): row band (b * bands + q) * key_bands + kk (sub-band
+ *     kk of the query band's rows), column band h.
  * Parts nobody needs are absent; lowering brings the keys and values over
- * a part at a time (flash: one key chunk of both; materialized, with one
- * chunk: all keys, then all values), so only one part is resident. */
+ * a part at a time (flash: one key chunk of both, or every band's chunk at
+ * once when split; materialized, with one chunk: all keys, then all
+ * values), so only one part is resident. */
 typedef struct ipu_attention_shape {
     uint32_t images, heads, head_dim, seq;
     uint32_t queries; /* query rows per image: seq, or 1 for MAP pooling */
     uint32_t bands;   /* query bands per (image, head) */
     uint32_t chunk_keys, key_chunks; /* keys per chunk and chunks per image */
+    uint32_t key_bands;              /* flash units per query band, one key chunk each (1: no split) */
     uint32_t kv_parts, k_part, v_part;
 } ipu_attention_shape;
 
 void ipu_attention_shape_of(const ipu_graph *g, const ipu_ir_op *op, uint32_t bands,
-                            uint32_t chunk_keys, ipu_attention_shape *s);
+                            uint32_t chunk_keys, uint32_t key_bands, ipu_attention_shape *s);
 
 /* "auto", "flash", "materialized". */
 const char *ipu_attention_mode_name(int mode);
