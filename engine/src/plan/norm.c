@@ -71,8 +71,9 @@ ipu_status ipu_plan_layernorm(ipu_ctx *ctx, ipu_plan *plan, size_t index)
     }
     uint64_t params = 2ull * ipu_layout_stride(&o->b, x->cols);
     const ipu_profile *p = &plan->profile;
+    /* Gamma and beta arrive one after the other, each in an exchange of its own. */
     o->cycles = p->sync_cycles + layernorm_cycles(p, band, x->cols, x->dtype) +
-                ipu_plan_exchange_cycles(p, params) + (moved ? ipu_plan_exchange_cycles(p, moved) : 0);
+                2 * ipu_plan_exchange_cycles(p, params / 2) + (moved ? ipu_plan_exchange_cycles(p, moved) : 0);
     o->tile_bytes = ipu_layout_largest_block(by_rows, 1) +
                     ipu_layout_largest_block(&plan->home[op->out], 1) + params + moved;
     return IPU_OK;

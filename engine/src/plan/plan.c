@@ -443,6 +443,16 @@ ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g
         if (status == IPU_OK && r->iterations && i + 1 == r->first_op + r->op_count &&
             !out->home[r->carried_init].tiles)
             status = ipu_layout_copy(ctx, &out->home[r->carried_init], &out->home[r->carried]);
+        /* Every iteration ends moving the next value to the carried home
+         * (when it lives elsewhere): the producing op's. */
+        if (status == IPU_OK && r->iterations && i + 1 == r->first_op + r->op_count &&
+            g->ops[i].out == r->carried_next && r->carried_next != r->carried &&
+            !ipu_layout_same(&out->home[r->carried_next], &out->home[r->carried])) {
+            uint64_t carry = ipu_plan_exchange_cycles(&out->profile,
+                                                      ipu_layout_largest_block(&out->home[r->carried], 1));
+            out->ops[i].cycles += carry;
+            out->cycles += carry * executions(r, i);
+        }
     }
     if (status == IPU_OK)
         status = plan_waiting(ctx, out, waiting, 1);
