@@ -32,7 +32,8 @@ def test_compile_only_reports_the_build_and_the_placed_peaks(cli, tmp_path):
     assert result["status"] == "COMPILED" and "cycles" not in result and "checks" not in result
     build = result["build"]
     assert build["seconds"] == pytest.approx(sum(build["stages"].values()))
-    assert set(build["stages"]) == {"plan", "lower", "package"} and build["peak_rss_bytes"] > 0
+    assert set(build["stages"]) == {"plan", "lower", "package", "search"} and build["peak_rss_bytes"] > 0
+    assert build["stages"]["search"] == 0  # no search without --search-seconds
     # Per tile, from the placement report: the most bytes live at one step, and the highest placed byte.
     report = json.loads(next(tmp_path.glob("placement.json")).read_text())
     a, base = report["allocations"], report["device"]["sram_base"]

@@ -49,17 +49,22 @@ def pad8(n):
     return (n + 7) // 8 * 8
 
 
+def k_align(insz):
+    """Reduction bands on whole 8-byte words of the input type, never under 4 elements (plan.h)."""
+    return max(4, 8 // insz)
+
+
 # The serial piece counts a grid may take (plan.h).
 SERIAL = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]
 
 
-def partitions(m, n, k, tiles):
+def partitions(m, n, k, tiles, insz):
     """Every grid the catalogue enumerates: (gm, gn, gk, gs)."""
     out = []
     for gm in range(1, min(m, tiles) + 1):
         for gn in range(1, tiles // gm + 1):
             for gk in range(1, tiles // (gm * gn) + 1):
-                if max_band(k, gk, 4) and max_band(n, gn, 4) and (gk == 1 or m // gm >= gk):
+                if max_band(k, gk, k_align(insz)) and max_band(n, gn, 4) and (gk == 1 or m // gm >= gk):
                     out += [(gm, gn, gk, gs) for gs in SERIAL if gs == 1 or m // gm // gk >= gs]
     return out
 
@@ -72,12 +77,12 @@ def chunk(m, gm, gk, gs, i, l, t):
     return r0 + s0 + c0, r0 + s0 + c1
 
 
-def tiles_of(m, n, k, gm, gn, gk):
+def tiles_of(m, n, k, gm, gn, gk, insz):
     """Every tile (i, j, l) of a grid with its bands: rows, reduction, sub-band and columns."""
     for i in range(gm):
         r0, r1 = band(m, gm, 1, i)
         for l in range(gk):
-            k0, k1 = band(k, gk, 4, l)
+            k0, k1 = band(k, gk, k_align(insz), l)
             s0, s1 = band(r1 - r0, gk, 1, l)
             for j in range(gn):
                 yield i, l, (r0, r1), (k0, k1), (s0, s1), band(n, gn, 4, j)
@@ -92,7 +97,7 @@ def serial_footprint(m, n, k, insz, outsz, members, gm, gn, gk, gs, budget):
     rows, and with gk > 1 its partials, then beside them the staged chunks
     of the other partials."""
     best = 0
-    for i, l, (r0, r1), (k0, k1), (s0, s1), (n0, n1) in tiles_of(m, n, k, gm, gn, gk):
+    for i, l, (r0, r1), (k0, k1), (s0, s1), (n0, n1) in tiles_of(m, n, k, gm, gn, gk, insz):
         c_row = pad8((n1 - n0) * outsz)
         whole = (k1 - k0) * pad8((n1 - n0) * insz) * members + (r1 - r0 if gk == 1 else s1 - s0) * c_row
         peak = 0
@@ -111,7 +116,7 @@ def exact_footprint(m, n, k, insz, outsz, members, gm, gn, gk, gs, budget):
     if gs > 1:
         return serial_footprint(m, n, k, insz, outsz, members, gm, gn, gk, gs, budget)
     best = 0
-    for _, _, (r0, r1), (k0, k1), (s0, s1), (n0, n1) in tiles_of(m, n, k, gm, gn, gk):
+    for _, _, (r0, r1), (k0, k1), (s0, s1), (n0, n1) in tiles_of(m, n, k, gm, gn, gk, insz):
         c_row = pad8((n1 - n0) * outsz)
         size = (r1 - r0) * pad8((k1 - k0) * insz) + (k1 - k0) * pad8((n1 - n0) * insz) * members \
             + (r1 - r0) * c_row
@@ -137,7 +142,7 @@ def check_catalogues(info, report, tiles, catalogue_budget, cap, group):
         a, b, c = (tensors[name] for name in (*spec["inputs"][:2], spec["output"]))
         m, k, n = a["rows"], a["cols"], b["cols"]
         cat = op["catalogue"]
-        assert cat["enumerated"] == len(partitions(m, n, k, tiles))
+        assert cat["enumerated"] == len(partitions(m, n, k, tiles, SIZES[a["dtype"]]))
         assert cat["groups"] == -(-(cat["enumerated"] - cat["filtered"]) // group)
         resident = b["role"] == "parameter"
         assert 1 <= cat["retained"] <= cat["shortlisted"] <= (3 if resident else 1) * cap

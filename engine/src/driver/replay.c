@@ -10,7 +10,9 @@
  * active tiles' first transfers after the barrier, and whether every tile's
  * table still fits the bytes the package gave it.  A Repeat body's phase is
  * one table, replayed once.  Phases that use OUTGOING_BASE or paired
- * transfers are reported as recorded and not rescheduled.
+ * transfers are reported as recorded and not rescheduled.  The scheduler
+ * breaks ties in list order, so a phase is rescheduled from its transfers
+ * in the order its recorded schedule placed them (by cycle, then tile).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +93,15 @@ static int by_tile_and_cycle(const void *a, const void *b)
     if (x->src_tile != y->src_tile)
         return x->src_tile < y->src_tile ? -1 : 1;
     return (x->cycle > y->cycle) - (x->cycle < y->cycle);
+}
+
+/* The order the recorded schedule took them in: by cycle, then sending tile. */
+static int by_cycle_and_tile(const void *a, const void *b)
+{
+    const ipu_xfer *x = a, *y = b;
+    if (x->cycle != y->cycle)
+        return x->cycle < y->cycle ? -1 : 1;
+    return (x->src_tile > y->src_tile) - (x->src_tile < y->src_tile);
 }
 
 /* Read slot's phase from every tile (keys are the addresses). */
@@ -264,6 +275,9 @@ static ipu_status replay_phase(ipu_ctx *ctx, const ipu_package *pkg, const ipu_x
     if (status == IPU_OK && !entry)
         status = IPU_NO_MEMORY(ctx);
     if (status == IPU_OK && r.replayable) {
+        /* The scheduler breaks ties in list order: give it the transfers in
+         * the order the recorded schedule placed them. */
+        qsort(r.phase.xfers, r.phase.count, sizeof *r.phase.xfers, by_cycle_and_tile);
         status = ipu_exchange_schedule(ctx, &pkg->profile, &r.phase, mode);
         if (status == IPU_OK)
             status = ipu_exchange_measure(ctx, &pkg->profile, &r.phase, bytes, NULL);
