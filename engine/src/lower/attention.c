@@ -180,7 +180,6 @@ static ipu_status record_bands(attention *A, uint32_t n, uint32_t total, uint32_
 static ipu_status flash_split(attention *A)
 {
     lowering *L = A->L;
-    ipu_low_program *p = L->prog;
     const ipu_attention_shape *s = &A->s;
     uint32_t d = s->head_dim, H = s->heads, kb = s->key_bands, w = (d + 2) * 4;
     size_t units = (size_t)s->images * H * s->bands * kb;
@@ -232,16 +231,7 @@ static ipu_status flash_split(attention *A)
             size_t owner = n - kk + to;
             const unit *u = &A->units[n], *o = &A->units[owner];
             uint32_t slot = kk < to ? kk : kk - 1;
-            status = IPU_GROW(L->ctx, p->xfers, p->xfer_count, p->xfer_capacity);
-            if (status == IPU_OK)
-                status = IPU_GROW(L->ctx, p->xdsts, p->xdst_count, p->xdst_capacity);
-            if (status != IPU_OK)
-                break;
-            p->xfers[p->xfer_count++] =
-                (ipu_low_xfer){u->scratch, o->out_row * w, o->out_rows * w, (uint32_t)p->xdst_count, 1, 0};
-            p->xdsts[p->xdst_count++] = (ipu_low_xdst){staging[owner], slot * o->out_rows * w};
-            low_use(L, u->scratch), low_use(L, staging[owner]);
-            low_current(L)->count++;
+            status = low_transfer(L, u->scratch, o->out_row * w, o->out_rows * w, staging[owner], slot * o->out_rows * w);
         }
     /* The owner folds bands 1, 2, ... into band 0's state, then finishes. */
     if (status == IPU_OK)

@@ -118,6 +118,18 @@ ipu_status low_clear(lowering *L, uint32_t buffer)
     return low_emit_kernel(L, b->tile, IPU_K_FILL, 3, args, -1, 0);
 }
 
+ipu_status low_transfer(lowering *L, uint32_t from, uint32_t from_at, uint32_t bytes, uint32_t to, uint32_t to_at)
+{
+    ipu_low_program *p = L->prog;
+    IPU_TRY(IPU_GROW(L->ctx, p->xfers, p->xfer_count, p->xfer_capacity));
+    IPU_TRY(IPU_GROW(L->ctx, p->xdsts, p->xdst_count, p->xdst_capacity));
+    p->xfers[p->xfer_count++] = (ipu_low_xfer){from, from_at, bytes, (uint32_t)p->xdst_count, 1, 0};
+    p->xdsts[p->xdst_count++] = (ipu_low_xdst){to, to_at};
+    low_use(L, from), low_use(L, to);
+    low_current(L)->count++;
+    return IPU_OK;
+}
+
 /* ---- buffers of layouts ------------------------------------------------ */
 
 static size_t block_count(const ipu_layout *l)

@@ -35,6 +35,9 @@ ipu_status low_emit_kernel(lowering *L, uint32_t tile, int entry, uint32_t argc,
                            const ipu_low_arg *args, int32_t advance_arg, uint32_t advance);
 /* Clear a padded buffer before the kernel or exchange that first writes it. */
 ipu_status low_clear(lowering *L, uint32_t buffer);
+/* A transfer in the current exchange step: bytes of buffer from at offset
+ * from_at to buffer to at offset to_at (one destination). */
+ipu_status low_transfer(lowering *L, uint32_t from, uint32_t from_at, uint32_t bytes, uint32_t to, uint32_t to_at);
 /* A buffer per present block of every replica (absent ones get IPU_LOW_LITERAL),
  * recorded as one value of the given kind (ipu_low_buffer_kind). */
 ipu_status low_layout_buffers(lowering *L, const ipu_layout *l, uint32_t tensor, uint32_t members,

@@ -253,16 +253,7 @@ static ipu_status reduce_piece(matmul_lowering *M, uint32_t t, const uint32_t *p
                     uint32_t q = (l + d) % gk;
                     uint32_t from = partials[((size_t)i * gn + j) * gk + q];
                     uint32_t slot = q < l ? q : q - 1;
-                    status = IPU_GROW(L->ctx, p->xfers, p->xfer_count, p->xfer_capacity);
-                    if (status == IPU_OK)
-                        status = IPU_GROW(L->ctx, p->xdsts, p->xdst_count, p->xdst_capacity);
-                    if (status != IPU_OK)
-                        break;
-                    p->xfers[p->xfer_count++] =
-                        (ipu_low_xfer){from, c.row0 * c.stride, c.band * c.stride, (uint32_t)p->xdst_count, 1, 0};
-                    p->xdsts[p->xdst_count++] = (ipu_low_xdst){to, slot * c.band * c.stride};
-                    low_use(L, from), low_use(L, to);
-                    low_current(L)->count++;
+                    status = low_transfer(L, from, c.row0 * c.stride, c.band * c.stride, to, slot * c.band * c.stride);
                 }
     if (status == IPU_OK)
         status = low_begin_step(L, IPU_LOW_COMPUTE, label);

@@ -191,34 +191,43 @@ static ipu_status measure_exchange(timer *tm, uint32_t tile, uint32_t slot, uint
     return IPU_OK;
 }
 
+/* A record of a u32 count and that many entries of `size` bytes at
+ * address: its entries and count, and where it ends. */
+static ipu_status counted(timer *tm, uint32_t tile, uint32_t slot, uint32_t address, uint32_t size, const char *what,
+                          const uint8_t **entries, uint32_t *count, uint64_t *end)
+{
+    size_t avail;
+    const uint8_t *head = view(tm, tile, address, 4, &avail);
+    *count = head ? ipu_load_u32(head) : 0;
+    if (!head || (avail - 4) / size < *count)
+        return unreadable(tm, tile, slot, what, address);
+    *entries = head + 4;
+    *end = (uint64_t)address + 4 + (uint64_t)*count * size;
+    return IPU_OK;
+}
+
 /* A host descriptor: the bytes it moves (counted as sent). */
 static ipu_status measure_host(timer *tm, uint32_t tile, uint32_t slot, uint32_t table, tile_cost *cost,
                                uint64_t *end)
 {
-    size_t avail;
-    const uint8_t *head = view(tm, tile, table, 4, &avail);
-    uint32_t count = head ? ipu_load_u32(head) : 0;
-    if (!head || (avail - 4) / IPU_HOST_ENTRY_SIZE < count)
-        return unreadable(tm, tile, slot, "host descriptor", table);
+    const uint8_t *entries;
+    uint32_t count;
+    IPU_TRY(counted(tm, tile, slot, table, IPU_HOST_ENTRY_SIZE, "host descriptor", &entries, &count, end));
     for (uint32_t e = 0; e < count; e++) {
-        const uint8_t *d = head + 4 + (size_t)e * IPU_HOST_ENTRY_SIZE;
+        const uint8_t *d = entries + (size_t)e * IPU_HOST_ENTRY_SIZE;
         cost->sent += (uint64_t)ipu_load_u32(d + 12) * ipu_load_u32(d + 16);
     }
-    *end = (uint64_t)table + 4 + (uint64_t)count * IPU_HOST_ENTRY_SIZE;
     return IPU_OK;
 }
 
-/* A patch list: its entry count; its end in *end. */
+/* A patch list: its entry count. */
 static ipu_status measure_patches(timer *tm, uint32_t tile, uint32_t slot, uint32_t list, tile_cost *cost,
                                   uint64_t *end)
 {
-    size_t avail;
-    const uint8_t *head = view(tm, tile, list, 4, &avail);
-    uint32_t count = head ? ipu_load_u32(head) : 0;
-    if (!head || (avail - 4) / IPU_PATCH_SIZE < count)
-        return unreadable(tm, tile, slot, "patch list", list);
+    const uint8_t *entries;
+    uint32_t count;
+    IPU_TRY(counted(tm, tile, slot, list, IPU_PATCH_SIZE, "patch list", &entries, &count, end));
     cost->cycles = count;
-    *end = (uint64_t)list + 4 + (uint64_t)count * IPU_PATCH_SIZE;
     return IPU_OK;
 }
 
