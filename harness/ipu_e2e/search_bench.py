@@ -13,6 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .native import INTERNAL, IpuError
+
 CLI = Path(__file__).resolve().parents[1] / "bin" / "ipu-e2e-test"
 CASES = {"mlp-b1": ("mlp", 1), "mlp-b2": ("mlp", 2), "mlp-b4": ("mlp", 4), "vit-b1": ("vit", 1),
          "vit-b2": ("vit", 2)}
@@ -26,8 +28,8 @@ def build(workload, batch, tiles, extra, progress, label):
         progress.update(label)
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
-            raise RuntimeError(f"{label}: ipu-e2e-test exited {done.returncode}: "
-                               f"{done.stderr.strip() or done.stdout[-400:]}")
+            raise IpuError(INTERNAL, f"{label}: ipu-e2e-test exited {done.returncode}: "
+                                     f"{done.stderr.strip() or done.stdout[-400:]}")
         return json.loads((Path(out) / "result.json").read_text())
 
 
