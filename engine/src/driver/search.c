@@ -49,12 +49,15 @@ typedef struct search {
     json_t *drops, *accepted;
 } search;
 
-static const char *xmode_name(const ipu_xmode *x)
+/* An exchange mode in words, into buf. */
+static const char *xmode_name(const ipu_xmode *x, char *buf, size_t size)
 {
     if (!x->stream_words)
-        return "latency-oriented";
-    return x->by_horizon ? "stream waves of 256 words, ranked by horizon"
-                         : "stream waves of 256 words, ranked by tables";
+        snprintf(buf, size, "latency-oriented");
+    else
+        snprintf(buf, size, "stream waves of %u words%s, ranked by %s", x->stream_words,
+                 x->balance ? " with balanced chunks" : "", x->by_horizon ? "horizon" : "tables");
+    return buf;
 }
 
 static int same_point(const search *s, const ipu_search_point *a, const ipu_search_point *b)
@@ -200,7 +203,8 @@ static ipu_status neighbours(search *s, uint32_t from)
         if (!memcmp(&XMODES[x], &was, sizeof was))
             continue;
         point.xmode = XMODES[x];
-        snprintf(move, sizeof move, "exchange: %s", xmode_name(&XMODES[x]));
+        char name[96];
+        snprintf(move, sizeof move, "exchange: %s", xmode_name(&XMODES[x], name, sizeof name));
         status = offer(s, from, &point, move);
     }
     ipu_search_point_free(&point);
@@ -475,6 +479,7 @@ ipu_status ipu_search_plans(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph 
     }
     if (status == IPU_OK)
         status = copy_point(&s, &s.all[s.beam[0]].point, best);
+    char exchange[96];
     if (status == IPU_OK) {
         *record = json_pack("{s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:O, s:O, s:I, s:I, s:s, s:s, s:f, s:I}", "beam",
                             (json_int_t)beam, "seconds_budget", options->seconds, "step_limit",
@@ -482,7 +487,7 @@ ipu_status ipu_search_plans(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph 
                             (json_int_t)s.screened, "built", (json_int_t)s.built, "dropped", (json_int_t)s.dropped,
                             "drops", s.drops, "accepted", s.accepted, "first_cycles", (json_int_t)first_cycles,
                             "cycles", (json_int_t)s.all[s.beam[0]].cycles, "exchange",
-                            xmode_name(&best->xmode), "stopped", stopped, "wall_seconds",
+                            xmode_name(&best->xmode, exchange, sizeof exchange), "stopped", stopped, "wall_seconds",
                             ipu_build_seconds() - began, "threads", (json_int_t)s.threads);
         if (!*record) {
             ipu_search_point_free(best);
