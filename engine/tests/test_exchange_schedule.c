@@ -485,8 +485,8 @@ static void random_phases(uint32_t tiles, int rounds, size_t count, uint32_t max
                 TSEED_FAIL("%u tiles, round %d: compact tables up to %zu bytes, latency order's %zu", tiles, r,
                            largest, latency);
             if (mode->by_horizon && t.ph.horizon > again.horizon)
-                TSEED_FAIL("%u tiles, round %d: horizon %u ranked by horizon, latency order's %u", tiles, r,
-                           t.ph.horizon, again.horizon);
+                TSEED_FAIL("%u tiles, round %d: horizon %llu ranked by horizon, latency order's %llu", tiles, r,
+                           (unsigned long long)t.ph.horizon, (unsigned long long)again.horizon);
         }
         free(copy);
         check_device(ctx, &p, &t);
