@@ -146,6 +146,34 @@ static void timing_equals_the_device_as_patches_grow(void **state)
     ipu_package_free(pkg);
 }
 
+/* The init program's Repeat patches the main program's FILL from 64 bytes
+ * to 64 + 64 * 2 at its last iteration: the first run times the patched
+ * descriptor, as the device runs it. */
+static void init_patches_come_first(void **state)
+{
+    fixture *f = *state;
+    ipu_pkg_builder *b = tpkg_builder(f->ctx, &f->p);
+    uint32_t setup = ipu_pkg_new_slot(b), compute = ipu_pkg_new_slot(b), patches = ipu_pkg_new_slot(b);
+    tpkg_kernel fill = tpkg_fill(f->z, 64, 0), warm = tpkg_fill(f->y, 8, 0);
+    uint32_t list = tpkg_compute_list(b, 5, compute, &fill, 1, 1);
+    tpkg_compute_list(b, 5, setup, &warm, 1, 1);
+    tpkg_patch bytes = {IPU_PATCH_PROGRESSION, list + 4 + 4 + 4, 64, 64};
+    tpkg_patch_list(b, 5, patches, &bytes, 1);
+    TPKG_OK(f->ctx, ipu_pkg_emit(b, 1, IPU_OP_REPEAT, 3, 1, patches));
+    TPKG_OK(f->ctx, ipu_pkg_emit(b, 1, IPU_OP_STEP, setup, IPU_NO_SLOT, 0));
+    TPKG_OK(f->ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, compute, IPU_NO_SLOT, 0));
+    ipu_package *pkg = tpkg_build(f->ctx, b);
+    tpkg_outcome run = tpkg_execute(f->ctx, pkg);
+    assert_int_equal(run.run, IPU_OK);
+    json_t *timing = timing_of(f, pkg);
+    assert_true(json_equal(json_object_get(timing, "steps"), json_object_get(run.cycles, "steps")));
+    json_t *step = json_array_get(json_object_get(timing, "steps"), 0);
+    assert_int_equal(field(step, "compute"), IPU_VERTEX_OVERHEAD + (64 + 64 * 2) / f->p.copy_bytes_per_cycle);
+    json_decref(timing);
+    tpkg_outcome_free(&run);
+    ipu_package_free(pkg);
+}
+
 /* A patch turns tile 3's FILL into a call of entry 99 at the second
  * iteration: the validator saw a valid list, the device faults there. */
 static void a_package_the_device_faults_on_has_no_timing(void **state)
@@ -178,6 +206,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(timing_equals_the_device_as_patches_grow, setup, teardown),
+        cmocka_unit_test_setup_teardown(init_patches_come_first, setup, teardown),
         cmocka_unit_test_setup_teardown(a_package_the_device_faults_on_has_no_timing, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,7 +5,10 @@
  * latency) plus the fixed overhead; a host transfer the barrier and its
  * bytes at the host link's rate; a Repeat iteration its longest patch list.
  * Patches are applied to a copy of each patched descriptor segment, so a
- * record read at an iteration holds what the device reads then.
+ * record read at an iteration holds what the device reads then; the init
+ * program's Repeats patch first, as they do before the device's first run
+ * (later runs may start from the main program's last patches: the timing is
+ * the first run's).
  *
  * Each slot's records are measured once per tile and kept; a record that a
  * patch may change (its slot-table word or its bytes overlap a patch
@@ -385,6 +388,20 @@ static ipu_status list_targets(timer *tm)
     return IPU_OK;
 }
 
+/* The patches the init program's Repeats apply, every iteration in order:
+ * the descriptors the first run of the main program starts from. */
+static ipu_status initialize(timer *tm)
+{
+    const ipu_pkg_op *ops = tm->pkg->init_ops;
+    for (size_t i = 0; i < tm->pkg->init_count; i++) {
+        if (ops[i].op != IPU_OP_REPEAT || ops[i].c == IPU_NO_SLOT)
+            continue;
+        for (uint32_t it = 0; it < ops[i].a; it++)
+            IPU_TRY(apply_patches(tm, ops[i].c, it));
+    }
+    return IPU_OK;
+}
+
 static json_t *origin_json(uint32_t origin)
 {
     return origin == IPU_NO_OP ? json_null() : json_integer(origin);
@@ -556,6 +573,8 @@ ipu_status ipu_timing_package(ipu_ctx *ctx, const ipu_package *pkg, json_t **out
     ipu_status status = tm.copies && tm.slots && tm.volumes && tm.tile_compute && tm.tile_wait && tm.steps
                             ? list_targets(&tm)
                             : IPU_NO_MEMORY(ctx);
+    if (status == IPU_OK)
+        status = initialize(&tm);
     if (status == IPU_OK)
         status = execute(&tm, 0, pkg->main_count);
     json_t *result = NULL;

@@ -5,8 +5,9 @@
  * replays a saved package, every call held to fuzz_check, once with device
  * tiles on one thread and once on two: statuses, cycle reports, output bytes
  * and faults must be the same (DESIGN.md: results do not depend on the
- * thread count); and the entry point of the targets that build a package
- * around their input.
+ * thread count); a first run that does not fault must be what the static
+ * timing (ipu_package_timing_json) says, step for step; and the entry point
+ * of the targets that build a package around their input.
  */
 #include <string.h>
 #include <zlib.h>
@@ -123,6 +124,38 @@ static void read_back(ipu_ctx *ctx, ipu_device *dev, const ipu_package *pkg, ipu
     }
 }
 
+/* The static timing of a package whose first run gave the cycle report
+ * `cycles`: it must exist and agree field for field (the device's report
+ * adds per-op compute, which the timing leaves out). */
+static void check_timing(const ipu_package *pkg, const char *cycles)
+{
+    ipu_ctx *ctx = ipu_ctx_create();
+    char *text = NULL;
+    ipu_status status = ctx ? fuzz_check(ctx, ipu_package_timing_json(ctx, pkg, &text), "ipu_package_timing_json")
+                            : IPU_ERR_NO_MEMORY;
+    if (status == IPU_ERR_NO_MEMORY || status == IPU_ERR_CANCELLED) {
+        ipu_ctx_free(ctx);
+        return;
+    }
+    json_t *timing = text ? json_loads(text, 0, NULL) : NULL, *run = json_loads(cycles, 0, NULL);
+    const char *fields[] = {"cycles", "totals", "steps"};
+    int same = timing && run;
+    for (size_t i = 0; same && i < sizeof fields / sizeof *fields; i++)
+        same = json_equal(json_object_get(timing, fields[i]), json_object_get(run, fields[i]));
+    json_t *a = json_object_get(timing, "tiles"), *b = json_object_get(run, "tiles");
+    same = same && json_equal(json_object_get(a, "compute"), json_object_get(b, "compute")) &&
+           json_equal(json_object_get(a, "wait"), json_object_get(b, "wait"));
+    if (!same && run) {
+        fprintf(stderr, "the static timing differs from the device's first run (%s)\ntiming: %s\ndevice: %s\n",
+                status == IPU_OK ? "both ran" : ipu_ctx_errmsg(ctx), text ? text : "none", cycles);
+        abort();
+    }
+    json_decref(timing);
+    json_decref(run);
+    ipu_free(text);
+    ipu_ctx_free(ctx);
+}
+
 /* One replay on a fresh device running tiles on threads threads. */
 static void replay(ipu_ctx *ctx, const ipu_package *pkg, int must_not_fault, int threads, transcript *t)
 {
@@ -153,6 +186,8 @@ static void replay(ipu_ctx *ctx, const ipu_package *pkg, int must_not_fault, int
             abort();
         }
         note(t, "cycles", cycles ? cycles : "");
+        if (status == IPU_OK && i == 0 && threads == 1)
+            check_timing(pkg, cycles);
         ipu_free(cycles);
         read_back(ctx, dev, pkg, status, must_not_fault, t);
     }
