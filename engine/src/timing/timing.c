@@ -90,6 +90,8 @@ static int read_u32(const timer *tm, uint32_t tile, uint32_t address, uint32_t *
 /* Whether a patch target of tile overlaps [lo, hi). */
 static int patched(const timer *tm, uint32_t tile, uint64_t lo, uint64_t hi)
 {
+    if (tm->target_start[tile] == tm->target_start[tile + 1])
+        return 0; /* (no targets at all: targets is NULL) */
     const uint32_t *t = tm->targets + tm->target_start[tile], *end = tm->targets + tm->target_start[tile + 1];
     while (t < end) { /* first target ending after lo */
         const uint32_t *mid = t + (end - t) / 2;
@@ -260,7 +262,7 @@ static ipu_status measure_slot(timer *tm, measure_fn measure, uint32_t slot, int
     slot_cache *c = &tm->slots[slot];
     uint32_t tiles = tm->p->tiles;
     tile_cost cost;
-    int changes;
+    int changes = 0;
     if (!c->measured) {
         if (compute && !(c->compute = ipu_calloc(tm->ctx, tiles, sizeof *c->compute)))
             return IPU_NO_MEMORY(tm->ctx);
@@ -306,7 +308,7 @@ static ipu_status apply_patches(timer *tm, uint32_t slot, uint32_t iteration)
     const ipu_package *pkg = tm->pkg;
     for (uint32_t t = 0; t < tm->p->tiles; t++) {
         uint32_t list, count;
-        int changes;
+        int changes = 0;
         IPU_TRY(record_of(tm, t, slot, &list, &changes));
         if (!list)
             continue;
@@ -382,7 +384,8 @@ static ipu_status list_targets(timer *tm)
                 }
             }
         }
-        qsort(tm->targets + tm->target_start[t], count - tm->target_start[t], sizeof *tm->targets, by_value);
+        if (count > tm->target_start[t])
+            qsort(tm->targets + tm->target_start[t], count - tm->target_start[t], sizeof *tm->targets, by_value);
     }
     tm->target_start[tiles] = (uint32_t)count;
     return IPU_OK;
