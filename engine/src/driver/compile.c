@@ -484,6 +484,12 @@ static json_t *try_json(const ipu_build *a, const char *outcome, long shrunk)
     return t;
 }
 
+/* The meta a compiled package starts from (the encoder adds the plan's). */
+static json_t *package_meta(const ipu_workload *w)
+{
+    return json_pack("{s:s, s:s, s:s}", "workload", w->name, "check", "reference", "options", w->options_json);
+}
+
 /* The plan search from the built candidate a (its package *out): when it
  * finds a faster candidate, a is rebuilt as that one and *out replaced by
  * its package (records included).  *record: the search's account. */
@@ -505,15 +511,14 @@ static ipu_status search_from(ipu_ctx *ctx, compile_options *c, const ipu_worklo
         double t0 = ipu_build_seconds();
         ipu_build_free(a);
         status = ipu_build_plan(ctx, &c->profile, &w->graph, &best.plan, inject, a, t);
-        json_t *meta = json_pack("{s:s, s:s, s:s}", "workload", w->name, "check", "reference", "options",
-                                 w->options_json);
+        json_t *meta = package_meta(w);
         ipu_package *searched = NULL;
         if (status == IPU_OK)
             status = meta ? ipu_build_package(ctx, a, &best.xmode, meta, records, record_count, &searched, support)
                           : IPU_NO_MEMORY(ctx);
         else
             json_decref(meta);
-        if (status != IPU_OK) /* the search placed it: building it again must too */
+        if (status == IPU_ERR_INVALID_ARGUMENT) /* the search placed it: building it again must too */
             status = IPU_INCONSISTENT(ctx, "search", "rebuilding the searched candidate");
         if (status == IPU_OK) {
             ipu_package_free(*out);
@@ -606,8 +611,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         } else if (status == IPU_OK) {
             double t0 = ipu_build_seconds();
             status = ipu_progress(ctx, "package", 0, 0);
-            json_t *meta = json_pack("{s:s, s:s, s:s}", "workload", w->name, "check", "reference",
-                                     "options", w->options_json);
+            json_t *meta = package_meta(w);
             if (status == IPU_OK)
                 status = ipu_build_package(ctx, &a, &c.exchange, meta, records, record_count, out, &support);
             else

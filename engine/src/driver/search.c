@@ -319,8 +319,8 @@ static void note_drop(search *s, const candidate *c, const char *stage)
                                                   c->why));
 }
 
-/* Whether candidate a ranks before b: by static cycles when both are
- * built (else by estimate), then by the order they were made. */
+/* Whether candidate a ranks before b: by static cycles (by_cycles: both
+ * built) or by estimate, then by the order they were made. */
 static int before(const search *s, uint32_t a, uint32_t b, int by_cycles)
 {
     const candidate *x = &s->all[a], *y = &s->all[b];
