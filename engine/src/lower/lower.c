@@ -373,7 +373,8 @@ ipu_status low_current_member(lowering *L, size_t index, int slot, const ipu_lay
     IPU_TRY(low_layout_buffers(L, l, tensor, 1, IPU_LOW_OPERAND, name, own));
     /* The move reads the current member in place; injected: not a bias's. */
     int advancing = t->sequence > 1;
-    if (advancing && op->kind == IPU_IR_MATMUL && ipu_low_take_inject(&L->prog->inject, IPU_INJECT_BIAS_MEMBER_FROZEN))
+    if (advancing && op->kind == IPU_IR_MATMUL && slot == 2 &&
+        ipu_low_take_inject(&L->prog->inject, IPU_INJECT_BIAS_MEMBER_FROZEN))
         advancing = 0;
     IPU_TRY(low_redistribute_from(L, &L->plan->home[tensor], low_home_ids(L, tensor), advancing, l, *own, label));
     *ids = *own;

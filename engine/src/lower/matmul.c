@@ -17,6 +17,10 @@
  * runs one GEMM per chunk, into its result rows (gk = 1) or the piece's
  * partials; the piece's partials are reduced as above, chunk l to owner l.
  *
+ * A gathering grid (plan/matmul.c) first brings the weight's current member
+ * from its home, which holds each block once, onto every replica of the B
+ * layout; the GEMMs read that copy.
+ *
  * A biased matmul then adds the bias's current member to every result
  * block in place (plan.c's plan_bias).
  */
@@ -99,6 +103,7 @@ typedef struct matmul_lowering {
     const ipu_ir_tensor *ta, *tb, *tc;
     const ipu_op_plan *o;
     const ipu_layout *home_c;
+    const uint32_t *b_ids; /* B's buffers on the B layout: its home, or the gathered member */
     uint32_t gm, gn, gk, gs;
     int f8, a_scale;
 } matmul_lowering;
@@ -113,7 +118,7 @@ static ipu_status emit_gemm(matmul_lowering *M, uint32_t tile, uint32_t a_buf, u
     uint32_t k0 = o->a.col_bounds[l], k1 = o->a.col_bounds[l + 1], n0 = o->b.col_bounds[j],
              n1 = o->b.col_bounds[j + 1];
     uint32_t ldb = low_elements_per_row(&o->b, j), members_stride = ipu_layout_block_bytes(&o->b, l, j);
-    int32_t advance_arg = M->tb->sequence > 1 ? 1 : -1;
+    int32_t advance_arg = M->tb->sequence > 1 && !o->grid.gather ? 1 : -1;
     uint32_t m = rows, kk = k1 - k0;
     if (m > 1 && ipu_low_take_inject(&L->prog->inject, IPU_INJECT_GEMM_ROWS_SHORT))
         m--;
@@ -147,7 +152,7 @@ static ipu_status piece_gemms(matmul_lowering *M, uint32_t t, const ipu_layout *
             for (uint32_t l = 0; l < M->gk; l++) {
                 uint32_t r0, r1, n0 = M->o->b.col_bounds[j], n1 = M->o->b.col_bounds[j + 1];
                 ipu_band(m, M->gm, 1, i, &r0, &r1);
-                uint32_t b_buf = low_home_ids(L, L->g->ops[M->index].in[1])[((size_t)i * M->gk + l) * M->gn + j];
+                uint32_t b_buf = M->b_ids[((size_t)i * M->gk + l) * M->gn + j];
                 uint32_t tile = ipu_layout_tile(&M->o->a, i, l, j);
                 uint32_t ldc_bytes = ipu_layout_stride(M->home_c, n1 - n0), c_buf, rows = r1 - r0;
                 if (M->gs > 1)
@@ -317,7 +322,8 @@ ipu_status ipu_lower_matmul(lowering *L, size_t index)
     const ipu_ir_op *op = &g->ops[index];
     const ipu_op_plan *o = &L->plan->ops[index];
     matmul_lowering M = {L, index, &g->tensors[op->in[0]], &g->tensors[op->in[1]], &g->tensors[op->out], o,
-                         &L->plan->home[op->out], o->grid.gm, o->grid.gn, o->grid.gk, o->grid.gs, 0, 0};
+                         &L->plan->home[op->out], low_home_ids(L, op->in[1]), o->grid.gm, o->grid.gn,
+                         o->grid.gk, o->grid.gs, 0, 0};
     const ipu_layout *home_a = &L->plan->home[op->in[0]];
     M.f8 = M.ta->dtype == IPU_DT_F143 || M.ta->dtype == IPU_DT_F152;
     /* Injected: the weight's scale folded into the activation's as well (every tile of this GEMM). */
@@ -333,13 +339,15 @@ ipu_status ipu_lower_matmul(lowering *L, size_t index)
             return IPU_NO_MEMORY(L->ctx);
     }
     ipu_status status = IPU_OK;
+    if (o->grid.gather)
+        status = low_current_member(L, index, 1, &o->b, label, &M.b_ids);
     /* Serial: when A's home cuts K other than the grid, A is first spread
      * over the grid on its K bands, so every piece then moves whole rows. */
     const ipu_layout *source = home_a;
     const uint32_t *source_ids = low_home_ids(L, op->in[0]);
     ipu_layout spread = {0};
     uint32_t *spread_ids = NULL;
-    if (M.gs > 1 && !in_place && !same_columns(home_a, &o->a)) {
+    if (status == IPU_OK && M.gs > 1 && !in_place && !same_columns(home_a, &o->a)) {
         char name[64];
         snprintf(name, sizeof name, "%.36s@op%zu.spread", M.ta->name, index);
         status = ipu_matmul_input_home(L->ctx, &o->grid, &o->a, 1, &spread);

@@ -14,7 +14,10 @@
  * footprint and on the whole: the search weighs the first two differently
  * (weights stay for the whole program, the rest only while the op runs),
  * and the whole keeps the partitions small on both, which a tight budget
- * needs (a serial grid with one weight replica, say).  The merged
+ * needs (a serial grid with one weight replica, say).  A parameter's grid
+ * with gm > 1 is a partition twice: with every replica of its weight block
+ * resident, and gathering (matmul.c: each block held once, the current
+ * member brought to every replica before the GEMMs).  The merged
  * frontiers are shortlisted the same way, then pruned with the detailed model, the exact
  * per-tile footprint (ipu_matmul_tile_footprint): a shortlisted partition
  * stays unless another is at least as fast, as small on the fullest tile
@@ -28,6 +31,19 @@
 #include "plan/plan.h"
 
 static uint64_t stride(uint32_t cols, size_t elem) { return ((uint64_t)cols * elem + 7) & ~7ull; }
+
+/* The weights tile (i, j, l) holds for a K band of `rows` rows and a row
+ * stride of `row_bytes`: every member of its block, or gathering, every
+ * member of its home band i and one member's whole block. */
+static uint64_t weight_bytes(uint32_t rows, uint64_t row_bytes, uint32_t members, const ipu_matmul_grid *g,
+                             uint32_t i)
+{
+    if (!g->gather)
+        return rows * row_bytes * members;
+    uint32_t lo, hi;
+    ipu_band(rows, g->gm, 1, i, &lo, &hi);
+    return (uint64_t)(hi - lo) * row_bytes * members + rows * row_bytes;
+}
 
 /* The fullest tile of a serial grid (gs > 1).  Tile (i, j, l) holds B block
  * (l, j) and its result rows (all of band i with gk = 1, else sub-band l)
@@ -52,7 +68,7 @@ static uint64_t serial_footprint(uint32_t m, uint32_t n, uint32_t k, size_t in, 
             uint32_t k0, k1, s0, s1;
             ipu_band(k, g->gk, ipu_plan_k_align(in), l, &k0, &k1);
             ipu_band(r1 - r0, g->gk, 1, l, &s0, &s1);
-            uint64_t whole = (uint64_t)(k1 - k0) * stride(widest, in) * members +
+            uint64_t whole = weight_bytes(k1 - k0, stride(widest, in), members, g, i) +
                              (uint64_t)(g->gk == 1 ? r1 - r0 : s1 - s0) * c_row, piece_peak = 0;
             for (uint32_t t = 0; t < g->gs; t++) {
                 /* Piece t's rows: chunk t of every sub-band (the same on every owner). */
@@ -76,7 +92,7 @@ uint64_t ipu_matmul_tile_footprint(uint32_t m, uint32_t n, uint32_t k, int in_dt
     if (g->gs > 1)
         return serial_footprint(m, n, k, in, out, members, g);
     uint64_t best = 0;
-    /* Tile (i, j, l) holds A block (i, l), B block (l, j), and its result
+    /* Tile (i, j, l) holds A block (i, l), B block (l, j) (weight_bytes), and its result
      * block, or with gk > 1 its partial, the staged sub-band l of the other
      * partials and its reduced piece (lower/matmul.c). */
     for (uint32_t i = 0; i < g->gm; i++) {
@@ -90,8 +106,8 @@ uint64_t ipu_matmul_tile_footprint(uint32_t m, uint32_t n, uint32_t k, int in_dt
                 uint32_t n0, n1;
                 ipu_band(n, g->gn, IPU_PLAN_COL_ALIGN, j, &n0, &n1);
                 uint64_t c_row = stride(n1 - n0, out);
-                uint64_t bytes = (r1 - r0) * stride(k1 - k0, in) + (k1 - k0) * stride(n1 - n0, in) * members +
-                                 (r1 - r0) * c_row;
+                uint64_t bytes = (r1 - r0) * stride(k1 - k0, in) +
+                                 weight_bytes(k1 - k0, stride(n1 - n0, in), members, g, i) + (r1 - r0) * c_row;
                 if (g->gk > 1)
                     bytes += (uint64_t)g->gk * (s1 - s0) * c_row;
                 best = bytes > best ? bytes : best;
@@ -116,7 +132,9 @@ static int by_cycles(const void *pa, const void *pb)
         return a->gm < b->gm ? -1 : 1;
     if (a->gn != b->gn)
         return a->gn < b->gn ? -1 : 1;
-    return a->gs < b->gs ? -1 : a->gs > b->gs;
+    if (a->gs != b->gs)
+        return a->gs < b->gs ? -1 : 1;
+    return a->gather < b->gather ? -1 : a->gather > b->gather;
 }
 
 /* What a frontier trades against cycles (coarse model): B's resident block,
@@ -216,28 +234,31 @@ ipu_status ipu_catalogue_matmul(ipu_ctx *ctx, const ipu_profile *p, uint32_t m, 
     for (uint32_t gm = 1; gm <= m && gm <= p->tiles && status == IPU_OK; gm++)
         for (uint32_t gn = 1; (uint64_t)gm * gn <= p->tiles && status == IPU_OK; gn++)
             for (uint32_t gk = 1; (uint64_t)gm * gn * gk <= p->tiles && status == IPU_OK; gk++) {
-                uint32_t s = 0;
-                for (ipu_matmul_grid grid; s < IPU_MATMUL_SERIAL_COUNTS && status == IPU_OK; s++) {
-                    /* More pieces only make chunks thinner. */
-                    if (!ipu_matmul_grid_cost(p, o->budget, m, n, k, in_dtype, out_dtype, members, gm, gn, gk,
-                                              ipu_matmul_serial_counts[s], &grid))
-                        break;
-                    out->enumerated++;
-                    if (grid.a_bytes > o->budget || grid.b_bytes > o->budget ||
-                        (resident && o->weight_limit && grid.b_bytes > o->weight_limit)) {
-                        out->filtered++;
-                        continue;
+                uint32_t fitted = 0;
+                for (uint32_t gather = 0; gather <= (resident && gm > 1) && status == IPU_OK; gather++)
+                    for (uint32_t s = 0; s < IPU_MATMUL_SERIAL_COUNTS && status == IPU_OK; s++) {
+                        ipu_matmul_grid grid;
+                        /* More pieces only make chunks thinner. */
+                        if (!ipu_matmul_grid_cost(p, o->budget, m, n, k, in_dtype, out_dtype, members, gm, gn, gk,
+                                                  ipu_matmul_serial_counts[s], gather, &grid))
+                            break;
+                        out->enumerated++;
+                        fitted++;
+                        if (grid.a_bytes > o->budget || grid.b_bytes > o->budget ||
+                            (resident && o->weight_limit && grid.b_bytes > o->weight_limit)) {
+                            out->filtered++;
+                            continue;
+                        }
+                        status = add_to_group(ctx, &current, &current_capacity, &filled, group, &grid);
+                        if (status == IPU_OK && filled == group) {
+                            out->groups++;
+                            status = frontier(ctx, current, &filled, cap, resident);
+                            if (status == IPU_OK)
+                                status = merge(ctx, &merged, &merged_count, &merged_capacity, current, filled);
+                            filled = 0;
+                        }
                     }
-                    status = add_to_group(ctx, &current, &current_capacity, &filled, group, &grid);
-                    if (status == IPU_OK && filled == group) {
-                        out->groups++;
-                        status = frontier(ctx, current, &filled, cap, resident);
-                        if (status == IPU_OK)
-                            status = merge(ctx, &merged, &merged_count, &merged_capacity, current, filled);
-                        filled = 0;
-                    }
-                }
-                if (s == 0 && gk > 1)
+                if (!fitted && gk > 1)
                     break; /* larger gk only makes bands thinner */
             }
     if (status == IPU_OK && filled) {

@@ -14,6 +14,15 @@
  * Footprint: A block, B block (every member of a parameter sequence),
  * partials or result, reduction staging and the reduced piece.
  *
+ * A gathering grid (gather, gm > 1, B a parameter) keeps each B block once:
+ * its home cuts block (l, j) into gm row bands, band i on replica i's tile,
+ * and before the GEMMs one exchange step brings every tile the current
+ * member's whole block (the other gm - 1 bands; its own band is a local
+ * copy).  Rows of A then split gm ways without replicating the weights:
+ * each tile receives its A rows, a weight block and its partials, which at
+ * gm > 1 is less than the whole rows a weights-stationary grid must take.
+ * Resident: every member's band; transient: one member's whole block.
+ *
  * A serial grid (gs > 1) computes each tile's rows in gs pieces in turn
  * (ipu_matmul_chunk): per piece one step brings that piece of A, the tile
  * runs one GEMM per chunk of it (gk chunks, one per reduction owner), and
@@ -52,6 +61,14 @@ static uint64_t gemm_cycles(const ipu_profile *p, int in_dtype, int out_dtype, u
     call.entry = f8 ? IPU_K_GEMM_F8 : IPU_K_GEMM_F16;
     call.args[3] = m, call.args[4] = n, call.args[5] = k;
     call.args[f8 ? 8 : 6] = (uint32_t)out_dtype;
+    return ipu_kernel_cycles(&call, p);
+}
+
+static uint64_t copy_cycles(const ipu_profile *p, uint64_t bytes)
+{
+    ipu_kernel_call call = {0};
+    call.entry = IPU_K_COPY;
+    call.args[2] = (uint32_t)bytes;
     return ipu_kernel_cycles(&call, p);
 }
 
@@ -107,30 +124,43 @@ uint32_t ipu_matmul_piece_rows(uint32_t m, const ipu_matmul_grid *g, uint32_t i,
 
 int ipu_matmul_grid_cost(const ipu_profile *p, uint32_t budget, uint32_t m, uint32_t n, uint32_t k,
                          int in_dtype, int out_dtype, uint32_t members, uint32_t gm, uint32_t gn, uint32_t gk,
-                         uint32_t gs, ipu_matmul_grid *out)
+                         uint32_t gs, uint32_t gather, ipu_matmul_grid *out)
 {
     size_t in = ipu_dtype_size(in_dtype), outsz = ipu_dtype_size(out_dtype);
-    if (!in || !outsz || !gs || (uint64_t)gm * gn * gk > p->tiles || gm > m)
+    if (!in || !outsz || !gs || (uint64_t)gm * gn * gk > p->tiles || gm > m || (gather && gm < 2))
         return 0;
-    uint32_t mb = ceil_div(m, gm), kb = max_band(k, gk, ipu_plan_k_align(in)),
+    uint32_t align = ipu_plan_k_align(in), mb = ceil_div(m, gm), kb = max_band(k, gk, align),
              nb = max_band(n, gn, IPU_PLAN_COL_ALIGN);
     /* With gk > 1 every row band must split into gk non-empty pieces, and
      * with gs > 1 every one of those into gs non-empty chunks. */
     if (!kb || !nb || (gk > 1 && m / gm < gk) || (gs > 1 && m / gm / gk < gs))
         return 0;
+    if (gather) {
+        /* Every K band must cut into gm non-empty home bands: the first
+         * band is the narrowest but for the tail, the last. */
+        uint32_t lo, hi, first;
+        ipu_band(k, gk, align, 0, &lo, &first);
+        ipu_band(k, gk, align, gk - 1, &lo, &hi);
+        if (first < gm || hi - lo < gm)
+            return 0;
+    }
     memset(out, 0, sizeof *out);
-    out->gm = gm, out->gn = gn, out->gk = gk, out->gs = gs;
+    out->gm = gm, out->gn = gn, out->gk = gk, out->gs = gs, out->gather = gather;
     /* Largest sub-band (reduction owner's rows), chunk and piece of a band. */
     uint32_t sub = ceil_div(mb, gk), chunk = ceil_div(sub, gs), piece = gs == 1 ? mb : gk * chunk;
-    uint64_t a_piece = piece * stride(kb, in), b_block = kb * stride(nb, in) * members;
+    uint64_t b_one = kb * stride(nb, in), own = (kb / gm) * stride(nb, in);
+    uint64_t a_piece = piece * stride(kb, in), gathered = gather ? b_one : 0,
+             b_block = gather ? ceil_div(kb, gm) * stride(nb, in) * members : b_one * members;
     uint64_t c_row = stride(nb, outsz), c_block = mb * c_row;
     out->compute_cycles = gs == 1 ? gemm_cycles(p, in_dtype, out_dtype, mb, nb, kb)
                                   : (uint64_t)gs * gk * gemm_cycles(p, in_dtype, out_dtype, chunk, nb, kb);
     out->operand_cycles = gs * ipu_plan_exchange_cycles(p, a_piece);
+    if (gather)
+        out->operand_cycles += copy_cycles(p, own) + ipu_plan_exchange_cycles(p, b_one - own);
     out->a_bytes = a_piece;
     out->b_bytes = b_block;
     if (gk == 1) {
-        out->tile_bytes = a_piece + b_block + c_block;
+        out->tile_bytes = a_piece + b_block + gathered + c_block;
     } else {
         /* Per piece: each owner receives gk - 1 chunks of the partials and sums them. */
         uint64_t chunk_bytes = chunk * c_row, reduce = ipu_plan_exchange_cycles(p, (gk - 1) * chunk_bytes) +
@@ -145,6 +175,7 @@ int ipu_matmul_grid_cost(const ipu_profile *p, uint32_t budget, uint32_t m, uint
          * reduced sub-band, one piece of partials and its staging. */
         out->tile_bytes = gs == 1 ? a_piece + b_block + c_block + gk * chunk_bytes
                                   : a_piece + b_block + sub * c_row + piece * c_row + (gk - 1) * chunk_bytes;
+        out->tile_bytes += gathered;
     }
     out->support_bytes = serial_support(p, budget, gk, gs);
     out->tile_bytes += out->support_bytes;
@@ -192,6 +223,22 @@ ipu_status ipu_matmul_layouts(ipu_ctx *ctx, uint32_t m, uint32_t n, uint32_t k, 
         ipu_layout_free(a), ipu_layout_free(b), ipu_layout_free(c);
     }
     return status;
+}
+
+ipu_status ipu_matmul_weight_home(ipu_ctx *ctx, const ipu_matmul_grid *g, const ipu_layout *b, ipu_layout *out)
+{
+    uint32_t gm = g->gm, gk = b->row_parts, gn = b->col_parts;
+    IPU_TRY(ipu_layout_alloc(ctx, out, b->rows, b->cols, b->elem, gk * gm, gn, 1));
+    memcpy(out->col_bounds, b->col_bounds, ((size_t)gn + 1) * sizeof *out->col_bounds);
+    for (uint32_t l = 0; l < gk; l++)
+        for (uint32_t i = 0; i < gm; i++) {
+            uint32_t lo, hi;
+            ipu_band(b->row_bounds[l + 1] - b->row_bounds[l], gm, 1, i, &lo, &hi);
+            out->row_bounds[l * gm + i + 1] = b->row_bounds[l] + hi;
+            for (uint32_t j = 0; j < gn; j++)
+                out->tiles[((size_t)l * gm + i) * gn + j] = ipu_layout_tile(b, l, j, i);
+        }
+    return IPU_OK;
 }
 
 ipu_status ipu_matmul_input_home(ipu_ctx *ctx, const ipu_matmul_grid *g, const ipu_layout *a, int spread,

@@ -106,16 +106,18 @@ static void smallest_grid(const ipu_plan *plan, size_t index, uint64_t *param, u
     for (uint32_t gm = 1; gm <= a->rows && gm <= p->tiles; gm++)
         for (uint32_t gn = 1; (uint64_t)gm * gn <= p->tiles; gn++)
             for (uint32_t gk = 1; (uint64_t)gm * gn * gk <= p->tiles; gk++) {
-                uint32_t s = 0;
-                for (; s < IPU_MATMUL_SERIAL_COUNTS; s++) {
-                    if (!ipu_matmul_grid_cost(p, plan->budget, a->rows, b->cols, a->cols, a->dtype, c->dtype,
-                                              b->sequence, gm, gn, gk, ipu_matmul_serial_counts[s], &grid))
-                        break;
-                    uint64_t moving = grid.tile_bytes - (resident ? grid.b_bytes : 0);
-                    *param = grid.b_bytes < *param ? grid.b_bytes : *param;
-                    *transient = moving < *transient ? moving : *transient;
-                }
-                if (s == 0 && gk > 1)
+                uint32_t fitted = 0;
+                for (uint32_t gather = 0; gather <= (resident && gm > 1); gather++)
+                    for (uint32_t s = 0; s < IPU_MATMUL_SERIAL_COUNTS; s++, fitted++) {
+                        if (!ipu_matmul_grid_cost(p, plan->budget, a->rows, b->cols, a->cols, a->dtype, c->dtype,
+                                                  b->sequence, gm, gn, gk, ipu_matmul_serial_counts[s], gather,
+                                                  &grid))
+                            break;
+                        uint64_t moving = grid.tile_bytes - (resident ? grid.b_bytes : 0);
+                        *param = grid.b_bytes < *param ? grid.b_bytes : *param;
+                        *transient = moving < *transient ? moving : *transient;
+                    }
+                if (!fitted && gk > 1)
                     break;
             }
     if (!resident)
@@ -235,10 +237,12 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
     if (!plan->home[op->in[0]].tiles)
         IPU_TRY(ipu_matmul_input_home(ctx, best, &o->a, ipu_ir_homing_op(g, op->in[0]) < index,
                                       &plan->home[op->in[0]]));
-    if (!plan->home[op->in[1]].tiles)
+    if (!plan->home[op->in[1]].tiles && best->gather)
+        IPU_TRY(ipu_matmul_weight_home(ctx, best, &o->b, &plan->home[op->in[1]]));
+    else if (!plan->home[op->in[1]].tiles)
         IPU_TRY(ipu_layout_copy(ctx, &plan->home[op->in[1]], &o->b));
     if (b->role == IPU_ROLE_PARAM)
-        plan->param_bytes += ipu_layout_largest_block(&o->b, members);
+        plan->param_bytes += ipu_layout_largest_block(&plan->home[op->in[1]], members);
     return op->biased ? plan_bias(ctx, plan, index) : IPU_OK;
 }
 
@@ -510,10 +514,10 @@ json_t *ipu_plan_json(const ipu_plan *plan)
         if (op->kind == IPU_IR_MATMUL) {
             const ipu_catalogue *c = &o->catalogue;
             json_object_set_new(entry, "grid",
-                                json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "rows",
+                                json_pack("{s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I}", "rows",
                                           (json_int_t)o->grid.gm, "cols", (json_int_t)o->grid.gn,
                                           "reduction", (json_int_t)o->grid.gk, "serial",
-                                          (json_int_t)o->grid.gs, "compute",
+                                          (json_int_t)o->grid.gs, "gather", (int)o->grid.gather, "compute",
                                           (json_int_t)o->grid.compute_cycles, "operands",
                                           (json_int_t)o->grid.operand_cycles, "reduce",
                                           (json_int_t)o->grid.reduce_cycles, "tiles",
@@ -524,21 +528,21 @@ json_t *ipu_plan_json(const ipu_plan *plan)
             json_t *grids = json_array();
             for (uint32_t r = 0; r < c->count; r++) {
                 const ipu_matmul_grid *x = &c->grids[r];
-                json_array_append_new(grids, json_pack("[I, I, I, I, I, I, I, I, I]", (json_int_t)x->gm,
+                json_array_append_new(grids, json_pack("[I, I, I, I, I, I, I, I, I, b]", (json_int_t)x->gm,
                                                        (json_int_t)x->gn, (json_int_t)x->gk, (json_int_t)x->cycles,
                                                        (json_int_t)x->tile_bytes, (json_int_t)x->exact_bytes,
                                                        (json_int_t)x->a_bytes, (json_int_t)x->b_bytes,
-                                                       (json_int_t)x->gs));
+                                                       (json_int_t)x->gs, (int)x->gather));
             }
             json_object_set_new(entry, "catalogue",
-                                json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:[s, s, s, s, s, s, s, s, s]}",
+                                json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:[s, s, s, s, s, s, s, s, s, s]}",
                                           "enumerated", (json_int_t)c->enumerated, "filtered",
                                           (json_int_t)c->filtered, "groups", (json_int_t)c->groups, "frontier",
                                           (json_int_t)c->frontier, "shortlisted", (json_int_t)c->shortlisted,
                                           "retained", (json_int_t)c->count, "fit", (json_int_t)o->fits,
                                           "refined", (json_int_t)o->refined, "candidates", grids, "columns",
                                           "rows", "cols", "reduction", "cycles", "coarse_bytes", "exact_bytes",
-                                          "a_bytes", "b_bytes", "serial"));
+                                          "a_bytes", "b_bytes", "serial", "gather"));
         }
         if (op->kind == IPU_IR_ATTENTION || op->kind == IPU_IR_MAP_POOL)
             json_object_set_new(entry, "attention",

@@ -35,10 +35,12 @@ static inline uint32_t ipu_plan_k_align(size_t elem)
 typedef struct ipu_matmul_grid {
     uint32_t gm, gn, gk;
     uint32_t gs; /* serial pieces: each tile computes its rows in gs pieces in turn (1: at once) */
+    uint32_t gather; /* a parameter's current member is gathered onto the gm replicas of its block from a
+                      * home holding each block once (ipu_matmul_weight_home); 0: every replica resident */
     uint64_t compute_cycles, operand_cycles, reduce_cycles, cycles;
     uint64_t tile_bytes; /* op-local footprint: the sum of the largest blocks (coarse bound) */
     uint64_t a_bytes;    /* of which A's largest block */
-    uint64_t b_bytes;    /* of which B's largest block (every member of a sequence) */
+    uint64_t b_bytes;    /* of which B's largest resident block (every member of a sequence) */
     uint64_t exact_bytes; /* op-local footprint of the fullest tile (catalogue: detailed model) */
     uint64_t support_bytes; /* serial grids: support counted with the footprint (ipu_matmul_grid_cost) */
 } ipu_matmul_grid;
@@ -140,7 +142,11 @@ extern const uint32_t ipu_matmul_serial_counts[IPU_MATMUL_SERIAL_COUNTS];
  * the shape. */
 int ipu_matmul_grid_cost(const ipu_profile *p, uint32_t budget, uint32_t m, uint32_t n, uint32_t k,
                          int in_dtype, int out_dtype, uint32_t members, uint32_t gm, uint32_t gn, uint32_t gk,
-                         uint32_t gs, ipu_matmul_grid *out);
+                         uint32_t gs, uint32_t gather, ipu_matmul_grid *out);
+/* B's home under a gathering grid: block (l, j) of the B layout b cut into
+ * gm row bands, band i on the tile of replica i, so each block is held once
+ * and every tile of the grid holds a share of it. */
+ipu_status ipu_matmul_weight_home(ipu_ctx *ctx, const ipu_matmul_grid *g, const ipu_layout *b, ipu_layout *out);
 /* A home for A when the matmul is its first reader (a graph input, the
  * Repeat's carried tensor): at once, replica 0 of the A layout a (read in
  * place); serial or `spread`, each A block cut into row bands over the
