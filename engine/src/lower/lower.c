@@ -376,7 +376,15 @@ ipu_status low_current_member(lowering *L, size_t index, int slot, const ipu_lay
     if (advancing && op->kind == IPU_IR_MATMUL && slot == 2 &&
         ipu_low_take_inject(&L->prog->inject, IPU_INJECT_BIAS_MEMBER_FROZEN))
         advancing = 0;
-    IPU_TRY(low_redistribute_from(L, &L->plan->home[tensor], low_home_ids(L, tensor), advancing, l, *own, label));
+    /* A home cutting the columns as l does moves whole padded rows, which
+     * write the destinations' padding too: nothing to clear. */
+    const ipu_layout *home = &L->plan->home[tensor];
+    if (home->col_parts == l->col_parts &&
+        !memcmp(home->col_bounds, l->col_bounds, ((size_t)l->col_parts + 1) * sizeof *l->col_bounds))
+        for (size_t b = 0; b < block_count(l); b++)
+            if ((*own)[b] != IPU_LOW_LITERAL)
+                L->cleared[(*own)[b]] = 1;
+    IPU_TRY(low_redistribute_from(L, home, low_home_ids(L, tensor), advancing, l, *own, label));
     *ids = *own;
     return IPU_OK;
 }
