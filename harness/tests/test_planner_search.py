@@ -58,14 +58,20 @@ def k_align(insz):
 SERIAL = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]
 
 
-def partitions(m, n, k, tiles, insz):
-    """Every grid the catalogue enumerates: (gm, gn, gk, gs)."""
+def partitions(m, n, k, tiles, insz, resident=False):
+    """Every grid the catalogue enumerates: (gm, gn, gk, gs, gather).  A
+    weighted grid with several row bands also gathers its weights when every
+    K band cuts into gm non-empty home bands."""
     out = []
     for gm in range(1, min(m, tiles) + 1):
         for gn in range(1, tiles // gm + 1):
             for gk in range(1, tiles // (gm * gn) + 1):
                 if max_band(k, gk, k_align(insz)) and max_band(n, gn, 4) and (gk == 1 or m // gm >= gk):
-                    out += [(gm, gn, gk, gs) for gs in SERIAL if gs == 1 or m // gm // gk >= gs]
+                    serial = [gs for gs in SERIAL if gs == 1 or m // gm // gk >= gs]
+                    out += [(gm, gn, gk, gs, 0) for gs in serial]
+                    widths = [hi - lo for lo, hi in (band(k, gk, k_align(insz), l) for l in range(gk))]
+                    if resident and gm > 1 and min(widths) >= gm:
+                        out += [(gm, gn, gk, gs, 1) for gs in serial]
     return out
 
 
@@ -92,14 +98,24 @@ def tiles_of(m, n, k, gm, gn, gk, insz):
 CAPACITY = 637872 - 1760
 
 
-def serial_footprint(m, n, k, insz, outsz, members, gm, gn, gk, gs, budget):
+def weights(k0, k1, row, members, gm, i, gather):
+    """B on tile (i, j, l): every member of its block, or gathering, every
+    member of its home band i and one member's whole block."""
+    if not gather:
+        return (k1 - k0) * row * members
+    lo, hi = band(k1 - k0, gm, 1, i)
+    return (hi - lo) * row * members + (k1 - k0) * row
+
+
+def serial_footprint(m, n, k, insz, outsz, members, gm, gn, gk, gs, budget, gather=0):
     """Per tile: B and the result rows for the whole op; per piece its A
     rows, and with gk > 1 its partials, then beside them the staged chunks
     of the other partials."""
     best = 0
     for i, l, (r0, r1), (k0, k1), (s0, s1), (n0, n1) in tiles_of(m, n, k, gm, gn, gk, insz):
         c_row = pad8((n1 - n0) * outsz)
-        whole = (k1 - k0) * pad8((n1 - n0) * insz) * members + (r1 - r0 if gk == 1 else s1 - s0) * c_row
+        whole = weights(k0, k1, pad8((n1 - n0) * insz), members, gm, i, gather) \
+            + (r1 - r0 if gk == 1 else s1 - s0) * c_row
         peak = 0
         for t in range(gs):
             rows = sum(hi - lo for lo, hi in (chunk(m, gm, gk, gs, i, q, t) for q in range(gk)))
@@ -112,13 +128,13 @@ def serial_footprint(m, n, k, insz, outsz, members, gm, gn, gk, gs, budget):
     return best + max(0, gs * (112 * gk + 64) - max(0, CAPACITY - budget) // 8)
 
 
-def exact_footprint(m, n, k, insz, outsz, members, gm, gn, gk, gs, budget):
+def exact_footprint(m, n, k, insz, outsz, members, gm, gn, gk, gs, budget, gather=0):
     if gs > 1:
-        return serial_footprint(m, n, k, insz, outsz, members, gm, gn, gk, gs, budget)
+        return serial_footprint(m, n, k, insz, outsz, members, gm, gn, gk, gs, budget, gather)
     best = 0
-    for _, _, (r0, r1), (k0, k1), (s0, s1), (n0, n1) in tiles_of(m, n, k, gm, gn, gk, insz):
+    for i, _, (r0, r1), (k0, k1), (s0, s1), (n0, n1) in tiles_of(m, n, k, gm, gn, gk, insz):
         c_row = pad8((n1 - n0) * outsz)
-        size = (r1 - r0) * pad8((k1 - k0) * insz) + (k1 - k0) * pad8((n1 - n0) * insz) * members \
+        size = (r1 - r0) * pad8((k1 - k0) * insz) + weights(k0, k1, pad8((n1 - n0) * insz), members, gm, i, gather) \
             + (r1 - r0) * c_row
         if gk > 1:
             size += gk * (s1 - s0) * c_row
@@ -142,9 +158,9 @@ def check_catalogues(info, report, tiles, catalogue_budget, cap, group):
         a, b, c = (tensors[name] for name in (*spec["inputs"][:2], spec["output"]))
         m, k, n = a["rows"], a["cols"], b["cols"]
         cat = op["catalogue"]
-        assert cat["enumerated"] == len(partitions(m, n, k, tiles, SIZES[a["dtype"]]))
-        assert cat["groups"] == -(-(cat["enumerated"] - cat["filtered"]) // group)
         resident = b["role"] == "parameter"
+        assert cat["enumerated"] == len(partitions(m, n, k, tiles, SIZES[a["dtype"]], resident))
+        assert cat["groups"] == -(-(cat["enumerated"] - cat["filtered"]) // group)
         assert 1 <= cat["retained"] <= cat["shortlisted"] <= (3 if resident else 1) * cap
         rows = [dict(zip(cat["columns"], r)) for r in cat["candidates"]]
         assert len(rows) == cat["retained"]
@@ -160,11 +176,11 @@ def check_catalogues(info, report, tiles, catalogue_budget, cap, group):
             assert r["a_bytes"] <= catalogue_budget and r["b_bytes"] <= catalogue_budget
             assert r["exact_bytes"] == exact_footprint(m, n, k, SIZES[a["dtype"]], SIZES[c["dtype"]],
                                                        b["sequence"], r["rows"], r["cols"], r["reduction"],
-                                                       r["serial"], catalogue_budget)
+                                                       r["serial"], catalogue_budget, r["gather"])
             assert r["coarse_bytes"] >= r["exact_bytes"]
         g = op["grid"]
-        assert (g["rows"], g["cols"], g["reduction"], g["serial"]) in {
-            (r["rows"], r["cols"], r["reduction"], r["serial"]) for r in rows}
+        assert (g["rows"], g["cols"], g["reduction"], g["serial"], g["gather"]) in {
+            (r["rows"], r["cols"], r["reduction"], r["serial"], r["gather"]) for r in rows}
         assert cat["fit"] >= 1
 
 

@@ -17,9 +17,10 @@ from test_planner_search import SIZES, exact_footprint, partitions
 
 
 def smallest_at_once(m, n, k, insz, outsz, tiles):
-    """The smallest exact per-tile footprint of any at-once grid (gs = 1)."""
-    return min(exact_footprint(m, n, k, insz, outsz, 1, gm, gn, gk, 1, None)
-               for gm, gn, gk, gs in partitions(m, n, k, tiles, insz) if gs == 1)
+    """The smallest exact per-tile footprint of any at-once grid (gs = 1),
+    weights resident on every replica or gathered."""
+    return min(exact_footprint(m, n, k, insz, outsz, 1, gm, gn, gk, 1, None, gather)
+               for gm, gn, gk, gs, gather in partitions(m, n, k, tiles, insz, True) if gs == 1)
 
 
 def floor_of(tiles, tokens, channels, hidden, batch, precision):

@@ -2,7 +2,7 @@
  *
  * Every tile grid (gm, gn, gk), computed at once or in gs serial pieces
  * (matmul.c), is a partition.  Partitions whose operand blocks alone (A's,
- * or B's with every member of a parameter sequence) exceed the catalogue
+ * B's with every member of a parameter sequence, or a gathered member's) exceed the catalogue
  * budget are filtered out, and for a parameter those whose weight block
  * exceeds the search's replication bound (weight_limit); the rest are
  * enumerated in groups (group_size partitions in enumeration order), each
@@ -244,7 +244,7 @@ ipu_status ipu_catalogue_matmul(ipu_ctx *ctx, const ipu_profile *p, uint32_t m, 
                             break;
                         out->enumerated++;
                         fitted++;
-                        if (grid.a_bytes > o->budget || grid.b_bytes > o->budget ||
+                        if (grid.a_bytes > o->budget || grid.b_bytes > o->budget || grid.gathered_bytes > o->budget ||
                             (resident && o->weight_limit && grid.b_bytes > o->weight_limit)) {
                             out->filtered++;
                             continue;

@@ -159,6 +159,7 @@ int ipu_matmul_grid_cost(const ipu_profile *p, uint32_t budget, uint32_t m, uint
         out->operand_cycles += copy_cycles(p, own) + ipu_plan_exchange_cycles(p, b_one - own);
     out->a_bytes = a_piece;
     out->b_bytes = b_block;
+    out->gathered_bytes = gathered;
     if (gk == 1) {
         out->tile_bytes = a_piece + b_block + gathered + c_block;
     } else {

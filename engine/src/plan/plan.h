@@ -41,6 +41,7 @@ typedef struct ipu_matmul_grid {
     uint64_t tile_bytes; /* op-local footprint: the sum of the largest blocks (coarse bound) */
     uint64_t a_bytes;    /* of which A's largest block */
     uint64_t b_bytes;    /* of which B's largest resident block (every member of a sequence) */
+    uint64_t gathered_bytes; /* of which, gathering, B's largest block of one member (0: none) */
     uint64_t exact_bytes; /* op-local footprint of the fullest tile (catalogue: detailed model) */
     uint64_t support_bytes; /* serial grids: support counted with the footprint (ipu_matmul_grid_cost) */
 } ipu_matmul_grid;
