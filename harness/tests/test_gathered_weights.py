@@ -21,21 +21,12 @@ from pathlib import Path
 import pytest
 
 from ipu_e2e import native
+from test_planner_search import band, k_align, pad8
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = REPO / "harness" / "bin" / "ipu-e2e-test"
 ELEMENT_BYTES = {"f32": 4, "f16": 2, "f143": 1, "f152": 1}
 SHAPE = re.compile(r"(?:(\d+)x)?(\d+)x(\d+) (\w+)")
-
-
-def band(total, parts, align, index):
-    units = -(-total // align)
-    lo, hi = index * units // parts * align, (index + 1) * units // parts * align
-    return min(lo, total), min(hi, total)
-
-
-def round8(n):
-    return (n + 7) // 8 * 8
 
 
 @pytest.fixture(scope="module")
@@ -79,9 +70,8 @@ def test_each_weight_block_is_held_once_and_gathered_per_layer(run):
         gm, gn, gk = grid["rows"], grid["cols"], grid["reduction"]
         weight = tensors[info["ops"][op["op"]]["inputs"][1]]
         k, n, layers, elem = weight["rows"], weight["cols"], weight["sequence"], ELEMENT_BYTES[weight["dtype"]]
-        align = max(4, 8 // elem)
-        row_bytes = sum(round8((hi - lo) * elem) for lo, hi in (band(n, gn, 4, j) for j in range(gn)))
-        widest = max(hi - lo for lo, hi in (band(k, gk, align, l) for l in range(gk)))
+        row_bytes = sum(pad8((hi - lo) * elem) for lo, hi in (band(n, gn, 4, j) for j in range(gn)))
+        widest = max(hi - lo for lo, hi in (band(k, gk, k_align(elem), l) for l in range(gk)))
         stored = allocations_of(timeline, weight["name"])
         assert {kind for *_, kind in stored} == {"parameter"}
         assert len(stored) == len({tile for tile, *_ in stored}) == gm * gn * gk
@@ -94,4 +84,4 @@ def test_each_weight_block_is_held_once_and_gathered_per_layer(run):
         for tile, size, shape, kind in copies:
             members, rows, cols, _ = SHAPE.fullmatch(shape).groups()
             assert kind == "operand copy" and members is None, (tile, shape)
-            assert size == int(rows) * round8(int(cols) * elem) and int(rows) <= widest
+            assert size == int(rows) * pad8(int(cols) * elem) and int(rows) <= widest
