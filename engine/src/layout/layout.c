@@ -103,6 +103,12 @@ void ipu_layout_rotate(ipu_layout *l, uint32_t by, uint32_t tiles)
             l->tiles[b] = (uint32_t)(((uint64_t)l->tiles[b] + by) % tiles);
 }
 
+int ipu_layout_same_columns(const ipu_layout *a, const ipu_layout *b)
+{
+    return a->col_parts == b->col_parts &&
+           !memcmp(a->col_bounds, b->col_bounds, ((size_t)a->col_parts + 1) * sizeof *a->col_bounds);
+}
+
 int ipu_layout_same(const ipu_layout *a, const ipu_layout *b)
 {
     return a->rows == b->rows && a->cols == b->cols && a->elem == b->elem &&

@@ -47,6 +47,8 @@ ipu_status ipu_layout_follow(ipu_ctx *ctx, ipu_layout *dst, const ipu_layout *sr
 ipu_status ipu_layout_stack_rows(ipu_ctx *ctx, ipu_layout *dst, const ipu_layout *src, uint32_t copies);
 /* Move every present block from tile t to tile (t + by) % tiles. */
 void ipu_layout_rotate(ipu_layout *l, uint32_t by, uint32_t tiles);
+/* The columns cut alike (the pieces a move between them takes are whole rows). */
+int ipu_layout_same_columns(const ipu_layout *a, const ipu_layout *b);
 /* Same shape, bounds and tiles. */
 int ipu_layout_same(const ipu_layout *a, const ipu_layout *b);
 /* Bytes of the largest block times members (a sequence's storage). */

@@ -379,8 +379,7 @@ ipu_status low_current_member(lowering *L, size_t index, int slot, const ipu_lay
     /* A home cutting the columns as l does moves whole padded rows, which
      * write the destinations' padding too: nothing to clear. */
     const ipu_layout *home = &L->plan->home[tensor];
-    if (home->col_parts == l->col_parts &&
-        !memcmp(home->col_bounds, l->col_bounds, ((size_t)l->col_parts + 1) * sizeof *l->col_bounds))
+    if (ipu_layout_same_columns(home, l))
         for (size_t b = 0; b < block_count(l); b++)
             if ((*own)[b] != IPU_LOW_LITERAL)
                 L->cleared[(*own)[b]] = 1;

@@ -90,13 +90,6 @@ static ipu_status piece_layout(lowering *L, const ipu_layout *a, uint32_t m, con
     return IPU_OK;
 }
 
-/* Whether two layouts cut the columns alike (their pieces are whole rows). */
-static int same_columns(const ipu_layout *x, const ipu_layout *y)
-{
-    return x->col_parts == y->col_parts &&
-           !memcmp(x->col_bounds, y->col_bounds, ((size_t)x->col_parts + 1) * sizeof *x->col_bounds);
-}
-
 typedef struct matmul_lowering {
     lowering *L;
     size_t index;
@@ -347,7 +340,7 @@ ipu_status ipu_lower_matmul(lowering *L, size_t index)
     const uint32_t *source_ids = low_home_ids(L, op->in[0]);
     ipu_layout spread = {0};
     uint32_t *spread_ids = NULL;
-    if (status == IPU_OK && M.gs > 1 && !in_place && !same_columns(home_a, &o->a)) {
+    if (status == IPU_OK && M.gs > 1 && !in_place && !ipu_layout_same_columns(home_a, &o->a)) {
         char name[64];
         snprintf(name, sizeof name, "%.36s@op%zu.spread", M.ta->name, index);
         status = ipu_matmul_input_home(L->ctx, &o->grid, &o->a, 1, &spread);
