@@ -10,7 +10,8 @@ CPU: a few FP16 ulps), rounded outwards.  Its last run here: the
 device-precision reference (attention in the plan's mode, matmuls in the
 plan's blocks and split sums) is bit-exact for all 51 plans, outputs and
 all 1,242 op outputs; fp32/f16 worst cosine 0.986318, atol 0.198, norm 1 +-
-0.0261.  `--min-cosine`, `--atol` and `--rtol` override the output defaults.
+0.0261.  `--min-cosine`, `--atol`, `--rtol` and `--norm-tolerance` override the output
+defaults.
 """
 
 # Per (reference mode, output dtype): the defaults.
@@ -28,11 +29,12 @@ MARGINS = {"cosine_gap_factor": 2.0, "atol_factor": 2.0, "norm_factor": 2.0,
            "atol_rms_allowance": 0.002}
 
 
-def criteria(mode, dtype, min_cosine=None, atol=None, rtol=None):
+def criteria(mode, dtype, min_cosine=None, atol=None, rtol=None, norm_tolerance=None):
     """The criteria for an output: the defaults of (mode, dtype), each
     overridden when given."""
     chosen = dict(DEFAULTS.get((mode, dtype), DEFAULTS[(mode, "f32")]))
-    for key, value in (("min_cosine", min_cosine), ("atol", atol), ("rtol", rtol)):
+    for key, value in (("min_cosine", min_cosine), ("atol", atol), ("rtol", rtol),
+                       ("norm_tolerance", norm_tolerance)):
         if value is not None:
             chosen[key] = value
     return chosen

@@ -23,7 +23,7 @@ ATTENTION_MODES = ("auto", "flash", "materialized")
 SHARED = ("batch", "memory_budget", "search_budget", "catalogue_budget", "frontier_cap", "catalogue_group",
           "exchange_stream_words", "balance_streams", "exchange_rank", "search_seconds", "search_beam",
           "search_steps", "probe_capacity", "seed", "reference_run", "reference_fp32",
-          "reference_inferences", "min_cosine", "atol", "rtol",
+          "reference_inferences", "min_cosine", "atol", "rtol", "norm_tolerance",
           "check_ops", "inject", "dump_tensors", "compile_only",
           "memory_profile_directory", "tokens", "channels", "hidden")
 # Flags of one family, with the value they take when not given (None: the engine's default).
@@ -38,7 +38,7 @@ BUILD_FLAGS = ("batch", "memory_budget", "search_budget", "catalogue_budget", "f
                "memory_profile_directory", "tokens", "channels", "hidden") + tuple(
     name for flags in ONLY.values() for name in flags)
 # The output check's flags: they need the reference (--reference-run, or a --package replay).
-CHECK_FLAGS = ("reference_fp32", "min_cosine", "atol", "rtol")
+CHECK_FLAGS = ("reference_fp32", "min_cosine", "atol", "rtol", "norm_tolerance")
 # The flags that need a device run (refused with --compile-only).
 RUN_FLAGS = ("reference_run", "check_ops", "reference_inferences", "dump_tensors", "profile_directory", "package")
 AMP_RATES = {("f143", "f16"): "amp_macs_fp8", ("f143", "f32"): "amp_macs_fp8",
@@ -147,6 +147,9 @@ def add_arguments(p):
                             + tolerances.help_text())
     group.add_argument("--rtol", type=tolerance, default=None, metavar="R",
                        help="the relative part R of the elementwise bound (default: see --atol)")
+    group.add_argument("--norm-tolerance", type=tolerance, default=None, metavar="T",
+                       help="the output check's bound on the norm ratio: |norm(device) / norm(reference) "
+                            "- 1| <= T (default: see --atol)")
     group.add_argument("--inject", metavar="MUTATION", default=None,
                        help="tests only: compile with one named mutation, a seeded compiler bug (the list: "
                             "ipu-e2e-test --list-mutations), to see which check catches it and what it names")
@@ -417,7 +420,8 @@ def execute(ctx, args, profile, package, progress, started, reports):
             continue
         ref = workload.reference_output(t["name"])
         check = check_outputs(ctx, ref, outputs[t["name"]], t["dtype"], t["rows"], t["cols"],
-                              tolerances.criteria(mode, t["dtype"], args.min_cosine, args.atol, args.rtol))
+                              tolerances.criteria(mode, t["dtype"], args.min_cosine, args.atol, args.rtol,
+                                                  args.norm_tolerance))
         check["tensor"] = t["name"]
         check["op"] = producing_op(winfo, t["name"])
         checks.append(check)

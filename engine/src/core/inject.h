@@ -53,6 +53,8 @@ typedef enum ipu_inject {
     IPU_INJECT_OUTGOING_BASE_NOT_RESET, /* the loop leaves OUTGOING_BASE set after its phase */
     /* exchange (appended) */
     IPU_INJECT_OUTGOING_BASE_KEPT,      /* a Repeat exchange's tables leave OUTGOING_BASE set */
+    /* planning (appended): a bug that only costs cycles */
+    IPU_INJECT_PLAN_FIT_TAKES_LAST,     /* the fitting step keeps the last candidate that fits, not the first */
     IPU_INJECT_COUNT
 } ipu_inject;
 

@@ -559,6 +559,8 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     /* The driver's own mutation is applied; the stages see none. */
     int stage_inject = c.inject == IPU_INJECT_INPUT_RECORD_SHIFTED ? IPU_INJECT_NONE : c.inject;
     c.plan.inject = stage_inject;
+    if (c.inject == IPU_INJECT_PLAN_FIT_TAKES_LAST) /* the planner's alone: lowering has no place for it */
+        stage_inject = IPU_INJECT_NONE;
     c.plan.caps = caps;
     ipu_build a, last; /* last: the candidate before, for --probe-capacity */
     memset(&a, 0, sizeof a);
@@ -675,7 +677,13 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
                 break;
             }
             json_array_append_new(tries, try_json(&a, why, shrunk));
-            if (shrunk < 0 || attempts == ATTEMPTS) {
+            if ((shrunk < 0 || attempts >= ATTEMPTS) && !c.plan.smallest) {
+                c.plan.smallest = 1; /* the last resort, as below */
+                ipu_ctx_clear_error(ctx);
+                status = IPU_OK;
+                continue;
+            }
+            if (shrunk < 0 || attempts >= ATTEMPTS || c.plan.smallest) {
                 exhausted = 1;
                 break; /* the placement error stands */
             }
@@ -684,15 +692,21 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         }
         if (status != IPU_OK)
             break;
-        if (shrunk < 0 || attempts == ATTEMPTS) {
+        if ((shrunk < 0 || attempts >= ATTEMPTS) && !c.plan.smallest) {
+            /* The last resort: every matmul at its smallest candidate, which
+             * the shrinking steps above need not reach (they shrink where the
+             * peak is, one op at a time). */
+            c.plan.smallest = 1;
+            continue;
+        }
+        if (shrunk < 0 || attempts >= ATTEMPTS || c.plan.smallest) {
             exhausted = 1;
             status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                               "no plan fits the memory budget of %u bytes per tile%s: after %u candidate "
-                              "plans the last needs %llu bytes on tile %u at phase %u, and %s",
+                              "plans the last, every matmul at its smallest candidate, needs %llu bytes on "
+                              "tile %u at phase %u",
                               c.plan.budget, support_note(searched, c.plan.budget), attempts,
-                              (unsigned long long)a.peak, a.peak_tile, ipu_low_step_phase(&a.prog, a.peak_step),
-                              shrunk < 0 ? "no matmul holding memory there has a smaller candidate"
-                                         : "the search stopped at its attempt limit");
+                              (unsigned long long)a.peak, a.peak_tile, ipu_low_step_phase(&a.prog, a.peak_step));
             break;
         }
     }

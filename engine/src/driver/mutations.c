@@ -45,6 +45,7 @@ static const ipu_mutation MUTATIONS[] = {
     {IPU_INJECT_OUTGOING_BASE_NOT_RESET, "outgoing-base-not-reset", "stress", "the loop leaves OUTGOING_BASE set after its phase"},
     {IPU_INJECT_OUTGOING_BASE_KEPT, "outgoing-base-not-restored", "exchange", "a Repeat exchange sets OUTGOING_BASE and leaves it set"},
     {IPU_INJECT_INPUT_RECORD_SHIFTED, "input-record-shifted", "driver", "the recorded input bytes are one row out of place"},
+    {IPU_INJECT_PLAN_FIT_TAKES_LAST, "plan-fit-takes-last", "plan", "the fitting step keeps the last matmul candidate that fits (the slowest), not the first"},
 };
 
 const ipu_mutation *ipu_mutation_named(const char *name)

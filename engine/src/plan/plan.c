@@ -184,7 +184,9 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
     uint64_t reserved = plan->param_bytes + later_params;
     const ipu_matmul_grid *best = plan->options.smallest ? smallest_candidate(cat) : NULL;
     uint32_t skip = plan->options.choices ? plan->options.choices[index] : 0;
-    /* Fastest first: the first that fits (after `skip` of them) is the choice; the rest are counted. */
+    /* Fastest first: the first that fits (after `skip` of them) is the choice;
+     * the rest are counted.  Injected: every one that fits replaces it. */
+    int take_last = plan->options.inject == IPU_INJECT_PLAN_FIT_TAKES_LAST;
     for (uint32_t i = 0; i < cat->count && !plan->options.smallest; i++) {
         const ipu_matmul_grid *grid = &cat->grids[i];
         if (cap && grid->exact_bytes > cap)
@@ -194,7 +196,7 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
             o->refined++;
             ok = fits_budget(plan, index, grid, grid->exact_bytes, reserved, later_transient, resident);
         }
-        if (ok && o->fits++ == skip)
+        if (ok && (o->fits++ == skip || take_last))
             best = grid;
     }
     if (!best && skip && o->fits)
