@@ -319,7 +319,7 @@ static void test_random_heavy(void **state)
         } else {
             failed++;
             const char *msg = ipu_ctx_errmsg(ctx);
-            if (st != IPU_ERR_INVALID_ARGUMENT || !strstr(msg, "placement failed on tile ") ||
+            if (st != IPU_ERR_NO_PLAN || !strstr(msg, "placement failed on tile ") ||
                 !strstr(msg, "largest hole"))
                 TSEED_FAIL("unexpected failure %s: %s", ipu_status_name(st), ipu_ctx_errmsg(ctx));
         }
@@ -364,7 +364,7 @@ static void test_access_tail(void **state)
     add_req(&c, 1, room / 2, 8, 0, 5, 0, 0xFFFFFFFFu, "neighbour");
     c.req[0].access_tail = 64;
     ipu_ctx *ctx = ipu_ctx_create();
-    assert_int_equal(run(ctx, &p, &c), IPU_ERR_INVALID_ARGUMENT);
+    assert_int_equal(run(ctx, &p, &c), IPU_ERR_NO_PLAN);
     assert_non_null(strstr(ipu_ctx_errmsg(ctx), "placement failed on tile 1"));
     ipu_ctx_clear_error(ctx);
     /* With room for the tail, the neighbour stays clear of it. */
@@ -512,7 +512,7 @@ static void test_failure_message(void **state)
     ipu_ctx *ctx = ipu_ctx_create();
     for (size_t i = 0; i < c.n; i++)
         c.req[i].address = 0;
-    assert_int_equal(run(ctx, &p, &c), IPU_ERR_INVALID_ARGUMENT);
+    assert_int_equal(run(ctx, &p, &c), IPU_ERR_NO_PLAN);
     const char *msg = ipu_ctx_errmsg(ctx);
     char want[5][128];
     snprintf(want[0], sizeof want[0], "%llu bytes free", fb);

@@ -1,11 +1,13 @@
 """ci/nightly: the nightly regression matrix.  Runs every case of a case list
-(ci/cases.json) as its own process, `ipu-e2e-test`, `ipu-e2e-bench` or
-`ipu-e2e-fuzz`, and checks that its exit code is the one expected (pass: 0;
+(ci/cases.json) as its own process, `ipu-e2e-test`, `ipu-e2e-bench`,
+`ipu-e2e-fuzz` or `ipu-e2e-random` (random workloads over a fresh seed range,
+failures kept as regression cases), and checks that its exit code is the one expected (pass: 0;
 reject, the planner refusing a budget: 1 with result.json's status
 REJECTED).  Each case gets its own output folder (given to
 the command as --output; `{output}` in an argument names it too).  It reads the figures the command wrote to its
 output folder: simulated cycles and the lowest min cosine of result.json, or
-a bench's JSON (a fuzz run's fuzz.json) with its targets.  These are compared with the case's
+a bench's JSON (a fuzz run's fuzz.json) with its targets (a random run's
+random.json: each failed case with the command that reproduces it).  These are compared with the case's
 baseline (ci/baselines.json).  A case regresses when its cycles exceed the
 baseline by more than 1%, when its min cosine falls more than 0.001 below
 the baseline's, or when its wall time is over 1.5x a baseline of at least
@@ -44,7 +46,8 @@ from .progress import Progress
 REPO = Path(__file__).resolve().parents[2]
 COMMANDS = {"test": REPO / "harness" / "bin" / "ipu-e2e-test",
             "bench": REPO / "harness" / "bin" / "ipu-e2e-bench",
-            "fuzz": REPO / "harness" / "bin" / "ipu-e2e-fuzz"}
+            "fuzz": REPO / "harness" / "bin" / "ipu-e2e-fuzz",
+            "random": REPO / "harness" / "bin" / "ipu-e2e-random"}
 # A rejection (no candidate plan fits the budget) exits 1 with result.json's
 # status REJECTED (its rejection record).
 EXPECTED = {"pass": "0", "reject": "1 with a REJECTED result.json"}
@@ -150,6 +153,14 @@ def figures_of(case, folder):
         if cosines:
             figures["min_cosine"] = min(cosines)
         return figures, []
+    if case["command"] == "random":
+        path = folder / "random.json"
+        if not path.exists():
+            return {}, ["no random.json was written"]
+        result = json.loads(path.read_text())
+        failed = [e for e in result["cases"] if e["status"] != "ok"]
+        return {"cases": len(result["cases"]), "passed": result["passed"]}, [
+            f"{e['name']} failed ({'; '.join(e['problems'])}); reproduce: {' '.join(e['reproduce'])}" for e in failed]
     pattern = "fuzz.json" if case["command"] == "fuzz" else "bench-*.json"
     found = sorted(folder.glob(pattern))
     if not found:
@@ -194,11 +205,30 @@ def as_expected(case, code, folder):
         return False
 
 
+def error_of(code, folder):
+    """For exit 3, what result.json says went wrong: a compiler inconsistency
+    (never a rejection) or a device fault."""
+    if code != EXIT_FAULT:
+        return ""
+    try:
+        result = json.loads((folder / "result.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    if not isinstance(result, dict):
+        return ""
+    if result.get("status") == "INCONSISTENT":
+        return f": compiler inconsistency: {result.get('message')}"
+    if result.get("status") == "FAULT":
+        return f": device fault: {result.get('message')}"
+    return ""
+
+
 def run_case(case, output, baseline):
     folder = output / "cases" / case["name"]
     folder.mkdir(parents=True, exist_ok=True)
     args = [a.replace("{output}", str(folder)) for a in case["args"]]
-    command = [sys.executable, str(COMMANDS[case["command"]]), *args, "--output", str(folder), "--quiet"]
+    # Its own flags first: a command may pass the flags after `--` on (ipu-e2e-random's to its builds).
+    command = [sys.executable, str(COMMANDS[case["command"]]), "--output", str(folder), "--quiet", *args]
     (folder / "result.json").unlink(missing_ok=True)  # an earlier attempt's
     began = time.monotonic()
     code, log = child.execute(command, case["timeout_seconds"])
@@ -212,7 +242,8 @@ def run_case(case, output, baseline):
     elif code < 0:
         entry["problems"].append(f"the process died of {signal.Signals(-code).name}")
     elif not as_expected(case, code, folder):
-        entry["problems"].append(f"exit {code}, expected {EXPECTED[case['expect']]} ({case['expect']})")
+        entry["problems"].append(f"exit {code}, expected {EXPECTED[case['expect']]} ({case['expect']})"
+                                 + error_of(code, folder))
     figures, problems = {}, []
     if code is not None and code >= 0:
         try:
@@ -226,7 +257,8 @@ def run_case(case, output, baseline):
         entry["mutations"] = json.loads(table.read_text())["mutations"]
     entry["problems"] += problems
     entry["regressions"] = compare(figures, baseline or {}) if not entry["problems"] else []
-    entry["status"] = "failed" if entry["problems"] else "regressed" if entry["regressions"] else "ok"
+    entry["status"] = ("error" if code == EXIT_FAULT else "failed") if entry["problems"] else \
+        "regressed" if entry["regressions"] else "ok"
     return entry
 
 
@@ -243,8 +275,10 @@ def delta(figures, baseline, key, form):
 
 
 def headline(summary):
+    errors = f"; {summary['errors']} error(s): exit 3, a compiler inconsistency or a device fault" \
+        if summary.get("errors") else ""
     if summary["complete"]:
-        return f"# Nightly matrix: {summary['passed']} of {len(summary['cases'])} cases as expected"
+        return f"# Nightly matrix: {summary['passed']} of {len(summary['cases'])} cases as expected{errors}"
     finished = {e["name"] for e in summary["cases"]}
     missing = [n for n in summary["planned"] if n not in finished]
     return (f"# Nightly matrix INTERRUPTED: {len(finished)} of {len(summary['planned'])} planned cases finished "
@@ -275,6 +309,7 @@ def write_summary(output, plan, entries):
     summary = {**run_reports.record("nightly-summary", ["ci/nightly", *sys.argv[1:]]),
                "planned": [c["name"] for c in plan], "complete": len(entries) == len(plan),
                "cases": entries, "passed": sum(e["status"] == "ok" for e in entries),
+               "errors": sum(e["status"] == "error" for e in entries),
                "limits": {"cycles_ratio": CYCLES_RATIO, "cosine_drop": COSINE_DROP, "wall_ratio": WALL_RATIO,
                           "wall_floor_seconds": WALL_FLOOR}}
     artifacts.write_json(output / "summary.json", summary)

@@ -34,9 +34,18 @@ REGRESSIONS = REPO / "fixtures" / "random" / "regressions.json"
 CASE_TIMEOUT = 600
 TILES = (2, 3, 4, 5, 6, 8, 12, 13, 16, 24, 32, 48, 64, 96)
 STREAM_WORDS = (1, 2, 3, 8, 16, 64, 256)
-# Outputs at least this wide: the FP32 criteria come from the full-size noise
-# floor, and a per-row cosine over a handful of FP8-rounded elements is noise.
+# Outputs at least this wide: a per-row cosine over a handful of FP8-rounded
+# elements is noise.
 MIN_WIDTH = 16
+# The FP32 replay's criteria.  The defaults come from the full-size noise
+# floor; these small, odd, FP8 geometries (a pooled output of 2 rows x 16, a
+# reduction over 17 elements) sit further from FP32, and the device-precision
+# check before the replay is the exact one.  Measured over 995 correct
+# replays (seeds 1000-1999): worst min cosine 0.934738, norm ratio 1 +-
+# 0.1028, atol needed 0.3953 at rtol 0.125; with the noise floor's margins
+# (tolerances.MARGINS: twice the cosine gap, atol and norm deviation),
+# rounded outwards.
+FP32_CRITERIA = {"min_cosine": 0.86, "atol": 0.8, "rtol": 0.125, "norm_tolerance": 0.21}
 
 
 def odd_size(rng, lo, hi):
@@ -211,7 +220,8 @@ def run_case(case, folder):
             entry["problems"].append(f"device-precision run: {entry['runs'][-1]['outcome']}")
     else:
         entry["cycles"] = result["cycles"]
-        replay = ["--package", str(package)]
+        replay = ["--package", str(package)] + [
+            f"--{key.replace('_', '-')}={value}" for key, value in FP32_CRITERIA.items()]
         code, result, log = test_run(replay, folder / "fp32", CASE_TIMEOUT)
         entry["runs"].append({"command": ["ipu-e2e-test", *replay], "outcome": outcome(code, result, log)})
         if code != 0:
@@ -293,6 +303,9 @@ def work(args, extra, progress):
         return one_case(args)
     if args.seeds is None and not args.fresh and not args.regressions:
         raise UsageError("give the cases to run: --seeds SPEC, --fresh N or --regressions")
+    if args.keep_failures and extra:
+        raise UsageError(f"--keep-failures keeps generated cases as regressions; not with the flags after -- "
+                         f"({' '.join(extra)}), which the kept case would not have")
     plan = planned(args, extra)
     if args.list:
         for case in plan:

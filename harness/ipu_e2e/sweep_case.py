@@ -3,7 +3,8 @@ as jobs on any machine of the fan-out.  The build stage runs `ipu-e2e-test
 --compile-only --save-package` into the case folder and classifies it: built,
 rejected (the planner found no plan that fits the budget: exit 1 and
 result.json's status REJECTED with its rejection record), timed out or
-error.  The run stage
+error (a compiler inconsistency, exit 3, is an error and never a rejection:
+its message is the note).  The run stage
 replays the saved package (`ipu-e2e-test --package`, the same checks) into
 run/: passed, failed (a check), timed out or error.  Each stage first removes
 what an unfinished earlier attempt left, keeps the command lines
@@ -71,6 +72,8 @@ def classify_build(folder, code, log):
         return "built", None, None
     if code == 1 and status == "REJECTED" and isinstance(result.get("rejection"), dict):
         return "rejected", result["rejection"].get("reason"), result["rejection"]
+    if code == 3 and status == "INCONSISTENT" and isinstance(result.get("message"), str):
+        return "error", f"build exit 3: {result['message']}", None
     return "error", f"build exit {code}: {error_line(log)}", None
 
 

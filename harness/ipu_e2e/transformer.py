@@ -330,6 +330,15 @@ def execute(ctx, args, profile, package, progress, started, reports):
             written = memory_pages(args.memory_profile_directory, error.rejection["memory_profiles"], progress,
                                    reports) if args.memory_profile_directory else []
             return EXIT_CHECK_FAILED, rejected(workload, profile, error, wall, written)
+        except native.IpuError as error:
+            if error.status != native.INTERNAL:
+                raise
+            # A stage found the compiler's own product inconsistent: a compiler bug, not a rejection.
+            wall["compile"] = time.perf_counter() - started - wall["workload"]
+            winfo = workload.info()
+            return EXIT_FAULT, {"workload": winfo["name"], "device": profile["name"], "tiles": profile["tiles"],
+                                "options": winfo["options"], "geometry": geometry(winfo), "wall_seconds": wall,
+                                "status": "INCONSISTENT", "message": error.message}
         wall.update({f"compile_{k}": v for k, v in compiled["wall_seconds"].items()})
         if args.memory_profile_directory:
             memory_profiles = memory_pages(args.memory_profile_directory, compiled["memory_profiles"], progress,
@@ -674,6 +683,10 @@ def report(result, out):
     print(summary(result), file=out)
     if result["status"] == "REJECTED":
         rejection_lines(result, out)
+        print(result["status"], file=out)
+        return
+    if result["status"] == "INCONSISTENT" and "estimate" not in result:
+        print(f"  {result['message']}", file=out)
         print(result["status"], file=out)
         return
     if "estimate" in result:

@@ -55,6 +55,9 @@ typedef enum ipu_inject {
     IPU_INJECT_OUTGOING_BASE_KEPT,      /* a Repeat exchange's tables leave OUTGOING_BASE set */
     /* planning (appended): a bug that only costs cycles */
     IPU_INJECT_PLAN_FIT_TAKES_LAST,     /* the fitting step keeps the last candidate that fits, not the first */
+    /* back-end inconsistencies (appended): the next stage must say so, not reject */
+    IPU_INJECT_DESCRIPTOR_AREA_SHORT,   /* a tile's descriptor area is sized without its exchange tables */
+    IPU_INJECT_CONFLICT_ACROSS_TILES,   /* a separation conflict pairs buffers on two tiles */
     IPU_INJECT_COUNT
 } ipu_inject;
 

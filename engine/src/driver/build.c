@@ -42,6 +42,15 @@ ipu_status ipu_build_plan(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g
     return status;
 }
 
+/* A back-end stage that refuses the compiler's own product (a request,
+ * table or descriptor area the compiler itself made: INVALID_ARGUMENT) has
+ * found a compiler inconsistency, named by stage and object; not fitting
+ * the budget or the device (NO_PLAN) is the search's to handle. */
+static ipu_status stage_outcome(ipu_ctx *ctx, ipu_status status, const char *stage, const char *what)
+{
+    return status == IPU_ERR_INVALID_ARGUMENT ? IPU_INCONSISTENT(ctx, stage, "%s", what) : status;
+}
+
 ipu_status ipu_build_package(ipu_ctx *ctx, ipu_build *b, const ipu_xmode *mode, json_t *meta,
                              const ipu_assembly_record *records, size_t record_count, ipu_package **out,
                              ipu_support_map *support)
@@ -49,16 +58,20 @@ ipu_status ipu_build_package(ipu_ctx *ctx, ipu_build *b, const ipu_xmode *mode, 
     ipu_xprogram exchanges;
     ipu_package_layout layout;
     memset(&layout, 0, sizeof layout);
-    ipu_status status = ipu_exchange_program(ctx, &b->prog, mode, &exchanges);
+    ipu_status status = stage_outcome(ctx, ipu_exchange_program(ctx, &b->prog, mode, &exchanges), "exchange",
+                                      "the exchange programs of the lowered program");
     if (status == IPU_OK)
-        status = ipu_package_lay_out(ctx, &b->prog, &exchanges, &layout, support);
+        status = stage_outcome(ctx, ipu_package_lay_out(ctx, &b->prog, &exchanges, &layout, support), "package",
+                               "the support storage layout");
     if (status == IPU_OK) {
         ipu_place_support room = {support->code_end, support->descriptor_end, layout.desc_base};
-        status = ipu_place_program(ctx, &b->prog, &room);
+        status = stage_outcome(ctx, ipu_place_program(ctx, &b->prog, &room), "place",
+                               "the placement requests of the lowered program");
     }
     if (status == IPU_OK)
-        status = ipu_package_encode(ctx, &b->prog, &exchanges, &layout, meta, records, record_count, out,
-                                    &b->assembly);
+        status = stage_outcome(ctx, ipu_package_encode(ctx, &b->prog, &exchanges, &layout, meta, records,
+                                                       record_count, out, &b->assembly),
+                               "package", "the encoding of the package");
     else
         json_decref(meta);
     ipu_package_layout_free(&layout);

@@ -405,7 +405,7 @@ static ipu_status probe_capacity(ipu_ctx *ctx, ipu_build *a, const ipu_xmode *mo
         ipu_status placed = status == IPU_OK ? ipu_place_program(ctx, &a->prog, &room) : status;
         if (placed == IPU_OK)
             found = extra;
-        else if (placed == IPU_ERR_INVALID_ARGUMENT)
+        else if (placed == IPU_ERR_NO_PLAN)
             ipu_ctx_clear_error(ctx);
         else
             status = placed; /* out of memory, cancelled */
@@ -414,27 +414,27 @@ static ipu_status probe_capacity(ipu_ctx *ctx, ipu_build *a, const ipu_xmode *mo
     ipu_package_layout_free(&layout);
     ipu_xprogram_free(&exchanges);
     ipu_support_map_free(&map);
-    if (status == IPU_ERR_INVALID_ARGUMENT) { /* the support itself does not fit */
+    if (status == IPU_ERR_NO_PLAN) { /* the support itself does not fit */
         char support[512];
         snprintf(support, sizeof support, "%s", ipu_ctx_errmsg(ctx));
         ipu_ctx_clear_error(ctx);
-        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "%s (--probe-capacity: the last candidate's %s)", why,
+        return IPU_FAIL(ctx, IPU_ERR_NO_PLAN, "%s (--probe-capacity: the last candidate's %s)", why,
                         support);
     }
     if (status != IPU_OK)
         return status;
     ipu_ctx_clear_error(ctx);
     if (found == UINT32_MAX)
-        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+        return IPU_FAIL(ctx, IPU_ERR_NO_PLAN,
                         "%s (--probe-capacity: the last candidate does not place with up to %u more bytes per tile "
                         "either)",
                         why, PROBE_LIMIT);
     if (found == 0)
-        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+        return IPU_FAIL(ctx, IPU_ERR_NO_PLAN,
                         "%s (--probe-capacity: the last candidate places on the device as it is: the budget, "
                         "not the SRAM, turns it down)",
                         why);
-    return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+    return IPU_FAIL(ctx, IPU_ERR_NO_PLAN,
                     "%s (--probe-capacity: the last candidate places with %u more bytes (%u KiB) of SRAM on every "
                     "tile, and not with %u)",
                     why, found, found / 1024, found - PROBE_STEP);
@@ -452,7 +452,7 @@ static ipu_status choose_attention(ipu_ctx *ctx, const ipu_profile *p, const ipu
         o.attention = m;
         ipu_plan plan;
         ipu_status status = ipu_plan_graph(ctx, p, g, &o, &plan);
-        if (status == IPU_ERR_INVALID_ARGUMENT) { /* this mode does not plan */
+        if (status == IPU_ERR_NO_PLAN || status == IPU_ERR_INVALID_ARGUMENT) { /* this mode does not plan */
             ipu_ctx_clear_error(ctx);
             continue;
         }
@@ -518,7 +518,7 @@ static ipu_status search_from(ipu_ctx *ctx, compile_options *c, const ipu_worklo
                           : IPU_NO_MEMORY(ctx);
         else
             json_decref(meta);
-        if (status == IPU_ERR_INVALID_ARGUMENT) /* the search placed it: building it again must too */
+        if (status == IPU_ERR_NO_PLAN) /* the search placed it: building it again must too */
             status = IPU_INCONSISTENT(ctx, "search", "rebuilding the searched candidate");
         if (status == IPU_OK) {
             ipu_package_free(*out);
@@ -589,13 +589,19 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         ipu_build_free(&a);
         stage = "plan";
         status = ipu_build_plan(ctx, p, g, &c.plan, stage_inject, &a, &t);
-        exhausted = status == IPU_ERR_INVALID_ARGUMENT;
-        if (status == IPU_ERR_INVALID_ARGUMENT && attempts > 1) {
+        exhausted = status == IPU_ERR_NO_PLAN;
+        if (status == IPU_ERR_NO_PLAN && !c.plan.smallest) { /* the last resort, as below */
+            ipu_ctx_clear_error(ctx);
+            status = IPU_OK;
+            c.plan.smallest = 1;
+            continue;
+        }
+        if (status == IPU_ERR_NO_PLAN && first_peak) {
             /* A capped re-plan found nothing: say so in terms of the user's budget. */
             char why[1024];
             snprintf(why, sizeof why, "%s", ipu_ctx_errmsg(ctx));
             ipu_ctx_clear_error(ctx);
-            status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+            status = IPU_FAIL(ctx, IPU_ERR_NO_PLAN,
                               "no plan fits the memory budget of %u bytes per tile%s: the first candidate "
                               "needed %llu bytes on tile %u; after %u smaller choices: %s",
                               c.plan.budget, support_note(searched, c.plan.budget), (unsigned long long)first_peak,
@@ -603,7 +609,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         }
         if (status != IPU_OK)
             break;
-        if (attempts == 1)
+        if (!first_peak)
             first_peak = a.peak, first_peak_tile = a.peak_tile;
         status = write_profile(ctx, &sink, &a.prog, g, "finalist", NULL);
         long shrunk = -1;
@@ -629,7 +635,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
                                   ipu_mutation_name(c.inject));
                 break;
             }
-            if (status != IPU_ERR_INVALID_ARGUMENT)
+            if (status != IPU_ERR_NO_PLAN)
                 break; /* placed and packaged, or failed for another reason */
             stage = "place";
             char why[1024];
@@ -701,7 +707,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         }
         if (shrunk < 0 || attempts >= ATTEMPTS || c.plan.smallest) {
             exhausted = 1;
-            status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+            status = IPU_FAIL(ctx, IPU_ERR_NO_PLAN,
                               "no plan fits the memory budget of %u bytes per tile%s: after %u candidate "
                               "plans the last, every matmul at its smallest candidate, needs %llu bytes on "
                               "tile %u at phase %u",
@@ -720,7 +726,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
             *out = NULL;
         }
     }
-    json_t *rejection = status == IPU_ERR_INVALID_ARGUMENT && exhausted
+    json_t *rejection = status == IPU_ERR_NO_PLAN && exhausted
                             ? reject(ctx, &sink, p, g, &c.plan, stage, attempts, t.plan, t.refine)
                             : NULL;
     /* The placement report, written atomically where the caller asked. */
@@ -769,7 +775,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         }
     }
     json_decref(tries);
-    if (status == IPU_ERR_INVALID_ARGUMENT && exhausted && c.probe_capacity) {
+    if (status == IPU_ERR_NO_PLAN && exhausted && c.probe_capacity) {
         char why[1024];
         snprintf(why, sizeof why, "%s", ipu_ctx_errmsg(ctx));
         ipu_build *probed = a.prog.step_count ? &a : last.prog.step_count ? &last : NULL;
@@ -779,7 +785,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         }
     }
     /* A rejection is its own outcome: the record goes back as the report. */
-    if (rejection && status == IPU_ERR_INVALID_ARGUMENT) {
+    if (rejection && status == IPU_ERR_NO_PLAN) {
         json_object_set_new(rejection, "reason", json_string(ipu_ctx_errmsg(ctx)));
         json_object_set(rejection, "memory_profiles", sink.names);
         json_t *report = json_pack("{s:O}", "rejection", rejection);

@@ -45,6 +45,8 @@ static const ipu_mutation MUTATIONS[] = {
     {IPU_INJECT_OUTGOING_BASE_NOT_RESET, "outgoing-base-not-reset", "stress", "the loop leaves OUTGOING_BASE set after its phase"},
     {IPU_INJECT_OUTGOING_BASE_KEPT, "outgoing-base-not-restored", "exchange", "a Repeat exchange sets OUTGOING_BASE and leaves it set"},
     {IPU_INJECT_INPUT_RECORD_SHIFTED, "input-record-shifted", "driver", "the recorded input bytes are one row out of place"},
+    {IPU_INJECT_DESCRIPTOR_AREA_SHORT, "descriptor-area-short", "package", "a tile's descriptor area is sized without its exchange tables"},
+    {IPU_INJECT_CONFLICT_ACROSS_TILES, "conflict-across-tiles", "place", "a separation conflict pairs a GEMM operand with a buffer on another tile"},
     {IPU_INJECT_PLAN_FIT_TAKES_LAST, "plan-fit-takes-last", "plan", "the fitting step keeps the last matmul candidate that fits (the slowest), not the first"},
 };
 

@@ -218,10 +218,11 @@ static void drop(candidate *c, ipu_ctx *worker)
     snprintf(c->why, sizeof c->why, "%s", ipu_ctx_errmsg(worker));
 }
 
-/* Whether a worker's failure only drops its candidate (it did not plan or
- * place); anything else (an inconsistency, out of memory, cancel) stops
- * the search. */
-static int droppable(ipu_status status) { return status == IPU_ERR_INVALID_ARGUMENT; }
+/* Whether a worker's failure only drops its candidate: it does not fit
+ * (NO_PLAN), or the planner refuses the move (a key band count that does
+ * not apply: INVALID_ARGUMENT); anything else (an inconsistency, out of
+ * memory, cancel) stops the search. */
+static int droppable(ipu_status status) { return status == IPU_ERR_NO_PLAN || status == IPU_ERR_INVALID_ARGUMENT; }
 
 /* Plan candidate c: its estimate and, per op, what the plan took. */
 static ipu_status screen(search *s, ipu_ctx *worker, candidate *c)
@@ -253,7 +254,7 @@ static ipu_status build(search *s, ipu_ctx *worker, candidate *c)
     if (status == IPU_OK)
         status = ipu_build_plan(worker, s->p, s->g, &c->point.plan, s->inject, &b, &times);
     if (status == IPU_OK && b.peak > c->point.plan.budget)
-        status = IPU_FAIL(worker, IPU_ERR_INVALID_ARGUMENT,
+        status = IPU_FAIL(worker, IPU_ERR_NO_PLAN,
                           "its lowered program needs %llu bytes on tile %u, over the search budget of %u",
                           (unsigned long long)b.peak, b.peak_tile, c->point.plan.budget);
     if (status == IPU_OK) {

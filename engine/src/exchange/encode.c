@@ -135,7 +135,7 @@ static ipu_status collect(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *
     }
     for (uint32_t t = 0; t < tiles && status == IPU_OK; t++) {
         if (out->sends[t] + recvs[t] + 2 > IPU_XTABLE_ROWS_MAX)
-            status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+            status = IPU_FAIL(ctx, IPU_ERR_NO_PLAN,
                               "exchange phase: tile %u takes part in %zu transfers, more than a table holds (%u "
                               "rows with the OUTGOING_BASE rows)",
                               t, (size_t)out->sends[t] + recvs[t], IPU_XTABLE_ROWS_MAX);

@@ -157,7 +157,7 @@ ipu_status ipu_xports_place(ipu_ctx *ctx, const ipu_profile *p, ipu_xphase *phas
     }
     uint64_t horizon = c + p->exchange_latency + words;
     if (horizon > UINT32_MAX)
-        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+        return IPU_FAIL(ctx, IPU_ERR_NO_PLAN,
                         "exchange transfer %zu: the phase is too long (its last word would "
                         "arrive at cycle %llu)",
                         index, (unsigned long long)horizon);

@@ -584,7 +584,10 @@ ipu_status ipu_package_lay_out(ipu_ctx *ctx, ipu_low_program *prog, const ipu_xp
     for (uint32_t t = 0; t < tiles && status == IPU_OK; t++) {
         uint32_t code = code_bytes(out->code_entries[t]);
         out->code_max = code > out->code_max ? code : out->code_max;
-        uint64_t desc = out->desc_bytes[t] + out->xtable_bytes[t] + 4 + (uint64_t)out->patch_count[t] * IPU_PATCH_SIZE +
+        /* Injected: the first tile with exchange tables leaves them out of its area. */
+        uint64_t tables = out->xtable_bytes[t] && ipu_low_take_inject(&prog->inject, IPU_INJECT_DESCRIPTOR_AREA_SHORT)
+                              ? 0 : out->xtable_bytes[t];
+        uint64_t desc = out->desc_bytes[t] + tables + 4 + (uint64_t)out->patch_count[t] * IPU_PATCH_SIZE +
                         4ull * out->slots;
         out->desc_max = desc > out->desc_max ? desc : out->desc_max;
         out->desc_sizes[t] = desc < UINT32_MAX ? (uint32_t)desc : UINT32_MAX;
@@ -604,7 +607,7 @@ ipu_status ipu_package_lay_out(ipu_ctx *ctx, ipu_low_program *prog, const ipu_xp
         support->tensor_bytes_available = tensor_bytes_available(p, out);
     }
     if (status == IPU_OK && (out->code_end > p->aperture_base || desc_limit > ipu_profile_access_end(p)))
-        status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+        status = IPU_FAIL(ctx, IPU_ERR_NO_PLAN,
                           "package support does not fit: %u bytes of kernel code (room for %u) and "
                           "%llu bytes of descriptors per tile",
                           out->code_max, p->aperture_base - out->code_base, (unsigned long long)out->desc_max);

@@ -317,7 +317,7 @@ static ipu_status place_tile(ipu_ctx *ctx, place_state *s, uint32_t tile)
     uint32_t r2 = s->ids[l2], r3 = s->ids[s->order[at3]];
     const ipu_place_request *b = &s->req[r2], *c = &s->req[r3];
     a->address = IPU_PLACE_UNPLACED;
-    return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+    return IPU_FAIL(ctx, IPU_ERR_NO_PLAN,
                     "placement failed on tile %u: request %u '%.80s' (size %u, alignment %u, "
                     "lifetime [%u, %u], range [0x%X, 0x%X)) does not fit: "
                     "%llu bytes free during its lifetime (%llu outside the host aperture "

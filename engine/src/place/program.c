@@ -69,11 +69,15 @@ ipu_status ipu_place_program(ipu_ctx *ctx, ipu_low_program *prog, const ipu_plac
     }
     if (status == IPU_OK && conf_count && ipu_low_take_inject(&prog->inject, IPU_INJECT_SEPARATION_IGNORED))
         conf_count = 0;
+    /* Injected: the first conflict's second buffer is the first buffer on another tile. */
+    for (size_t b = 0; status == IPU_OK && conf_count && b < n; b++)
+        if (req[b].tile != req[conf[0].a].tile && ipu_low_take_inject(&prog->inject, IPU_INJECT_CONFLICT_ACROSS_TILES))
+            conf[0].b = (uint32_t)b;
     if (status == IPU_OK)
         status = ipu_place(ctx, p, req, n, conf, conf_count, reserved, tiles);
     for (size_t b = 0; b < n && status == IPU_OK; b++)
         prog->buffers[b].address = req[b].address;
-    for (size_t b = 0; b < n && status == IPU_ERR_INVALID_ARGUMENT; b++)
+    for (size_t b = 0; b < n && status == IPU_ERR_NO_PLAN; b++)
         if (req[b].address == IPU_PLACE_UNPLACED)
             prog->unplaced = (uint32_t)b;
     if (status == IPU_OK && ipu_low_take_inject(&prog->inject, IPU_INJECT_OVERLAP_ALLOCATION))

@@ -279,8 +279,8 @@ ipu_status ipu_plan_attention(ipu_ctx *ctx, ipu_plan *plan, size_t index)
     size_units(plan, index, &z);
     ipu_attention_shape s = z.s;
     uint64_t pairs = (uint64_t)s.images * s.heads;
-    if (pairs > p->tiles)
-        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+    if (pairs > p->tiles) /* the device is too small for the workload: it does not fit */
+        return IPU_FAIL(ctx, IPU_ERR_NO_PLAN,
                         "plan: op %zu (%s): %u images x %u heads need at least %llu tiles; the device "
                         "has %u",
                         index, name, s.images, s.heads, (unsigned long long)pairs, p->tiles);
@@ -309,7 +309,7 @@ ipu_status ipu_plan_attention(ipu_ctx *ctx, ipu_plan *plan, size_t index)
                                                                                : IPU_ATTENTION_FLASH;
     }
     if (bytes[mode] + plan->param_bytes > plan->budget)
-        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+        return IPU_FAIL(ctx, IPU_ERR_NO_PLAN,
                         "plan: op %zu (%s, %s): a unit of %u queries over %u keys needs %llu bytes per "
                         "tile on top of %llu bytes of resident parameters; the memory budget is %u",
                         index, name, ipu_attention_mode_name(mode),

@@ -200,17 +200,17 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
             best = grid;
     }
     if (!best && skip && o->fits)
-        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+        return IPU_FAIL(ctx, IPU_ERR_NO_PLAN,
                         "plan: op %zu (matmul %ux%ux%u) has %u candidates that fit; its choice skips %u", index, m,
                         k, n, o->fits, skip);
     if (!best) {
         const ipu_matmul_grid *smallest = smallest_candidate(cat);
         if (!smallest)
-            return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+            return IPU_FAIL(ctx, IPU_ERR_NO_PLAN,
                             "plan: no grid for op %zu (matmul %ux%ux%u) fits the catalogue budget of %u bytes "
                             "per tile: all %llu partitions have an operand block larger than that",
                             index, m, k, n, co.budget, (unsigned long long)cat->enumerated);
-        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+        return IPU_FAIL(ctx, IPU_ERR_NO_PLAN,
                         "plan: no grid for op %zu (matmul %ux%ux%u) fits the memory budget of %u "
                         "bytes per tile: of %u retained candidates the smallest needs %llu bytes "
                         "(grid %ux%ux%u in %u serial pieces) on top of %llu bytes resident or needed by later "
