@@ -5,7 +5,9 @@
  * step.  Each test asserts the fault's kind, tile and address range computed
  * here from the addresses and lifetimes the test chose, the compiler op, and
  * the allocations the fault names (the operand's own and the one it reached,
- * or the two of an element conflict):
+ * or the two of an element conflict; the owner named is always one live at
+ * the fault's phase, else none, with an ended one named apart as the nearest
+ * in time):
  *   - operand_outside_allocation: a kernel operand running past its
  *     allocation into a neighbour, an exchange send doing the same, a write
  *     into an allocation whose life ended, an access in no allocation;
@@ -179,7 +181,10 @@ static void test_write_into_ended_allocation(void **state)
     assert_int_equal(tpkg_fault_int(fault, "phase"), 2);
     assert_int_equal(tpkg_fault_int(fault, "op_index"), 1);
     expect_op(fault, 1, "op 1 add residual");
-    expect_allocation(fault, "allocation", "tmp", T, f->Y, 256);
+    /* No allocation is live there at phase 2: none is named as the owner;
+     * tmp, whose life ended, is the nearest in time. */
+    expect_allocation(fault, "allocation", NULL, 0, 0, 0);
+    expect_allocation(fault, "nearest_allocation", "tmp", T, f->Y, 256);
     expect_allocation(fault, "other_allocation", NULL, 0, 0, 0);
     assert_non_null(strstr(tpkg_fault_str(fault, "detail"), "not live"));
 }
@@ -196,6 +201,7 @@ static void test_access_in_no_allocation(void **state)
     json_t *fault = run_to_fault(f, tpkg_build(f->ctx, b));
     TPKG_EXPECT_FAULT(fault, "operand_outside_allocation", T, f->Z + 16, f->Z + 32);
     expect_allocation(fault, "allocation", NULL, 0, 0, 0);
+    expect_allocation(fault, "nearest_allocation", NULL, 0, 0, 0);
     expect_allocation(fault, "other_allocation", NULL, 0, 0, 0);
 }
 

@@ -103,7 +103,10 @@ def report(result, module, out):
               file=out)
         other = {"stale_read": "bytes written by", "element_conflict": "other operand's allocation"}.get(
             f["kind"], "reached allocation")
-        for key, what in (("allocation", "allocation"), ("other_allocation", other)):
+        if not f.get("allocation") and f["address_hi"] > f["address_lo"]:
+            print(f"  allocation: none live at phase {f['phase']}", file=out)
+        for key, what in (("allocation", "allocation"), ("nearest_allocation", "the nearest in time holding it"),
+                          ("other_allocation", other)):
             if f.get(key):
                 print(f"  {what}: {describe_allocation(f[key])}", file=out)
         return

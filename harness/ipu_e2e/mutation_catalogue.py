@@ -44,7 +44,7 @@ WORKLOADS = {
     "carry-dropped": MLP, "host-input-row-early": MLP, "host-output-row-early": MLP,
     "patch-stride-wrong": MLP, "missing-kernel-code": MLP, "allocation-size-short": MLP,
     "allocation-starts-late": MLP, "input-record-shifted": MLP, "outgoing-base-not-reset": STRESS,
-    "outgoing-base-not-restored": VIT_FLASH, "descriptor-area-short": VIT_FLASH, "conflict-across-tiles": MLP,
+    "outgoing-base-not-restored": VIT_FLASH, "descriptor-area-short": VIT_FLASH, "conflict-across-tiles": MLP, "capture-next-op": MLP, "norm-epsilon-wrong": VIT_FLASH,
     "plan-fit-takes-last": GOLDEN_MLP,
 }
 

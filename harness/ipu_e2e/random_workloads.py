@@ -220,6 +220,7 @@ def run_case(case, folder):
             entry["problems"].append(f"device-precision run: {entry['runs'][-1]['outcome']}")
     else:
         entry["cycles"] = result["cycles"]
+        entry["op_atol_rms_needed"] = max(o["atol_rms_needed"] for o in result["op_check"]["per_op"])
         replay = ["--package", str(package)] + [
             f"--{key.replace('_', '-')}={value}" for key, value in FP32_CRITERIA.items()]
         code, result, log = test_run(replay, folder / "fp32", CASE_TIMEOUT)
@@ -244,6 +245,10 @@ def markdown(summary):
     failed = [e for e in summary["cases"] if e["status"] != "ok"]
     lines = [f"# Random workloads: {summary['passed']} of {len(summary['cases'])} cases passed "
              f"({summary['retried']} tight budgets retried at their least)", ""]
+    needed = [e["op_atol_rms_needed"] for e in summary["cases"] if "op_atol_rms_needed" in e]
+    if needed:
+        lines += [f"Per-op checks, worst over {len(needed)}: atol needed {max(needed):.3g} x the op output's RMS "
+                  f"({sum(n == 0 for n in needed)} cases bit exact in every op)", ""]
     measured = [e["fp32"] for e in summary["cases"] if "fp32" in e]
     if measured:
         lines += [f"FP32 replays, worst over {len(measured)}: min cosine "

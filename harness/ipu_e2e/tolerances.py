@@ -25,8 +25,7 @@ DEFAULTS = {
 # (1 - floor) * cosine_gap_factor below 1, atol and the norm tolerance are the
 # worst measured figure times their factor; none tighter than the allowance.
 MARGINS = {"cosine_gap_factor": 2.0, "atol_factor": 2.0, "norm_factor": 2.0,
-           "cosine_gap_allowance": 1e-4, "atol_allowance": 0.02, "norm_allowance": 0.002,
-           "atol_rms_allowance": 0.002}
+           "cosine_gap_allowance": 1e-4, "atol_allowance": 0.02, "norm_allowance": 0.002}
 
 
 def criteria(mode, dtype, min_cosine=None, atol=None, rtol=None, norm_tolerance=None):
@@ -50,7 +49,13 @@ def help_text():
 # The per-op check (--check-ops): each op's device output against the
 # device-precision reference of that op alone, from the device's own inputs;
 # atol_rms is the absolute part as a fraction of the reference output's RMS.
-OP_DEFAULTS = {"min_cosine": 0.9999, "atol_rms": 0.002, "rtol": 2 ** -7, "norm_tolerance": 0.002}
+# Exact: the reference computes each op as the device does, with the same
+# library on the same CPU, and the measured floor is zero (every op output of
+# the noise floor's 51 plans and of the random workloads is bit exact), so an
+# op's output that differs at all is a wrong op, however small the
+# difference (a LayerNorm epsilon of 1e-3 for 1e-6 moves single FP16 ulps
+# per op and fails the final output only after the layers compound it).
+OP_DEFAULTS = {"min_cosine": 0.9999, "atol_rms": 0.0, "rtol": 0.0, "norm_tolerance": 0.002}
 
 
 def op_criteria():
@@ -59,5 +64,6 @@ def op_criteria():
 
 def op_help_text():
     c = OP_DEFAULTS
-    return (f"cosine >= {c['min_cosine']}, |d - r| <= {c['atol_rms']} x RMS(r) + {c['rtol']:g} |r|, norm ratio "
-            f"1 +- {c['norm_tolerance']}")
+    bound = "d = r exactly" if c["atol_rms"] == 0 and c["rtol"] == 0 else \
+        f"|d - r| <= {c['atol_rms']} x RMS(r) + {c['rtol']:g} |r|"
+    return f"{bound}, cosine >= {c['min_cosine']}, norm ratio 1 +- {c['norm_tolerance']}"

@@ -58,6 +58,8 @@ typedef enum ipu_inject {
     /* back-end inconsistencies (appended): the next stage must say so, not reject */
     IPU_INJECT_DESCRIPTOR_AREA_SHORT,   /* a tile's descriptor area is sized without its exchange tables */
     IPU_INJECT_CONFLICT_ACROSS_TILES,   /* a separation conflict pairs buffers on two tiles */
+    IPU_INJECT_CAPTURE_NEXT_OP,         /* a capture table entry names the op after the one it reads */
+    IPU_INJECT_NORM_EPSILON_WRONG,      /* a LayerNorm takes another framework's default epsilon */
     IPU_INJECT_COUNT
 } ipu_inject;
 

@@ -318,6 +318,7 @@ ipu_status ipu_device_fault_json(ipu_ctx *ctx, const ipu_device *dev, char **out
         json_object_set_new(o, "phase", json_integer(f->phase));
         json_object_set_new(o, "op", compiler_op_json(dev->pkg, f->origin));
         json_object_set_new(o, "allocation", allocation_json(dev->pkg, f->alloc));
+        json_object_set_new(o, "nearest_allocation", allocation_json(dev->pkg, f->nearest));
         json_object_set_new(o, "other_allocation", allocation_json(dev->pkg, f->other));
     }
     char *text = json_dumps(o, JSON_COMPACT);

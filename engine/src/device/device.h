@@ -46,7 +46,8 @@ typedef struct ipu_fault {
     int row;                         /* exchange/host/patch row, -1 when none */
     uint32_t phase;                  /* program phase (format.h) */
     uint32_t origin;                 /* compiler op of the phase, IPU_NO_OP when none */
-    int64_t alloc;                   /* allocation of the accessed bytes or operand, -1 when none */
+    int64_t alloc;                   /* the allocation live at phase holding the accessed bytes or operand, -1: none */
+    int64_t nearest;                 /* when none is live: the one holding them whose life is nearest, -1 */
     int64_t other;                   /* the allocation it reached, or the other operand's, -1 */
     char detail[256];
 } ipu_fault;

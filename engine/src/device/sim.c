@@ -487,19 +487,21 @@ static ipu_status execute_program(sim *s, ipu_ctx *ctx, const char *name, const 
         if (atomic_load(&s->out_of_memory))
             return IPU_NO_MEMORY(ctx);
         const ipu_fault *f = &s->fault;
-        char op[160], allocs[400] = "";
+        char op[160], allocs[640] = "";
         ipu_pkg_compiler_op_label(pkg, f->origin, op, sizeof op);
         /* What the second allocation is to the fault. */
         const char *other = f->kind == IPU_FAULT_STALE_READ        ? "; its bytes were written by allocation"
                             : f->kind == IPU_FAULT_ELEMENT_CONFLICT ? "; the other operand's allocation"
                                                                     : "; reached allocation";
-        for (int k = 0; k < 2; k++) {
-            int64_t a = k ? f->other : f->alloc;
+        if (f->alloc < 0 && f->address_hi > f->address_lo)
+            snprintf(allocs, sizeof allocs, "; no allocation live at phase %u", f->phase);
+        for (int k = 0; k < 3; k++) {
+            int64_t a = k == 0 ? f->alloc : k == 1 ? f->nearest : f->other;
             if (a < 0)
                 continue;
             size_t used = strlen(allocs);
             snprintf(allocs + used, sizeof allocs - used, "%s '%s' (tensor '%s', phases %u..",
-                     k ? other : "; allocation",
+                     k == 0 ? "; allocation" : k == 1 ? " (the nearest in time holding it:" : other,
                      ipu_pkg_string(pkg, pkg->allocs[a].name_offset),
                      ipu_pkg_string(pkg, pkg->allocs[a].tensor_offset), pkg->allocs[a].first);
             used = strlen(allocs);
@@ -507,6 +509,9 @@ static ipu_status execute_program(sim *s, ipu_ctx *ctx, const char *name, const 
                 snprintf(allocs + used, sizeof allocs - used, "end)");
             else
                 snprintf(allocs + used, sizeof allocs - used, "%u)", pkg->allocs[a].last);
+            used = strlen(allocs);
+            if (k == 1)
+                snprintf(allocs + used, sizeof allocs - used, ")");
         }
         return IPU_FAIL(ctx, IPU_ERR_DEVICE_FAULT,
                         "device fault %s on tile %u at [0x%X, 0x%X), %s program op %u%s%s%s, phase "

@@ -24,7 +24,7 @@ int sim_fault(sim *s, uint32_t tile, int kind, uint32_t lo, uint32_t hi, const c
     f->address_lo = lo;
     f->address_hi = hi;
     f->entry = f->descriptor = f->row = -1;
-    f->alloc = f->other = -1;
+    f->alloc = f->other = f->nearest = -1;
     f->origin = IPU_NO_OP;
     va_list args;
     va_start(args, fmt);
@@ -46,8 +46,10 @@ void sim_stamp(sim *s, ipu_fault *f)
     f->step = s->step;
     f->phase = s->phase;
     f->origin = s->origin;
-    if (f->alloc < 0 && f->address_hi > f->address_lo && s->pkg)
+    if (f->alloc < 0 && f->nearest < 0 && f->address_hi > f->address_lo && s->pkg) {
         f->alloc = ipu_pkg_alloc_at(s->pkg, f->tile, f->address_lo, s->phase);
+        f->nearest = ipu_pkg_alloc_nearest(s->pkg, f->tile, f->address_lo, s->phase);
+    }
 }
 
 int sim_collect_fault(sim *s)
@@ -183,6 +185,7 @@ int sim_check(sim *s, uint32_t tile, uint32_t address, uint32_t size, unsigned a
                           accessor(label, sizeof label, what, operand), address, (unsigned long long)end,
                           lo, hi);
                 t->fault.alloc = ipu_pkg_alloc_at(s->pkg, tile, lo, s->phase);
+                t->fault.nearest = ipu_pkg_alloc_nearest(s->pkg, tile, lo, s->phase);
                 t->fault.other = ipu_pkg_alloc_before(s->pkg, tile, lo, s->phase);
                 return 1;
             }
@@ -235,7 +238,8 @@ int sim_check_allocation(sim *s, uint32_t tile, uint32_t address, uint32_t size,
               "%s [0x%X, 0x%llX) %s%s%s", accessor(label, sizeof label, what, operand), address,
               (unsigned long long)end, own < 0 ? "lies in no allocation live at this phase" : whose,
               own >= 0 && !live ? ", which is not live at this phase" : "", into);
-    s->tiles[tile].fault.alloc = own;
+    s->tiles[tile].fault.alloc = live ? own : -1;
+    s->tiles[tile].fault.nearest = live ? -1 : own;
     s->tiles[tile].fault.other = reached;
     return 1;
 }

@@ -47,6 +47,8 @@ static const ipu_mutation MUTATIONS[] = {
     {IPU_INJECT_INPUT_RECORD_SHIFTED, "input-record-shifted", "driver", "the recorded input bytes are one row out of place"},
     {IPU_INJECT_DESCRIPTOR_AREA_SHORT, "descriptor-area-short", "package", "a tile's descriptor area is sized without its exchange tables"},
     {IPU_INJECT_CONFLICT_ACROSS_TILES, "conflict-across-tiles", "place", "a separation conflict pairs a GEMM operand with a buffer on another tile"},
+    {IPU_INJECT_CAPTURE_NEXT_OP, "capture-next-op", "package", "a capture table entry names the op after the one whose output it reads (the per-op check would blame an innocent op)"},
+    {IPU_INJECT_NORM_EPSILON_WRONG, "norm-epsilon-wrong", "lower", "a LayerNorm takes another framework's default epsilon (1e-3 for the model's 1e-6)"},
     {IPU_INJECT_PLAN_FIT_TAKES_LAST, "plan-fit-takes-last", "plan", "the fitting step keeps the last matmul candidate that fits (the slowest), not the first"},
 };
 

@@ -25,8 +25,10 @@ ipu_status ipu_lower_layernorm(lowering *L, size_t index)
     IPU_TRY(low_operand(L, index, 0, op->in[0], &o->a, label, &x_ids));
     IPU_TRY(low_current_member(L, index, 1, &o->b, label, &gamma_ids));
     IPU_TRY(low_current_member(L, index, 2, &o->b, label, &beta_ids));
+    /* Injected: another framework's default epsilon (Keras's 1e-3 for the model's 1e-6). */
+    float eps = ipu_low_take_inject(&L->prog->inject, IPU_INJECT_NORM_EPSILON_WRONG) ? 1e-3f : op->epsilon;
     uint32_t epsilon;
-    memcpy(&epsilon, &op->epsilon, sizeof epsilon);
+    memcpy(&epsilon, &eps, sizeof epsilon);
     IPU_TRY(low_begin_step(L, IPU_LOW_COMPUTE, label));
     if (ipu_low_take_inject(&L->prog->inject, IPU_INJECT_NORM_GAMMA_BETA_SWAPPED)) {
         const uint32_t *swap = gamma_ids;

@@ -104,8 +104,13 @@ int64_t ipu_pkg_alloc_find(const ipu_package *pkg, uint32_t tile, uint32_t addre
 
 int64_t ipu_pkg_alloc_at(const ipu_package *pkg, uint32_t tile, uint32_t address, uint32_t phase)
 {
-    int64_t holder, whole = ipu_pkg_alloc_find(pkg, tile, address, 1, phase, &holder);
-    return whole >= 0 ? whole : holder;
+    return ipu_pkg_alloc_find(pkg, tile, address, 1, phase, NULL);
+}
+
+int64_t ipu_pkg_alloc_nearest(const ipu_package *pkg, uint32_t tile, uint32_t address, uint32_t phase)
+{
+    int64_t holder, live = ipu_pkg_alloc_find(pkg, tile, address, 1, phase, &holder);
+    return live >= 0 ? -1 : holder;
 }
 
 int64_t ipu_pkg_alloc_before(const ipu_package *pkg, uint32_t tile, uint32_t address, uint32_t phase)

@@ -302,6 +302,9 @@ static ipu_status add_captures(assembly *A, ipu_pkg_builder *b)
         uint32_t step = c->step;
         ipu_pkg_capture capture = {c->op,    A->phase[step], buf->tile, buf->address, c->stride,
                                    c->row_lo, c->row_hi,            c->col_lo, c->col_hi};
+        /* Injected: a capture names the op after the one whose output it reads. */
+        if (c->op + 1 < prog->op_count && ipu_low_take_inject(&A->prog->inject, IPU_INJECT_CAPTURE_NEXT_OP))
+            capture.op++;
         status = ipu_pkg_add_capture(b, &capture);
     }
     return status;

@@ -107,9 +107,11 @@ const uint8_t *ipu_pkg_segment_bytes(const ipu_package *pkg, const ipu_pkg_segme
  * address, else the one holding it whose life is nearest phase (-1: none). */
 int64_t ipu_pkg_alloc_find(const ipu_package *pkg, uint32_t tile, uint32_t address, uint32_t size,
                            uint32_t phase, int64_t *holder);
-/* The allocation on tile holding byte address: one live at phase if any,
- * else any; -1 when none. */
+/* The allocation on tile holding byte address live at phase; -1 when none. */
 int64_t ipu_pkg_alloc_at(const ipu_package *pkg, uint32_t tile, uint32_t address, uint32_t phase);
+/* Of the allocations on tile holding byte address, none live at phase, the
+ * one whose life is nearest phase; -1 when one is live or none holds it. */
+int64_t ipu_pkg_alloc_nearest(const ipu_package *pkg, uint32_t tile, uint32_t address, uint32_t phase);
 /* The allocation that held byte address on tile before the one live at
  * phase (-1: none live there): of the others holding it, the one whose life
  * ended last before phase, else (a Repeat body's earlier iteration) the
