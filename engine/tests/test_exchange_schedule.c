@@ -108,7 +108,7 @@ static void gen_phase(tphase *t, uint32_t tiles, size_t count, uint32_t max_dsts
     }
     free(list);
     free(perm);
-    t->ph = (ipu_xphase){x, count, d, total, 0, 0};
+    t->ph = (ipu_xphase){x, count, d, total, 0, 0, 0};
 }
 
 /* Source windows in region 0, destination windows in region 1, per tile
@@ -692,7 +692,7 @@ static void test_relocation(void **state)
                      {3, base + 16, 16, 2, 1, 0, base + 16, 64}, {3, base + 256, 32, 3, 1, 0, base + 256, 128},
                      {5, base + 768, 8, 4, 1, 0, base + 768, 0}};
     ipu_xfer_dst d[5] = {{1, dst, dst}, {2, dst, dst}, {4, dst, dst}, {4, dst + 64, dst + 64}, {6, dst, dst}};
-    ipu_xphase ph = {x, 5, d, 5, 0, 0};
+    ipu_xphase ph = {x, 5, d, 5, 0, 0, 0};
     TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph, NULL));
     uint64_t bytes[16];
     uint32_t patches[16];
@@ -762,7 +762,7 @@ static void test_tight(void **state)
     const uint32_t L = p.exchange_latency;
     ipu_xfer x[16];
     ipu_xfer_dst d[32];
-    ipu_xphase ph = {x, 16, d, 16, 0, 0};
+    ipu_xphase ph = {x, 16, d, 16, 0, 0, 0};
     /* A permutation of equal unicasts (tiles 3, 7, 11 and 15 to themselves):
      * all at cycle 0. */
     for (uint32_t s = 0; s < 16; s++) {
@@ -790,13 +790,13 @@ static void test_tight(void **state)
         x[i] = (ipu_xfer){src[i], 0, 4 * words[i], first[i], n[i], 0, 0, 0};
     for (uint32_t i = 0; i < 6; i++)
         d[i].tile = dst[i];
-    ph = (ipu_xphase){x, 5, d, 6, 12345, 0};
+    ph = (ipu_xphase){x, 5, d, 6, 12345, 0, 0};
     TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph, NULL));
     for (uint32_t i = 0; i < 5; i++)
         assert_int_equal(x[i].cycle, cycle[i]);
     assert_int_equal(ph.horizon, 18 + L);
     /* Empty. */
-    ph = (ipu_xphase){NULL, 0, NULL, 0, 777, 0};
+    ph = (ipu_xphase){NULL, 0, NULL, 0, 777, 0, 0};
     TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph, NULL));
     assert_int_equal(ph.horizon, 0);
     ipu_ctx_free(ctx);
@@ -838,7 +838,7 @@ static void test_invalid(void **state)
     tpkg_profile(ctx, 16, &p);
     ipu_xfer x[3];
     ipu_xfer_dst d[5] = {{1, 0, 0}, {2, 0, 0}, {3, 0, 0}, {4, 0, 0}, {5, 0, 0}};
-    ipu_xphase ph = {x, 3, d, 5, 0, 0};
+    ipu_xphase ph = {x, 3, d, 5, 0, 0, 0};
     reset(x, d);
     TSEED_OK(ctx, ipu_exchange_schedule(ctx, &p, &ph, NULL));
     reset(x, d);
@@ -870,7 +870,7 @@ static void test_invalid(void **state)
     expect_invalid(ctx, &p, &ph, "transfer 1", "tile 2");
     ipu_ctx_clear_error(ctx);
     assert_int_equal(ipu_exchange_schedule(ctx, &p, NULL, NULL), IPU_ERR_INVALID_ARGUMENT);
-    ipu_xphase missing = {NULL, 2, d, 5, 0, 0};
+    ipu_xphase missing = {NULL, 2, d, 5, 0, 0, 0};
     ipu_ctx_clear_error(ctx);
     assert_int_equal(ipu_exchange_schedule(ctx, &p, &missing, NULL), IPU_ERR_INVALID_ARGUMENT);
     /* Encoding: addresses must be 4-byte aligned, the tiles in range. */

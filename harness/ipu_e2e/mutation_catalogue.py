@@ -26,6 +26,11 @@ VIT = ["--workload", "vit", "--tiles", "16", "--tokens", "20", "--heads", "4", "
 VIT_FLASH = VIT + ["--attention", "flash"]
 VIT_MATERIALIZED = VIT + ["--attention", "materialized"]
 VIT_SMALL = ["--workload", "vit-small", "--tiles", "64", "--layers", "1"]  # K-split reductions
+# 256-wide heads: 64 keys of keys and values fill a flash chunk, so 150 tokens take three.
+VIT_KEY_CHUNKS = ["--workload", "vit", "--tiles", "16", "--tokens", "150", "--heads", "1", "--head-dim", "256",
+                  "--channels", "256", "--hidden", "40", "--layers", "1", "--attention", "flash"]
+# A budget whose plan computes the matmuls in serial pieces, one K band each.
+MLP_SERIAL = MLP + ["--precision", "fp16", "--memory-budget", "8000"]
 STRESS = ["--workload", "exchange-stress", "--tiles", "4", "--exchange-pattern", "base"]
 # A bug that only costs cycles: the golden case it is run against.
 GOLDEN_MLP = ["--only", "mlp"]
@@ -45,6 +50,7 @@ WORKLOADS = {
     "patch-stride-wrong": MLP, "missing-kernel-code": MLP, "allocation-size-short": MLP,
     "allocation-starts-late": MLP, "input-record-shifted": MLP, "outgoing-base-not-reset": STRESS,
     "outgoing-base-not-restored": VIT_FLASH, "descriptor-area-short": VIT_FLASH, "conflict-across-tiles": MLP, "capture-next-op": MLP, "norm-epsilon-wrong": VIT_FLASH,
+    "flash-chunk-restarts": VIT_KEY_CHUNKS, "serial-piece-offset": MLP_SERIAL, "relative-base-ahead": VIT_FLASH,
     "plan-fit-takes-last": GOLDEN_MLP,
 }
 

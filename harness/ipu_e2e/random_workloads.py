@@ -69,9 +69,14 @@ def generate(seed):
                  "--precision", rng.choice(("fp8", "fp16"))]
     elif family == "vit":
         # Attention runs a unit per (image, head): at least that many tiles.
+        # Flash attention takes 64 KiB of keys and values at a time: with
+        # 256-wide heads that is 64 keys, so more tokens run several key
+        # chunks; more than 64 tokens run several key blocks.
         heads = rng.randint(1, 4)
-        head_dim = max(4 * rng.randint(1, 4), 4 * -(-MIN_WIDTH // (4 * heads)))
-        tokens = odd_size(rng, 2, 40) if rng.random() < 0.7 else odd_size(rng, 65, 160)  # > 64: key blocks
+        wide = rng.random() < 0.15
+        head_dim = rng.choice((128, 256)) if wide else max(4 * rng.randint(1, 4), 4 * -(-MIN_WIDTH // (4 * heads)))
+        heads = min(heads, 2) if wide else heads
+        tokens = odd_size(rng, 2, 40) if rng.random() < 0.6 else odd_size(rng, 65, 160)
         args += ["--tiles", str(rng.choice([t for t in TILES if t >= batch * heads])), "--batch", str(batch),
                  "--tokens", str(tokens), "--heads", str(heads), "--head-dim", str(head_dim),
                  "--channels", str(heads * head_dim), "--hidden", str(odd_size(rng, MIN_WIDTH, 96)),

@@ -43,8 +43,11 @@ def test_the_generator_reaches_the_option_space():
             seen[f"input {value(args, '--input')}"] += 1
             seen["layers > 1"] += int(value(args, "--layers")) > 1
             seen["heads > 1"] += int(value(args, "--heads")) > 1
-            # More than 64 keys: flash attention runs several key blocks.
-            seen["flash over key blocks"] += value(args, "--attention") == "flash" and int(value(args, "--tokens")) > 64
+            # More than 64 keys: flash attention runs several key blocks; with 256-wide heads (64 keys of
+            # 64 KiB), several key chunks.
+            flash, tokens = value(args, "--attention") != "materialized", int(value(args, "--tokens"))
+            seen["flash over key blocks"] += flash and tokens > 64
+            seen["flash over key chunks"] += flash and tokens * int(value(args, "--head-dim")) * 4 > 65536
         seen["odd width"] += int(value(args, "--channels") or 1) % 2
         seen["tight budget"] += "--memory-budget" in args
         seen["stream words"] += "--exchange-stream-words" in args
@@ -54,7 +57,7 @@ def test_the_generator_reaches_the_option_space():
         seen["resident"] += "--reference-inferences" in args
     wanted = ["mlp", "vit", "vit-small", "batch 1", "batch 2", "batch 4", "tiles odd 0", "tiles odd 1", "fp8", "fp16",
               "blocks > 1", "attention auto", "attention flash", "attention materialized", "input embeddings",
-              "input patches", "layers > 1", "heads > 1", "flash over key blocks", "odd width", "tight budget",
+              "input patches", "layers > 1", "heads > 1", "flash over key blocks", "flash over key chunks", "odd width", "tight budget",
               "stream words", "balanced streams", "exchange rank", "search", "resident"]
     assert all(seen[w] >= 3 for w in wanted), {w: seen[w] for w in wanted}
 

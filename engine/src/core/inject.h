@@ -60,6 +60,9 @@ typedef enum ipu_inject {
     IPU_INJECT_CONFLICT_ACROSS_TILES,   /* a separation conflict pairs buffers on two tiles */
     IPU_INJECT_CAPTURE_NEXT_OP,         /* a capture table entry names the op after the one it reads */
     IPU_INJECT_NORM_EPSILON_WRONG,      /* a LayerNorm takes another framework's default epsilon */
+    IPU_INJECT_FLASH_CHUNK_RESTARTS,    /* flash attention restarts its running state at every key chunk */
+    IPU_INJECT_SERIAL_PIECE_OFFSET,     /* a serial piece writes its result rows at a partial buffer's offset */
+    IPU_INJECT_RELATIVE_BASE_AHEAD,     /* a Repeat's relative sends start one iteration ahead */
     IPU_INJECT_COUNT
 } ipu_inject;
 

@@ -49,6 +49,9 @@ static const ipu_mutation MUTATIONS[] = {
     {IPU_INJECT_CONFLICT_ACROSS_TILES, "conflict-across-tiles", "place", "a separation conflict pairs a GEMM operand with a buffer on another tile"},
     {IPU_INJECT_CAPTURE_NEXT_OP, "capture-next-op", "package", "a capture table entry names the op after the one whose output it reads (the per-op check would blame an innocent op)"},
     {IPU_INJECT_NORM_EPSILON_WRONG, "norm-epsilon-wrong", "lower", "a LayerNorm takes another framework's default epsilon (1e-3 for the model's 1e-6)"},
+    {IPU_INJECT_FLASH_CHUNK_RESTARTS, "flash-chunk-restarts", "lower", "flash attention restarts its running softmax at every key chunk after the first (the chunk's offset taken within the chunk)"},
+    {IPU_INJECT_SERIAL_PIECE_OFFSET, "serial-piece-offset", "lower", "a later serial piece writes its result rows at the offset a partial buffer would take (the piece's own rows, not the band's)"},
+    {IPU_INJECT_RELATIVE_BASE_AHEAD, "relative-base-ahead", "exchange", "a Repeat exchange's SET_BASE row starts OUTGOING_BASE one displacement ahead (every iteration sends the next iteration's source)"},
     {IPU_INJECT_PLAN_FIT_TAKES_LAST, "plan-fit-takes-last", "plan", "the fitting step keeps the last matmul candidate that fits (the slowest), not the first"},
 };
 

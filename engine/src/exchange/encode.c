@@ -341,7 +341,7 @@ ipu_status ipu_exchange_encode(ipu_ctx *ctx, const ipu_profile *p, const ipu_xph
         uint64_t at = 4;
         if (r.base[t]) {
             put_base_row(table + at, IPU_XROW_SET_BASE);
-            *patch++ = (ipu_xpatch){(uint32_t)at + 12, 0, r.base[t]};
+            *patch++ = (ipu_xpatch){(uint32_t)at + 12, phase->base_ahead ? r.base[t] : 0, r.base[t]};
             at += IPU_XROW_SIZE;
         }
         uint64_t sent = put_list(table, at, rows, sends, IPU_XROW_SEND, r.patched[t], &patch, &entries);

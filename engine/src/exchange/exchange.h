@@ -44,6 +44,7 @@ typedef struct ipu_xphase {
     size_t dst_total;
     uint64_t horizon; /* set by scheduling: last arrival + 1 (0 when empty) */
     int keep_base;    /* injected: tables that set OUTGOING_BASE leave it set */
+    int base_ahead;   /* injected: SET_BASE starts one displacement ahead (iteration 0 reads iteration 1's) */
 } ipu_xphase;
 
 /* How a phase is scheduled.  stream_words 0 is latency-oriented: greedy

@@ -56,6 +56,9 @@ static ipu_status build_phase(ipu_ctx *ctx, ipu_low_program *prog, const ipu_xmo
     for (size_t n = 0; n < ph->count && !step->init && !ph->keep_base; n++)
         if (ph->xfers[n].src_advance && ipu_low_take_inject(&prog->inject, IPU_INJECT_OUTGOING_BASE_KEPT))
             ph->keep_base = 1;
+    for (size_t n = 0; n < ph->count && !step->init && !ph->base_ahead; n++)
+        if (ph->xfers[n].src_advance && ipu_low_take_inject(&prog->inject, IPU_INJECT_RELATIVE_BASE_AHEAD))
+            ph->base_ahead = 1;
     IPU_TRY(IPU_CHECK_CANCEL(ctx));
     if (ipu_exchange_schedule(ctx, &prog->profile, ph, mode) != IPU_OK)
         return IPU_INCONSISTENT(ctx, "exchange", "phase of step %zu (%s)", s, step->label);

@@ -102,6 +102,9 @@ static ipu_status flash(attention *A)
     int drop_tail = ipu_low_take_inject(&L->prog->inject, IPU_INJECT_ATTN_TAIL_KEY_DROPPED);
     int extra_key = !drop_tail && s->seq % FLASH_KEYS &&
                     ipu_low_take_inject(&L->prog->inject, IPU_INJECT_ATTN_MASK_OFF_BY_ONE);
+    /* Injected: a key chunk after the first starts the running state afresh
+     * (its first block's key offset taken within the chunk, not the image). */
+    int chunk_restarts = s->key_chunks > 1 && ipu_low_take_inject(&L->prog->inject, IPU_INJECT_FLASH_CHUNK_RESTARTS);
     for (uint32_t c = 0; c < s->key_chunks; c++) {
         uint32_t *ids = NULL, k_first = c * s->chunk_keys;
         uint32_t k_end = k_first + s->chunk_keys < s->seq ? k_first + s->chunk_keys : s->seq;
@@ -135,7 +138,7 @@ static ipu_status flash(attention *A)
                                               LIT(u->ldv),
                                               LIT(d + 2),
                                               LIT(A->scale),
-                                              LIT(k0 ? IPU_GEMM_ACCUMULATE : 0)};
+                                              LIT((chunk_restarts ? k0 - k_first : k0) ? IPU_GEMM_ACCUMULATE : 0)};
                         status = low_emit_kernel(L, u->tile, IPU_K_ATTN_BLOCK, 14, args, -1, 0);
                     }
                     if (status == IPU_OK && c + 1 == s->key_chunks) {

@@ -180,7 +180,11 @@ static ipu_status piece_gemms(matmul_lowering *M, uint32_t t, const ipu_layout *
                         a_buf = a_ids[(size_t)i * M->gk + l], a_off = (lo - r0) * a_stride;
                     else
                         a_buf = a_ids[((size_t)j * a_layout->row_parts + n) * M->gk + l];
-                    uint32_t out_off = M->gk == 1 ? (lo - r0) * ldc_bytes : ipu_matmul_piece_rows(m, g, i, q, t) * ldc_bytes;
+                    /* Injected: a result block's offset taken as a partial buffer's (the piece's own rows). */
+                    int as_partial = M->gk == 1 && t > 0 &&
+                                     ipu_low_take_inject(&L->prog->inject, IPU_INJECT_SERIAL_PIECE_OFFSET);
+                    uint32_t out_off = M->gk == 1 && !as_partial ? (lo - r0) * ldc_bytes
+                                                                 : ipu_matmul_piece_rows(m, g, i, q, t) * ldc_bytes;
                     IPU_TRY(emit_gemm(M, tile, a_buf, a_off, lda, b_buf, c_buf, out_off, ldc, hi - lo, j, l));
                 }
             }
