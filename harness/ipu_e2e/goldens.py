@@ -37,6 +37,8 @@ CASES = {
     "vit-materialized": VIT + ["--attention", "materialized"],
     "vit-patches": VIT + ["--batch", "2", "--input", "patches"],
     "vit-small": ["--workload", "vit-small", "--tiles", "64", "--layers", "1"],
+    "vit-small-search": ["--workload", "vit-small", "--tiles", "64", "--layers", "1", "--search-seconds", "600",
+                         "--search-steps", "3"],
 }
 
 

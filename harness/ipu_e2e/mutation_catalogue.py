@@ -32,8 +32,8 @@ VIT_KEY_CHUNKS = ["--workload", "vit", "--tiles", "16", "--tokens", "150", "--he
 # A budget whose plan computes the matmuls in serial pieces, one K band each.
 MLP_SERIAL = MLP + ["--precision", "fp16", "--memory-budget", "8000"]
 STRESS = ["--workload", "exchange-stress", "--tiles", "4", "--exchange-pattern", "base"]
-# A bug that only costs cycles: the golden case it is run against.
-GOLDEN_MLP = ["--only", "mlp"]
+# Bugs that only cost cycles: the golden case each is run against.
+GOLDEN = {"plan-fit-takes-last": ["--only", "mlp"], "search-worst-first": ["--only", "vit-small-search"]}
 
 # The workload each mutation has a place in (with any extra flags it needs).
 WORKLOADS = {
@@ -51,7 +51,7 @@ WORKLOADS = {
     "allocation-starts-late": MLP, "input-record-shifted": MLP, "outgoing-base-not-reset": STRESS,
     "outgoing-base-not-restored": VIT_FLASH, "descriptor-area-short": VIT_FLASH, "conflict-across-tiles": MLP, "capture-next-op": MLP, "norm-epsilon-wrong": VIT_FLASH,
     "flash-chunk-restarts": VIT_KEY_CHUNKS, "serial-piece-offset": MLP_SERIAL, "relative-base-ahead": VIT_FLASH,
-    "plan-fit-takes-last": GOLDEN_MLP,
+    **GOLDEN,
 }
 
 
@@ -59,7 +59,7 @@ def command(name):
     """The command (ipu-e2e-test, or ipu-e2e-goldens for a bug that only
     costs cycles) and its arguments that run mutation `name` with every check."""
     args = WORKLOADS[name]
-    if args is GOLDEN_MLP:
+    if name in GOLDEN:
         return GOLDENS, [*args, "--", "--inject", name]
     checks = [] if args is STRESS else ["--reference-run", "--check-ops"]
     return CLI, [*args, *checks, "--inject", name]

@@ -559,8 +559,10 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     /* The driver's own mutation is applied; the stages see none. */
     int stage_inject = c.inject == IPU_INJECT_INPUT_RECORD_SHIFTED ? IPU_INJECT_NONE : c.inject;
     c.plan.inject = stage_inject;
-    if (c.inject == IPU_INJECT_PLAN_FIT_TAKES_LAST) /* the planner's alone: lowering has no place for it */
+    /* The planner's and the search's own: lowering has no place for them. */
+    if (c.inject == IPU_INJECT_PLAN_FIT_TAKES_LAST || c.inject == IPU_INJECT_SEARCH_WORST_FIRST)
         stage_inject = IPU_INJECT_NONE;
+    c.search.inject = c.inject;
     c.plan.caps = caps;
     ipu_build a, last; /* last: the candidate before, for --probe-capacity */
     memset(&a, 0, sizeof a);

@@ -42,6 +42,7 @@ typedef struct search {
     const ipu_profile *p;
     const ipu_graph *g;
     int inject, threads;
+    int worst_first; /* injected: the estimates compared the wrong way round */
     candidate *all;
     size_t count, capacity;
     uint32_t *beam, beam_count;
@@ -326,6 +327,9 @@ static int before(const search *s, uint32_t a, uint32_t b, int by_cycles)
 {
     const candidate *x = &s->all[a], *y = &s->all[b];
     uint64_t u = by_cycles ? x->cycles : x->estimate, v = by_cycles ? y->cycles : y->estimate;
+    /* Injected: the estimates compared the wrong way round (the worst built first). */
+    if (!by_cycles && s->worst_first)
+        return u != v ? u > v : a < b;
     return u != v ? u < v : a < b;
 }
 
@@ -433,6 +437,7 @@ ipu_status ipu_search_plans(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph 
     search s;
     memset(&s, 0, sizeof s);
     s.ctx = ctx, s.p = p, s.g = g, s.inject = inject;
+    s.worst_first = options->inject == IPU_INJECT_SEARCH_WORST_FIRST;
     s.threads = ctx->threads > 0 ? ctx->threads : omp_get_max_threads();
     uint32_t beam = options->beam ? options->beam : 1;
     s.beam = ipu_calloc(ctx, beam, sizeof *s.beam);

@@ -24,6 +24,7 @@ typedef struct ipu_search_options {
     double seconds; /* time budget for the search (wall) */
     uint32_t beam;  /* candidates kept per step (1: greedy) */
     uint32_t steps; /* step limit (0: none) */
+    int inject;     /* a test's mutation the search applies itself (ipu_inject), else IPU_INJECT_NONE */
 } ipu_search_options;
 
 /* What a search starts from and ends with: the planner's options (caps and
