@@ -78,12 +78,15 @@ def located(result, stderr=""):
     if result.get("status") == "INCONSISTENT":
         stderr = result["message"]
     inconsistency = re.search(r"compiler inconsistency in the (\w+) stage, (.*?\(op [^)]*\))(.*)", stderr)
-    if result.get("status") == "INCONSISTENT" and not inconsistency:
-        # A back-end stage refusing the compiler's own requests or areas: the stage, tile and object named.
+    if result.get("status") == "INCONSISTENT" and not (inconsistency and re.search(r"op \d+ \w+ \w+",
+                                                                                   inconsistency.group(2))):
+        # A back-end stage refusing the compiler's own requests, areas or tables: the stage, the tile and
+        # address, and the op or object named.
         stage = re.search(r"compiler inconsistency in the (\w+) stage, ([^:]*): (.*)", stderr)
-        tile = re.search(r"tile \d+", stderr)
+        tile = re.search(r"tile \d+( at 0x[0-9A-F]+)?", stderr)
+        op = re.search(r"op \d+ \w+ \w+", stderr)
         return (f"{stage.group(1)} self-check" if stage else None, tile.group(0) if tile else None,
-                stage.group(3).split(" [")[0] if stage else None)
+                op.group(0) if op else stage.group(3).split(" [")[0] if stage else None)
     if (not result or result.get("status") == "INCONSISTENT") and inconsistency:
         tile = re.search(r"tile \d+", inconsistency.group(3))
         op = re.search(r"op \d+ \w+ \w+", inconsistency.group(2))

@@ -227,8 +227,10 @@ def run_case(case, output, baseline):
     folder = output / "cases" / case["name"]
     folder.mkdir(parents=True, exist_ok=True)
     args = [a.replace("{output}", str(folder)) for a in case["args"]]
-    # Its own flags first: a command may pass the flags after `--` on (ipu-e2e-random's to its builds).
-    command = [sys.executable, str(COMMANDS[case["command"]]), "--output", str(folder), "--quiet", *args]
+    # The output flags go before any `--` (after it, ipu-e2e-random passes flags on to its builds).
+    cut = args.index("--") if "--" in args else len(args)
+    command = [sys.executable, str(COMMANDS[case["command"]]), *args[:cut], "--output", str(folder), "--quiet",
+               *args[cut:]]
     (folder / "result.json").unlink(missing_ok=True)  # an earlier attempt's
     began = time.monotonic()
     code, log = child.execute(command, case["timeout_seconds"])

@@ -43,6 +43,7 @@ typedef struct compile_options {
     ipu_search_options search; /* --search-seconds, --search-beam, --search-steps (seconds 0: no search) */
     uint32_t key_bands;        /* --attention-key-bands (0: the planner's choice) */
     int inject;
+    int catalogue_given; /* --catalogue-budget was given: the last resort keeps to it too */
     char *report_path, *profile_directory;
 } compile_options;
 
@@ -93,6 +94,7 @@ static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, compile_
     if (status == IPU_OK)
         status = budget_option(ctx, o, "catalogue_budget", "--catalogue-budget", c->budget,
                                &c->plan.catalogue.budget);
+    c->catalogue_given = json_object_get(o, "catalogue_budget") && !json_is_null(json_object_get(o, "catalogue_budget"));
     if (status == IPU_OK)
         status = count_option(ctx, o, "frontier_cap", "--frontier-cap", 32, 1u << 16, &c->plan.catalogue.frontier_cap);
     if (status == IPU_OK)
@@ -229,6 +231,7 @@ static json_t *reject(ipu_ctx *ctx, profile_sink *sink, const ipu_profile *p, co
     ipu_plan_options smallest = *options;
     smallest.smallest = 1;
     smallest.caps = NULL;
+    smallest.catalogue.budget = UINT32_MAX;
     uint64_t peak = 0;
     uint32_t peak_tile = 0, peak_step = 0;
     json_t *rejection = json_pack("{s:s, s:s, s:I, s:{s:I, s:f, s:f}}", "stage", stage, "reason", reason, "budget",
@@ -490,6 +493,20 @@ static json_t *package_meta(const ipu_workload *w)
     return json_pack("{s:s, s:s, s:s}", "workload", w->name, "check", "reference", "options", w->options_json);
 }
 
+/* The search's last resort, when shrinking at the peak found nothing that
+ * fits: every matmul at its smallest candidate (the plan a rejection
+ * measures; the shrinking steps, one op at the peak at a time, need not
+ * reach it), under the catalogue budget only when the user gave one.  why
+ * keeps what the search ran into, for the rejection should this fail too. */
+static void take_last_resort(ipu_ctx *ctx, compile_options *c, char *why, size_t size, const char *found)
+{
+    snprintf(why, size, "%s", found);
+    ipu_ctx_clear_error(ctx);
+    c->plan.smallest = 1;
+    if (!c->catalogue_given)
+        c->plan.catalogue.budget = UINT32_MAX;
+}
+
 /* The plan search from the built candidate a (its package *out): when it
  * finds a faster candidate, a is rebuilt as that one and *out replaced by
  * its package (records included).  *record: the search's account. */
@@ -571,6 +588,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     uint64_t first_peak = 0;
     json_t *tries = json_array();
     int exhausted = 0; /* the search ended without a plan that fits */
+    char resort_why[1024] = ""; /* what the search ran into before its last resort */
     const char *stage = "plan"; /* the stage that turned the last candidate down */
     int requested = c.plan.attention, fell_back = 0; /* fell_back: auto left materialized for flash */
     uint32_t attention_misses = 0; /* materialized attention operands that did not place */
@@ -592,22 +610,27 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         stage = "plan";
         status = ipu_build_plan(ctx, p, g, &c.plan, stage_inject, &a, &t);
         exhausted = status == IPU_ERR_NO_PLAN;
-        if (status == IPU_ERR_NO_PLAN && !c.plan.smallest) { /* the last resort, as below */
-            ipu_ctx_clear_error(ctx);
+        if (status == IPU_ERR_NO_PLAN && !c.plan.smallest) {
+            char why[1024];
+            if (first_peak)
+                snprintf(why, sizeof why, "the first candidate needed %llu bytes on tile %u; after %u smaller "
+                         "choices: %s", (unsigned long long)first_peak, first_peak_tile, attempts - 1,
+                         ipu_ctx_errmsg(ctx));
+            else
+                snprintf(why, sizeof why, "%s", ipu_ctx_errmsg(ctx));
+            take_last_resort(ctx, &c, resort_why, sizeof resort_why, why);
             status = IPU_OK;
-            c.plan.smallest = 1;
             continue;
         }
-        if (status == IPU_ERR_NO_PLAN && first_peak) {
-            /* A capped re-plan found nothing: say so in terms of the user's budget. */
+        if (status == IPU_ERR_NO_PLAN) {
+            /* The last resort did not plan either: say so in terms of the user's budget. */
             char why[1024];
             snprintf(why, sizeof why, "%s", ipu_ctx_errmsg(ctx));
             ipu_ctx_clear_error(ctx);
             status = IPU_FAIL(ctx, IPU_ERR_NO_PLAN,
-                              "no plan fits the memory budget of %u bytes per tile%s: the first candidate "
-                              "needed %llu bytes on tile %u; after %u smaller choices: %s",
-                              c.plan.budget, support_note(searched, c.plan.budget), (unsigned long long)first_peak,
-                              first_peak_tile, attempts - 1, why);
+                              "no plan fits the memory budget of %u bytes per tile%s: %s; and every matmul at "
+                              "its smallest candidate: %s",
+                              c.plan.budget, support_note(searched, c.plan.budget), resort_why, why);
         }
         if (status != IPU_OK)
             break;
@@ -686,8 +709,7 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
             }
             json_array_append_new(tries, try_json(&a, why, shrunk));
             if ((shrunk < 0 || attempts >= ATTEMPTS) && !c.plan.smallest) {
-                c.plan.smallest = 1; /* the last resort, as below */
-                ipu_ctx_clear_error(ctx);
+                take_last_resort(ctx, &c, resort_why, sizeof resort_why, why);
                 status = IPU_OK;
                 continue;
             }
@@ -701,19 +723,20 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
         if (status != IPU_OK)
             break;
         if ((shrunk < 0 || attempts >= ATTEMPTS) && !c.plan.smallest) {
-            /* The last resort: every matmul at its smallest candidate, which
-             * the shrinking steps above need not reach (they shrink where the
-             * peak is, one op at a time). */
-            c.plan.smallest = 1;
+            char why[1024];
+            snprintf(why, sizeof why, "after %u candidate plans the last needs %llu bytes on tile %u at phase %u, and "
+                     "%s", attempts, (unsigned long long)a.peak, a.peak_tile, ipu_low_step_phase(&a.prog, a.peak_step),
+                     shrunk < 0 ? "no matmul holding memory there has a smaller candidate"
+                                : "the search stopped at its attempt limit");
+            take_last_resort(ctx, &c, resort_why, sizeof resort_why, why);
             continue;
         }
         if (shrunk < 0 || attempts >= ATTEMPTS || c.plan.smallest) {
             exhausted = 1;
             status = IPU_FAIL(ctx, IPU_ERR_NO_PLAN,
-                              "no plan fits the memory budget of %u bytes per tile%s: after %u candidate "
-                              "plans the last, every matmul at its smallest candidate, needs %llu bytes on "
-                              "tile %u at phase %u",
-                              c.plan.budget, support_note(searched, c.plan.budget), attempts,
+                              "no plan fits the memory budget of %u bytes per tile%s: %s; and every matmul at its "
+                              "smallest candidate needs %llu bytes on tile %u at phase %u",
+                              c.plan.budget, support_note(searched, c.plan.budget), resort_why,
                               (unsigned long long)a.peak, a.peak_tile, ipu_low_step_phase(&a.prog, a.peak_step));
             break;
         }

@@ -112,8 +112,10 @@ ipu_status ipu_pkg_put(ipu_pkg_builder *b, uint32_t tile, const void *bytes, siz
     size_t padded = (size + 3) & ~(size_t)3, used = t->area_bytes ? t->area_used : t->desc.size;
     if (b->desc_base + used + padded > b->desc_limit || (t->area_bytes && used + padded > t->area_bytes))
         return IPU_FAIL(b->ctx, IPU_ERR_INVALID_ARGUMENT,
-                        "package builder: descriptor area of tile %u is full (%zu of %u bytes)", tile,
-                        used + padded, t->area_bytes ? t->area_bytes : b->desc_limit - b->desc_base);
+                        "package builder: descriptor area of tile %u at 0x%X is full: a record of %zu bytes "
+                        "at 0x%zX would need %zu of its %u bytes",
+                        tile, b->desc_base, size, b->desc_base + used, used + padded,
+                        t->area_bytes ? t->area_bytes : b->desc_limit - b->desc_base);
     *address = b->desc_base + (uint32_t)used;
     if (t->area_bytes) { /* the reserved storage is zeroed: the padding is there */
         if (size)

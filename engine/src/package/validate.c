@@ -503,23 +503,25 @@ static ipu_status check_captures(ipu_ctx *ctx, const ipu_package *pkg)
 {
     for (size_t i = 0; i < pkg->capture_count; i++) {
         const ipu_pkg_capture *c = &pkg->captures[i];
+        char op[160];
+        ipu_pkg_compiler_op_label(pkg, c->op, op, sizeof op);
         uint32_t span = (c->row_hi - c->row_lo - 1) * c->stride + 1;
         int64_t a = ipu_pkg_alloc_find(pkg, c->tile, c->address, span, c->phase, NULL);
         if (a < 0 && pkg->alloc_count)
-            return BAD("capture %zu (op %u, phase %u, tile %u at 0x%X, %u rows of stride %u) lies in no "
-                       "allocation live at its phase",
-                       i, c->op, c->phase, c->tile, c->address, c->row_hi - c->row_lo, c->stride);
+            return BAD("capture %zu of %s (phase %u, tile %u at 0x%X, %u rows of stride %u) lies in no allocation "
+                       "live at its phase",
+                       i, op, c->phase, c->tile, c->address, c->row_hi - c->row_lo, c->stride);
         if (a >= 0 && pkg->allocs[a].op != IPU_NO_OP && pkg->allocs[a].op != c->op)
-            return BAD("capture %zu (op %u, phase %u, tile %u at 0x%X) reads allocation '%s', which op %u made",
-                       i, c->op, c->phase, c->tile, c->address, ipu_pkg_string(pkg, pkg->allocs[a].name_offset),
+            return BAD("capture %zu of %s (phase %u, tile %u at 0x%X) reads allocation '%s', which op %u made", i, op,
+                       c->phase, c->tile, c->address, ipu_pkg_string(pkg, pkg->allocs[a].name_offset),
                        pkg->allocs[a].op);
         /* The phase is one the op's own steps run: its control op lowers that op. */
         size_t g = c->phase / 2;
         const ipu_pkg_op *at = g < pkg->init_count ? &pkg->init_ops[g] : &pkg->main_ops[g - pkg->init_count];
         if (at->origin[0] != c->op && at->origin[1] != c->op)
-            return BAD("capture %zu (op %u, phase %u, tile %u at 0x%X) is at a phase of control op %zu, which "
-                       "lowers ops %d and %d, not op %u",
-                       i, c->op, c->phase, c->tile, c->address, g, (int)at->origin[0], (int)at->origin[1], c->op);
+            return BAD("capture %zu of %s (phase %u, tile %u at 0x%X) is at a phase of control op %zu, which lowers "
+                       "ops %d and %d, not op %u",
+                       i, op, c->phase, c->tile, c->address, g, (int)at->origin[0], (int)at->origin[1], c->op);
     }
     return IPU_OK;
 }

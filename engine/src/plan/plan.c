@@ -173,9 +173,7 @@ static ipu_status plan_matmul(ipu_ctx *ctx, ipu_plan *plan, size_t index)
     ipu_op_plan *o = &plan->ops[index];
     ipu_catalogue_options co = plan->options.catalogue;
     int resident = b->role == IPU_ROLE_PARAM;
-    if (plan->options.smallest)
-        co.budget = UINT32_MAX;
-    else if (resident) /* what fits_budget allows a weight block */
+    if (!plan->options.smallest && resident) /* what fits_budget allows a weight block */
         co.weight_limit = (uint64_t)(plan->replication * (double)plan->smallest_param[index]);
     IPU_TRY(ipu_catalogue_matmul(ctx, p, m, n, k, a->dtype, c->dtype, members, resident, &co, &o->catalogue));
     const ipu_catalogue *cat = &o->catalogue;
