@@ -39,6 +39,8 @@ CASES = {
     "vit-small": ["--workload", "vit-small", "--tiles", "64", "--layers", "1"],
     "vit-small-search": ["--workload", "vit-small", "--tiles", "64", "--layers", "1", "--search-seconds", "600",
                          "--search-steps", "3"],
+    "vit-small-streams": ["--workload", "vit-small", "--tiles", "64", "--layers", "1", "--exchange-stream-words",
+                          "16"],
 }
 
 

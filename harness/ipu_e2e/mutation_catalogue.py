@@ -33,7 +33,8 @@ VIT_KEY_CHUNKS = ["--workload", "vit", "--tiles", "16", "--tokens", "150", "--he
 MLP_SERIAL = MLP + ["--precision", "fp16", "--memory-budget", "8000"]
 STRESS = ["--workload", "exchange-stress", "--tiles", "4", "--exchange-pattern", "base"]
 # Bugs that only cost cycles: the golden case each is run against.
-GOLDEN = {"plan-fit-takes-last": ["--only", "mlp"], "search-worst-first": ["--only", "vit-small-search"]}
+GOLDEN = {"plan-fit-takes-last": ["--only", "mlp"], "search-worst-first": ["--only", "vit-small-search"],
+          "stream-words-as-bytes": ["--only", "vit-small-streams"]}
 
 # The workload each mutation has a place in (with any extra flags it needs).
 WORKLOADS = {

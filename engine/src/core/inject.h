@@ -64,6 +64,7 @@ typedef enum ipu_inject {
     IPU_INJECT_SERIAL_PIECE_OFFSET,     /* a serial piece writes its result rows at a partial buffer's offset */
     IPU_INJECT_RELATIVE_BASE_AHEAD,     /* a Repeat's relative sends start one iteration ahead */
     IPU_INJECT_SEARCH_WORST_FIRST,      /* the plan search builds its worst-estimated neighbours first */
+    IPU_INJECT_STREAM_WORDS_AS_BYTES,   /* compact exchange waves of N words taken as N bytes' worth, 4 N words */
     IPU_INJECT_COUNT
 } ipu_inject;
 

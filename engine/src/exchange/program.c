@@ -72,6 +72,13 @@ ipu_status ipu_exchange_program(ipu_ctx *ctx, ipu_low_program *prog, const ipu_x
     if (!out->phases)
         return IPU_NO_MEMORY(ctx);
     out->step_count = prog->step_count;
+    /* Injected: compact waves of --exchange-stream-words taken as bytes (4 N words). */
+    ipu_xmode in_bytes;
+    if (mode && mode->stream_words && ipu_low_take_inject(&prog->inject, IPU_INJECT_STREAM_WORDS_AS_BYTES)) {
+        in_bytes = *mode;
+        in_bytes.stream_words *= 4;
+        mode = &in_bytes;
+    }
     ipu_status status = IPU_OK;
     for (size_t s = 0; s < prog->step_count && status == IPU_OK; s++)
         if (prog->steps[s].kind == IPU_LOW_EXCHANGE)
