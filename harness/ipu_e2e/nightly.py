@@ -158,7 +158,7 @@ def figures_of(case, folder):
         if not path.exists():
             return {}, ["no random.json was written"]
         result = json.loads(path.read_text())
-        failed = [e for e in result["cases"] if e["status"] != "ok"]
+        failed = [e for e in result["cases"] if e["status"] == "failed"]
         return {"cases": len(result["cases"]), "passed": result["passed"]}, [
             f"{e['name']} failed ({'; '.join(e['problems'])}); reproduce: {' '.join(e['reproduce'])}" for e in failed]
     pattern = "fuzz.json" if case["command"] == "fuzz" else "bench-*.json"
