@@ -25,6 +25,38 @@ static void inject_overlap(ipu_low_program *prog)
     }
 }
 
+/* The op whose compute step holds kernel k (IPU_LOW_LITERAL: none). */
+static uint32_t kernel_op(const ipu_low_program *prog, size_t k)
+{
+    for (size_t s = 0; s < prog->step_count; s++) {
+        const ipu_low_step *step = &prog->steps[s];
+        if (step->kind == IPU_LOW_COMPUTE && k >= step->first && k - step->first < step->count)
+            return step->op;
+    }
+    return IPU_LOW_LITERAL;
+}
+
+/* Every separation conflict pairs two buffers of one tile (the kernel that
+ * declares it runs on that tile): a pair across tiles is the compiler's own
+ * inconsistency, named by its op, kernel, buffers and tiles. */
+static ipu_status check_conflicts(ipu_ctx *ctx, const ipu_low_program *prog, const ipu_place_conflict *conf,
+                                  const uint32_t *kernel, size_t count)
+{
+    for (size_t c = 0; c < count; c++) {
+        const ipu_low_buffer *a = &prog->buffers[conf[c].a], *b = &prog->buffers[conf[c].b];
+        if (a->tile == b->tile)
+            continue;
+        uint32_t op = kernel_op(prog, kernel[c]);
+        const ipu_low_op *o = op < prog->op_count ? &prog->ops[op] : NULL;
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "place: separation conflict %zu, of op %u %s %s's %s kernel on tile %u, pairs buffer '%s' "
+                        "(tile %u) with '%s' (tile %u)",
+                        c, op, o ? o->kind : "?", o ? o->name : "?", ipu_kernel_name(prog->kernels[kernel[c]].entry),
+                        prog->kernels[kernel[c]].tile, a->name, a->tile, b->name, b->tile);
+    }
+    return IPU_OK;
+}
+
 ipu_status ipu_place_program(ipu_ctx *ctx, ipu_low_program *prog, const ipu_place_support *support)
 {
     const ipu_profile *p = &prog->profile;
@@ -32,7 +64,8 @@ ipu_status ipu_place_program(ipu_ctx *ctx, ipu_low_program *prog, const ipu_plac
     size_t n = prog->buffer_count;
     ipu_place_request *req = ipu_calloc(ctx, n ? n : 1, sizeof *req);
     ipu_place_conflict *conf = NULL;
-    size_t conf_count = 0, conf_capacity = 0;
+    uint32_t *conf_kernel = NULL; /* the kernel declaring each conflict */
+    size_t conf_count = 0, conf_capacity = 0, kernel_capacity = 0;
     ipu_place_range *reserved = ipu_calloc(ctx, tiles, sizeof *reserved);
     ipu_status status = req && reserved ? IPU_OK : IPU_NO_MEMORY(ctx);
     for (size_t b = 0; b < n && status == IPU_OK; b++) {
@@ -64,7 +97,11 @@ ipu_status ipu_place_program(ipu_ctx *ctx, ipu_low_program *prog, const ipu_plac
                 continue;
             status = IPU_GROW(ctx, conf, conf_count, conf_capacity);
             if (status == IPU_OK)
+                status = IPU_GROW(ctx, conf_kernel, conf_count, kernel_capacity);
+            if (status == IPU_OK) {
+                conf_kernel[conf_count] = (uint32_t)k;
                 conf[conf_count++] = (ipu_place_conflict){kn->args[x].buffer, kn->args[y].buffer};
+            }
         }
     }
     if (status == IPU_OK && conf_count && ipu_low_take_inject(&prog->inject, IPU_INJECT_SEPARATION_IGNORED))
@@ -73,6 +110,8 @@ ipu_status ipu_place_program(ipu_ctx *ctx, ipu_low_program *prog, const ipu_plac
     for (size_t b = 0; status == IPU_OK && conf_count && b < n; b++)
         if (req[b].tile != req[conf[0].a].tile && ipu_low_take_inject(&prog->inject, IPU_INJECT_CONFLICT_ACROSS_TILES))
             conf[0].b = (uint32_t)b;
+    if (status == IPU_OK)
+        status = check_conflicts(ctx, prog, conf, conf_kernel, conf_count);
     if (status == IPU_OK)
         status = ipu_place(ctx, p, req, n, conf, conf_count, reserved, tiles);
     for (size_t b = 0; b < n && status == IPU_OK; b++)
@@ -84,6 +123,7 @@ ipu_status ipu_place_program(ipu_ctx *ctx, ipu_low_program *prog, const ipu_plac
         inject_overlap(prog);
     free(req);
     free(conf);
+    free(conf_kernel);
     free(reserved);
     return status;
 }
