@@ -20,6 +20,7 @@ import json
 import random
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -175,7 +176,7 @@ def planned(args, extra):
     return cases
 
 
-def test_run(args, folder, timeout):
+def one_run(args, folder, timeout):
     """(exit code, result.json or None, log) of one ipu-e2e-test run."""
     (folder / "result.json").unlink(missing_ok=True)
     code, log = child.execute([sys.executable, str(TEST), *args, "--output", str(folder), "--quiet",
@@ -209,7 +210,7 @@ def run_case(case, folder):
     entry = {"name": case["name"], "args": case["args"], "reproduce": case["reproduce"], "runs": [],
              "problems": []}
     began = time.monotonic()
-    code, result, log = test_run(args, folder / "device", CASE_TIMEOUT)
+    code, result, log = one_run(args, folder / "device", CASE_TIMEOUT)
     entry["runs"].append({"command": ["ipu-e2e-test", *args], "outcome": outcome(code, result, log)})
     if code == 1 and result and result.get("status") == "REJECTED":
         # A tight budget no plan fits: the least its smallest candidate needs must fit.
@@ -218,7 +219,7 @@ def run_case(case, folder):
             entry["problems"].append(f"rejected without a smallest candidate: {result['rejection']['reason']}")
         else:
             args = [*args, "--memory-budget", str(least)]
-            code, result, log = test_run(args, folder / "device", CASE_TIMEOUT)
+            code, result, log = one_run(args, folder / "device", CASE_TIMEOUT)
             entry["runs"].append({"command": ["ipu-e2e-test", *args], "outcome": outcome(code, result, log)})
             entry["budget_retried"] = least
     if code == 2 and "has no place for" in log:
@@ -235,7 +236,7 @@ def run_case(case, folder):
         entry["op_atol_rms_needed"] = max(o["atol_rms_needed"] for o in result["op_check"]["per_op"])
         replay = ["--package", str(package)] + [
             f"--{key.replace('_', '-')}={value}" for key, value in FP32_CRITERIA.items()]
-        code, result, log = test_run(replay, folder / "fp32", CASE_TIMEOUT)
+        code, result, log = one_run(replay, folder / "fp32", CASE_TIMEOUT)
         entry["runs"].append({"command": ["ipu-e2e-test", *replay], "outcome": outcome(code, result, log)})
         if code != 0:
             entry["problems"].append(f"FP32 replay: {entry['runs'][-1]['outcome']}")
@@ -334,7 +335,6 @@ def work(args, extra, progress):
         fanout.check(args)
     temporary = args.output is None
     if temporary:
-        import tempfile
         args.output = Path(tempfile.mkdtemp(prefix="ipu-e2e-random-"))
     output_folders(args, "output")
     entries = []
