@@ -31,6 +31,8 @@ VIT_KEY_CHUNKS = ["--workload", "vit", "--tiles", "16", "--tokens", "150", "--he
                   "--channels", "256", "--hidden", "40", "--layers", "1", "--attention", "flash"]
 # A budget whose plan computes the matmuls in serial pieces, one K band each.
 MLP_SERIAL = MLP + ["--precision", "fp16", "--memory-budget", "8000"]
+# The run records its memory events (and checks its timeline) into the output folder.
+MLP_PROFILED = MLP + ["--profile-directory", "{output}"]
 STRESS = ["--workload", "exchange-stress", "--tiles", "4", "--exchange-pattern", "base"]
 # Bugs that only cost cycles: the golden case each is run against.
 GOLDEN = {"plan-fit-takes-last": ["--only", "mlp"], "search-worst-first": ["--only", "vit-small-search"],
@@ -51,18 +53,19 @@ WORKLOADS = {
     "patch-stride-wrong": MLP, "missing-kernel-code": MLP, "allocation-size-short": MLP,
     "allocation-starts-late": MLP, "input-record-shifted": MLP, "outgoing-base-not-reset": STRESS,
     "outgoing-base-not-restored": VIT_FLASH, "descriptor-area-short": VIT_FLASH, "conflict-across-tiles": MLP, "capture-next-op": MLP, "norm-epsilon-wrong": VIT_FLASH,
-    "flash-chunk-restarts": VIT_KEY_CHUNKS, "serial-piece-offset": MLP_SERIAL, "relative-base-ahead": VIT_FLASH,
+    "memory-events-late": MLP_PROFILED, "flash-chunk-restarts": VIT_KEY_CHUNKS, "serial-piece-offset": MLP_SERIAL, "relative-base-ahead": VIT_FLASH,
     **GOLDEN,
 }
 
 
-def command(name):
+def command(name, output):
     """The command (ipu-e2e-test, or ipu-e2e-goldens for a bug that only
-    costs cycles) and its arguments that run mutation `name` with every check."""
-    args = WORKLOADS[name]
+    costs cycles) and its arguments that run mutation `name` with every
+    check, writing into folder `output`."""
+    args = [a.replace("{output}", str(output)) for a in WORKLOADS[name]]
     if name in GOLDEN:
         return GOLDENS, [*args, "--", "--inject", name]
-    checks = [] if args is STRESS else ["--reference-run", "--check-ops"]
+    checks = [] if WORKLOADS[name] is STRESS else ["--reference-run", "--check-ops"]
     return CLI, [*args, *checks, "--inject", name]
 
 
@@ -97,6 +100,11 @@ def located(result, stderr=""):
     if fault:
         return (f"fault {fault['kind']}", f"tile {fault['tile']} at 0x{fault['address_lo']:X}",
                 (fault.get("op") or {}).get("label") or f"exchange row {fault.get('row')}")
+    timeline = (result.get("memory_timeline_check") or {}).get("first_mismatch")
+    if timeline:
+        begun = timeline["latest_begun"] or {}
+        return ("memory timeline check", f"tile {timeline['tile']} at 0x{begun.get('address', 0):X}",
+                begun.get("op"))
     divergence = (result.get("op_check") or {}).get("first_divergence")
     if divergence:
         w = divergence["check"]["worst_element"]
@@ -116,8 +124,8 @@ def run(mutations, progress):
     rows = []
     for n, m in enumerate(mutations):
         progress.update(f"mutation {m['name']}", n + 1, len(mutations))
-        program, args = command(m["name"])
         with tempfile.TemporaryDirectory() as folder:
+            program, args = command(m["name"], folder)
             flags = ["--quiet", *args] if program == GOLDENS else [*args, "--quiet", "--output", folder]
             done = subprocess.run([sys.executable, str(program), *flags], capture_output=True, text=True,
                                   timeout=600)

@@ -1,18 +1,20 @@
 """Random workloads (`ipu-e2e-random`): a seeded generator of small valid
 workloads over the compiler's option space, in the spirit of Csmith and
 NNSmith, each run differentially.  A seed draws a workload family (mlp, vit,
-vit-small), its geometry (odd sizes, heads, layers, blocks, batch,
-precision, input form, attention mode and key bands), a tile count, a
-memory budget (the default, or a tight one: when no plan fits it, the case
-runs again at the least its smallest candidate needs, which must fit), an
-exchange mode (stream words, balancing, ranking), sometimes a bounded plan
-search and a resident run.  A case runs `ipu-e2e-test` with the per-op
-check against the device-precision reference and saves its package, then
-replays the package against the FP32 reference: both must pass, and the
-static timing must equal the device.  A failure keeps its folder and
-reproduces with `ipu-e2e-random --seeds S` (or the ipu-e2e-test command it
-prints).  Cases kept as regressions (fixtures/random/regressions.json) run
-with their recorded arguments, so they survive a change of the generator.
+vit-small), its geometry (odd sizes, heads, one wide head whose flash
+attention takes several key chunks, layers, blocks, batch, precision, input
+form, attention mode), a tile count, a memory budget (the default, or a
+tight one: when no plan fits it, the case runs again at the least its
+smallest candidate needs, which must fit), an exchange mode (stream words,
+balancing, ranking), sometimes a bounded plan search, a resident run or a
+run that records its memory events (whose timeline is checked against its
+allocation table).  A case runs `ipu-e2e-test` with the per-op check
+against the device-precision reference and saves its package, then replays
+the package against the FP32 reference: both must pass, and the static
+timing must equal the device.  A failure keeps its folder and reproduces
+with `ipu-e2e-random --seeds S` (or the ipu-e2e-test command it prints).
+Cases kept as regressions (fixtures/random/regressions.json) run with their
+recorded arguments, so they survive a change of the generator.
 """
 import argparse
 import datetime
@@ -96,6 +98,8 @@ def generate(seed):
         args += ["--search-seconds", "60", "--search-steps", str(rng.randint(1, 4))]
     if rng.random() < 0.1:
         args += ["--reference-inferences", "2"]
+    if rng.random() < 0.15:  # the run-time memory events, checked against the allocation table
+        args += ["--profile-directory", "{case}/profile"]
     return args
 
 
@@ -206,7 +210,8 @@ def run_case(case, folder):
     then replay the package against FP32.  Returns the case's entry."""
     folder.mkdir(parents=True, exist_ok=True)
     package = folder / "case.pkg"
-    args = [*case["args"], "--reference-run", "--check-ops", "--save-package", str(package)]
+    args = [*(a.replace("{case}", str(folder)) for a in case["args"]), "--reference-run", "--check-ops",
+            "--save-package", str(package)]
     entry = {"name": case["name"], "args": case["args"], "reproduce": case["reproduce"], "runs": [],
              "problems": []}
     began = time.monotonic()

@@ -3,13 +3,14 @@ expectations recorded in it: recorded inputs are uploaded, the device is
 initialized and run, and every output stream is compared word by word.
 Faults are captured with the device's structured description.  A checked
 run with a profile folder also records the device's memory events and
-writes the run profile, the run-time memory timeline and their page.
+writes the run profile, the run-time memory timeline and their page, and
+checks the timeline's peaks against its allocation table (timeline_check).
 """
 import hashlib
 import time
 from array import array
 
-from . import artifacts, report as html_report, run_reports
+from . import artifacts, report as html_report, run_reports, timeline_check
 from .native import DEVICE_FAULT, Device, IpuError
 
 
@@ -80,14 +81,14 @@ def run_resident(ctx, package, invocations, progress=None, device_options=None, 
     return result, outputs, (uploaded, final), seconds
 
 
-def run(ctx, package, progress=None, invocations=1, on_timeline=None):
+def run(ctx, package, progress=None, invocations=1, on_timeline=None, device_options=None):
     """Upload recorded inputs, initialize, run; returns (profile, outputs,
     seconds).  on_timeline: record memory events and call it with the
-    run-time memory timeline."""
+    run-time memory timeline; device_options: Device.configure's."""
     info = package.info()
     device = Device(ctx, info["profile"])
-    if on_timeline:
-        device.configure(memory_events=True)
+    if on_timeline or device_options:
+        device.configure(**dict({"memory_events": True} if on_timeline else {}, **(device_options or {})))
     for stream in info["streams"]:
         if stream["direction"] != "output" and stream["records"].get("input"):
             device.set_stream(stream["name"], package.record("input", stream["name"]))
@@ -128,7 +129,7 @@ def compare_exact(name, actual, expected, word_bytes=4):
     return check
 
 
-def run_checked(ctx, package, progress, reports, result, invocations=1):
+def run_checked(ctx, package, progress, reports, result, invocations=1, device_inject=None):
     """Run the package, write the cycle profile and the memory timeline
     where reports (run_reports.RunReports, or None) say, before any check, so
     a failed comparison still leaves something to inspect, and return (run
@@ -137,10 +138,12 @@ def run_checked(ctx, package, progress, reports, result, invocations=1):
     every invocation's outputs were identical and the parameters unchanged."""
     timeline = []
     keep = timeline.append if reports and reports.run_profile else None
+    # A device mutation (a test's) is configured on the device, beside the memory events it needs.
+    injected = {"inject": device_inject} if device_inject else {}
     try:
         if invocations > 1:
             run_result, every, (uploaded, final), seconds = run_resident(
-                ctx, package, invocations, progress, {"memory_events": True} if keep else None, keep)
+                ctx, package, invocations, progress, dict(memory_events=True, **injected) if keep else None, keep)
             outputs = every[-1]
             result["wall_seconds"]["device"] = sum(seconds)
             result["resident"] = {
@@ -150,7 +153,8 @@ def run_checked(ctx, package, progress, reports, result, invocations=1):
                 "parameters_unchanged": uploaded[0] == final[0],
                 "first_changed_parameter": first_changed_parameter(package, uploaded, final)}
         else:
-            run_result, outputs, result["wall_seconds"]["device"] = run(ctx, package, progress, on_timeline=keep)
+            run_result, outputs, result["wall_seconds"]["device"] = run(ctx, package, progress, on_timeline=keep,
+                                                                        device_options=injected)
     except DeviceFault as fault:
         result.update(status="FAULT", fault=fault.fault, message=str(fault))
         return None
@@ -164,4 +168,5 @@ def run_checked(ctx, package, progress, reports, result, invocations=1):
                              dict(run_reports.record("run-profile", reports.command), **run_result))
         artifacts.write_json(reports.timeline, timeline[0], compact=True)
         html_report.write_run_profile_html(page, run_result, timeline[0], reports.links(page))
+        result["memory_timeline_check"] = timeline_check.check(timeline[0])
     return run_result, outputs

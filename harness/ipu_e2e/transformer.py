@@ -308,8 +308,18 @@ def memory_pages(directory, names, progress, reports):
     return memory_report.write_pages(directory, names, reports.links)
 
 
+def device_mutation(ctx, name):
+    """Whether mutation `name` is the device's own (stage "device"): it is
+    configured on the device, not compiled."""
+    return any(m["name"] == name and m["stage"] == "device" for m in native.mutations(ctx)) if name else False
+
+
 def execute(ctx, args, profile, package, progress, started, reports):
     wall, memory_profiles = {}, []
+    device_inject = args.inject if device_mutation(ctx, args.inject) else None
+    if device_inject and not reports.run_profile:
+        raise UsageError(f"--inject {device_inject} mutates the device's memory events: it needs "
+                         f"--profile-directory DIR (the run records them only then)")
     attention = args.attention if family(args.workload) == "vit" else None
     if package is None:
         progress.update("generating inputs and weights")
@@ -320,7 +330,8 @@ def execute(ctx, args, profile, package, progress, started, reports):
         if args.memory_profile_directory:
             placement = args.memory_profile_directory / "placement.json"
         try:
-            package, compiled = workload.compile(profile, args.memory_budget, inject=args.inject,
+            package, compiled = workload.compile(profile, args.memory_budget,
+                                                 inject=None if device_inject else args.inject,
                                                  placement_report=placement, attention=attention,
                                                  memory_profiles=args.memory_profile_directory,
                                                  search=search_options(args))
@@ -390,7 +401,7 @@ def execute(ctx, args, profile, package, progress, started, reports):
             result["op_cycles"] = op_cycles(compiled["plan"], winfo.get("repeat"), timing["steps"], "static")
         return compile_only(result, compiled)
     outcome = runner.run_checked(ctx, package, progress, reports, result,
-                                 args.reference_inferences)
+                                 args.reference_inferences, device_inject)
     if outcome is None:
         return EXIT_FAULT, result
     run_result, outputs = outcome
@@ -404,6 +415,7 @@ def execute(ctx, args, profile, package, progress, started, reports):
         {"field": "cycles", "static": untimed, "device": run_result["cycles"]}
     result["static_timing"].update(equals_device=difference is None, difference=difference)
     timing_ok = difference is None
+    timeline_ok = result.get("memory_timeline_check", {}).get("passed", True)
     if args.dump_tensors:
         dump(args.dump_tensors, workload, outputs)
     ops_ok = True
@@ -414,7 +426,7 @@ def execute(ctx, args, profile, package, progress, started, reports):
         wall["op_check"] = time.perf_counter() - begun
         ops_ok = result["op_check"]["passed"]
     if not args.reference_run:
-        ok = resident_ok and ops_ok and timing_ok
+        ok = resident_ok and ops_ok and timing_ok and timeline_ok
         result["status"] = "RAN" if ok else "FAIL"
         return (EXIT_OK if ok else EXIT_CHECK_FAILED), result
     mode = "fp32" if args.reference_fp32 else "device"
@@ -437,7 +449,7 @@ def execute(ctx, args, profile, package, progress, started, reports):
         if args.dump_tensors:
             npy.write_npy(args.dump_tensors / f"{t['name']}.reference.npy", ref, "f32", (t["rows"], t["cols"]))
     result["checks"] = checks
-    passed = all(c["passed"] for c in checks) and resident_ok and ops_ok and timing_ok
+    passed = all(c["passed"] for c in checks) and resident_ok and ops_ok and timing_ok and timeline_ok
     result["status"] = "PASS" if passed else "FAIL"
     return (EXIT_OK if passed else EXIT_CHECK_FAILED), result
 
@@ -679,6 +691,21 @@ def op_check_line(o):
             f"{d['check']['norm_ratio']:.5f}")
 
 
+def timeline_line(c):
+    """The run-time memory timeline against its allocation table, in one line."""
+    if c["passed"]:
+        return f"  memory timeline: every tile's peak of {c['tiles']} equals its allocation table's"
+    m = c["first_mismatch"]
+    line = (f"  memory timeline: tile {m['tile']} peaks at {m['event_peak_bytes']:,} bytes in the device's memory "
+            f"events but at {m['table_peak_bytes']:,} in its allocation table (phase {m['table_peak_phase']})")
+    a = m.get("latest_begun")
+    if a:
+        made = f", made by {a['op']}" if a["op"] else ""
+        line += (f"; the last life begun there: '{a['name']}'{made}, at 0x{a['address']:X} on tile {m['tile']}, "
+                 f"{a['size']:,} bytes, phases {a['first_phase']}..{a['last_phase'] if a['last_phase'] >= 0 else 'end'}")
+    return line
+
+
 def report(result, out):
     print(summary(result), file=out)
     if result["status"] == "REJECTED":
@@ -742,4 +769,7 @@ def report(result, out):
               f"{check_line(c)}", file=out)
     if "op_check" in result:
         print(op_check_line(result["op_check"]), file=out)
+    timeline = result.get("memory_timeline_check")
+    if timeline:
+        print(timeline_line(timeline), file=out)
     print(result["status"], file=out)

@@ -31,7 +31,7 @@ def test_the_catalogue_is_broad():
     names = [m["name"] for m in mutations]
     assert len(names) >= 30 and len(set(names)) == len(names)
     assert {m["stage"] for m in mutations} == {"plan", "exchange", "place", "lower", "package", "driver",
-                                               "stress"}
+                                               "stress", "device"}
     assert all(m["models"] for m in mutations)
     # Every mutation has a workload here, and nothing here is not a mutation.
     assert set(WORKLOADS) == set(names)
@@ -43,6 +43,9 @@ def diagnosis(result):
     if fault:
         op = (fault.get("op") or {}).get("label")
         return f"fault {fault['kind']}", (fault["tile"], fault["address_lo"]), op
+    timeline = (result.get("memory_timeline_check") or {}).get("first_mismatch")
+    if timeline:
+        return "memory timeline", (timeline["tile"], timeline["latest_begun"]["address"]), timeline["latest_begun"]["op"]
     divergence = (result.get("op_check") or {}).get("first_divergence")
     if divergence:
         worst = divergence["check"]["worst_element"]
@@ -60,7 +63,7 @@ def diagnosis(result):
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
 def test_mutation_is_caught_and_located(cli, tmp_path, name):
     stress = WORKLOADS[name] is mutation_catalogue.STRESS
-    program, args = mutation_catalogue.command(name)
+    program, args = mutation_catalogue.command(name, tmp_path)
     if program == mutation_catalogue.GOLDENS:
         # A bug that only costs cycles: the goldens fail, naming the op whose cycles moved.
         done = subprocess.run([sys.executable, str(program), "--quiet", *args], capture_output=True, text=True,

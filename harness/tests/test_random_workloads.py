@@ -55,10 +55,11 @@ def test_the_generator_reaches_the_option_space():
         seen["exchange rank"] += "--exchange-rank" in args
         seen["search"] += "--search-seconds" in args
         seen["resident"] += "--reference-inferences" in args
+        seen["memory events"] += "--profile-directory" in args
     wanted = ["mlp", "vit", "vit-small", "batch 1", "batch 2", "batch 4", "tiles odd 0", "tiles odd 1", "fp8", "fp16",
               "blocks > 1", "attention auto", "attention flash", "attention materialized", "input embeddings",
               "input patches", "layers > 1", "heads > 1", "flash over key blocks", "flash over key chunks", "odd width", "tight budget",
-              "stream words", "balanced streams", "exchange rank", "search", "resident"]
+              "stream words", "balanced streams", "exchange rank", "search", "resident", "memory events"]
     assert all(seen[w] >= 3 for w in wanted), {w: seen[w] for w in wanted}
 
 

@@ -65,6 +65,8 @@ typedef enum ipu_inject {
     IPU_INJECT_RELATIVE_BASE_AHEAD,     /* a Repeat's relative sends start one iteration ahead */
     IPU_INJECT_SEARCH_WORST_FIRST,      /* the plan search builds its worst-estimated neighbours first */
     IPU_INJECT_STREAM_WORDS_AS_BYTES,   /* compact exchange waves of N words taken as N bytes' worth, 4 N words */
+    /* the device (appended): a bug of the simulator, configured on the device (device.c) */
+    IPU_INJECT_MEMORY_EVENTS_LATE,      /* the memory events record a life's beginning a phase late */
     IPU_INJECT_COUNT
 } ipu_inject;
 

@@ -170,11 +170,21 @@ ipu_status ipu_device_configure(ipu_ctx *ctx, ipu_device *dev, const char *optio
     ipu_status status = IPU_OK;
     const char *key;
     json_t *value;
+    /* A test's mutation of the device itself (the catalogue lists it, stage "device"). */
+    const char *inject = json_string_value(json_object_get(o, "inject"));
+    int mutation = inject && strcmp(inject, "memory-events-late") == 0;
+    if (json_object_get(o, "inject") && (!mutation || !json_is_true(json_object_get(o, "memory_events"))))
+        status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                          "device options: 'inject' takes a device mutation (memory-events-late) and needs "
+                          "memory_events true");
     json_object_foreach(o, key, value) {
+        if (status != IPU_OK || strcmp(key, "inject") == 0)
+            continue;
         int checks = strcmp(key, "allocation_checks") == 0, events = strcmp(key, "memory_events") == 0;
         if (!checks && !events) {
             status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                              "device options: unknown option '%s' (expected allocation_checks or memory_events)",
+                              "device options: unknown option '%s' (expected allocation_checks, memory_events or "
+                              "inject)",
                               key);
             break;
         }
@@ -185,7 +195,9 @@ ipu_status ipu_device_configure(ipu_ctx *ctx, ipu_device *dev, const char *optio
         if (checks)
             dev->iface->set_allocation_checks(dev->impl, json_is_true(value));
         else
-            dev->iface->set_memory_events(dev->impl, json_is_true(value));
+            dev->iface->set_memory_events(dev->impl, !json_is_true(value) ? IPU_EVENTS_OFF
+                                                     : mutation            ? IPU_EVENTS_BEGIN_LATE
+                                                                           : IPU_EVENTS_ON);
     }
     json_decref(o);
     return status;

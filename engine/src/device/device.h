@@ -80,6 +80,10 @@ typedef struct ipu_memory_events {
     uint32_t *at, *alloc;
 } ipu_memory_events;
 
+/* Memory event recording: off, on, or on with a test's mutation of the
+ * recorder itself (a life's beginning recorded one phase late). */
+enum { IPU_EVENTS_OFF = 0, IPU_EVENTS_ON = 1, IPU_EVENTS_BEGIN_LATE = 2 };
+
 typedef struct ipu_device_iface {
     const char *name;
     /* Load SRAM and run the init program; buffers[i] serves package stream i. */
@@ -91,8 +95,8 @@ typedef struct ipu_device_iface {
     void (*set_allocation_checks)(void *impl, int on);
     /* Observe every phase's end (NULL: none). */
     void (*set_observer)(void *impl, ipu_phase_observer observer, void *user);
-    /* Record memory events (off: the default) from the next initialize. */
-    void (*set_memory_events)(void *impl, int on);
+    /* Record memory events (IPU_EVENTS_OFF: the default) from the next initialize. */
+    void (*set_memory_events)(void *impl, int mode);
     /* The events recorded since the last initialize (NULL when off). */
     const ipu_memory_events *(*memory_events)(const void *impl);
     const ipu_fault *(*fault)(const void *impl);

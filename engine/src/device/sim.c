@@ -623,7 +623,7 @@ static ipu_status sim_write(void *impl, ipu_ctx *ctx, uint32_t tile, uint32_t ad
 
 static void sim_set_allocation_checks(void *impl, int on) { ((sim *)impl)->allocation_checks_off = !on; }
 
-static void sim_set_memory_events(void *impl, int on) { ((sim *)impl)->events_on = on; }
+static void sim_set_memory_events(void *impl, int mode) { ((sim *)impl)->events_on = mode; }
 
 static const ipu_memory_events *sim_memory_events(const void *impl)
 {

@@ -133,7 +133,10 @@ void sim_events_enter(sim *s)
         }
     }
     s->entered = s->phase;
-    for (uint32_t i = s->born_start[s->phase]; i < s->born_start[s->phase + 1]; i++) {
+    /* Injected: the lives beginning at a phase are recorded at the next (phase 0's: none). */
+    uint32_t born = s->events_on == IPU_EVENTS_BEGIN_LATE ? s->phase - 1 : s->phase;
+    for (uint32_t i = born < s->phases ? s->born_start[born] : 0; born < s->phases && i < s->born_start[born + 1];
+         i++) {
         uint32_t a = s->born[i];
         if (!s->alive[a]) {
             s->alive[a] = 1;

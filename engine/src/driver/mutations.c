@@ -54,6 +54,7 @@ static const ipu_mutation MUTATIONS[] = {
     {IPU_INJECT_RELATIVE_BASE_AHEAD, "relative-base-ahead", "exchange", "a Repeat exchange's SET_BASE row starts OUTGOING_BASE one displacement ahead (every iteration sends the next iteration's source)"},
     {IPU_INJECT_SEARCH_WORST_FIRST, "search-worst-first", "driver", "the plan search compares estimates the wrong way round and builds its worst-estimated neighbours (outputs still right: only the cycles show it)"},
     {IPU_INJECT_STREAM_WORDS_AS_BYTES, "stream-words-as-bytes", "exchange", "compact exchange takes its wave size in the wrong unit (4 N words for N) and schedules every phase otherwise than asked (only the cycles show it)"},
+    {IPU_INJECT_MEMORY_EVENTS_LATE, "memory-events-late", "device", "the device's memory events record a life's beginning one phase late (the run-time memory timeline misreports what is live)"},
     {IPU_INJECT_PLAN_FIT_TAKES_LAST, "plan-fit-takes-last", "plan", "the fitting step keeps the last matmul candidate that fits (the slowest), not the first"},
 };
 
