@@ -16,6 +16,15 @@
 #include "exchange/ports.h"
 #include "exchange/streams.h"
 
+/* The first of transfer x's destination entries on tile. */
+static uint32_t first_entry(const ipu_xphase *phase, const ipu_xfer *x, uint32_t tile)
+{
+    uint32_t d = 0;
+    while (d < x->dst_count && phase->dsts[x->first_dst + d].tile != tile)
+        d++;
+    return d;
+}
+
 /* Check every transfer before anything is written; stamp[tiles] is scratch. */
 static ipu_status validate(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase *phase,
                            uint32_t *stamp, uint32_t *max_dsts)
@@ -51,8 +60,10 @@ static ipu_status validate(ipu_ctx *ctx, const ipu_profile *p, const ipu_xphase 
             /* Stamps hold (i mod 2^32) + 1: unique among consecutive transfers. */
             if (stamp[tile] == (uint32_t)i + 1)
                 return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                                "exchange transfer %zu: destination tile %u is listed twice", i,
-                                tile);
+                                "exchange transfer %zu (from tile %u, %u bytes): destination tile %u is listed "
+                                "twice (entries %u and %u)",
+                                i, x->src_tile, x->bytes, tile, x->first_dst + first_entry(phase, x, tile),
+                                x->first_dst + d);
             stamp[tile] = (uint32_t)i + 1;
         }
         if (x->dst_count > *max_dsts)

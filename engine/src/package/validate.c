@@ -309,8 +309,12 @@ static ipu_status check_program(ipu_ctx *ctx, const ipu_package *pkg, const ipu_
             USE(op->a, USE_HOST_OUT);
             break;
         case IPU_OP_REPEAT:
-            if (op->a == 0)
-                return BAD("%s op %zu repeats 0 times", which, i);
+            if (op->a == 0) {
+                char label[160];
+                ipu_pkg_compiler_op_label(pkg, op->origin[0], label, sizeof label);
+                return BAD("%s op %zu%s%s%s repeats 0 times (its body of %u ops would never run)", which, i,
+                           *label ? " (" : "", label, *label ? ")" : "", op->b);
+            }
             if (op->b == 0 || op->b > count - i - 1 || (depth && i + 1 + op->b > ends[depth - 1]))
                 return BAD("%s op %zu: Repeat body of %u ops runs past its enclosing program or "
                            "body",
