@@ -92,7 +92,7 @@ def located(result, stderr=""):
         return (f"{stage.group(1)} self-check" if stage else None, tile.group(0) if tile else None,
                 op.group(0) if op else stage.group(3).split(" [")[0] if stage else None)
     if (not result or result.get("status") == "INCONSISTENT") and inconsistency:
-        tile = re.search(r"tile \d+", inconsistency.group(3))
+        tile = re.search(r"tile \d+( at 0x[0-9A-F]+)?", inconsistency.group(3))
         op = re.search(r"op \d+ \w+ \w+", inconsistency.group(2))
         return (f"{inconsistency.group(1)} self-check", tile.group(0) if tile else None,
                 op.group(0) if op else None)

@@ -512,6 +512,10 @@ static ipu_status encode(assembly *A, ipu_pkg_builder *b, uint32_t *stream_ids, 
         }
         if (status == IPU_OK && !init && prog->repeat_count && s + 1 == prog->repeat_first + prog->repeat_count)
             ipu_pkg_set_op_b(b, 0, repeat_op, (uint32_t)(ipu_pkg_program_length(b, 0) - repeat_op - 1));
+        /* The builder refusing a record this step made (an area the layout sized too small): named by step and op. */
+        if (status == IPU_ERR_INVALID_ARGUMENT && step->op < prog->op_count)
+            status = IPU_INCONSISTENT(A->ctx, "package", "the records of step %zu (op %u %s %s)", s, step->op,
+                                      prog->ops[step->op].kind, prog->ops[step->op].name);
     }
     for (uint32_t t = 0; t < A->tiles && status == IPU_OK && any_patch; t++)
         if (patch_count[t])
