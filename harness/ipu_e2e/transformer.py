@@ -151,8 +151,9 @@ def add_arguments(p):
                        help="the output check's bound on the norm ratio: |norm(device) / norm(reference) "
                             "- 1| <= T (default: see --atol)")
     group.add_argument("--inject", metavar="MUTATION", default=None,
-                       help="tests only: compile with one named mutation, a seeded compiler bug (the list: "
-                            "ipu-e2e-test --list-mutations), to see which check catches it and what it names")
+                       help="tests only: one named mutation, a seeded bug of the compiler (or of the device's "
+                            "memory events: memory-events-late, with --profile-directory), to see which check "
+                            "catches it and what it names (ipu-e2e-bench mutations lists and runs them all)")
     group.add_argument("--check-ops", action="store_true",
                        help="run the package once more and check every op's output (each Repeat iteration "
                             "too) against the device-precision reference of that op from the device's own "
