@@ -52,6 +52,14 @@ tile_count = int_in(1, 65535)
 thread_count = int_in(1, 1024)
 
 
+def split_argv(argv):
+    """(a command's own arguments, the ipu-e2e-test flags after --)."""
+    if "--" in argv:
+        i = argv.index("--")
+        return argv[:i], argv[i + 1:]
+    return argv, []
+
+
 def output_folders(args, *names):
     """Create the output folders the flags `names` give (argparse dests)
     before any work, so a bad path fails at once, naming its flag."""

@@ -27,7 +27,8 @@ import time
 from pathlib import Path
 
 from . import artifacts, child, fanout, run_reports
-from .command import EXIT_CHECK_FAILED, EXIT_OK, UsageError, guarded, output_folders, positive_int
+from .command import (EXIT_CHECK_FAILED, EXIT_OK, UsageError, guarded, output_folders, positive_int,
+                      split_argv)
 from .progress import Progress
 
 REPO = Path(__file__).resolve().parents[2]
@@ -375,8 +376,8 @@ def work(args, extra, progress):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    extra = argv[argv.index("--") + 1:] if "--" in argv else []
-    args = parser().parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    own, extra = split_argv(argv)
+    args = parser().parse_args(own)
     progress = Progress(args.quiet)
     code, result = guarded("ipu-e2e-random", progress, lambda: work(args, extra, progress))
     return code if code is not None else result

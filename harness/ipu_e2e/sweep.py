@@ -25,7 +25,7 @@ from pathlib import Path
 
 from . import artifacts, cli, fanout, sweep_case, transformer
 from .command import (EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError, guarded, number_in, output_folders,
-                      positive_int, tile_count)
+                      positive_int, split_argv, tile_count)
 from .progress import Progress
 
 SWEEP = Path(__file__).resolve().parents[1] / "bin" / "ipu-e2e-sweep"
@@ -83,14 +83,6 @@ def parser():
     p.add_argument("--case", metavar="NAME", help="the case of --stage")
     p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     return p
-
-
-def split_argv(argv):
-    """(the sweep's own arguments, the ipu-e2e-test flags after --)."""
-    if "--" in argv:
-        i = argv.index("--")
-        return argv[:i], argv[i + 1:]
-    return argv, []
 
 
 def check_extra(extra, workload):
