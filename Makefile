@@ -4,6 +4,7 @@
 #   make test IPU_SANITIZE=ON   the same under ASan+UBSan (build-sanitize/)
 #   make test CC=clang          the same built with clang (build-clang/)
 #   make coverage               instrumented build, all tests, gcovr summary
+#   make coverage-random        the same build, only the random workloads: what they reach
 #   make fuzz FUZZ_SECONDS=N    libFuzzer targets built with clang (build-fuzz/), N s each
 PYTHON ?= /usr/bin/python3
 JOBS ?= $(shell nproc)
@@ -39,7 +40,7 @@ export IPU_E2E_LIBRARY = $(CURDIR)/$(BUILD_DIR)/libipu_e2e.so
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD_DIR ?= build-fuzz
 
-.PHONY: all deps build run test test-c test-python coverage fuzz clean
+.PHONY: all deps build run test test-c test-python coverage coverage-random fuzz clean
 
 all: build
 
@@ -75,6 +76,19 @@ coverage:
 	$(MAKE) test BUILD_DIR=build-coverage BUILD_TYPE=Debug CMAKE_FLAGS=-DIPU_COVERAGE=ON
 	gcovr --root . --object-directory build-coverage --exclude 'engine/tests/.*' --print-summary \
 		build-coverage | tail -n 5
+
+# Which compiler paths the random workloads reach on their own: the counters
+# are zeroed, then only ipu-e2e-random runs (make test's seeds and the kept
+# cases); the table lists every engine file with the lines never reached.
+COVERAGE_SEEDS ?= 0-199
+coverage-random:
+	$(MAKE) build BUILD_DIR=build-coverage BUILD_TYPE=Debug CMAKE_FLAGS=-DIPU_COVERAGE=ON
+	find build-coverage -name '*.gcda' -delete
+	IPU_E2E_LIBRARY=$(CURDIR)/build-coverage/libipu_e2e.so $(PYTHON) harness/bin/ipu-e2e-random \
+		--seeds $(COVERAGE_SEEDS) --regressions --jobs $(JOBS)
+	gcovr --root . --object-directory build-coverage --filter 'engine/src/' --print-summary \
+		--txt build-coverage/random-coverage.txt build-coverage
+	cat build-coverage/random-coverage.txt
 
 # Fuzz targets (engine/tests/fuzz/): clang with libFuzzer, ASan and UBSan.
 fuzz:

@@ -24,6 +24,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
+from ipu_e2e import native
 from ipu_e2e.browser import chromium
 from local_sshd import sshd
 from test_interrupts import processes_mentioning
@@ -66,7 +67,7 @@ def small_sweep(repo, tmp_path_factory):
 def test_every_case_finishes_with_its_files(repo, small_sweep):
     folders = cases(small_sweep)
     assert len(folders) == 2 * 3
-    library = repo / "build" / "libipu_e2e.so"
+    library = native.library_path()
     for folder in folders:
         record = load(folder / "case.json")
         budget = folder.name.rsplit("-", 1)[1]
