@@ -1,14 +1,16 @@
 /* api.c: the public workload, reference and check calls (ipu.h, section
  * "workloads, references and checks").  A workload is created from JSON
  * options naming the builder ({"workload": "mlp" | "vit" | "vit-small", ...})
- * and has its values generated at once (by the builder's own generator when
- * it sets one); info lists tensors, ops with their fields and the Repeat;
+ * or holding a graph description ({"workload": "graph", "graph": ...}); its
+ * values are generated on first use (as its specs say) or given by the
+ * caller; info is the graph description (description.c);
  * tensors are addressed by name; device bytes are the values quantized with
  * ipu_num_encode (in parallel over fixed chunks, so the bytes do not depend
  * on the thread count); the reference's outputs stay in
  * the workload until the next run or ipu_workload_free; check results and
  * descriptions cross the ABI as JSON strings released with ipu_free.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -93,10 +95,27 @@ void ipu_workload_free(ipu_workload *w)
     for (size_t i = 0; w->values && i < w->graph.tensor_count; i++)
         free(w->values[i]);
     free(w->values);
+    free(w->specs);
     ipu_reference_free_outputs(w->reference, w->graph.tensor_count);
     free(w->options_json);
     ipu_graph_free(&w->graph);
     free(w);
+}
+
+/* The graph's tensors in canonical order (ir.h), each value spec (and so
+ * each tensor's values) moving with its tensor. */
+static ipu_status number_canonically(ipu_ctx *ctx, ipu_workload *w)
+{
+    size_t n = w->graph.tensor_count;
+    uint32_t *moved_to = ipu_malloc(ctx, (n ? n : 1) * sizeof *moved_to);
+    ipu_value_spec *specs = ipu_malloc(ctx, (n ? n : 1) * sizeof *specs);
+    ipu_status status = moved_to && specs ? ipu_graph_canonical_order(ctx, &w->graph, moved_to) : IPU_NO_MEMORY(ctx);
+    for (size_t t = 0; status == IPU_OK && t < n; t++)
+        specs[moved_to[t]] = w->specs[t];
+    if (status == IPU_OK)
+        memcpy(w->specs, specs, n * sizeof *specs);
+    free(moved_to), free(specs);
+    return status;
 }
 
 ipu_status ipu_workload_create(ipu_ctx *ctx, const char *options_json, ipu_workload **out)
@@ -111,7 +130,13 @@ ipu_status ipu_workload_create(ipu_ctx *ctx, const char *options_json, ipu_workl
     if (!name) {
         status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                           "workload options: \"workload\" must name a workload "
-                          "(mlp, vit or vit-small)");
+                          "(mlp, vit, vit-small or graph)");
+    } else if (strcmp(name, "graph") == 0) {
+        status = json_object_size(o) == 2 && json_object_get(o, "graph")
+                     ? ipu_workload_from_description(ctx, json_object_get(o, "graph"), &w)
+                     : IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                                "workload options: a graph workload takes one more field, \"graph\" (the "
+                                "description)");
     } else if (strcmp(name, "mlp") == 0 || strcmp(name, "vit") == 0 ||
                strcmp(name, "vit-small") == 0) {
         json_t *builder = json_copy(o);
@@ -124,12 +149,14 @@ ipu_status ipu_workload_create(ipu_ctx *ctx, const char *options_json, ipu_workl
         json_decref(builder);
     } else {
         status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                          "--workload: unknown workload '%s' (expected mlp, vit or vit-small)",
+                          "--workload: unknown workload '%s' (expected mlp, vit, vit-small or graph)",
                           name);
     }
     json_decref(o);
     if (status == IPU_OK)
         status = ipu_workload_prepare_values(ctx, w);
+    if (status == IPU_OK)
+        status = number_canonically(ctx, w);
     if (status != IPU_OK) {
         ipu_workload_free(w);
         return status;
@@ -138,78 +165,11 @@ ipu_status ipu_workload_create(ipu_ctx *ctx, const char *options_json, ipu_workl
     return IPU_OK;
 }
 
-static json_t *tensor_json(const ipu_ir_tensor *t)
-{
-    return json_pack("{s:s, s:I, s:I, s:s, s:i, s:s, s:I}", "name", t->name, "rows",
-                     (json_int_t)t->rows, "cols", (json_int_t)t->cols, "dtype",
-                     ipu_dtype_name(t->dtype) ? ipu_dtype_name(t->dtype) : "unknown", "scale",
-                     t->scale, "role", role_name(t->role), "sequence", (json_int_t)t->sequence);
-}
-
-/* {"op", "inputs": [names], "output"} and the op's fields: "epsilon" for a
- * LayerNorm; "heads", "head_dim" and "seq" (rows per image) for attention and
- * MAP pooling.  NULL when out of memory. */
-static json_t *op_json(const ipu_graph *g, const ipu_ir_op *op)
-{
-    json_t *inputs = json_array();
-    for (int k = 0; inputs && k < ipu_ir_op_inputs(op); k++)
-        if (json_array_append_new(inputs, json_string(g->tensors[op->in[k]].name))) {
-            json_decref(inputs);
-            inputs = NULL;
-        }
-    json_t *o = json_pack("{s:s, s:o, s:s}", "op", ipu_ir_op_name(op->kind), "inputs", inputs,
-                          "output", g->tensors[op->out].name);
-    int bad = !o;
-    if (!bad && op->kind == IPU_IR_LAYERNORM)
-        bad = json_object_set_new(o, "epsilon", json_real(op->epsilon));
-    if (!bad && (op->kind == IPU_IR_ATTENTION || op->kind == IPU_IR_MAP_POOL))
-        bad = json_object_set_new(o, "heads", json_integer(op->heads)) ||
-              json_object_set_new(o, "head_dim", json_integer(op->head_dim)) ||
-              json_object_set_new(o, "seq", json_integer(op->seq));
-    if (bad) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
-}
-
-static json_t *info_json(const ipu_workload *w)
-{
-    const ipu_graph *g = &w->graph;
-    json_t *options = w->options_json ? json_loads(w->options_json, 0, NULL) : json_object();
-    json_t *tensors = json_array(), *ops = json_array(), *repeat = json_null();
-    int bad = !options || !tensors || !ops;
-    for (size_t i = 0; !bad && i < g->tensor_count; i++)
-        bad = json_array_append_new(tensors, tensor_json(&g->tensors[i]));
-    for (size_t i = 0; !bad && i < g->op_count; i++) {
-        bad = json_array_append_new(ops, op_json(g, &g->ops[i]));
-    }
-    const ipu_ir_repeat *r = &g->repeat;
-    if (!bad && r->iterations) {
-        repeat = json_pack("{s:I, s:I, s:I, s:s, s:s, s:s}", "first_op", (json_int_t)r->first_op,
-                           "op_count", (json_int_t)r->op_count, "iterations",
-                           (json_int_t)r->iterations, "carried", g->tensors[r->carried].name,
-                           "carried_next", g->tensors[r->carried_next].name, "carried_init",
-                           g->tensors[r->carried_init].name);
-        bad = !repeat;
-    }
-    if (bad) {
-        json_decref(options);
-        json_decref(tensors);
-        json_decref(ops);
-        json_decref(repeat);
-        return NULL;
-    }
-    return json_pack("{s:s, s:I, s:o, s:o, s:o, s:o}", "name", w->name, "seed",
-                     (json_int_t)w->seed, "options", options, "tensors", tensors, "ops", ops,
-                     "repeat", repeat);
-}
-
 ipu_status ipu_workload_info_json(ipu_ctx *ctx, const ipu_workload *w, char **out_json)
 {
     if (!w || !out_json)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_workload_info_json: missing argument");
-    return take_json(ctx, info_json(w), out_json);
+    return take_json(ctx, ipu_workload_describe(w), out_json);
 }
 
 ipu_status ipu_workload_values(ipu_ctx *ctx, const ipu_workload *w, const char *tensor,
@@ -239,6 +199,34 @@ ipu_status ipu_workload_device_bytes(ipu_ctx *ctx, const ipu_workload *w, const 
     }
     *out_bytes = bytes;
     *out_size = count * elem;
+    return IPU_OK;
+}
+
+ipu_status ipu_workload_set_values(ipu_ctx *ctx, ipu_workload *w, const char *tensor, const float *data,
+                                   size_t count)
+{
+    uint32_t id = 0;
+    IPU_TRY(find_value_tensor(ctx, w, tensor, &id));
+    const ipu_ir_tensor *t = &w->graph.tensors[id];
+    uint64_t expected = (uint64_t)t->rows * t->cols * t->sequence;
+    if (!w->specs[id].given)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "tensor '%s': its values are generated (normal, stream %llu), not given", tensor,
+                        (unsigned long long)w->specs[id].stream);
+    if (!data || count != expected)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "tensor '%s' takes %llu values (%u x %u x %u members), not %zu", tensor,
+                        (unsigned long long)expected, t->rows, t->cols, t->sequence, count);
+    for (size_t i = 0; i < count; i++)
+        if (!isfinite(data[i]))
+            return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "tensor '%s': value %zu is %g (expected finite values)",
+                            tensor, i, (double)data[i]);
+    float *copy = ipu_malloc(ctx, count * sizeof *copy);
+    if (!copy)
+        return IPU_NO_MEMORY(ctx);
+    memcpy(copy, data, count * sizeof *copy);
+    free(w->values[id]);
+    w->values[id] = copy;
     return IPU_OK;
 }
 

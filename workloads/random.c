@@ -1,8 +1,9 @@
 /* random.c: counter-based random values: element i of stream s under seed S
  * is a pure function of (S, s, i) (splitmix64 of the counter, a ziggurat), so
  * any slice can be generated independently and in parallel; and a
- * workload's inputs and parameters made from them on first use (stream =
- * tensor index): as FP32 values, kept for the references, or straight to
+ * workload's inputs and parameters made from them on first use (stream and
+ * scale as each tensor's spec says; a builder's stream is the tensor index),
+ * or given by the caller: as FP32 values, kept for the references, or straight to
  * device-typed bytes, a chunk at a time, for a compile that needs no FP32
  * copy; with the option helper the builders share.
  */
@@ -106,8 +107,21 @@ void ipu_default_values(const ipu_ir_tensor *t, float *scale, float *offset)
 
 ipu_status ipu_workload_prepare_values(ipu_ctx *ctx, ipu_workload *w)
 {
-    w->values = ipu_calloc(ctx, w->graph.tensor_count ? w->graph.tensor_count : 1, sizeof *w->values);
-    return w->values ? IPU_OK : IPU_NO_MEMORY(ctx);
+    size_t n = w->graph.tensor_count ? w->graph.tensor_count : 1;
+    w->values = ipu_calloc(ctx, n, sizeof *w->values);
+    if (!w->values)
+        return IPU_NO_MEMORY(ctx);
+    if (w->specs)
+        return IPU_OK;
+    w->specs = ipu_calloc(ctx, n, sizeof *w->specs);
+    if (!w->specs)
+        return IPU_NO_MEMORY(ctx);
+    for (size_t i = 0; i < w->graph.tensor_count; i++) {
+        ipu_value_spec *s = &w->specs[i];
+        (w->value_rule ? w->value_rule : ipu_default_values)(&w->graph.tensors[i], &s->scale, &s->offset);
+        s->stream = i;
+    }
+    return IPU_OK;
 }
 
 static ipu_status check_value_tensor(ipu_ctx *ctx, const ipu_workload *w, uint32_t id)
@@ -119,6 +133,11 @@ static ipu_status check_value_tensor(ipu_ctx *ctx, const ipu_workload *w, uint32
     if (t->role != IPU_ROLE_INPUT && t->role != IPU_ROLE_PARAM)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "workload values: '%s' is not an input or parameter",
                         t->name);
+    if (!w->values[id] && (!w->specs || w->specs[id].given))
+        return IPU_FAIL(ctx, IPU_ERR_STATE,
+                        "workload values: %s '%s' takes given values (ipu_workload_set_values) and none "
+                        "were given",
+                        t->role == IPU_ROLE_INPUT ? "input" : "parameter", t->name);
     return IPU_OK;
 }
 
@@ -130,12 +149,10 @@ static ipu_status check_value_tensor(ipu_ctx *ctx, const ipu_workload *w, uint32
 /* Chunk c of tensor id's values (n of them) into out. */
 static void chunk_values(const ipu_workload *w, uint32_t id, int64_t c, size_t n, float *out)
 {
-    const ipu_ir_tensor *t = &w->graph.tensors[id];
-    float scale, offset;
-    (w->value_rule ? w->value_rule : ipu_default_values)(t, &scale, &offset);
-    ipu_random_normal(w->seed, id, (uint64_t)c * CHUNK, out, n, scale);
-    for (size_t e = 0; offset != 0.0f && e < n; e++)
-        out[e] += offset;
+    const ipu_value_spec *s = &w->specs[id];
+    ipu_random_normal(w->seed, s->stream, (uint64_t)c * CHUNK, out, n, s->scale);
+    for (size_t e = 0; s->offset != 0.0f && e < n; e++)
+        out[e] += s->offset;
 }
 
 /* Tensor id's values, a slice of chunks at a time between cancel checks:

@@ -12,6 +12,15 @@
 
 #include "ir/ir.h"
 
+/* How an input's or parameter's values are made: standard normal values of
+ * (seed, stream) times scale plus offset, or given by the caller
+ * (ipu_workload_set_values) before anything reads them. */
+typedef struct ipu_value_spec {
+    float scale, offset;
+    uint64_t stream;
+    int given;
+} ipu_value_spec;
+
 struct ipu_workload {
     char name[32];
     uint64_t seed;
@@ -19,8 +28,10 @@ struct ipu_workload {
     float **values; /* per tensor: rows * cols * sequence floats once made (ipu_workload_values_of) */
     char *options_json;
     float **reference; /* per tensor: the last reference run's outputs, NULL unless output */
-    /* How the builder's values are distributed (NULL: ipu_default_values). */
+    /* How the builder's values are distributed (NULL: ipu_default_values);
+     * ipu_workload_prepare_values turns it into specs unless they are set. */
     void (*value_rule)(const ipu_ir_tensor *t, float *scale, float *offset);
+    ipu_value_spec *specs; /* per tensor */
 };
 typedef struct ipu_workload ipu_workload;
 
@@ -49,9 +60,18 @@ ipu_status ipu_mlp_build(ipu_ctx *ctx, const json_t *options, ipu_workload **out
 ipu_status ipu_vit_build(ipu_ctx *ctx, const char *name, const json_t *options,
                          ipu_workload **out);
 
-/* Values are made on first use: normal values scaled and offset as
- * w->value_rule says for each tensor, generated in parallel.  Prepare the
- * (empty) table of a new workload. */
+/* A workload read from a graph description (description.c): the JSON
+ * object ipu_workload_describe writes. */
+ipu_status ipu_workload_from_description(ipu_ctx *ctx, const json_t *description, ipu_workload **out);
+/* The graph description of w: format and version, name, seed, the builder's
+ * options, tensors (with how their values are made), ops and the Repeat.
+ * NULL when out of memory. */
+json_t *ipu_workload_describe(const ipu_workload *w);
+
+/* Values are made on first use: normal values scaled and offset as each
+ * tensor's spec says (from w->value_rule, with stream = tensor id, when the
+ * specs are not set), generated in parallel.  Prepare the (empty) table of a
+ * new workload. */
 ipu_status ipu_workload_prepare_values(ipu_ctx *ctx, ipu_workload *w);
 /* The FP32 values of input or parameter id, generated on first use and kept
  * (a cache inside the const workload). */

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from . import interrupts
 
-ABI_VERSION = 6
+ABI_VERSION = 7
 
 STATUS_NAMES = {
     0: "ok", 1: "invalid_argument", 2: "no_memory", 3: "io", 4: "malformed",
@@ -102,6 +102,7 @@ def _declare(lib):
         "ipu_workload_info_json": (st, [vp, vp, out_str]),
         "ipu_workload_values": (st, [vp, vp, cp, ctypes.POINTER(vp), ctypes.POINTER(sz)]),
         "ipu_workload_device_bytes": (st, [vp, vp, cp, ctypes.POINTER(vp), ctypes.POINTER(sz)]),
+        "ipu_workload_set_values": (st, [vp, vp, cp, vp, sz]),
         "ipu_reference_run": (st, [vp, vp, cp, out_str]),
         "ipu_reference_output": (st, [vp, vp, cp, ctypes.POINTER(vp), ctypes.POINTER(sz)]),
         "ipu_check_outputs": (st, [vp, vp, vp, cp, sz, sz, cp, out_str]),
@@ -385,6 +386,13 @@ class Workload:
     def values(self, name):
         """Unquantized FP32 values of an input or parameter (all sequence members)."""
         return self._floats(lib().ipu_workload_values, name)
+
+    def set_values(self, name, data):
+        """Give the FP32 values (bytes in host order: rows x cols x members) of
+        an input or parameter whose description says "given"."""
+        buffer = ctypes.create_string_buffer(bytes(data), len(data))
+        self.ctx.check(lib().ipu_workload_set_values(self.ctx.handle, self.handle, name.encode(), buffer,
+                                                     len(data) // 4))
 
     def device_bytes(self, name):
         """The values quantized to the tensor's device type and scale."""

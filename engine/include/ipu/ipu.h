@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define IPU_ABI_VERSION 6u
+#define IPU_ABI_VERSION 7u
 
 /* Status codes: explicit values, append-only. */
 typedef enum ipu_status {
@@ -174,12 +174,23 @@ typedef struct ipu_workload ipu_workload;
 /* Build a workload graph and generate its input and parameter values.
  * options_json: {"workload": "mlp", ...the workload's options}; for "mlp":
  * "batch", "precision" ("fp8"|"fp16"), "blocks", "seed", and the geometry
- * "tokens", "channels", "hidden" (defaults 729, 1152, 4304). */
+ * "tokens", "channels", "hidden" (defaults 729, 1152, 4304).  Or
+ * {"workload": "graph", "graph": description}: a workload from its graph
+ * description (workloads/description.c: what ipu_workload_info_json
+ * writes); a bad one fails with IPU_ERR_INVALID_ARGUMENT naming the tensor
+ * or op and the field. */
 ipu_status ipu_workload_create(ipu_ctx *ctx, const char *options_json, ipu_workload **out);
 void ipu_workload_free(ipu_workload *w);
-/* name, seed, options, tensors (name, rows, cols, dtype, scale, role,
- * sequence), ops (op, inputs, output by name) and repeat (null when none). */
+/* The workload's graph description: format, version, name, seed, options,
+ * tensors (name, rows, cols, dtype, scale, role, sequence, and for inputs
+ * and parameters how their values are made), ops (op, inputs, output by
+ * name, and their fields) and repeat (null when none). */
 ipu_status ipu_workload_info_json(ipu_ctx *ctx, const ipu_workload *w, char **out_json);
+/* The values of an input or parameter whose description says "given":
+ * rows * cols * sequence finite floats, copied; before any compile or
+ * reference reads them (IPU_ERR_STATE then, naming the tensor). */
+ipu_status ipu_workload_set_values(ipu_ctx *ctx, ipu_workload *w, const char *tensor, const float *data,
+                                   size_t count);
 /* Unquantized FP32 values of an input or parameter: rows * cols * sequence
  * floats (sequence members back to back), owned by the workload. */
 ipu_status ipu_workload_values(ipu_ctx *ctx, const ipu_workload *w, const char *tensor,

@@ -124,16 +124,128 @@ static int transformer_shapes_ok(const ipu_graph *g, const ipu_ir_op *op)
            o->rows == kv->rows / op->seq && o->cols == c;
 }
 
+#define BAD(...) IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "graph: " __VA_ARGS__)
+
+/* Names are unique: sorted (name, index) pairs. */
+typedef struct named {
+    const char *name;
+    uint32_t id;
+} named;
+
+static int by_name(const void *x, const void *y)
+{
+    return strcmp(((const named *)x)->name, ((const named *)y)->name);
+}
+
+static ipu_status check_names(ipu_ctx *ctx, const ipu_graph *g)
+{
+    named *names = ipu_malloc(ctx, (g->tensor_count ? g->tensor_count : 1) * sizeof *names);
+    if (!names)
+        return IPU_NO_MEMORY(ctx);
+    for (size_t i = 0; i < g->tensor_count; i++)
+        names[i] = (named){g->tensors[i].name, (uint32_t)i};
+    qsort(names, g->tensor_count, sizeof *names, by_name);
+    ipu_status status = IPU_OK;
+    for (size_t i = 1; i < g->tensor_count && status == IPU_OK; i++)
+        if (!strcmp(names[i].name, names[i - 1].name))
+            status = BAD("two tensors are named '%s' (tensors %u and %u)", names[i].name,
+                         names[i - 1].id < names[i].id ? names[i - 1].id : names[i].id,
+                         names[i - 1].id < names[i].id ? names[i].id : names[i - 1].id);
+    free(names);
+    return status;
+}
+
+static int in_body(const ipu_graph *g, size_t op)
+{
+    return g->repeat.iterations && op >= g->repeat.first_op && op - g->repeat.first_op < g->repeat.op_count;
+}
+
+/* Data flows forward: every activation and output is written by exactly one
+ * op (the carried tensor by none: the Repeat sets it) and read only after
+ * that op; an op does not read its own output; sequences and the carried
+ * tensor are read only in the Repeat body, whose carried_next is written in
+ * the body and carried_init before it; every tensor is touched by an op. */
+static ipu_status check_dataflow(ipu_ctx *ctx, const ipu_graph *g)
+{
+    size_t n = g->tensor_count;
+    uint32_t *writer = ipu_malloc(ctx, (n ? n : 1) * sizeof *writer);
+    unsigned char *read = ipu_calloc(ctx, n ? n : 1, 1);
+    if (!writer || !read) {
+        free(writer), free(read);
+        return IPU_NO_MEMORY(ctx);
+    }
+    for (size_t t = 0; t < n; t++)
+        writer[t] = UINT32_MAX;
+    const ipu_ir_repeat *r = &g->repeat;
+    uint32_t carried = r->iterations ? r->carried : UINT32_MAX;
+    if (r->iterations)
+        read[r->carried_init] = 1;
+    ipu_status status = IPU_OK;
+    for (size_t i = 0; i < g->op_count && status == IPU_OK; i++) {
+        const ipu_ir_op *op = &g->ops[i];
+        const char *kind = ipu_ir_op_name(op->kind);
+        for (int k = 0; k < ipu_ir_op_inputs(op) && status == IPU_OK; k++) {
+            const ipu_ir_tensor *t = &g->tensors[op->in[k]];
+            int valued = t->role == IPU_ROLE_INPUT || t->role == IPU_ROLE_PARAM;
+            read[op->in[k]] = 1;
+            if (op->in[k] == op->out)
+                status = BAD("op %zu (%s) reads its own output '%s'", i, kind, t->name);
+            else if (op->in[k] == carried && !in_body(g, i))
+                status = BAD("op %zu (%s) reads the Repeat's carried '%s' outside the Repeat body", i, kind,
+                             t->name);
+            else if (t->sequence > 1 && !in_body(g, i))
+                status = BAD("op %zu (%s) reads '%s', a sequence of %u members, outside the Repeat body", i,
+                             kind, t->name, t->sequence);
+            else if (!valued && op->in[k] != carried && writer[op->in[k]] == UINT32_MAX)
+                status = BAD("op %zu (%s) reads '%s' before any op writes it", i, kind, t->name);
+        }
+        if (status == IPU_OK && writer[op->out] != UINT32_MAX)
+            status = BAD("op %zu (%s) writes '%s', which op %u writes too", i, kind, g->tensors[op->out].name,
+                         writer[op->out]);
+        else if (status == IPU_OK && op->out == carried)
+            status = BAD("op %zu (%s) writes the Repeat's carried '%s' (the Repeat sets it from carried_init "
+                         "and carried_next)",
+                         i, kind, g->tensors[op->out].name);
+        writer[op->out] = (uint32_t)i;
+    }
+    for (size_t t = 0; t < n && status == IPU_OK; t++) {
+        const ipu_ir_tensor *x = &g->tensors[t];
+        if (x->sequence > 1 && x->role != IPU_ROLE_PARAM)
+            status = BAD("tensor '%s' has %u members: only parameters may be sequences", x->name, x->sequence);
+        else if (!read[t] && writer[t] == UINT32_MAX)
+            status = BAD("no op reads or writes tensor '%s'", x->name);
+        else if (t != carried && writer[t] == UINT32_MAX && (x->role == IPU_ROLE_ACTIVATION || x->role == IPU_ROLE_OUTPUT))
+            status = BAD("no op writes %s '%s'", x->role == IPU_ROLE_OUTPUT ? "output" : "activation", x->name);
+    }
+    if (status == IPU_OK && r->iterations) {
+        const ipu_ir_tensor *c = &g->tensors[r->carried];
+        if (c->role != IPU_ROLE_ACTIVATION)
+            status = BAD("the Repeat's carried '%s' must be an activation", c->name);
+        else if (writer[r->carried_next] == UINT32_MAX || !in_body(g, writer[r->carried_next]))
+            status = BAD("the Repeat's carried_next '%s' must be written in the Repeat body",
+                         g->tensors[r->carried_next].name);
+        else if (r->carried_init == r->carried ||
+                 (writer[r->carried_init] != UINT32_MAX && writer[r->carried_init] >= r->first_op))
+            status = BAD("the Repeat's carried_init '%s' must be a value from before the Repeat body",
+                         g->tensors[r->carried_init].name);
+    }
+    free(writer), free(read);
+    return status;
+}
+
 ipu_status ipu_graph_validate(ipu_ctx *ctx, const ipu_graph *g)
 {
-#define BAD(...) IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "graph: " __VA_ARGS__)
     for (size_t i = 0; i < g->tensor_count; i++) {
         const ipu_ir_tensor *t = &g->tensors[i];
         if (!t->rows || !t->cols || !ipu_dtype_size(t->dtype) || t->role < 0 ||
-            t->role > IPU_ROLE_OUTPUT || !t->sequence)
-            return BAD("tensor '%s' has shape %ux%u, type %d, role %d", t->name, t->rows, t->cols,
+            t->role > IPU_ROLE_OUTPUT || !t->sequence || !t->name[0])
+            return BAD("tensor %zu '%s' has shape %ux%u, type %d, role %d", i, t->name, t->rows, t->cols,
                        t->dtype, t->role);
+        if (ipu_ir_tensor_bytes(t) * t->sequence > IPU_IR_MAX_TENSOR_BYTES)
+            return BAD("tensor '%s' (%ux%u %s, %u members) is larger than %llu bytes", t->name, t->rows, t->cols,
+                       ipu_dtype_name(t->dtype), t->sequence, (unsigned long long)IPU_IR_MAX_TENSOR_BYTES);
     }
+    IPU_TRY(check_names(ctx, g));
     for (size_t i = 0; i < g->op_count; i++) {
         const ipu_ir_op *op = &g->ops[i];
         if (op->kind < 0 || op->kind >= IPU_IR_KIND_COUNT)
@@ -219,9 +331,9 @@ ipu_status ipu_graph_validate(ipu_ctx *ctx, const ipu_graph *g)
                 return BAD("parameter sequence '%s' has %u members for %u iterations",
                            g->tensors[i].name, g->tensors[i].sequence, r->iterations);
     }
-    return IPU_OK;
-#undef BAD
+    return check_dataflow(ctx, g);
 }
+#undef BAD
 
 uint32_t ipu_ir_homing_op(const ipu_graph *g, uint32_t t)
 {
@@ -234,3 +346,49 @@ uint32_t ipu_ir_homing_op(const ipu_graph *g, uint32_t t)
                 return (uint32_t)i;
     return UINT32_MAX;
 }
+
+ipu_status ipu_graph_canonical_order(ipu_ctx *ctx, ipu_graph *g, uint32_t *moved_to)
+{
+    size_t n = g->tensor_count, next = 0;
+    uint32_t *order = ipu_malloc(ctx, (n ? n : 1) * sizeof *order);
+    ipu_ir_tensor *tensors = ipu_malloc(ctx, (n ? n : 1) * sizeof *tensors);
+    if (!order || !tensors) {
+        free(order), free(tensors);
+        return IPU_NO_MEMORY(ctx);
+    }
+    for (size_t t = 0; t < n; t++)
+        moved_to[t] = UINT32_MAX;
+    for (size_t i = 0; i < g->op_count; i++) {
+        ipu_ir_op *op = &g->ops[i];
+        int inputs = ipu_ir_op_inputs(op), body = g->repeat.iterations && i == g->repeat.first_op;
+        /* The Repeat reads carried_init into carried before its body. */
+        uint32_t touched[6] = {g->repeat.carried_init, g->repeat.carried, op->in[0], op->in[1], op->in[2], op->out};
+        for (int k = body ? 0 : 2; k < 6; k++) {
+            uint32_t t = touched[k < 2 + inputs ? k : 5];
+            if (t < n && moved_to[t] == UINT32_MAX)
+                moved_to[t] = (uint32_t)next, order[next++] = t;
+        }
+    }
+    for (size_t t = 0; t < n; t++) /* untouched tensors keep their order, last */
+        if (moved_to[t] == UINT32_MAX)
+            moved_to[t] = (uint32_t)next, order[next++] = (uint32_t)t;
+    for (size_t t = 0; t < n; t++)
+        tensors[t] = g->tensors[order[t]];
+    memcpy(g->tensors, tensors, n * sizeof *tensors);
+#define MOVE(x) ((x) = (x) < n ? moved_to[x] : (x))
+    for (size_t i = 0; i < g->op_count; i++) {
+        ipu_ir_op *op = &g->ops[i];
+        for (int k = 0; k < ipu_ir_op_inputs(op) && k < 3; k++)
+            MOVE(op->in[k]);
+        MOVE(op->out);
+    }
+    if (g->repeat.iterations) {
+        MOVE(g->repeat.carried);
+        MOVE(g->repeat.carried_next);
+        MOVE(g->repeat.carried_init);
+    }
+#undef MOVE
+    free(order), free(tensors);
+    return IPU_OK;
+}
+

@@ -56,6 +56,8 @@ typedef enum ipu_op_kind {
 #define IPU_IR_KIND_COUNT 8
 
 #define IPU_IR_NAME 64
+/* The largest tensor (all members): no device holds more. */
+#define IPU_IR_MAX_TENSOR_BYTES (1ull << 32)
 
 typedef struct ipu_ir_tensor {
     char name[IPU_IR_NAME];
@@ -110,7 +112,14 @@ ipu_status ipu_graph_attention(ipu_ctx *ctx, ipu_graph *g, uint32_t qkv, uint32_
                                uint32_t heads, uint32_t head_dim, uint32_t out);
 ipu_status ipu_graph_map_pool(ipu_ctx *ctx, ipu_graph *g, uint32_t q, uint32_t kv, uint32_t seq,
                               uint32_t heads, uint32_t head_dim, uint32_t out);
-/* Check shapes, types and the Repeat region; messages name the op or tensor. */
+/* Renumber the tensors in the order the ops first touch them (each op's
+ * inputs in order, then its output; tensors no op touches last, as they
+ * were), so that a graph's numbering follows from its ops alone: a builder's
+ * graph and the same graph read from elsewhere number alike.  moved_to
+ * (tensor_count entries) receives each old id's new one. */
+ipu_status ipu_graph_canonical_order(ipu_ctx *ctx, ipu_graph *g, uint32_t *moved_to);
+/* Check shapes, types, names, the data flow (ir.c: check_dataflow) and the
+ * Repeat region; messages name the op or tensor. */
 ipu_status ipu_graph_validate(ipu_ctx *ctx, const ipu_graph *g);
 /* Bytes of one member of a tensor on the host (rows * cols * element size). */
 uint64_t ipu_ir_tensor_bytes(const ipu_ir_tensor *t);
