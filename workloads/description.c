@@ -175,7 +175,7 @@ static ipu_status get_string(reader *r, const json_t *o, const char *key, const 
 {
     json_t *v = json_object_get(o, key);
     if (!json_is_string(v))
-        return BAD(r, "%s: field '%s' must be a string", r->where, key);
+        return BAD(r, "%s: %s field '%s' (a string)", r->where, v ? "expected a string for" : "missing", key);
     *out = json_string_value(v);
     return IPU_OK;
 }
@@ -185,6 +185,8 @@ static ipu_status get_float(reader *r, const json_t *o, const char *key, float *
 {
     json_t *v = json_object_get(o, key);
     double d = json_number_value(v);
+    if (!v)
+        return BAD(r, "%s: missing field '%s' (a finite number)", r->where, key);
     if (!json_is_number(v) || !isfinite(d) || fabs(d) > 3.0e38)
         return BAD(r, "%s: field '%s' must be a finite number", r->where, key);
     *out = (float)d;

@@ -47,7 +47,8 @@ def parser():
     return p
 
 
-WORKLOAD_MODULES = {"exchange-stress": stress, **{name: transformer for name in transformer.WORKLOADS}}
+WORKLOAD_MODULES = {"exchange-stress": stress, "graph": transformer,
+                    **{name: transformer for name in transformer.WORKLOADS}}
 
 
 def load_package(ctx, args, progress):
@@ -58,8 +59,11 @@ def load_package(ctx, args, progress):
     if args.tiles and args.tiles != info["tiles"]:
         raise UsageError(f"--tiles {args.tiles}: the package {args.package} was built for {info['tiles']} tiles")
     workload = info["meta"].get("workload")
-    if workload not in WORKLOAD_MODULES:
-        raise UsageError(f"--package {args.package}: unknown workload '{workload}' in its metadata")
+    if args.graph:
+        return package, "graph"
+    if workload not in WORKLOAD_MODULES or workload == "graph":
+        raise UsageError(f"--package {args.package}: workload '{workload}' in its metadata is not built in: "
+                         f"give its description with --graph FILE")
     return package, workload
 
 
@@ -77,8 +81,12 @@ def execute(args, progress, reports):
         # A replay runs the workload the package records, whatever --workload says.
         package, args.workload = load_package(ctx, args, progress)
     else:
+        if args.graph and args.workload != PARSER_DEFAULTS["workload"]:
+            raise UsageError(f"--graph {args.graph} is the workload: --workload {args.workload} does not apply")
+        if args.graph:
+            args.workload = "graph"
         profile = profiles.load(ctx, args.device, args.tiles or 0)
-        progress.update(f"building {args.workload} for {profile['tiles']} tiles")
+        progress.update(f"building {args.graph or args.workload} for {profile['tiles']} tiles")
     module = WORKLOAD_MODULES[args.workload]
     module.check_flags(args, PARSER_DEFAULTS)
     code, result = module.execute(ctx, args, profile, package, progress, started, reports)

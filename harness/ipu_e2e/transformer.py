@@ -13,30 +13,31 @@ import resource
 import time
 from pathlib import Path
 
-from . import memory_report, native, npy, placement_report, runner, tolerances
+from . import graphs, memory_report, native, npy, placement_report, runner, tolerances
 from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError, int_in, number_in, positive_int
 from .native import Workload, check_outputs
 
 WORKLOADS = ("mlp", "vit", "vit-small")
 ATTENTION_MODES = ("auto", "flash", "materialized")
-# Flags every transformer workload takes (their defaults are the parser's).
-SHARED = ("batch", "memory_budget", "search_budget", "catalogue_budget", "frontier_cap", "catalogue_group",
+# Flags every transformer workload takes, a graph description's too (their defaults are the parser's).
+SHARED = ("memory_budget", "search_budget", "catalogue_budget", "frontier_cap", "catalogue_group",
           "exchange_stream_words", "balance_streams", "exchange_rank", "search_seconds", "search_beam",
-          "search_steps", "probe_capacity", "seed", "reference_run", "reference_fp32",
+          "search_steps", "probe_capacity", "reference_run", "reference_fp32",
           "reference_inferences", "min_cosine", "atol", "rtol", "norm_tolerance",
-          "check_ops", "inject", "dump_tensors", "compile_only",
-          "memory_profile_directory", "tokens", "channels", "hidden")
+          "check_ops", "inject", "dump_tensors", "compile_only", "memory_profile_directory", "export_graph")
+# The built-in workloads' shape and values (a description holds its own).
+BUILT_IN = ("batch", "seed", "tokens", "channels", "hidden")
 # Flags of one family, with the value they take when not given (None: the engine's default).
 ONLY = {"mlp": {"precision": "fp8", "blocks": 1},
         "vit": {"layers": None, "heads": None, "head_dim": None, "input": None, "attention": "auto",
-                "attention_key_bands": None}}
-FLAGS = SHARED + tuple(name for flags in ONLY.values() for name in flags)
+                "attention_key_bands": None},
+        "graph": {"graph": None, "values": None, "attention": "auto", "attention_key_bands": None}}
+FLAGS = SHARED + BUILT_IN + tuple(dict.fromkeys(name for flags in ONLY.values() for name in flags))
 # The flags that shape the package (the rest check or report it).
-BUILD_FLAGS = ("batch", "memory_budget", "search_budget", "catalogue_budget", "frontier_cap", "catalogue_group",
+BUILD_FLAGS = ("memory_budget", "search_budget", "catalogue_budget", "frontier_cap", "catalogue_group",
                "exchange_stream_words", "balance_streams", "exchange_rank", "search_seconds", "search_beam",
-               "search_steps", "probe_capacity", "seed", "inject",
-               "memory_profile_directory", "tokens", "channels", "hidden") + tuple(
-    name for flags in ONLY.values() for name in flags)
+               "search_steps", "probe_capacity", "inject", "memory_profile_directory") + BUILT_IN + tuple(
+    dict.fromkeys(name for flags in ONLY.values() for name in flags if name not in ("graph", "values")))
 # The output check's flags: they need the reference (--reference-run, or a --package replay).
 CHECK_FLAGS = ("reference_fp32", "min_cosine", "atol", "rtol", "norm_tolerance")
 # The flags that need a device run (refused with --compile-only).
@@ -49,17 +50,20 @@ ATTENTION_RATE = "amp_macs_fp16_fp32"
 
 
 def family(workload):
-    """'mlp' or 'vit' (for vit and vit-small)."""
-    return "mlp" if workload == "mlp" else "vit"
+    """'mlp', 'vit' (for vit and vit-small) or 'graph' (a graph description, --graph)."""
+    return {"mlp": "mlp", "graph": "graph"}.get(workload, "vit")
+
+
+def allowed(mine):
+    """The flags a family takes."""
+    return set(SHARED) | set(ONLY[mine]) | (set(BUILT_IN) if mine != "graph" else set())
 
 
 def applies_to(name):
     """The workloads a transformer flag applies to, as the usage messages say it."""
-    if name in ONLY["mlp"]:
-        return "--workload mlp"
-    if name in ONLY["vit"]:
-        return "--workload vit or vit-small"
-    return "--workload mlp, vit or vit-small"
+    where = [what for mine, what in (("mlp", "--workload mlp"), ("vit", "--workload vit or vit-small"),
+                                     ("graph", "--graph FILE")) if name in allowed(mine)]
+    return " and ".join(where)
 
 
 MAX_BUDGET = 2**32 - 1  # budgets per tile are 32-bit byte counts
@@ -174,6 +178,16 @@ def add_arguments(p):
                        ("hidden", "MLP hidden width (mlp, vit: 4304)")):
         group.add_argument(f"--{name}", type=positive_int, default=None, metavar="N",
                            help=f"{what}; default: the workload's")
+    graph = p.add_argument_group("graph descriptions")
+    graph.add_argument("--graph", metavar="FILE", type=Path, default=None,
+                       help="build the workload a graph description holds (JSON, as --export-graph writes it; "
+                            "instead of --workload)")
+    graph.add_argument("--values", metavar="DIR", type=Path, default=None,
+                       help="with --graph: the folder of the .npy files of tensors whose values the description "
+                            "marks given, one <tensor>.npy each (default: FILE's name with .values for .json)")
+    graph.add_argument("--export-graph", metavar="FILE", type=Path, default=None,
+                       help="write the workload's graph description to FILE (and given values beside it); "
+                            "--graph FILE builds the same package")
     mlp = p.add_argument_group("mlp only")
     mlp.add_argument("--precision", choices=("fp8", "fp16"), default=None,
                      help="fp8: F143 inputs and weights (scale -2), FP16 results; fp16: all FP16 "
@@ -213,11 +227,10 @@ def check_flags(args, defaults):
         raise UsageError(f"--{given[0].replace('_', '-')} sets the output check against the reference: it "
                          f"applies with --reference-run")
     mine = family(args.workload)
-    for other, flags in ONLY.items():
-        given = [name for name in flags if other != mine and getattr(args, name) != defaults[name]]
-        if given:
-            raise UsageError(f"--{given[0].replace('_', '-')} applies to {applies_to(given[0])}, "
-                             f"not to --workload {args.workload}")
+    given = [name for name in FLAGS if name not in allowed(mine) and getattr(args, name) != defaults[name]]
+    if given:
+        raise UsageError(f"--{given[0].replace('_', '-')} applies to {applies_to(given[0])}, "
+                         f"not to {'--graph' if mine == 'graph' else '--workload ' + args.workload}")
     for name, value in ONLY[mine].items():
         if getattr(args, name) is None:
             setattr(args, name, value)
@@ -238,8 +251,17 @@ def options(args):
 
 
 def geometry(info):
-    """The workload's shape, read from its info JSON (so the engine's defaults show)."""
+    """The workload's shape, read from its info JSON (so the engine's defaults show): the built-in
+    workloads' figures, or for any other graph its inputs and outputs and the count of each op."""
     tensors = {t["name"]: t for t in info["tensors"]}
+    if info["name"] not in WORKLOADS or "x" not in tensors or "w1" not in tensors:
+        ops = {}
+        for op in info["ops"]:
+            ops[op["op"]] = ops.get(op["op"], 0) + 1
+        shapes = {role: {t["name"]: [t["rows"], t["cols"]] for t in info["tensors"] if t["role"] == role}
+                  for role in ("input", "output")}
+        return {"inputs": shapes["input"], "outputs": shapes["output"], "ops": ops,
+                "repeat": (info["repeat"] or {}).get("iterations", 1)}
     x, w1 = tensors["x"], tensors["w1"]
     shape = {"channels": x["cols"], "hidden": w1["cols"]}
     if info["name"] == "mlp":
@@ -321,10 +343,13 @@ def execute(ctx, args, profile, package, progress, started, reports):
     if device_inject and not reports.run_profile:
         raise UsageError(f"--inject {device_inject} mutates the device's memory events: it needs "
                          f"--profile-directory DIR (the run records them only then)")
-    attention = args.attention if family(args.workload) == "vit" else None
+    attention = args.attention if family(args.workload) != "mlp" else None
     if package is None:
         progress.update("generating inputs and weights")
-        workload = Workload(ctx, options(args))
+        workload = graphs.workload(ctx, args.graph, args.values) if args.graph else Workload(ctx, options(args))
+        if args.export_graph:
+            progress.update(f"writing {args.export_graph}")
+            graphs.export(workload, args.export_graph)
         wall["workload"] = time.perf_counter() - started
         progress.update("compiling")
         placement = None
@@ -362,7 +387,17 @@ def execute(ctx, args, profile, package, progress, started, reports):
         meta = package.info()["meta"]
         recorded = json.loads(meta["options"])
         progress.update(f"rebuilding the recorded {meta['workload']} workload")
-        workload = Workload(ctx, dict(recorded, workload=meta["workload"]))
+        if args.graph:
+            workload = graphs.workload(ctx, args.graph, args.values)
+            described = workload.info()
+            if (described["name"], described["options"]) != (meta["workload"], recorded):
+                raise UsageError(f"--graph {args.graph} describes workload '{described['name']}' with options "
+                                 f"{json.dumps(described['options'])}; the package {args.package} was built from "
+                                 f"'{meta['workload']}' with {json.dumps(recorded)}")
+        else:
+            workload = Workload(ctx, dict(recorded, workload=meta["workload"]))
+        if args.export_graph:
+            graphs.export(workload, args.export_graph)
         compiled = attention = None
         args.reference_run = args.reference_fp32 = True
     info = package.info()
@@ -643,6 +678,12 @@ def planned_attention(result):
 def summary(result):
     """The first report line: the workload, the device and the geometry."""
     g = result["geometry"]
+    if "ops" in g:
+        shapes = ", ".join(f"{name} {rows}x{cols}" for name, (rows, cols) in g["inputs"].items())
+        ops = ", ".join(f"{count} {kind}" for kind, count in g["ops"].items())
+        repeat = f", {g['repeat']} iterations of its Repeat" if g["repeat"] > 1 else ""
+        return (f"{result['workload']} (graph description) on {result['device']} ({result['tiles']} tiles): "
+                f"inputs {shapes or 'none'}; ops {ops}{repeat}")
     head = f"{result['workload']} on {result['device']} ({result['tiles']} tiles): batch {g['batch']}, "
     if "blocks" in g:
         return head + (f"{g['precision']}, {g['blocks']} block(s), {g['tokens']} tokens x {g['channels']} "

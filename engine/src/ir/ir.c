@@ -210,9 +210,7 @@ static ipu_status check_dataflow(ipu_ctx *ctx, const ipu_graph *g)
     }
     for (size_t t = 0; t < n && status == IPU_OK; t++) {
         const ipu_ir_tensor *x = &g->tensors[t];
-        if (x->sequence > 1 && x->role != IPU_ROLE_PARAM)
-            status = BAD("tensor '%s' has %u members: only parameters may be sequences", x->name, x->sequence);
-        else if (!read[t] && writer[t] == UINT32_MAX)
+        if (!read[t] && writer[t] == UINT32_MAX)
             status = BAD("no op reads or writes tensor '%s'", x->name);
         else if (t != carried && writer[t] == UINT32_MAX && (x->role == IPU_ROLE_ACTIVATION || x->role == IPU_ROLE_OUTPUT))
             status = BAD("no op writes %s '%s'", x->role == IPU_ROLE_OUTPUT ? "output" : "activation", x->name);
@@ -241,6 +239,8 @@ ipu_status ipu_graph_validate(ipu_ctx *ctx, const ipu_graph *g)
             t->role > IPU_ROLE_OUTPUT || !t->sequence || !t->name[0])
             return BAD("tensor %zu '%s' has shape %ux%u, type %d, role %d", i, t->name, t->rows, t->cols,
                        t->dtype, t->role);
+        if (t->sequence > 1 && t->role != IPU_ROLE_PARAM)
+            return BAD("tensor '%s' has %u members: only parameters may be sequences", t->name, t->sequence);
         if (ipu_ir_tensor_bytes(t) * t->sequence > IPU_IR_MAX_TENSOR_BYTES)
             return BAD("tensor '%s' (%ux%u %s, %u members) is larger than %llu bytes", t->name, t->rows, t->cols,
                        ipu_dtype_name(t->dtype), t->sequence, (unsigned long long)IPU_IR_MAX_TENSOR_BYTES);
