@@ -59,11 +59,11 @@ def load_package(ctx, args, progress):
     if args.tiles and args.tiles != info["tiles"]:
         raise UsageError(f"--tiles {args.tiles}: the package {args.package} was built for {info['tiles']} tiles")
     workload = info["meta"].get("workload")
-    if args.graph:
+    if args.graph or args.model:
         return package, "graph"
     if workload not in WORKLOAD_MODULES or workload == "graph":
         raise UsageError(f"--package {args.package}: workload '{workload}' in its metadata is not built in: "
-                         f"give its description with --graph FILE")
+                         f"give its description with --graph FILE or its model with --model FILE")
     return package, workload
 
 
@@ -81,9 +81,12 @@ def execute(args, progress, reports):
         # A replay runs the workload the package records, whatever --workload says.
         package, args.workload = load_package(ctx, args, progress)
     else:
-        if args.graph and args.workload != PARSER_DEFAULTS["workload"]:
-            raise UsageError(f"--graph {args.graph} is the workload: --workload {args.workload} does not apply")
-        if args.graph:
+        source = f"--graph {args.graph}" if args.graph else f"--model {args.model}" if args.model else None
+        if args.graph and args.model:
+            raise UsageError(f"--graph {args.graph} and --model {args.model}: give one workload")
+        if source and args.workload != PARSER_DEFAULTS["workload"]:
+            raise UsageError(f"{source} is the workload: --workload {args.workload} does not apply")
+        if source:
             args.workload = "graph"
         profile = profiles.load(ctx, args.device, args.tiles or 0)
         progress.update(f"building {args.graph or args.workload} for {profile['tiles']} tiles")

@@ -13,7 +13,7 @@ import resource
 import time
 from pathlib import Path
 
-from . import graphs, memory_report, native, npy, placement_report, runner, tolerances
+from . import graphs, memory_report, models, native, npy, placement_report, runner, tolerances
 from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError, int_in, number_in, positive_int
 from .native import Workload, check_outputs
 
@@ -31,13 +31,16 @@ BUILT_IN = ("batch", "seed", "tokens", "channels", "hidden")
 ONLY = {"mlp": {"precision": "fp8", "blocks": 1},
         "vit": {"layers": None, "heads": None, "head_dim": None, "input": None, "attention": "auto",
                 "attention_key_bands": None},
-        "graph": {"graph": None, "values": None, "attention": "auto", "attention_key_bands": None}}
+        "graph": {"graph": None, "values": None, "model": None, "inputs": None, "expected": None, "precision": "fp8",
+                  "attention": "auto", "attention_key_bands": None}}
+# The sources of a workload that is not built in (allowed with --package: the package's workload).
+SOURCES = ("graph", "values", "model", "inputs", "expected")
 FLAGS = SHARED + BUILT_IN + tuple(dict.fromkeys(name for flags in ONLY.values() for name in flags))
 # The flags that shape the package (the rest check or report it).
 BUILD_FLAGS = ("memory_budget", "search_budget", "catalogue_budget", "frontier_cap", "catalogue_group",
                "exchange_stream_words", "balance_streams", "exchange_rank", "search_seconds", "search_beam",
                "search_steps", "probe_capacity", "inject", "memory_profile_directory") + BUILT_IN + tuple(
-    dict.fromkeys(name for flags in ONLY.values() for name in flags if name not in ("graph", "values")))
+    dict.fromkeys(name for flags in ONLY.values() for name in flags if name not in SOURCES))
 # The output check's flags: they need the reference (--reference-run, or a --package replay).
 CHECK_FLAGS = ("reference_fp32", "min_cosine", "atol", "rtol", "norm_tolerance")
 # The flags that need a device run (refused with --compile-only).
@@ -185,6 +188,17 @@ def add_arguments(p):
     graph.add_argument("--values", metavar="DIR", type=Path, default=None,
                        help="with --graph: the folder of the .npy files of tensors whose values the description "
                             "marks given, one <tensor>.npy each (default: FILE's name with .values for .json)")
+    graph.add_argument("--model", metavar="FILE", type=Path, default=None,
+                       help="import an ONNX model (opsets 13-17) and build it (instead of --workload): its weights "
+                            "take --precision (fp8: F143 weights and matmul inputs, as the built-in ViT; fp16); "
+                            "an op the importer does not support exits 2 naming the node")
+    graph.add_argument("--inputs", metavar="FILE", type=Path, nargs="+", default=None,
+                       help="with --model: one .pb or .npy file per model input, in order, or an ONNX test case "
+                            "folder (input_N.pb, with output_N.pb as the expected outputs); default: seeded normal "
+                            "values")
+    graph.add_argument("--expected", metavar="FILE", type=Path, nargs="+", default=None,
+                       help="with --model: one .pb or .npy file per model output, checked against the device's "
+                            "outputs with the FP32 reference's criteria")
     graph.add_argument("--export-graph", metavar="FILE", type=Path, default=None,
                        help="write the workload's graph description to FILE (and given values beside it); "
                             "--graph FILE builds the same package")
@@ -231,6 +245,11 @@ def check_flags(args, defaults):
     if given:
         raise UsageError(f"--{given[0].replace('_', '-')} applies to {applies_to(given[0])}, "
                          f"not to {'--graph' if mine == 'graph' else '--workload ' + args.workload}")
+    if mine == "graph":
+        for name, needs in (("precision", "model"), ("inputs", "model"), ("expected", "model"), ("values", "graph")):
+            other = "model" if needs == "graph" else "graph"
+            if getattr(args, name) != defaults[name] and getattr(args, needs) is None:
+                raise UsageError(f"--{name} applies to --{needs} FILE, not to --{other}")
     for name, value in ONLY[mine].items():
         if getattr(args, name) is None:
             setattr(args, name, value)
@@ -337,6 +356,14 @@ def device_mutation(ctx, name):
     return any(m["name"] == name and m["stage"] == "device" for m in native.mutations(ctx)) if name else False
 
 
+def source_workload(ctx, args):
+    """The workload of --graph FILE or --model FILE (kept on args for the expected-output check)."""
+    if args.model:
+        args.imported = models.Model(ctx, args)
+        return args.imported.workload
+    return graphs.workload(ctx, args.graph, args.values)
+
+
 def execute(ctx, args, profile, package, progress, started, reports):
     wall, memory_profiles = {}, []
     device_inject = args.inject if device_mutation(ctx, args.inject) else None
@@ -346,7 +373,7 @@ def execute(ctx, args, profile, package, progress, started, reports):
     attention = args.attention if family(args.workload) != "mlp" else None
     if package is None:
         progress.update("generating inputs and weights")
-        workload = graphs.workload(ctx, args.graph, args.values) if args.graph else Workload(ctx, options(args))
+        workload = source_workload(ctx, args) if family(args.workload) == "graph" else Workload(ctx, options(args))
         if args.export_graph:
             progress.update(f"writing {args.export_graph}")
             graphs.export(workload, args.export_graph)
@@ -387,11 +414,11 @@ def execute(ctx, args, profile, package, progress, started, reports):
         meta = package.info()["meta"]
         recorded = json.loads(meta["options"])
         progress.update(f"rebuilding the recorded {meta['workload']} workload")
-        if args.graph:
-            workload = graphs.workload(ctx, args.graph, args.values)
-            described = workload.info()
+        if family(args.workload) == "graph":
+            workload = source_workload(ctx, args)
+            described, given = workload.info(), f"--graph {args.graph}" if args.graph else f"--model {args.model}"
             if (described["name"], described["options"]) != (meta["workload"], recorded):
-                raise UsageError(f"--graph {args.graph} describes workload '{described['name']}' with options "
+                raise UsageError(f"{given} gives workload '{described['name']}' with options "
                                  f"{json.dumps(described['options'])}; the package {args.package} was built from "
                                  f"'{meta['workload']}' with {json.dumps(recorded)}")
         else:
@@ -419,7 +446,7 @@ def execute(ctx, args, profile, package, progress, started, reports):
     total_macs, ideal = macs(winfo, info["profile"])
     if timing:
         result["static_timing"] = dict({k: timing[k] for k in ("cycles", "ms", "totals")},
-                                       roofline_ratio=timing["cycles"] * info["tiles"] / ideal)
+                                       roofline_ratio=timing["cycles"] * info["tiles"] / ideal if ideal else None)
     else:
         result["static_timing"] = {"error": untimed}
     if compiled:
@@ -444,7 +471,7 @@ def execute(ctx, args, profile, package, progress, started, reports):
     resident = result.get("resident")
     resident_ok = not resident or (resident["identical_outputs"] and resident["parameters_unchanged"])
     result.update(cycles=run_result["cycles"], ms=run_result["ms"], totals=run_result["totals"],
-                  macs=total_macs, roofline_ratio=run_result["cycles"] * info["tiles"] / ideal)
+                  macs=total_macs, roofline_ratio=run_result["cycles"] * info["tiles"] / ideal if ideal else None)
     if compiled:
         result["op_cycles"] = op_cycles(compiled["plan"], winfo.get("repeat"), run_result["steps"])
     difference = timing_difference(timing, run_result) if timing else \
@@ -454,16 +481,21 @@ def execute(ctx, args, profile, package, progress, started, reports):
     timeline_ok = result.get("memory_timeline_check", {}).get("passed", True)
     if args.dump_tensors:
         dump(args.dump_tensors, workload, outputs)
-    ops_ok = True
+    expected = getattr(args, "imported", None)
+    expected_checks = expected.check_expected(ctx, outputs, winfo, args, producing_op) if expected else []
+    expected_ok = all(c["passed"] for c in expected_checks)
+    if expected_checks:
+        result["checks"] = expected_checks
+    ops_ok = expected_ok
     if args.check_ops:
         progress.update("checking every op")
         begun = time.perf_counter()
         result["op_check"] = workload.check_ops(package, tolerances.op_criteria())
         wall["op_check"] = time.perf_counter() - begun
-        ops_ok = result["op_check"]["passed"]
+        ops_ok = result["op_check"]["passed"] and expected_ok
     if not args.reference_run:
         ok = resident_ok and ops_ok and timing_ok and timeline_ok
-        result["status"] = "RAN" if ok else "FAIL"
+        result["status"] = ("PASS" if expected_checks else "RAN") if ok else "FAIL"
         return (EXIT_OK if ok else EXIT_CHECK_FAILED), result
     mode = "fp32" if args.reference_fp32 else "device"
     progress.update(f"{'FP32' if args.reference_fp32 else 'device-precision'} reference")
@@ -484,7 +516,7 @@ def execute(ctx, args, profile, package, progress, started, reports):
         checks.append(check)
         if args.dump_tensors:
             npy.write_npy(args.dump_tensors / f"{t['name']}.reference.npy", ref, "f32", (t["rows"], t["cols"]))
-    result["checks"] = checks
+    result["checks"] = expected_checks + checks
     passed = all(c["passed"] for c in checks) and resident_ok and ops_ok and timing_ok and timeline_ok
     result["status"] = "PASS" if passed else "FAIL"
     return (EXIT_OK if passed else EXIT_CHECK_FAILED), result
@@ -610,8 +642,7 @@ def timing_lines(result, out):
     if "error" in timing:
         print(f"  static timing: none, the package has a record the device cannot run: {timing['error']}", file=out)
     elif "equals_device" not in timing:
-        print(f"  static timing: {timing['cycles']:,} cycles ({timing['ms']:.4f} ms), compute roofline ratio "
-              f"{timing['roofline_ratio']:.2f}", file=out)
+        print(f"  static timing: {timing['cycles']:,} cycles ({timing['ms']:.4f} ms){roofline(timing)}", file=out)
     elif timing["equals_device"]:
         print(f"  static timing: {timing['cycles']:,} cycles, equal to the device's in every step", file=out)
     else:
@@ -698,6 +729,12 @@ def summary(result):
         if set(planned.values()) - {result["attention"]}:
             line += " (planned: " + ", ".join(f"{kind} {mode}" for kind, mode in planned.items()) + ")"
     return line
+
+
+def roofline(figures):
+    """', compute roofline ratio R' (nothing for a graph without matmuls, attention or pooling)."""
+    ratio = figures.get("roofline_ratio")
+    return f", compute roofline ratio {ratio:.2f}" if ratio is not None else ""
 
 
 def check_line(c):
@@ -791,8 +828,7 @@ def report(result, out):
                 f"fullest tile {fullest}: {peaks['peak_bytes'][fullest]} bytes live at its peak, placed up to "
                 f"{peaks['high_water'][fullest]} bytes", file=out)
     elif "cycles" in result:
-        print(f"  simulated {result['cycles']:,} cycles ({result['ms']:.4f} ms), compute roofline ratio "
-              f"{result['roofline_ratio']:.2f}", file=out)
+        print(f"  simulated {result['cycles']:,} cycles ({result['ms']:.4f} ms){roofline(result)}", file=out)
     search_lines(result, out)
     timing_lines(result, out)
     print("  wall: " + ", ".join(f"{k} {v:.2f} s" for k, v in result["wall_seconds"].items()), file=out)
@@ -807,8 +843,9 @@ def report(result, out):
         print(f"  first changed parameter: {p.get('name')} (read by {p.get('op')}) on tile {p['tile']} at "
               f"[0x{p['address']:X}, 0x{p['address'] + p['size']:X})", file=out)
     for c in result.get("checks", []):
-        print(f"  {c['tensor']} ({c.get('op')}) against the {result['reference']['mode']} reference: "
-              f"{check_line(c)}", file=out)
+        against = f"the expected '{c['model_output']}'" if c.get("against") == "expected" else \
+            f"the {result['reference']['mode']} reference"
+        print(f"  {c['tensor']} ({c.get('op')}) against {against}: {check_line(c)}", file=out)
     if "op_check" in result:
         print(op_check_line(result["op_check"]), file=out)
     timeline = result.get("memory_timeline_check")

@@ -335,19 +335,35 @@ static ipu_status merge_pieces(ipu_ctx *ctx, const ipu_layout *d, const keyed *i
                     (ipu_piece){k->src_tile, k->src_block, k->src_offset, k->bytes, (uint32_t)out->dst_count++, 1};
             }
         }
-        uint32_t remote = 0, start = (uint32_t)out->dst_count;
-        for (size_t g = 0; g < group_count && status == IPU_OK; g++) {
+        /* The remote destinations, multicast: a receiver takes a piece once,
+         * so a tile the bytes reach at several places (a broadcast operand's
+         * stacked copies) takes them from as many pieces, one per round. */
+        for (size_t g = 0; g < group_count; g++)
             if (group[g].tile == k->src_tile)
-                continue;
-            status = IPU_GROW(ctx, out->dsts, out->dst_count, out->dst_capacity);
-            if (status == IPU_OK)
-                out->dsts[out->dst_count++] = group[g], remote++;
-        }
-        if (status == IPU_OK && remote) {
-            status = IPU_GROW(ctx, out->pieces, out->piece_count, out->piece_capacity);
-            if (status == IPU_OK)
-                out->pieces[out->piece_count++] =
-                    (ipu_piece){k->src_tile, k->src_block, k->src_offset, k->bytes, start, remote};
+                group[g].tile = UINT32_MAX; /* taken: a local copy above */
+        for (size_t left = 1; left && status == IPU_OK;) {
+            uint32_t remote = 0, start = (uint32_t)out->dst_count;
+            left = 0;
+            for (size_t g = 0; g < group_count && status == IPU_OK; g++) {
+                if (group[g].tile == UINT32_MAX)
+                    continue;
+                int seen = 0;
+                for (uint32_t e = start; e < out->dst_count && !seen; e++)
+                    seen = out->dsts[e].tile == group[g].tile;
+                if (seen) {
+                    left++;
+                    continue;
+                }
+                status = IPU_GROW(ctx, out->dsts, out->dst_count, out->dst_capacity);
+                if (status == IPU_OK)
+                    out->dsts[out->dst_count++] = group[g], remote++, group[g].tile = UINT32_MAX;
+            }
+            if (status == IPU_OK && remote) {
+                status = IPU_GROW(ctx, out->pieces, out->piece_count, out->piece_capacity);
+                if (status == IPU_OK)
+                    out->pieces[out->piece_count++] =
+                        (ipu_piece){k->src_tile, k->src_block, k->src_offset, k->bytes, start, remote};
+            }
         }
         a = b;
     }

@@ -1,0 +1,122 @@
+"""Models users bring (`ipu-e2e-test --model FILE.onnx`): the model imported
+(onnx_import.py) into a graph description, the workload built from it with
+the model's weights as given values, its inputs from `--inputs` (one .pb
+TensorProto or .npy file per model input, in the model's order, or a folder
+holding input_N.pb, as the ONNX test cases do) or, when none are given, from
+the seeded generator (standard normal, --seed); its expected outputs from
+`--expected` (one file per output) or the folder's output_N.pb.  A model
+input the importer lays out differently (a transposed or sliced read) is
+rearranged on the host into the workload's input; a model output that is a
+selection of a tensor's elements is read out of the device's output the
+same way.  The check against expected outputs uses the output check's
+criteria for an FP32 reference.  Errors name the file and exit 2.
+"""
+import numpy as np
+
+from . import tolerances
+from .command import UsageError
+from .native import INVALID_ARGUMENT, IpuError, Workload, check_outputs
+
+
+def onnx_modules():
+    """onnx_import and onnx, or a usage error saying what to install."""
+    try:
+        from . import onnx_import
+    except ImportError:
+        raise UsageError("--model needs Debian's python3-onnx (apt-get install python3-onnx)") from None
+    return onnx_import
+
+
+def read_array(path):
+    """An array from a .pb TensorProto or a .npy file."""
+    if path.suffix == ".npy":
+        try:
+            return np.load(path, allow_pickle=False)
+        except (ValueError, OSError) as error:
+            raise UsageError(f"{path}: not a .npy array ({error})") from None
+    import onnx
+    from onnx import numpy_helper
+    tensor = onnx.TensorProto()
+    try:
+        tensor.ParseFromString(path.read_bytes())
+        return numpy_helper.to_array(tensor)
+    except Exception as error:  # protobuf's DecodeError, a tensor numpy cannot hold
+        raise UsageError(f"{path}: not an ONNX TensorProto ({type(error).__name__})") from None
+
+
+def arrays(paths, names, what):
+    """{name: array} from the paths given, in order; a folder holds <what>_N.pb."""
+    if len(paths) == 1 and paths[0].is_dir():
+        folder = paths[0]
+        paths = sorted(folder.glob(f"{what}_*.pb"), key=lambda p: int(p.stem.split("_")[-1]))
+        if len(paths) != len(names):
+            raise UsageError(f"{folder}: {len(paths)} {what}_N.pb files for the model's {len(names)} {what}s "
+                             f"({', '.join(names)})")
+    elif len(paths) != len(names):
+        raise UsageError(f"{len(paths)} {what} files for the model's {len(names)} {what}s ({', '.join(names)})")
+    return {name: read_array(path) for name, path in zip(names, paths)}
+
+
+class Model:
+    """An imported model: its workload and what runs it (host inputs, readouts, expected outputs)."""
+
+    def __init__(self, ctx, args):
+        onnx_import = onnx_modules()
+        try:
+            model = onnx_import.load_model(args.model)
+        except onnx_import.ModelError as error:
+            raise UsageError(str(error)) from None
+        graph_inputs = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+        outputs = [o.name for o in model.graph.output]
+        given = arrays(args.inputs, graph_inputs, "input") if args.inputs else {}
+        expected_paths = args.expected or ([args.inputs[0]] if args.inputs and args.inputs[0].is_dir() else [])
+        self.expected = arrays(expected_paths, outputs, "output") if expected_paths else {}
+        importer = onnx_import.Importer(model, args.precision, args.model.stem, given)
+        try:
+            description = importer.run()
+        except (onnx_import.Unsupported, onnx_import.ModelError) as error:
+            raise UsageError(f"--model {args.model}: {error}") from None
+        self.importer, self.given = importer, given
+        if not given:
+            for k, tensor in enumerate(t for t in description["tensors"] if t["role"] == "input"):
+                tensor["values"] = {"normal": {"scale": 1.0, "offset": 0.0, "stream": k}}
+            description["seed"] = args.seed
+        try:
+            self.workload = Workload(ctx, {"workload": "graph", "graph": description})
+        except IpuError as error:
+            if error.status != INVALID_ARGUMENT:
+                raise
+            raise UsageError(f"--model {args.model}: the imported graph: {error.message}") from None
+        for name, values in importer.params.items():
+            self.workload.set_values(name, values.astype(np.float32).tobytes())
+        for name, (source, indices) in importer.host_inputs.items():
+            if source in given:
+                data = np.asarray(given[source], dtype=np.float32).reshape(-1)[indices.reshape(-1)]
+                self.workload.set_values(name, data.astype(np.float32).tobytes())
+
+    def check_expected(self, ctx, outputs, info, args, producing_op):
+        """Each model output with an expected array: the device's output, read out as the model
+        gives it, against the expected values with the FP32 reference's criteria."""
+        checks = []
+        tensors = {t["name"]: t for t in info["tensors"]}
+        for name, expected in self.expected.items():
+            tensor, view = self.importer.readouts[name]
+            t = tensors[tensor]
+            device = decode(outputs[tensor], t["dtype"])
+            got = device if view is None else device[view.element_indices().reshape(-1)]
+            expected = np.asarray(expected, dtype=np.float32).reshape(-1)
+            if got.size != expected.size:
+                raise UsageError(f"expected output '{name}' has {expected.size} values; the model gives {got.size}")
+            cols = int(np.asarray(self.expected[name]).shape[-1]) if np.asarray(self.expected[name]).ndim else 1
+            check = check_outputs(ctx, expected.tobytes(), got.astype(np.float32).tobytes(), "f32",
+                                  expected.size // cols, cols,
+                                  tolerances.criteria("fp32", t["dtype"], args.min_cosine, args.atol, args.rtol,
+                                                      args.norm_tolerance))
+            check.update(tensor=tensor, op=producing_op(info, tensor), model_output=name, against="expected")
+            checks.append(check)
+        return checks
+
+
+def decode(data, dtype):
+    """Device bytes of an output as FP32 values (FP16 and FP32 outputs: the importer's types)."""
+    return np.frombuffer(bytes(data), dtype={"f32": np.float32, "f16": np.float16}[dtype]).astype(np.float32)

@@ -1,0 +1,803 @@
+"""ONNX models as graph descriptions (`ipu-e2e-test --model FILE.onnx`), read
+with Debian's python3-onnx.  The importer walks the model's nodes in order
+and keeps, per ONNX value, what it is:
+
+- a constant (an initializer, a Constant node, or anything computed from
+  constants and static shapes alone: Shape, Gather, Concat, Unsqueeze and the
+  like fold away here, with numpy);
+- a view of a tensor of the workload graph (onnx_views.py): Reshape,
+  Transpose, Slice, Split, Gather of one index, Squeeze, Unsqueeze, Flatten,
+  Identity and Dropout (inference) only change the view;
+- a pointwise function of one such view, built up from Add, Sub, Mul, Div,
+  Pow, Sqrt, Erf and Tanh with scalar constants: when an op that is not
+  pointwise reads it, it must be the identity or GELU (tanh form), found by
+  evaluating it at sample points;
+- a LayerNorm under way, from its ReduceMean, Sub, Pow, Add, Sqrt and Div
+  form (torch's export before opset 17).
+
+A graph op is written when a value must exist as a tensor: MatMul and Gemm
+with a constant weight (the bias Add after it becomes the matmul's bias),
+Add of two tensors (or of a tensor and a constant that repeats every P
+rows, such as a position embedding), LayerNormalization, GELU.  Views of the
+graph's inputs are laid out on the host: the input tensor of the workload is
+the view's array, and the model's input array is rearranged into it when the
+run feeds it (`host_inputs`); a model output that is a selection of a
+tensor's rows is read out on the host (`readouts`).  Anything else exits 2
+naming the node, its op type and why, with the list of what is supported.
+
+Precision (`--precision`): fp8 gives the built-in ViT's types (weights F143
+with scale -4, every activation that a matmul reads cast to F143 with scale
+-2 first, as `<name>_f8`; FP16 elsewhere), fp16 all FP16.
+"""
+import math
+import re
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from .onnx_views import View, ViewError
+
+OPSETS = range(13, 18)
+WEIGHT_SCALE, ACT_SCALE = -4, -2
+# What the importer takes, as the unsupported-op message lists it.
+SUPPORTED = ("MatMul and Gemm with constant weights (and their bias Add); Add of two tensors or of a tensor and a "
+             "constant; Mul by a constant folded into the matmul before it; LayerNormalization and its "
+             "ReduceMean/Sub/Pow/Sqrt/Div form; GELU in its tanh form; Identity, Dropout (inference); Reshape, "
+             "Transpose, Slice, Split, Gather, Squeeze, Unsqueeze, Flatten, Concat and shape computations on "
+             "constants, static shapes and the model's inputs")
+ONNX_FLOAT = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE)
+
+
+class Unsupported(ValueError):
+    """A node the importer cannot express in the workload graph."""
+
+    def __init__(self, node, why):
+        name = node.name or (node.output[0] if node.output else "?")
+        super().__init__(f"node '{name}' ({node.op_type}): {why}. Supported: {SUPPORTED}")
+
+
+class ModelError(ValueError):
+    """A model that is not valid ONNX for the importer (opset, types, shapes)."""
+
+
+class Tensor:
+    """A computed value: a view of a tensor of the workload graph."""
+
+    def __init__(self, view):
+        self.view = view
+
+
+class Pointwise:
+    """f(x) for a computed x: f is a Python function of a numpy array, steps
+    the operations that made it (for messages); name the ONNX value it is."""
+
+    def __init__(self, x, f, steps):
+        self.x, self.f, self.steps, self.name = x, f, steps, None
+
+
+class Mean:
+    """mean(x) over the last axis, kept dims: the start of a LayerNorm."""
+
+    def __init__(self, x):
+        self.x = x
+
+
+class Normalized:
+    """A LayerNorm of x under way, `stage` the step its pattern reached:
+    centered (x - mean), squared, variance, variance+eps, std, normalized,
+    scaled (times gamma)."""
+
+    def __init__(self, x, stage, epsilon=None, gamma=None):
+        self.x, self.stage, self.epsilon, self.gamma = x, stage, epsilon, gamma
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def gelu_erf(x):
+    return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+
+
+SAMPLES = np.linspace(-6, 6, 97)
+
+
+class Importer:
+    def __init__(self, model, precision="fp8", name=None, given_inputs=None):
+        self.model, self.precision = model, precision
+        self.given_inputs = given_inputs or {}
+        self.name = name or model.graph.name or "model"
+        self.values = {}                        # ONNX value name -> constant, Tensor, Pointwise, Mean, Normalized
+        self.tensors, self.ops, self.params = [], [], {}
+        self.names, self.producer, self.casts = set(), {}, {}
+        self.host_inputs, self.readouts = {}, {}
+        self.consumers = {}                     # ONNX value name -> nodes reading it
+        for node in model.graph.node:
+            for name in node.input:
+                self.consumers[name] = self.consumers.get(name, 0) + 1
+        for out in model.graph.output:
+            self.consumers[out.name] = self.consumers.get(out.name, 0) + 1
+
+    # ---- the graph being written ---------------------------------------
+
+    def unique(self, name):
+        name = re.sub(r"[^A-Za-z0-9_.:/-]", "_", name)[-63:] or "t"
+        base, n = name, 1
+        while name in self.names:
+            n += 1
+            name = base[:63 - len(str(n)) - 1] + f"~{n}"
+        self.names.add(name)
+        return name
+
+    def tensor(self, name, rows, cols, role, dtype="f16", scale=0, values=None):
+        name = self.unique(name)
+        entry = {"name": name, "rows": int(rows), "cols": int(cols), "dtype": dtype, "scale": scale, "role": role,
+                 "sequence": 1}
+        if role in ("input", "parameter"):
+            entry["values"] = "given"
+        if values is not None:
+            self.params[name] = np.ascontiguousarray(np.asarray(values, dtype=np.float32).reshape(int(rows), int(cols)))
+        self.tensors.append(entry)
+        return name
+
+    def entry(self, name):
+        return next(t for t in self.tensors if t["name"] == name)
+
+    def shape_of(self, name):
+        t = self.entry(name)
+        return t["rows"], t["cols"]
+
+    def op(self, kind, inputs, output, **fields):
+        self.ops.append({"op": kind, "inputs": list(inputs), "output": output, **fields})
+        self.producer[output] = len(self.ops) - 1
+
+    def read_by_ops(self, tensor):
+        return any(tensor in op["inputs"] for op in self.ops)
+
+    def rename(self, old, new):
+        """Give a tensor no op reads yet its final name (a matmul's output once its bias is found)."""
+        new = self.unique(new)
+        self.names.discard(old)
+        self.entry(old)["name"] = new
+        self.ops[self.producer[old]]["output"] = new
+        self.producer[new] = self.producer.pop(old)
+        for value in self.values.values():
+            if isinstance(value, Tensor) and value.view.tensor == old:
+                value.view.tensor = new
+        return new
+
+    # ---- values ---------------------------------------------------------
+
+    def value(self, node, k):
+        if k >= len(node.input) or not node.input[k]:
+            raise Unsupported(node, f"input {k} is missing")
+        if node.input[k] not in self.values:
+            raise ModelError(f"node '{node.name}' ({node.op_type}) reads '{node.input[k]}', which no node or input "
+                             f"defines")
+        return self.values[node.input[k]]
+
+    def const(self, node, k):
+        value = self.values.get(node.input[k]) if k < len(node.input) and node.input[k] else None
+        return value if isinstance(value, np.ndarray) else None
+
+    def shape(self, node, x):
+        if isinstance(x, np.ndarray):
+            return x.shape
+        if isinstance(x, Tensor):
+            return x.view.shape
+        return self.shape(node, x.x)
+
+    def materialize(self, node, value):
+        """A Tensor for value, writing the op a pointwise value needs."""
+        if isinstance(value, Tensor):
+            return value
+        if isinstance(value, Pointwise):
+            x = self.materialize(node, value.x)
+            found = value.f(SAMPLES)
+            if np.allclose(found, SAMPLES, rtol=0, atol=1e-6):
+                return x
+            if np.allclose(found, gelu_tanh(SAMPLES), rtol=0, atol=1e-5):
+                return self.row_op(node, "gelu", x, [], value.name or f"{x.view.tensor}_gelu")
+            if np.allclose(found, gelu_erf(SAMPLES), rtol=0, atol=1e-5):
+                raise Unsupported(node, "GELU in its erf form is not one of the workload graph's ops (its tanh "
+                                        "form is)")
+            raise Unsupported(node, f"the pointwise function {' '.join(value.steps)} of a tensor is neither the "
+                                    f"identity nor GELU")
+        if isinstance(value, (Mean, Normalized)):
+            raise Unsupported(node, "a LayerNorm's ReduceMean/Sub/Pow/Sqrt/Div form that stops part way")
+        raise Unsupported(node, "this input is a constant where the importer needs a tensor")
+
+    def on_view(self, node, x, change):
+        x = self.materialize(node, x)
+        try:
+            return Tensor(change(x.view))
+        except ViewError as error:
+            raise Unsupported(node, str(error)) from None
+
+    def rows_of(self, node, t):
+        """(tensor, rows, cols) of a Tensor whose view covers whole rows of its tensor."""
+        rows, cols = self.shape_of(t.view.tensor)
+        if t.view.over_rows(cols) is None:
+            raise Unsupported(node, f"its input is laid out as {t.view.shape} over a {rows}x{cols} tensor in an "
+                                    f"order a row-wise op cannot read (not whole rows)")
+        return t.view.tensor, rows, cols
+
+    @staticmethod
+    def result_view(t, cols_in, out, cols_out):
+        """The view of a row-wise op's result: the same rows as t, cols_out columns."""
+        leading = [tuple((size, stride // cols_in * cols_out if size != 1 else 0) for size, stride in axis)
+                   for axis in t.view.axes[:-1]]
+        return View(out, leading + [((cols_out, 1),)], t.view.offset // cols_in * cols_out)
+
+    def row_op(self, node, kind, x, params, out_name, **fields):
+        """A row-wise op (gelu, layernorm) on the whole tensor of view x."""
+        x = self.readable(node, x)
+        tensor, rows, cols = self.rows_of(node, x)
+        out = self.tensor(out_name, rows, cols, "activation")
+        self.op(kind, [tensor] + params, out, **fields)
+        return Tensor(self.result_view(x, cols, out, cols))
+
+    def gemm_operand(self, name):
+        """The tensor a matmul reads: with FP8, an activation is cast first (once)."""
+        if self.precision != "fp8":
+            return name
+        if name not in self.casts:
+            rows, cols = self.shape_of(name)
+            self.casts[name] = self.tensor(f"{name}_f8", rows, cols, "activation", "f143", ACT_SCALE)
+            self.op("cast", [name], self.casts[name])
+        return self.casts[name]
+
+    def matmul(self, node, x, weight, weight_name, out_name, bias=None, bias_name=None):
+        x = self.readable(node, x)
+        tensor, rows, cols = self.rows_of(node, x)
+        if weight.ndim != 2 or weight.shape[0] != cols:
+            raise Unsupported(node, f"a weight of shape {weight.shape} for {cols} input columns")
+        n = weight.shape[1]
+        fp8 = self.precision == "fp8"
+        w = self.tensor(weight_name, cols, n, "parameter", "f143" if fp8 else "f16", WEIGHT_SCALE if fp8 else 0,
+                        weight)
+        inputs = [self.gemm_operand(tensor), w]
+        if bias is not None:
+            inputs.append(self.tensor(bias_name or f"{w}_bias", 1, n, "parameter", values=bias))
+        out = self.tensor(out_name, rows, n, "activation")
+        self.op("matmul", inputs, out)
+        return Tensor(self.result_view(x, cols, out, n))
+
+    # ---- the walk -------------------------------------------------------
+
+    def run(self):
+        graph = self.model.graph
+        opsets = {o.domain: o.version for o in self.model.opset_import}
+        opset = opsets.get("", opsets.get("ai.onnx"))
+        if opset not in OPSETS:
+            raise ModelError(f"opset {opset}: the importer reads opsets 13 to 17")
+        for init in graph.initializer:
+            self.values[init.name] = self.array(numpy_helper.to_array(init), init.data_type)
+        weights = self.weight_inputs()
+        for given in graph.input:
+            if given.name in self.values:
+                continue
+            floating = given.type.tensor_type.elem_type in ONNX_FLOAT
+            if given.name in weights or not floating:
+                if given.name not in self.given_inputs:
+                    why = weights.get(given.name, "an input that is not floating point, read as a constant")
+                    raise ModelError(f"input '{given.name}' is read as a constant ({why}): the importer needs its "
+                                     f"values (--inputs)")
+                value = np.asarray(self.given_inputs[given.name])
+                self.values[given.name] = value.astype(np.float32) if floating else value
+                continue
+            shape = self.static_shape(given)
+            rows, cols = (int(np.prod(shape[:-1])), shape[-1]) if shape else (1, 1)
+            name = self.tensor(given.name, rows, cols, "input")
+            self.host_inputs[name] = (given.name, np.arange(rows * cols, dtype=np.int64).reshape(rows, cols))
+            self.values[given.name] = Tensor(View.whole(name, shape or (1,)))
+        for node in graph.node:
+            if node.domain not in ("", "ai.onnx"):
+                raise Unsupported(node, f"domain '{node.domain}' (the importer reads the default ONNX domain)")
+            handler = getattr(self, f"op_{node.op_type}", None)
+            if handler is None:
+                raise Unsupported(node, "not an op the importer knows")
+            outputs = handler(node)
+            for name, value in zip(node.output, outputs if isinstance(outputs, list) else [outputs]):
+                if name:
+                    if isinstance(value, Pointwise):
+                        value.name = name
+                    self.values[name] = value
+        for out in graph.output:
+            self.finish_output(out.name)
+        for name in [n for n in self.host_inputs if not self.read_by_ops(n)]:
+            del self.host_inputs[name]
+            self.tensors.remove(self.entry(name))
+        return {"format": "ipu-e2e-graph", "version": 1, "name": self.name[:31], "seed": 0,
+                "options": {"model": self.name, "precision": self.precision}, "tensors": self.tensors,
+                "ops": self.ops, "repeat": None}
+
+    @staticmethod
+    def array(value, data_type):
+        return value.astype(np.float32) if data_type in ONNX_FLOAT else value
+
+    @staticmethod
+    def static_shape(value_info):
+        kind = value_info.type.tensor_type
+        dims = []
+        for d in kind.shape.dim:
+            if not d.HasField("dim_value") or d.dim_value <= 0:
+                raise ModelError(f"input '{value_info.name}' has a dimension '{d.dim_param or '?'}' without a "
+                                 f"static size")
+            dims.append(d.dim_value)
+        return tuple(dims)
+
+    def weight_inputs(self):
+        """Graph inputs read where the importer needs a constant: a weight, a bias, a LayerNorm's scale or bias."""
+        slots = {"MatMul": (1,), "Gemm": (1, 2), "LayerNormalization": (1, 2)}
+        found = {}
+        for node in self.model.graph.node:
+            for k in slots.get(node.op_type, ()):
+                if k < len(node.input) and node.input[k]:
+                    found[node.input[k]] = f"input {k} of {node.op_type} node '{node.name or node.output[0]}'"
+        return found
+
+    def finish_output(self, name):
+        """The model output `name` as an output tensor of the graph, read out on the host when it is a
+        selection of that tensor's elements."""
+        value = self.values.get(name)
+        node = onnx.helper.make_node("Identity", [name], [name], name=f"output {name}")
+        if value is None:
+            raise ModelError(f"output '{name}' is not computed by any node")
+        if isinstance(value, np.ndarray):
+            raise Unsupported(node, "the output is a constant")
+        t = self.materialize(node, value)
+        if t.view.tensor in self.host_inputs:
+            t = self.host_layout(t)
+        entry = self.entry(t.view.tensor)
+        if entry["role"] in ("input", "output"):
+            copy = self.tensor(name, entry["rows"], entry["cols"], "activation")
+            self.op("copy", [entry["name"]], copy)
+            t, entry = Tensor(View(copy, t.view.axes, t.view.offset)), self.entry(copy)
+        entry["role"] = "output"
+        places = t.view.element_indices().reshape(-1)
+        whole = np.array_equal(places, np.arange(entry["rows"] * entry["cols"]))
+        self.readouts[name] = (entry["name"], None if whole else t.view)
+
+    def host_layout(self, t):
+        """A view of a model input as an input of its own, laid out as the view (rows of its last axis):
+        the host rearranges the model's input into it."""
+        source, indices = self.host_inputs[t.view.tensor]
+        shape = t.view.shape or (1,)
+        rows, cols = int(np.prod(shape[:-1])), shape[-1]
+        name = self.tensor(f"{source}_as_{'x'.join(map(str, shape))}", rows, cols, "input")
+        self.host_inputs[name] = (source, indices.reshape(-1)[t.view.element_indices()].reshape(rows, cols))
+        return Tensor(View.whole(name, shape))
+
+    def readable(self, node, t):
+        """t, or when it is a view of a model input that a row-wise op cannot read, that view laid out on the host."""
+        rows, cols = self.shape_of(t.view.tensor)
+        if t.view.over_rows(cols) is None and t.view.tensor in self.host_inputs:
+            return self.host_layout(t)
+        return t
+
+    # ---- constants, shapes and views ----------------------------------
+
+    def attr(self, node, name, default=None):
+        for a in node.attribute:
+            if a.name == name:
+                return onnx.helper.get_attribute_value(a)
+        return default
+
+    def folded(self, node, f, what):
+        """f(*inputs) when every given input is a constant; else Unsupported (what: the reason)."""
+        inputs = [self.const(node, k) if node.input[k] else None for k in range(len(node.input))]
+        if any(x is None and node.input[k] for k, x in enumerate(inputs)):
+            raise Unsupported(node, what)
+        return f(*inputs)
+
+    def op_Constant(self, node):
+        a = node.attribute[0]
+        if a.name != "value":
+            raise Unsupported(node, f"a Constant given by '{a.name}'")
+        return self.array(numpy_helper.to_array(a.t), a.t.data_type)
+
+    def op_Identity(self, node):
+        return self.value(node, 0)
+
+    def op_Dropout(self, node):
+        if len(node.output) > 1 and node.output[1]:
+            raise Unsupported(node, "its mask output is read (inference has no dropout mask)")
+        training = self.const(node, 2)
+        if training is not None and bool(training):
+            raise Unsupported(node, "training_mode is true")
+        return self.value(node, 0)
+
+    def op_Shape(self, node):
+        shape = self.shape(node, self.value(node, 0))
+        return np.array(shape[self.attr(node, "start", 0):self.attr(node, "end", None)], dtype=np.int64)
+
+    def op_ConstantOfShape(self, node):
+        value = self.attr(node, "value")
+        fill = numpy_helper.to_array(value).reshape(-1)[0] if value is not None else np.float32(0)
+        return self.folded(node, lambda shape: np.full(tuple(int(d) for d in shape), fill), "a non-constant shape")
+
+    def op_Cast(self, node):
+        x, to = self.value(node, 0), self.attr(node, "to")
+        if isinstance(x, np.ndarray):
+            return x.astype(onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[to])
+        if to not in ONNX_FLOAT:
+            raise Unsupported(node, "a cast of a tensor to a type that is not floating point")
+        return x
+
+    def op_Equal(self, node):
+        return self.folded(node, np.equal, "a comparison of tensors (only of constants)")
+
+    def op_Where(self, node):
+        return self.folded(node, np.where, "a selection between tensors (only between constants)")
+
+    def op_Range(self, node):
+        return self.folded(node, np.arange, "a range with bounds that are not constants")
+
+    def op_Concat(self, node):
+        axis = self.attr(node, "axis")
+        return self.folded(node, lambda *xs: np.concatenate(xs, axis=axis),
+                           "a concatenation of tensors (only of constants and shapes)")
+
+    def op_Expand(self, node):
+        return self.folded(node, lambda x, shape: x * np.ones(tuple(int(d) for d in shape), dtype=x.dtype),
+                           "an expansion of a tensor (only of constants)")
+
+    def reshape(self, node, x, shape):
+        if isinstance(x, np.ndarray):
+            return x.reshape(shape)
+        return self.on_view(node, x, lambda v: v.reshape(shape))
+
+    def op_Reshape(self, node):
+        x, shape = self.value(node, 0), self.const(node, 1)
+        if shape is None:
+            raise Unsupported(node, "its shape is not a constant")
+        old, new = self.shape(node, x), [int(d) for d in shape]
+        for i, d in enumerate(new):
+            if d == 0 and not self.attr(node, "allowzero", 0):
+                new[i] = old[i]
+        if -1 in new:
+            new[new.index(-1)] = int(np.prod(old)) // max(1, int(np.prod([d for d in new if d != -1])))
+        return self.reshape(node, x, tuple(new))
+
+    def op_Flatten(self, node):
+        x = self.value(node, 0)
+        shape = self.shape(node, x)
+        axis = self.attr(node, "axis", 1) % (len(shape) + 1)
+        return self.reshape(node, x, (int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))))
+
+    def op_Transpose(self, node):
+        x = self.value(node, 0)
+        perm = self.attr(node, "perm", list(reversed(range(len(self.shape(node, x))))))
+        return x.transpose(perm) if isinstance(x, np.ndarray) else self.on_view(node, x, lambda v: v.transpose(perm))
+
+    def axes_of(self, node, k):
+        if k < len(node.input) and node.input[k]:
+            axes = self.const(node, k)
+            if axes is None:
+                raise Unsupported(node, "its axes are not a constant")
+            return [int(a) for a in axes]
+        return [int(a) for a in self.attr(node, "axes", [])]
+
+    def op_Unsqueeze(self, node):
+        x = self.value(node, 0)
+        axes = self.axes_of(node, 1)
+        axes = sorted(a % (len(self.shape(node, x)) + len(axes)) for a in axes)
+        if isinstance(x, np.ndarray):
+            return np.expand_dims(x, tuple(axes))
+        for a in axes:
+            x = self.on_view(node, x, lambda v, a=a: v.unsqueeze(a))
+        return x
+
+    def op_Squeeze(self, node):
+        x = self.value(node, 0)
+        shape = self.shape(node, x)
+        axes = sorted((a % len(shape) for a in self.axes_of(node, 1) or
+                       [i for i, d in enumerate(shape) if d == 1]), reverse=True)
+        if isinstance(x, np.ndarray):
+            return np.squeeze(x, tuple(axes))
+        for a in axes:
+            x = self.on_view(node, x, lambda v, a=a: v.squeeze(a))
+        return x
+
+    def op_Slice(self, node):
+        x = self.value(node, 0)
+        shape = self.shape(node, x)
+        starts, ends, axes, steps = (self.const(node, k) for k in range(1, 5))
+        if starts is None or ends is None or (len(node.input) > 3 and node.input[3] and axes is None) or \
+                (len(node.input) > 4 and node.input[4] and steps is None):
+            raise Unsupported(node, "its starts, ends, axes or steps are not constants")
+        axes = range(len(starts)) if axes is None else [int(a) % len(shape) for a in axes]
+        steps = [1] * len(starts) if steps is None else [int(s) for s in steps]
+        if isinstance(x, np.ndarray):
+            index = [slice(None)] * len(shape)
+            for a, lo, hi, step in zip(axes, starts, ends, steps):
+                index[a] = slice(int(lo), int(hi), step)
+            return x[tuple(index)]
+        for a, lo, hi, step in zip(axes, starts, ends, steps):
+            if step != 1:
+                raise Unsupported(node, f"step {step} on a tensor (step 1 only)")
+            lo, hi, _ = slice(int(lo), int(hi)).indices(shape[a])
+            x = self.on_view(node, x, lambda v, a=a, lo=lo, hi=hi: v.slice(a, lo, hi))
+        return x
+
+    def op_Split(self, node):
+        x = self.value(node, 0)
+        shape = self.shape(node, x)
+        axis = self.attr(node, "axis", 0) % len(shape)
+        split = self.const(node, 1)
+        if split is None:
+            split = self.attr(node, "split") or [shape[axis] // len(node.output)] * len(node.output)
+        bounds = [int(b) for b in np.cumsum([0] + [int(s) for s in split])]
+        if isinstance(x, np.ndarray):
+            return [np.take(x, range(lo, hi), axis=axis) for lo, hi in zip(bounds[:-1], bounds[1:])]
+        return [self.on_view(node, x, lambda v, lo=lo, hi=hi: v.slice(axis, lo, hi))
+                for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+    def op_Gather(self, node):
+        x, index = self.value(node, 0), self.const(node, 1)
+        if index is None:
+            raise Unsupported(node, "its indices are not a constant")
+        shape = self.shape(node, x)
+        axis = self.attr(node, "axis", 0) % len(shape)
+        if isinstance(x, np.ndarray):
+            return np.take(x, index, axis=axis)
+        if index.ndim != 0:
+            raise Unsupported(node, "indices that are not one scalar, on a tensor")
+        return self.on_view(node, x, lambda v: v.index(axis, int(index) % shape[axis]))
+
+    # ---- pointwise arithmetic and the LayerNorm pattern ---------------
+
+    @staticmethod
+    def extend(x, f, step):
+        if isinstance(x, Pointwise):
+            return Pointwise(x.x, lambda s, g=x.f: f(g(s)), x.steps + [step])
+        return Pointwise(x, f, [step])
+
+    def unary(self, node, f, step):
+        x = self.value(node, 0)
+        if isinstance(x, np.ndarray):
+            return f(x).astype(x.dtype)
+        if not isinstance(x, (Tensor, Pointwise)):
+            raise Unsupported(node, "a step the LayerNorm pattern does not take")
+        return self.extend(x, f, step)
+
+    def op_Neg(self, node):
+        return self.unary(node, np.negative, "neg")
+
+    def op_Erf(self, node):
+        return self.unary(node, np.vectorize(math.erf, otypes=[np.float64]), "erf")
+
+    def op_Tanh(self, node):
+        return self.unary(node, np.tanh, "tanh")
+
+    def op_Sqrt(self, node):
+        x = self.value(node, 0)
+        if isinstance(x, Normalized) and x.stage == "variance+eps":
+            return Normalized(x.x, "std", x.epsilon)
+        return self.unary(node, np.sqrt, "sqrt")
+
+    def op_ReduceMean(self, node):
+        x = self.value(node, 0)
+        axes, keep = self.axes_of(node, 1), self.attr(node, "keepdims", 1)
+        if isinstance(x, np.ndarray):
+            return np.mean(x, axis=tuple(axes) if axes else None, keepdims=bool(keep))
+        rank = len(self.shape(node, x))
+        if [a % rank for a in axes] != [rank - 1] or not keep:
+            raise Unsupported(node, "a mean over other than the last axis (the importer reads it in a LayerNorm)")
+        if isinstance(x, Normalized) and x.stage == "squared":
+            return Normalized(x.x, "variance")
+        if isinstance(x, Tensor):
+            return Mean(x)
+        raise Unsupported(node, "a mean of a value under way (the importer reads it in a LayerNorm)")
+
+    def op_Pow(self, node):
+        x, p = self.value(node, 0), self.const(node, 1)
+        if p is None or p.size != 1:
+            raise Unsupported(node, "a power by a non-constant")
+        if isinstance(x, Normalized) and x.stage == "centered" and float(p) == 2.0:
+            return Normalized(x.x, "squared")
+        return self.unary(node, lambda s, e=float(p): np.power(s, e), f"^{float(p):g}")
+
+    def op_Sub(self, node):
+        a, b = self.value(node, 0), self.value(node, 1)
+        if isinstance(b, Mean) and b.x is a:
+            return Normalized(a, "centered")
+        return self.arith(node, a, b, np.subtract, "-")
+
+    def op_Div(self, node):
+        a, b = self.value(node, 0), self.value(node, 1)
+        if isinstance(a, Normalized) and a.stage == "centered" and isinstance(b, Normalized) and \
+                b.stage == "std" and b.x is a.x:
+            return Normalized(a.x, "normalized", b.epsilon)
+        return self.arith(node, a, b, np.divide, "/")
+
+    def op_Mul(self, node):
+        a, b = self.value(node, 0), self.value(node, 1)
+        k = 1
+        if isinstance(b, Normalized):
+            a, b, k = b, a, 0
+        if isinstance(a, Normalized) and a.stage == "normalized" and isinstance(b, np.ndarray):
+            return Normalized(a.x, "scaled", a.epsilon, gamma=(b, node.input[k]))
+        return self.arith(node, a, b, np.multiply, "*")
+
+    def op_Add(self, node):
+        a, b = self.value(node, 0), self.value(node, 1)
+        k = 1
+        if isinstance(a, np.ndarray) and not isinstance(b, np.ndarray):
+            a, b, k = b, a, 0
+        if isinstance(a, Normalized) and isinstance(b, np.ndarray):
+            if a.stage == "variance" and b.size == 1:
+                return Normalized(a.x, "variance+eps", float(b.reshape(-1)[0]))
+            if a.stage in ("normalized", "scaled"):
+                return self.layernorm(node, a, (b, node.input[k]))
+        if isinstance(a, (Tensor, Pointwise)) and isinstance(b, np.ndarray) and b.size > 1:
+            return self.add_constant(node, self.materialize(node, a), b, node.input[k])
+        if isinstance(a, (Tensor, Pointwise)) and isinstance(b, (Tensor, Pointwise)) and \
+                self.variable(a) is not self.variable(b):
+            return self.add_tensors(node, self.materialize(node, a), self.materialize(node, b))
+        return self.arith(node, a, b, np.add, "+")
+
+    @staticmethod
+    def variable(x):
+        return x.x if isinstance(x, Pointwise) else x
+
+    def arith(self, node, a, b, f, step):
+        """f(a, b): of constants; of a tensor (or a pointwise function of one) and a scalar; or of two
+        pointwise functions of one tensor."""
+        if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+            return f(a, b).astype(np.result_type(a, b))
+        for x, c, swap in ((a, b, False), (b, a, True)):
+            if isinstance(x, (Tensor, Pointwise)) and isinstance(c, np.ndarray) and c.size == 1:
+                c = float(c.reshape(-1)[0])
+                return self.extend(x, (lambda s, c=c: f(c, s)) if swap else (lambda s, c=c: f(s, c)),
+                                   f"{c:g}{step}" if swap else f"{step}{c:g}")
+        if isinstance(a, (Tensor, Pointwise)) and isinstance(b, (Tensor, Pointwise)) and \
+                self.variable(a) is self.variable(b):
+            ga = a.f if isinstance(a, Pointwise) else (lambda s: s)
+            gb = b.f if isinstance(b, Pointwise) else (lambda s: s)
+            steps = (a.steps if isinstance(a, Pointwise) else ["x"]) + [step]
+            return Pointwise(self.variable(a), lambda s: f(ga(s), gb(s)), steps)
+        raise Unsupported(node, f"'{step}' of these operands (a tensor with a constant that is not a scalar, or "
+                                f"two different tensors)")
+
+    # ---- graph ops ------------------------------------------------------
+
+    def layernorm(self, node, n, beta):
+        """The LayerNorm n, ended by its bias: (values, name)."""
+        x = self.materialize(node, n.x)
+        _, _, cols = self.rows_of(node, x)
+        gamma = n.gamma or (np.ones(cols, np.float32), None)
+        if gamma[0].size != cols or beta[0].size != cols:
+            raise Unsupported(node, f"a LayerNorm scale or bias of {gamma[0].size} and {beta[0].size} values for "
+                                    f"{cols} columns")
+        g = self.tensor(gamma[1] or f"{node.output[0]}_gamma", 1, cols, "parameter", values=gamma[0])
+        b = self.tensor(beta[1] or f"{node.output[0]}_beta", 1, cols, "parameter", values=beta[0])
+        return self.row_op(node, "layernorm", x, [g, b], node.output[0], epsilon=n.epsilon)
+
+    def op_LayerNormalization(self, node):
+        if any(node.output[1:]):
+            raise Unsupported(node, "its Mean and InvStdDev outputs are read (the importer computes Y only)")
+        x = self.value(node, 0)
+        shape = self.shape(node, x)
+        axis = self.attr(node, "axis", -1) % len(shape)
+        gamma, beta = self.const(node, 1), self.const(node, 2)
+        if gamma is None or (len(node.input) > 2 and node.input[2] and beta is None):
+            raise Unsupported(node, "its scale or bias is not a constant")
+        width = int(np.prod(shape[axis:]))
+        gamma = np.broadcast_to(gamma, shape[axis:]).reshape(-1)
+        beta = np.zeros(width, np.float32) if beta is None else np.broadcast_to(beta, shape[axis:]).reshape(-1)
+        x = self.reshape(node, x, tuple(shape[:axis]) + (width,)) if axis else self.reshape(node, x, (1, width))
+        n = Normalized(x, "scaled", float(self.attr(node, "epsilon", 1e-5)), gamma=(gamma, node.input[1]))
+        out = self.layernorm(node, n, (beta, node.input[2] if len(node.input) > 2 and node.input[2] else None))
+        return self.reshape(node, out, shape)
+
+    def op_MatMul(self, node):
+        a, w = self.value(node, 0), self.const(node, 1)
+        if isinstance(a, np.ndarray) and w is not None:
+            return a @ w
+        if w is None:
+            raise Unsupported(node, "a product of two tensors (the weight must be a constant)")
+        return self.matmul(node, self.materialize(node, a), w, node.input[1], node.output[0])
+
+    def op_Gemm(self, node):
+        a, w, c = self.value(node, 0), self.const(node, 1), self.const(node, 2)
+        if w is None or (len(node.input) > 2 and node.input[2] and c is None):
+            raise Unsupported(node, "a product with a weight or bias that is not a constant")
+        w = (w.T if self.attr(node, "transB", 0) else w) * np.float32(self.attr(node, "alpha", 1.0))
+        c = None if c is None else np.float32(self.attr(node, "beta", 1.0)) * c
+        if isinstance(a, np.ndarray):
+            a = a.T if self.attr(node, "transA", 0) else a
+            return a @ w + (0 if c is None else c)
+        x = self.materialize(node, a)
+        if self.attr(node, "transA", 0):
+            x = self.on_view(node, x, lambda v: v.transpose((1, 0)))
+        if c is not None and c.size in (1, w.shape[1]) and (c.ndim < 2 or c.shape[0] == 1):
+            return self.matmul(node, x, w, node.input[1], node.output[0], np.broadcast_to(c.reshape(-1), w.shape[1:]),
+                               node.input[2])
+        out = self.matmul(node, x, w, node.input[1], node.output[0] if c is None else f"{node.output[0]}_product")
+        return out if c is None else self.add_constant(node, out, c, node.input[2], fold=False)
+
+    def add_constant(self, node, a, c, c_name, fold=True):
+        """a + c for a tensor view a and a constant: the bias of the matmul that made a (when a is all it
+        made and nothing else reads it), else an add of a parameter repeating every P rows of a's tensor."""
+        a = self.readable(node, a)
+        tensor, rows, cols = self.rows_of(node, a)
+        try:
+            full = np.broadcast_to(c, a.view.shape)
+        except ValueError:
+            raise Unsupported(node, f"a constant of shape {c.shape} that does not broadcast to "
+                                    f"{a.view.shape}") from None
+        places = a.view.element_indices().reshape(-1)
+        if len(np.unique(places // cols)) != rows or len(places) != rows * cols:
+            raise Unsupported(node, "an add to a selection of a tensor's elements")
+        laid = np.zeros(rows * cols, np.float32)
+        laid[places] = full.reshape(-1)
+        laid = laid.reshape(rows, cols)
+        period = next(p for p in range(1, rows + 1) if rows % p == 0 and
+                      np.array_equal(laid, np.tile(laid[:p], (rows // p, 1))))
+        made = self.ops[self.producer[tensor]] if tensor in self.producer else None
+        source = node.input[0] if c_name == node.input[1] else node.input[1]
+        if fold and period == 1 and made and made["op"] == "matmul" and len(made["inputs"]) == 2 and \
+                self.consumers.get(source) == 1 and not self.read_by_ops(tensor):
+            made["inputs"].append(self.tensor(c_name, 1, cols, "parameter", values=laid[:1]))
+            self.rename(tensor, node.output[0])
+            return a
+        param = self.tensor(c_name, period, cols, "parameter", values=laid[:period])
+        out = self.tensor(node.output[0], rows, cols, "activation")
+        self.op("add", [tensor, param], out)
+        return Tensor(View(out, a.view.axes, a.view.offset))
+
+    def add_tensors(self, node, a, b):
+        """a + b: two tensors laid out alike, or one (b) a model input the host lays out as a's rows
+        (broadcast, repeating every P rows)."""
+        if a.view.tensor in self.host_inputs and b.view.tensor not in self.host_inputs:
+            a, b = b, a
+        a = self.readable(node, a)
+        ta, rows, cols = self.rows_of(node, a)
+        if b.view.tensor in self.host_inputs and not self.aligned(a, b):
+            b = self.broadcast_input(node, a, b, rows, cols)
+        b = self.readable(node, b)
+        tb = self.rows_of(node, b)[0]
+        if not self.aligned(a, b) and not (self.shape_of(tb)[0] < rows and b.view.tensor in self.host_inputs):
+            raise Unsupported(node, "an add of two tensors laid out differently")
+        out = self.tensor(node.output[0], rows, cols, "activation")
+        self.op("add", [ta, tb], out)
+        return Tensor(View(out, a.view.axes, a.view.offset))
+
+    def aligned(self, a, b):
+        return a.view.shape == b.view.shape and self.shape_of(a.view.tensor) == self.shape_of(b.view.tensor) and \
+            np.array_equal(a.view.element_indices(), b.view.element_indices())
+
+    def broadcast_input(self, node, a, b, rows, cols):
+        """Model input b broadcast to a's shape, laid out as a's tensor rows hold it, as an input of P rows
+        (the smallest period of the rows)."""
+        source, indices = self.host_inputs[b.view.tensor]
+        try:
+            picked = np.broadcast_to(indices.reshape(-1)[b.view.element_indices()], a.view.shape)
+        except ValueError:
+            raise Unsupported(node, f"shapes {b.view.shape} and {a.view.shape} that do not broadcast") from None
+        places = a.view.element_indices().reshape(-1)
+        if len(places) != rows * cols or len(np.unique(places)) != rows * cols:
+            raise Unsupported(node, "an add to a selection of a tensor's elements")
+        laid = np.zeros(rows * cols, np.int64)
+        laid[places] = picked.reshape(-1)
+        laid = laid.reshape(rows, cols)
+        period = next(p for p in range(1, rows + 1) if rows % p == 0 and
+                      np.array_equal(laid, np.tile(laid[:p], (rows // p, 1))))
+        name = self.tensor(f"{source}_rows", period, cols, "input")
+        self.host_inputs[name] = (source, laid[:period])
+        return Tensor(View.whole(name, (period, cols)))
+
+
+def load_model(path):
+    """The model at path, checked; ModelError naming the file otherwise."""
+    try:
+        model = onnx.load(str(path))
+        onnx.checker.check_model(model)
+    except (onnx.checker.ValidationError, onnx.onnx_cpp2py_export.checker.ValidationError) as error:
+        raise ModelError(f"{path}: not a valid ONNX model: {str(error).splitlines()[0]}") from None
+    except Exception as error:  # protobuf's DecodeError and friends
+        raise ModelError(f"{path}: not an ONNX model ({type(error).__name__})") from None
+    return model
