@@ -394,9 +394,12 @@ class Importer:
 
     def op_Constant(self, node):
         a = node.attribute[0]
-        if a.name != "value":
+        if a.name == "value":
+            return self.array(numpy_helper.to_array(a.t), a.t.data_type)
+        kinds = {"value_float": np.float32, "value_floats": np.float32, "value_int": np.int64, "value_ints": np.int64}
+        if a.name not in kinds:
             raise Unsupported(node, f"a Constant given by '{a.name}'")
-        return self.array(numpy_helper.to_array(a.t), a.t.data_type)
+        return np.array(onnx.helper.get_attribute_value(a), dtype=kinds[a.name])
 
     def op_Identity(self, node):
         return self.value(node, 0)
@@ -666,7 +669,7 @@ class Importer:
 
     def layernorm(self, node, n, beta):
         """The LayerNorm n, ended by its bias: (values, name)."""
-        x = self.materialize(node, n.x)
+        x = self.readable(node, self.materialize(node, n.x))
         _, _, cols = self.rows_of(node, x)
         gamma = n.gamma or (np.ones(cols, np.float32), None)
         if gamma[0].size != cols or beta[0].size != cols:

@@ -24,7 +24,7 @@ from .report import REPORTS, embedded_json, inline_page
 
 INDEX = REPORTS / "index"
 # Schema versions of the JSON the harness writes (the README documents each).
-SCHEMAS = {"result": 1, "run-profile": 1, "nightly-summary": 1, "random-workloads": 1}
+SCHEMAS = {"result": 1, "run-profile": 1, "nightly-summary": 1, "random-workloads": 1, "onnx-tests": 1}
 _library_digest = {}
 
 

@@ -32,7 +32,7 @@ ONLY = {"mlp": {"precision": "fp8", "blocks": 1},
         "vit": {"layers": None, "heads": None, "head_dim": None, "input": None, "attention": "auto",
                 "attention_key_bands": None},
         "graph": {"graph": None, "values": None, "model": None, "inputs": None, "expected": None, "precision": "fp8",
-                  "attention": "auto", "attention_key_bands": None}}
+                  "seed": 0, "attention": "auto", "attention_key_bands": None}}
 # The sources of a workload that is not built in (allowed with --package: the package's workload).
 SOURCES = ("graph", "values", "model", "inputs", "expected")
 FLAGS = SHARED + BUILT_IN + tuple(dict.fromkeys(name for flags in ONLY.values() for name in flags))
@@ -64,8 +64,12 @@ def allowed(mine):
 
 def applies_to(name):
     """The workloads a transformer flag applies to, as the usage messages say it."""
-    where = [what for mine, what in (("mlp", "--workload mlp"), ("vit", "--workload vit or vit-small"),
-                                     ("graph", "--graph FILE")) if name in allowed(mine)]
+    where = [what for mine, what in (("mlp", "--workload mlp"), ("vit", "--workload vit or vit-small"))
+             if name in allowed(mine)]
+    if name in allowed("graph"):
+        where += [source for source, flags in (("--graph FILE", ("values",)),
+                                               ("--model FILE", ("inputs", "expected", "precision", "seed")))
+                  if name in flags] or ["--graph FILE or --model FILE"]
     return " and ".join(where)
 
 
@@ -243,13 +247,14 @@ def check_flags(args, defaults):
     mine = family(args.workload)
     given = [name for name in FLAGS if name not in allowed(mine) and getattr(args, name) != defaults[name]]
     if given:
-        raise UsageError(f"--{given[0].replace('_', '-')} applies to {applies_to(given[0])}, "
-                         f"not to {'--graph' if mine == 'graph' else '--workload ' + args.workload}")
+        source = "--graph" if args.graph else "--model" if args.model else f"--workload {args.workload}"
+        raise UsageError(f"--{given[0].replace('_', '-')} applies to {applies_to(given[0])}, not to {source}")
     if mine == "graph":
-        for name, needs in (("precision", "model"), ("inputs", "model"), ("expected", "model"), ("values", "graph")):
+        for name, needs in (("precision", "model"), ("inputs", "model"), ("expected", "model"), ("seed", "model"),
+                            ("values", "graph")):
             other = "model" if needs == "graph" else "graph"
             if getattr(args, name) != defaults[name] and getattr(args, needs) is None:
-                raise UsageError(f"--{name} applies to --{needs} FILE, not to --{other}")
+                raise UsageError(f"--{name} applies to {applies_to(name)}, not to --{other}")
     for name, value in ONLY[mine].items():
         if getattr(args, name) is None:
             setattr(args, name, value)

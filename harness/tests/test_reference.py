@@ -139,7 +139,9 @@ def test_info_describes_the_mlp(ctx):
     assert info["options"]["blocks"] == 3 and "workload" not in info["options"]
     tensors = {t["name"]: t for t in info["tensors"]}
     assert tensors["x"] == {"name": "x", "rows": 7, "cols": 12, "dtype": "f143", "scale": -2,
-                            "role": "input", "sequence": 1}
+                            "role": "input", "sequence": 1,
+                            "values": {"normal": {"scale": 1.0, "offset": 0.0, "stream": 0}}}
+    assert tensors["w1"]["values"]["normal"]["scale"] == pytest.approx(1 / math.sqrt(12), rel=1e-7)
     assert tensors["w1"]["sequence"] == 3 and tensors["w1"]["role"] == "parameter"
     assert tensors["y"]["role"] == "output" and tensors["y"]["dtype"] == "f16"
     assert [op["op"] for op in info["ops"]] == ["matmul", "gelu", "cast", "matmul", "cast", "copy"]

@@ -151,9 +151,13 @@ def test_info_describes_the_vit(ctx):
     assert info["name"] == "vit" and info["seed"] == 9 and info["options"]["layers"] == 2
     tensors = {t["name"]: t for t in info["tensors"]}
     assert tensors["x"] == {"name": "x", "rows": 26, "cols": 24, "dtype": "f16", "scale": 0,
-                            "role": "input", "sequence": 1}
+                            "role": "input", "sequence": 1,
+                            "values": {"normal": {"scale": 1.0, "offset": 0.0, "stream": 0}}}
+    made = tensors["wqkv"].pop("values")["normal"]
     assert tensors["wqkv"] == {"name": "wqkv", "rows": 24, "cols": 72, "dtype": "f143", "scale": -4,
                                "role": "parameter", "sequence": 2}
+    assert made["scale"] == pytest.approx(1 / math.sqrt(24), rel=1e-7) and made["offset"] == 0
+    assert tensors["ln1_gamma"]["values"]["normal"]["offset"] == 1.0
     for name in ("ln1_gamma", "ln1_beta", "ln2_gamma", "ln2_beta"):
         assert tensors[name]["sequence"] == 2 and tensors[name]["dtype"] == "f16"
     for name in ("wo", "w1", "w2"):

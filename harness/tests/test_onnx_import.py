@@ -1,0 +1,194 @@
+"""test_onnx_import.py: `ipu-e2e-test --model`.  An MLP block written in ONNX
+the way torch exports it (MatMul then a bias Add, the tanh GELU spelled out in
+Pow/Mul/Add/Tanh, a LayerNorm as ReduceMean/Sub/Pow/Sqrt/Div/Mul/Add, a
+residual Add) imports as the graph ops it means (biased matmuls, one GELU,
+one LayerNorm, one add) and runs against expected outputs computed here with
+numpy; with no inputs given, it runs from the seeded generator against the
+project's own FP32 reference.  A transposed input is laid out on the host.
+The ONNX backend node tests of every op type the importer claims pass or say
+why they are not supported; one of them (Gemm with every attribute) is
+checked here against numpy from its own inputs.  A model with an op the
+importer does not take exits 2 naming the node and its op type.
+"""
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from conftest import REPO
+
+NODE_TESTS = __import__("ipu_e2e.onnx_tests", fromlist=["DATA"]).DATA
+C, H, ROWS = 32, 48, 12
+
+
+def initializer(name, values):
+    return numpy_helper.from_array(np.asarray(values, dtype=np.float32), name)
+
+
+def const(name, value):
+    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.asarray(value, np.float32)))
+
+
+def mlp_model(rng):
+    """x [1, ROWS, C] -> LN -> MatMul + b1 -> GELU (tanh, spelled out) -> MatMul + b2 -> + x."""
+    w1 = (rng.standard_normal((C, H)) / math.sqrt(C)).astype(np.float32)
+    w2 = (rng.standard_normal((H, C)) / math.sqrt(H)).astype(np.float32)
+    b1, b2 = (rng.standard_normal(H) / 10).astype(np.float32), (rng.standard_normal(C) / 10).astype(np.float32)
+    gamma, beta = (1 + rng.standard_normal(C) / 10).astype(np.float32), (rng.standard_normal(C) / 10).astype(np.float32)
+    nodes = [
+        helper.make_node("ReduceMean", ["x"], ["mean"], axes=[-1]),
+        helper.make_node("Sub", ["x", "mean"], ["centered"]),
+        const("two", 2.0), helper.make_node("Pow", ["centered", "two"], ["squared"]),
+        helper.make_node("ReduceMean", ["squared"], ["variance"], axes=[-1]),
+        const("eps", 1e-6), helper.make_node("Add", ["variance", "eps"], ["variance_eps"]),
+        helper.make_node("Sqrt", ["variance_eps"], ["std"]),
+        helper.make_node("Div", ["centered", "std"], ["normalized"]),
+        helper.make_node("Mul", ["normalized", "ln.weight"], ["scaled"]),
+        helper.make_node("Add", ["scaled", "ln.bias"], ["ln_out"]),
+        helper.make_node("MatMul", ["ln_out", "fc1.weight"], ["fc1_product"]),
+        helper.make_node("Add", ["fc1.bias", "fc1_product"], ["hidden"]),
+        const("three", 3.0), helper.make_node("Pow", ["hidden", "three"], ["cube"]),
+        const("k", 0.044715), helper.make_node("Mul", ["cube", "k"], ["cube_k"]),
+        helper.make_node("Add", ["hidden", "cube_k"], ["inner"]),
+        const("s", math.sqrt(2 / math.pi)), helper.make_node("Mul", ["inner", "s"], ["inner_s"]),
+        helper.make_node("Tanh", ["inner_s"], ["t"]),
+        const("one", 1.0), helper.make_node("Add", ["t", "one"], ["t1"]),
+        helper.make_node("Mul", ["hidden", "t1"], ["ht"]),
+        const("half", 0.5), helper.make_node("Mul", ["ht", "half"], ["gelu"]),
+        helper.make_node("MatMul", ["gelu", "fc2.weight"], ["fc2_product"]),
+        helper.make_node("Add", ["fc2_product", "fc2.bias"], ["mlp_out"]),
+        helper.make_node("Add", ["x", "mlp_out"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "mlp-block", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, ROWS, C])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, ROWS, C])],
+        [initializer("ln.weight", gamma), initializer("ln.bias", beta), initializer("fc1.weight", w1),
+         initializer("fc1.bias", b1), initializer("fc2.weight", w2), initializer("fc2.bias", b2)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    onnx.checker.check_model(model)
+    return model, (gamma, beta, w1, b1, w2, b2)
+
+
+def numpy_mlp(x, gamma, beta, w1, b1, w2, b2):
+    x = x.astype(np.float64)
+    mean = x.mean(-1, keepdims=True)
+    ln = (x - mean) / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + 1e-6) * gamma + beta
+    h = ln @ w1 + b1
+    g = 0.5 * h * (1 + np.tanh(math.sqrt(2 / math.pi) * (h + 0.044715 * h ** 3)))
+    return x + g @ w2 + b2
+
+
+@pytest.fixture(scope="module")
+def mlp(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("mlp")
+    rng = np.random.default_rng(11)
+    model, weights = mlp_model(rng)
+    onnx.save(model, folder / "mlp.onnx")
+    x = rng.standard_normal((1, ROWS, C)).astype(np.float32)
+    np.save(folder / "x.npy", x)
+    np.save(folder / "y.npy", numpy_mlp(x, *weights).astype(np.float32))
+    return folder
+
+
+@pytest.mark.parametrize("precision", ["fp16", "fp8"])
+def test_mlp_block_imports_as_its_ops_and_matches_numpy(cli, mlp, tmp_path, precision):
+    done = cli("--model", mlp / "mlp.onnx", "--inputs", mlp / "x.npy", "--expected", mlp / "y.npy",
+               "--precision", precision, "--tiles", "8", "--reference-run", "--check-ops",
+               "--export-graph", tmp_path / "g.json", "--output", tmp_path / "out", "--quiet")
+    assert done.returncode == 0, done.stdout + done.stderr
+    ops = [op["op"] for op in json.loads((tmp_path / "g.json").read_text())["ops"]]
+    casts = ["cast"] if precision == "fp8" else []
+    assert ops == ["layernorm"] + casts + ["matmul", "gelu"] + casts + ["matmul", "add"]
+    described = {op["output"]: op for op in json.loads((tmp_path / "g.json").read_text())["ops"]}
+    assert described["hidden"]["inputs"][1:] == ["fc1.weight", "fc1.bias"]
+    assert described["ln_out"]["epsilon"] == pytest.approx(1e-6)
+    result = json.loads((tmp_path / "out" / "result.json").read_text())
+    expected = next(c for c in result["checks"] if c.get("against") == "expected")
+    assert expected["passed"] and expected["model_output"] == "y" and result["status"] == "PASS"
+    assert "against the expected 'y'" in done.stdout
+
+
+def test_seeded_inputs_check_against_the_fp32_reference(cli, mlp, tmp_path):
+    done = cli("--model", mlp / "mlp.onnx", "--tiles", "8", "--reference-run", "--reference-fp32", "--seed", "4",
+               "--output", tmp_path, "--quiet")
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert [c["tensor"] for c in result["checks"]] == ["y"] and result["status"] == "PASS"
+
+
+def test_transposed_input_is_laid_out_on_the_host(cli, tmp_path):
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((5, 7)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Transpose", ["a"], ["at"], perm=[1, 0]), helper.make_node("MatMul", ["at", "w"], ["c"])],
+        "t", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [5, 6])],
+        [helper.make_tensor_value_info("c", TensorProto.FLOAT, [6, 7])], [initializer("w", w)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), tmp_path / "t.onnx")
+    a = rng.standard_normal((5, 6)).astype(np.float32)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "c.npy", (a.T @ w).astype(np.float32))
+    done = cli("--model", tmp_path / "t.onnx", "--inputs", tmp_path / "a.npy", "--expected", tmp_path / "c.npy",
+               "--precision", "fp16", "--tiles", "4", "--dump-tensors", tmp_path / "dump", "--quiet")
+    assert done.returncode == 0, done.stdout + done.stderr
+    laid = [p.name for p in (tmp_path / "dump").glob("a*.npy")]
+    assert laid == ["a_as_6x5.npy"]
+    assert np.array_equal(np.load(tmp_path / "dump" / "a_as_6x5.npy"), a.T.astype(np.float16))
+
+
+def test_unsupported_op_names_node_and_op(cli, tmp_path):
+    graph = helper.make_graph(
+        [helper.make_node("Softmax", ["x"], ["p"], name="scores_softmax", axis=-1)], "s",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+        [helper.make_tensor_value_info("p", TensorProto.FLOAT, [4, 8])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), tmp_path / "s.onnx")
+    done = cli("--model", tmp_path / "s.onnx", "--tiles", "4", "--quiet")
+    assert done.returncode == 2
+    assert "node 'scores_softmax' (Softmax): not an op the importer knows. Supported: MatMul and Gemm" in done.stderr
+    old = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    onnx.save(old, tmp_path / "old.onnx")
+    done = cli("--model", tmp_path / "old.onnx", "--tiles", "4", "--quiet")
+    assert done.returncode == 2 and "opset 11: the importer reads opsets 13 to 17" in done.stderr
+    (tmp_path / "junk.onnx").write_bytes(b"\x08\x01garbage")
+    done = cli("--model", tmp_path / "junk.onnx", "--tiles", "4", "--quiet")
+    assert done.returncode == 2 and "junk.onnx: not" in done.stderr and "Traceback" not in done.stderr
+    for args, message in ((("--inputs", tmp_path / "a.npy"), "--inputs applies to --model FILE, not to --workload mlp"),
+                          (("--model", tmp_path / "s.onnx", "--graph", tmp_path / "g.json"), "give one workload")):
+        done = cli(*args, "--tiles", "4", "--quiet")
+        assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
+def test_gemm_node_test_matches_numpy(cli, tmp_path):
+    case = NODE_TESTS / "test_gemm_all_attributes"
+    done = cli("--model", case / "model.onnx", "--inputs", case / "test_data_set_0", "--precision", "fp16",
+               "--tiles", "4", "--dump-tensors", tmp_path, "--quiet")
+    assert done.returncode == 0, done.stdout + done.stderr
+    inputs = [numpy_helper.to_array(onnx.load_tensor(str(case / "test_data_set_0" / f"input_{k}.pb")))
+              for k in range(3)]
+    a, b, c = (x.astype(np.float64) for x in inputs)
+    want = 0.25 * a.T @ b.T + 0.35 * c
+    got = np.load(tmp_path / "y.npy").astype(np.float64)
+    assert got.shape == want.shape and np.abs(got - want).max() < 2e-3 * max(1, np.abs(want).max())
+
+
+def test_node_tests_pass_or_say_why(tmp_path):
+    done = subprocess.run([sys.executable, str(REPO / "harness" / "bin" / "ipu-e2e-onnx-tests"), "--jobs", "2",
+                           "--output", tmp_path, "--quiet"], capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    summary = json.loads((tmp_path / "onnx-tests.json").read_text())
+    assert summary["failed"] == 0 and summary["passed"] + summary["not_supported"] == summary["planned"]
+    passed = {e["name"].split("/")[0] for e in summary["cases"] if e["status"] == "passed"}
+    for name in ("test_matmul_2d", "test_add", "test_add_bcast", "test_gemm_default_vector_bias",
+                 "test_gemm_transposeA", "test_layer_normalization_2d_axis1", "test_transpose_default",
+                 "test_reshape_reordered_all_dims", "test_split_equal_parts_2d", "test_slice"):
+        assert name in passed, name
+    for entry in summary["cases"]:
+        assert entry["status"] != "not supported" or entry["detail"], entry
+        if entry["status"] == "passed":
+            result = json.loads((tmp_path / "cases" / entry["name"].replace("/", "-") / "result.json").read_text())
+            assert result["status"] == "PASS" and result["op_check"]["failed_ops"] == 0
+            assert any(c.get("against") == "expected" and c["passed"] for c in result["checks"])
