@@ -94,25 +94,45 @@ class Model:
                 data = np.asarray(given[source], dtype=np.float32).reshape(-1)[indices.reshape(-1)]
                 self.workload.set_values(name, data.astype(np.float32).tobytes())
 
+    def compare(self, ctx, name, got, criteria):
+        """got (the FP32 values of model output `name`, read out) against its expected values."""
+        expected = np.asarray(self.expected[name], dtype=np.float32)
+        cols = int(expected.shape[-1]) if expected.ndim else 1
+        expected = expected.reshape(-1)
+        if got.size != expected.size:
+            raise UsageError(f"expected output '{name}' has {expected.size} values; the model gives {got.size}")
+        return check_outputs(ctx, expected.tobytes(), got.astype(np.float32).tobytes(), "f32", expected.size // cols,
+                             cols, criteria)
+
+    def read_out(self, name, values):
+        """Model output `name` from the FP32 values of its graph tensor."""
+        view = self.importer.readouts[name][1]
+        return values if view is None else values[view.element_indices().reshape(-1)]
+
     def check_expected(self, ctx, outputs, info, args, producing_op):
         """Each model output with an expected array: the device's output, read out as the model
         gives it, against the expected values with the FP32 reference's criteria."""
         checks = []
         tensors = {t["name"]: t for t in info["tensors"]}
-        for name, expected in self.expected.items():
-            tensor, view = self.importer.readouts[name]
+        for name in self.expected:
+            tensor = self.importer.readouts[name][0]
             t = tensors[tensor]
-            device = decode(outputs[tensor], t["dtype"])
-            got = device if view is None else device[view.element_indices().reshape(-1)]
-            expected = np.asarray(expected, dtype=np.float32).reshape(-1)
-            if got.size != expected.size:
-                raise UsageError(f"expected output '{name}' has {expected.size} values; the model gives {got.size}")
-            cols = int(np.asarray(self.expected[name]).shape[-1]) if np.asarray(self.expected[name]).ndim else 1
-            check = check_outputs(ctx, expected.tobytes(), got.astype(np.float32).tobytes(), "f32",
-                                  expected.size // cols, cols,
-                                  tolerances.criteria("fp32", t["dtype"], args.min_cosine, args.atol, args.rtol,
-                                                      args.norm_tolerance))
+            got = self.read_out(name, decode(outputs[tensor], t["dtype"]))
+            check = self.compare(ctx, name, got, tolerances.criteria("fp32", t["dtype"], args.min_cosine, args.atol,
+                                                                     args.rtol, args.norm_tolerance))
             check.update(tensor=tensor, op=producing_op(info, tensor), model_output=name, against="expected")
+            checks.append(check)
+        return checks
+
+    def check_reference(self, ctx, workload):
+        """The project's FP32 reference against the expected outputs (two FP32 computations of one model:
+        the device-precision criteria, which allow a few FP16 ulps, are loose enough)."""
+        checks = []
+        for name in self.expected:
+            tensor = self.importer.readouts[name][0]
+            got = self.read_out(name, np.frombuffer(workload.reference_output(tensor), dtype=np.float32))
+            check = self.compare(ctx, name, got, tolerances.criteria("device", "f32"))
+            check.update(tensor=tensor, model_output=name, against="expected", reference=True)
             checks.append(check)
         return checks
 

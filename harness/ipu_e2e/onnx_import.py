@@ -41,7 +41,8 @@ from .onnx_views import View, ViewError
 OPSETS = range(13, 18)
 WEIGHT_SCALE, ACT_SCALE = -4, -2
 # What the importer takes, as the unsupported-op message lists it.
-SUPPORTED = ("MatMul and Gemm with constant weights (and their bias Add); Add of two tensors or of a tensor and a "
+SUPPORTED = ("MatMul and Gemm with constant weights (and their bias Add); self-attention of one fused q|k|v "
+             "projection (its Reshape/Transpose/Slice/Split, a 1/sqrt(d) scale, MatMul, Softmax, MatMul); Add of two tensors or of a tensor and a "
              "constant; Mul by a constant folded into the matmul before it; LayerNormalization and its "
              "ReduceMean/Sub/Pow/Sqrt/Div form; GELU in its tanh form; Identity, Dropout (inference); Reshape, "
              "Transpose, Slice, Split, Gather, Squeeze, Unsqueeze, Flatten, Concat and shape computations on "
@@ -90,6 +91,14 @@ class Normalized:
 
     def __init__(self, x, stage, epsilon=None, gamma=None):
         self.x, self.stage, self.epsilon, self.gamma = x, stage, epsilon, gamma
+
+
+class Scores:
+    """q k^T of an attention under way: q and k views of one [rows x 3C] tensor (k transposed), q
+    possibly scaled (a pointwise function); `softmax` once a Softmax over keys has run."""
+
+    def __init__(self, q, k, softmax=False):
+        self.q, self.k, self.softmax = q, k, softmax
 
 
 def gelu_tanh(x):
@@ -186,6 +195,8 @@ class Importer:
             return x.shape
         if isinstance(x, Tensor):
             return x.view.shape
+        if isinstance(x, Scores):
+            return self.shape(node, x.q)[:-1] + self.shape(node, x.k)[-1:]
         return self.shape(node, x.x)
 
     def materialize(self, node, value):
@@ -651,6 +662,9 @@ class Importer:
         pointwise functions of one tensor."""
         if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
             return f(a, b).astype(np.result_type(a, b))
+        if isinstance(a, Scores) and not a.softmax and isinstance(b, np.ndarray) and b.size == 1 and step in "*/":
+            c = float(b.reshape(-1)[0])  # (q c) k^T = c (q k^T): the scale moves to the queries
+            return Scores(self.extend(a.q, lambda s, c=c: f(s, c), f"{step}{c:g}"), a.k)
         for x, c, swap in ((a, b, False), (b, a, True)):
             if isinstance(x, (Tensor, Pointwise)) and isinstance(c, np.ndarray) and c.size == 1:
                 c = float(c.reshape(-1)[0])
@@ -701,8 +715,66 @@ class Importer:
         if isinstance(a, np.ndarray) and w is not None:
             return a @ w
         if w is None:
-            raise Unsupported(node, "a product of two tensors (the weight must be a constant)")
+            b = self.value(node, 1)
+            if isinstance(a, Scores) and a.softmax and isinstance(b, Tensor):
+                return self.attention(node, a, b)
+            if isinstance(a, (Tensor, Pointwise)) and isinstance(b, Tensor):
+                return Scores(a, b)
+            raise Unsupported(node, "a product of two tensors outside the attention pattern (q k^T, softmax, "
+                                    "then . v)")
         return self.matmul(node, self.materialize(node, a), w, node.input[1], node.output[0])
+
+    def op_Softmax(self, node):
+        x = self.value(node, 0)
+        rank = len(self.shape(node, x))
+        if not isinstance(x, Scores) or x.softmax or self.attr(node, "axis", -1) % rank != rank - 1:
+            raise Unsupported(node, "a softmax other than over the keys of an attention's scores (the "
+                                    "importer reads Softmax inside attention)")
+        return Scores(x.q, x.k, softmax=True)
+
+    def attention(self, node, scores, v):
+        """softmax(q k^T) v, q scaled by 1/sqrt(d), with q, k and v the head slices of one fused
+        [B*S x 3C] tensor as the attention op reads it: one attention op, its [B*S x C] result
+        viewed as the [B*H, S, d] (or [B, H, S, d]) product."""
+        q = scores.q
+        scale = 1.0
+        if isinstance(q, Pointwise):
+            scale = float(q.f(np.float64(1.0)))
+            if not np.allclose(q.f(SAMPLES), scale * SAMPLES, rtol=1e-6, atol=1e-9):
+                raise Unsupported(node, f"attention whose queries are transformed by {' '.join(q.steps)} "
+                                        f"(a scale only)")
+            q = q.x
+        k = scores.k
+        if not (q.view.tensor == k.view.tensor == v.view.tensor):
+            raise Unsupported(node, "attention whose q, k and v are not slices of one fused projection")
+        tensor = q.view.tensor
+        rows, cols = self.shape_of(tensor)
+        shape = q.view.shape
+        if len(shape) < 3 or cols % 3 or k.view.shape[:-2] != shape[:-2] or v.view.shape != shape:
+            raise Unsupported(node, f"attention of shapes {shape}, {k.view.shape}, {v.view.shape}")
+        c = cols // 3
+        seq, d = shape[-2], shape[-1]
+        groups = int(np.prod(shape[:-2]))
+        heads = c // d if d and c % d == 0 else 0
+        if not heads or groups % heads or groups // heads * seq != rows:
+            raise Unsupported(node, f"attention of {shape} over a {rows}x{cols} projection (expected [images x "
+                                    f"heads, tokens, head width] with 3 x heads x head width columns)")
+        if not np.isclose(scale, 1 / math.sqrt(d), rtol=1e-5):
+            raise Unsupported(node, f"attention scaled by {scale:g}, not 1/sqrt({d})")
+        images = groups // heads
+        b, h, t, e = np.meshgrid(np.arange(images), np.arange(heads), np.arange(seq), np.arange(d), indexing="ij")
+        place = (b * seq + t) * cols + h * d + e
+        expect_q = place.reshape(shape)
+        expect_k = np.swapaxes(place, -1, -2).reshape(k.view.shape) + c
+        if not (np.array_equal(q.view.element_indices(), expect_q) and
+                np.array_equal(k.view.element_indices(), expect_k) and
+                np.array_equal(v.view.element_indices(), expect_q + 2 * c)):
+            raise Unsupported(node, "attention whose q, k and v are not the heads of one [q | k | v] projection in "
+                                    "the order the attention op reads")
+        out = self.tensor(node.output[0], rows, c, "activation")
+        self.op("attention", [tensor], out, heads=heads, head_dim=d, seq=seq)
+        axes = [((images, seq * c), (heads, d)), ((seq, c),), ((d, 1),)]
+        return Tensor(View(out, axes).reshape(shape))
 
     def op_Gemm(self, node):
         a, w, c = self.value(node, 0), self.const(node, 1), self.const(node, 2)
@@ -796,6 +868,8 @@ class Importer:
 
 def load_model(path):
     """The model at path, checked; ModelError naming the file otherwise."""
+    if not path.is_file():
+        raise ModelError(f"{path}: no such file")
     try:
         model = onnx.load(str(path))
         onnx.checker.check_model(model)

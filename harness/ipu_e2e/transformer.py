@@ -521,6 +521,8 @@ def execute(ctx, args, profile, package, progress, started, reports):
         checks.append(check)
         if args.dump_tensors:
             npy.write_npy(args.dump_tensors / f"{t['name']}.reference.npy", ref, "f32", (t["rows"], t["cols"]))
+    if expected and args.reference_fp32:
+        checks += expected.check_reference(ctx, workload)
     result["checks"] = expected_checks + checks
     passed = all(c["passed"] for c in checks) and resident_ok and ops_ok and timing_ok and timeline_ok
     result["status"] = "PASS" if passed else "FAIL"
@@ -850,7 +852,8 @@ def report(result, out):
     for c in result.get("checks", []):
         against = f"the expected '{c['model_output']}'" if c.get("against") == "expected" else \
             f"the {result['reference']['mode']} reference"
-        print(f"  {c['tensor']} ({c.get('op')}) against {against}: {check_line(c)}", file=out)
+        what = "the fp32 reference" if c.get("reference") else f"{c['tensor']} ({c.get('op')})"
+        print(f"  {what} against {against}: {check_line(c)}", file=out)
     if "op_check" in result:
         print(op_check_line(result["op_check"]), file=out)
     timeline = result.get("memory_timeline_check")

@@ -192,3 +192,25 @@ def test_node_tests_pass_or_say_why(tmp_path):
             result = json.loads((tmp_path / "cases" / entry["name"].replace("/", "-") / "result.json").read_text())
             assert result["status"] == "PASS" and result["op_check"]["failed_ops"] == 0
             assert any(c.get("against") == "expected" and c["passed"] for c in result["checks"])
+
+
+@pytest.mark.parametrize("tiles", [16, 64])
+def test_torch_encoder_block_matches_torch(cli, repo, tmp_path, tiles):
+    """The committed encoder block (ipu-e2e-export-model encoder-block: torch's nn.MultiheadAttention, batch
+    2) imports as one attention op between biased matmuls and matches torch's own outputs on the device,
+    and the project's FP32 reference matches them to FP32 rounding."""
+    folder = repo / "fixtures" / "models" / "encoder-block"
+    done = cli("--model", folder / "model.onnx", "--inputs", folder / "input.npy", "--expected",
+               folder / "expected.npy", "--tiles", tiles, "--reference-run", "--reference-fp32", "--check-ops",
+               "--export-graph", tmp_path / "g.json", "--output", tmp_path, "--quiet")
+    assert done.returncode == 0, done.stdout + done.stderr
+    ops = json.loads((tmp_path / "g.json").read_text())["ops"]
+    attention = [op for op in ops if op["op"] == "attention"]
+    assert len(attention) == 1 and (attention[0]["heads"], attention[0]["head_dim"], attention[0]["seq"]) == (2, 16, 10)
+    assert [op["op"] for op in ops].count("matmul") == 4 and all(len(op["inputs"]) == 3 for op in ops
+                                                                  if op["op"] == "matmul")
+    result = json.loads((tmp_path / "result.json").read_text())
+    against = [c for c in result["checks"] if c.get("against") == "expected"]
+    assert len(against) == 2 and all(c["passed"] for c in against) and result["op_check"]["failed_ops"] == 0
+    reference = next(c for c in against if c.get("reference"))
+    assert reference["max_abs_error"] < 1e-5
