@@ -261,7 +261,7 @@ static ipu_status compute(eval *e, const ipu_ir_op *op, const float *a, const fl
     case IPU_IR_GELU:
 #pragma omp parallel for schedule(static) num_threads(e->threads) if (n >= PARALLEL_MIN)
         for (int64_t i = 0; i < n; i++)
-            out[i] = ipu_num_gelu(a[i]);
+            out[i] = op->form == IPU_GELU_ERF ? ipu_num_gelu_erf(a[i]) : ipu_num_gelu(a[i]);
         break;
     case IPU_IR_ADD:
 #pragma omp parallel for schedule(static) num_threads(e->threads) if (n >= PARALLEL_MIN)

@@ -14,7 +14,9 @@
  * theirs) or "values": "given" (the caller gives them, ipu_workload_set_values).
  * An op is {"op" (matmul, gelu, add, cast, copy, layernorm, attention,
  * map_pool), "inputs": [names], "output": name} with "epsilon" for a
- * LayerNorm and "heads", "head_dim", "seq" for attention and MAP pooling; a
+ * LayerNorm, "heads", "head_dim", "seq" for attention and MAP pooling, and
+ * for a GELU in its erf form "form": "erf" (absent or "tanh": the tanh
+ * approximation); a
  * matmul with three inputs adds its third as a bias.  The Repeat is
  * {"first_op", "op_count", "iterations", "carried", "carried_next",
  * "carried_init"} (tensors by name).  "name" and "options" are recorded in
@@ -81,6 +83,8 @@ static json_t *op_json(const ipu_graph *g, const ipu_ir_op *op)
     int bad = !o;
     if (!bad && op->kind == IPU_IR_LAYERNORM)
         bad = json_object_set_new(o, "epsilon", json_real(op->epsilon));
+    if (!bad && op->kind == IPU_IR_GELU && op->form == IPU_GELU_ERF)
+        bad = json_object_set_new(o, "form", json_string("erf"));
     if (!bad && (op->kind == IPU_IR_ATTENTION || op->kind == IPU_IR_MAP_POOL))
         bad = json_object_set_new(o, "heads", json_integer(op->heads)) ||
               json_object_set_new(o, "head_dim", json_integer(op->head_dim)) ||
@@ -289,12 +293,14 @@ static ipu_status read_op(reader *r, size_t i, const json_t *o)
                    r->where, kind_name);
     snprintf(r->where, sizeof r->where, "ops[%zu] (%s)", i, kind_name);
     static const char *const plain[] = {"op", "inputs", "output", NULL};
+    static const char *const gelu[] = {"op", "inputs", "output", "form", NULL};
     static const char *const norm[] = {"op", "inputs", "output", "epsilon", NULL};
     static const char *const heads[] = {"op", "inputs", "output", "heads", "head_dim", "seq", NULL};
     int attention = kind == IPU_IR_ATTENTION || kind == IPU_IR_MAP_POOL;
-    IPU_TRY(known_keys(r, o, kind == IPU_IR_LAYERNORM ? norm : attention ? heads : plain,
+    IPU_TRY(known_keys(r, o, kind == IPU_IR_LAYERNORM ? norm : attention ? heads : kind == IPU_IR_GELU ? gelu : plain,
                        kind == IPU_IR_LAYERNORM ? "op, inputs, output and epsilon"
                        : attention              ? "op, inputs, output, heads, head_dim and seq"
+                       : kind == IPU_IR_GELU    ? "op, inputs, output and form"
                                                 : "op, inputs and output"));
     ipu_ir_op op = {.kind = kind};
     json_t *inputs = json_object_get(o, "inputs");
@@ -308,6 +314,10 @@ static ipu_status read_op(reader *r, size_t i, const json_t *o)
     IPU_TRY(tensor_by_name(r, json_object_get(o, "output"), "field 'output'", &op.out));
     if (kind == IPU_IR_LAYERNORM)
         IPU_TRY(get_float(r, o, "epsilon", &op.epsilon));
+    const char *form = json_string_value(json_object_get(o, "form"));
+    if (json_object_get(o, "form") && (!form || (strcmp(form, "erf") && strcmp(form, "tanh"))))
+        return BAD(r, "%s: field 'form' must be \"tanh\" or \"erf\"", r->where);
+    op.form = form && !strcmp(form, "erf") ? IPU_GELU_ERF : IPU_GELU_TANH;
     if (attention) {
         IPU_TRY(get_u32(r, o, "heads", 1, 4096, &op.heads));
         IPU_TRY(get_u32(r, o, "head_dim", 1, 4096, &op.head_dim));

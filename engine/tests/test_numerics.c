@@ -420,25 +420,29 @@ static void test_runs_match_scalar(void **state) {
         /* add and gelu (FP16 and FP32 only): each element as the scalar
          * decode, FP32 operation and encode give it. */
         if (dtype == IPU_DT_F16 || dtype == IPU_DT_F32) {
-            unsigned char other[MAXN * 4], sum[MAXN * 4], gelu[MAXN * 4];
+            unsigned char other[MAXN * 4], sum[MAXN * 4], gelu[MAXN * 4], gelu_erf[MAXN * 4];
             for (size_t i = 0; i < n * sz; i++) {
                 other[i] = (unsigned char)tseed_rnd();
             }
             ipu_num_add_run(dtype, buf, other, sum, n);
-            ipu_num_gelu_run(dtype, buf, gelu, n);
+            ipu_num_gelu_run(IPU_GELU_TANH, dtype, buf, gelu, n);
+            ipu_num_gelu_run(IPU_GELU_ERF, dtype, buf, gelu_erf, n);
             for (size_t i = 0; i < n; i++) {
                 float x, y;
                 ipu_num_decode(dtype, 0, buf + sz * i, &x, 1);
                 ipu_num_decode(dtype, 0, other + sz * i, &y, 1);
-                unsigned char want_sum[4], want_gelu[4];
+                unsigned char want_sum[4], want_gelu[4], want_erf[4];
                 if (dtype == IPU_DT_F16) {
-                    uint16_t hs = ipu_num_f32_to_f16(x + y), hg = ipu_num_f32_to_f16(ipu_num_gelu(x));
+                    uint16_t hs = ipu_num_f32_to_f16(x + y), hg = ipu_num_f32_to_f16(ipu_num_gelu(x)),
+                             he = ipu_num_f32_to_f16(ipu_num_gelu_erf(x));
                     memcpy(want_sum, &hs, 2);
                     memcpy(want_gelu, &hg, 2);
+                    memcpy(want_erf, &he, 2);
                 } else {
-                    float fs = x + y, fg = ipu_num_gelu(x);
+                    float fs = x + y, fg = ipu_num_gelu(x), fe = ipu_num_gelu_erf(x);
                     memcpy(want_sum, &fs, 4);
                     memcpy(want_gelu, &fg, 4);
+                    memcpy(want_erf, &fe, 4);
                 }
                 /* The sign of NaN + NaN depends on the operand order the
                  * compiler picks, so NaN sums only need to be NaN. */
@@ -452,6 +456,10 @@ static void test_runs_match_scalar(void **state) {
                 }
                 if (memcmp(gelu + sz * i, want_gelu, sz) != 0) {
                     TSEED_FAIL("gelu dtype %d n %zu element %zu (%a) differs from scalar", dtype, n,
+                               i, (double)x);
+                }
+                if (memcmp(gelu_erf + sz * i, want_erf, sz) != 0) {
+                    TSEED_FAIL("gelu_erf dtype %d n %zu element %zu (%a) differs from scalar", dtype, n,
                                i, (double)x);
                 }
             }

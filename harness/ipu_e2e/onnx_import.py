@@ -10,7 +10,7 @@ and keeps, per ONNX value, what it is:
   Identity and Dropout (inference) only change the view;
 - a pointwise function of one such view, built up from Add, Sub, Mul, Div,
   Pow, Sqrt, Erf and Tanh with scalar constants: when an op that is not
-  pointwise reads it, it must be the identity or GELU (tanh form), found by
+  pointwise reads it, it must be the identity or GELU (tanh or erf form), found by
   evaluating it at sample points;
 - a LayerNorm under way, from its ReduceMean, Sub, Pow, Add, Sqrt and Div
   form (torch's export before opset 17).
@@ -44,7 +44,7 @@ WEIGHT_SCALE, ACT_SCALE = -4, -2
 SUPPORTED = ("MatMul and Gemm with constant weights (and their bias Add); self-attention of one fused q|k|v "
              "projection (its Reshape/Transpose/Slice/Split, a 1/sqrt(d) scale, MatMul, Softmax, MatMul); Add of two tensors or of a tensor and a "
              "constant; Mul by a constant folded into the matmul before it; LayerNormalization and its "
-             "ReduceMean/Sub/Pow/Sqrt/Div form; GELU in its tanh form; Identity, Dropout (inference); Reshape, "
+             "ReduceMean/Sub/Pow/Sqrt/Div form; GELU in its tanh and erf forms; Identity, Dropout (inference); Reshape, "
              "Transpose, Slice, Split, Gather, Squeeze, Unsqueeze, Flatten, Concat and shape computations on "
              "constants, static shapes and the model's inputs")
 ONNX_FLOAT = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE)
@@ -211,8 +211,7 @@ class Importer:
             if np.allclose(found, gelu_tanh(SAMPLES), rtol=0, atol=1e-5):
                 return self.row_op(node, "gelu", x, [], value.name or f"{x.view.tensor}_gelu")
             if np.allclose(found, gelu_erf(SAMPLES), rtol=0, atol=1e-5):
-                raise Unsupported(node, "GELU in its erf form is not one of the workload graph's ops (its tanh "
-                                        "form is)")
+                return self.row_op(node, "gelu", x, [], value.name or f"{x.view.tensor}_gelu", form="erf")
             raise Unsupported(node, f"the pointwise function {' '.join(value.steps)} of a tensor is neither the "
                                     f"identity nor GELU")
         if isinstance(value, (Mean, Normalized)):

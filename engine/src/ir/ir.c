@@ -250,6 +250,9 @@ ipu_status ipu_graph_validate(ipu_ctx *ctx, const ipu_graph *g)
         const ipu_ir_op *op = &g->ops[i];
         if (op->kind < 0 || op->kind >= IPU_IR_KIND_COUNT)
             return BAD("op %zu has unknown kind %d", i, op->kind);
+        if (op->form && (op->kind != IPU_IR_GELU || op->form != IPU_GELU_ERF))
+            return BAD("op %zu (%s) has GELU form %d (only a GELU has a form: 0 tanh, 1 erf)", i,
+                       ipu_ir_op_name(op->kind), op->form);
         if (op->biased && op->kind != IPU_IR_MATMUL)
             return BAD("op %zu (%s) is marked biased, which only a matmul may be", i,
                        ipu_ir_op_name(op->kind));

@@ -29,7 +29,7 @@ typedef enum ipu_op_kind {
     /* out = in0 [M x K] . in1 [K x N]; a biased matmul then adds in2 [1 x N]
      * (out's type) to every row: out = round(round(in0 . in1) + in2). */
     IPU_IR_MATMUL = 0,
-    IPU_IR_GELU = 1, /* out = gelu(in0) */
+    IPU_IR_GELU = 1, /* out = gelu(in0), in the op's form (enum ipu_gelu_form: tanh or erf) */
     /* out = in0 + in1; in1 may have fewer rows P (R a multiple of P): row r
      * of in0 adds row r mod P (a position embedding added to every image). */
     IPU_IR_ADD = 2,
@@ -73,6 +73,7 @@ typedef struct ipu_ir_op {
     uint32_t in[3]; /* ipu_ir_op_inputs(op) inputs; unused ones are 0 */
     uint32_t out;
     int biased;               /* MATMUL: in[2] is a bias */
+    int form;                 /* GELU: enum ipu_gelu_form (0: the tanh approximation) */
     float epsilon;            /* LAYERNORM */
     uint32_t heads, head_dim; /* ATTENTION, MAP_POOL */
     uint32_t seq;             /* ATTENTION, MAP_POOL: rows of one image */

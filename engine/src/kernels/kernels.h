@@ -41,14 +41,15 @@ typedef enum ipu_kernel_entry {
     IPU_K_BIAS = 17,            /* x, bias, rows, cols, ld, type (f16|f32): x[r][c] += bias[c] in place */
     IPU_K_ATTN_MERGE = 18,      /* acc, other, rows, head_dim, ld_acc, ld_other: flash states of later keys
                                    merged into acc, row by row */
-    IPU_K_ENTRY_END = 19
+    IPU_K_GELU_ERF = 19,        /* src, dst, count, type (f16|f32): GELU in its erf form */
+    IPU_K_ENTRY_END = 20
 } ipu_kernel_entry;
 
 /* Worker bodies, shared by the entry points built on them (append-only). */
 typedef enum ipu_kernel_body {
     IPU_BODY_NONE = 0,
     IPU_BODY_MEMORY = 1,  /* fill, copy */
-    IPU_BODY_VECTOR = 2,  /* cast, add, gelu, bias */
+    IPU_BODY_VECTOR = 2,  /* cast, add, gelu (both forms), bias */
     IPU_BODY_AMP = 3,     /* the GEMMs */
     IPU_BODY_REDUCE = 4,  /* normalization */
     IPU_BODY_ATTENTION = 5,

@@ -172,7 +172,13 @@ static void run_bias(const ipu_kernel_call *call, uint8_t *const ptr[], float *s
 static void run_gelu(const ipu_kernel_call *call, uint8_t *const ptr[], float *scratch)
 {
     (void)scratch;
-    ipu_num_gelu_run((int)call->args[3], ptr[0], ptr[1], call->args[2]);
+    ipu_num_gelu_run(IPU_GELU_TANH, (int)call->args[3], ptr[0], ptr[1], call->args[2]);
+}
+
+static void run_gelu_erf(const ipu_kernel_call *call, uint8_t *const ptr[], float *scratch)
+{
+    (void)scratch;
+    ipu_num_gelu_run(IPU_GELU_ERF, (int)call->args[3], ptr[0], ptr[1], call->args[2]);
 }
 
 static const ipu_kernel_def DEFS[] = {
@@ -187,6 +193,9 @@ static const ipu_kernel_def DEFS[] = {
      "10 + ceil(count * element bytes / vector_bytes_per_cycle)",
      {0x60000, 0x61000, 0x62000, 2048, IPU_DT_F16}},
     {IPU_K_GELU, "gelu", 4, 192, IPU_BODY_VECTOR, describe_gelu, cycles_gelu, NULL, run_gelu,
+     "10 + 8 * ceil(count * element bytes / vector_bytes_per_cycle)",
+     {0x60000, 0x62000, 2048, IPU_DT_F16}},
+    {IPU_K_GELU_ERF, "gelu_erf", 4, 192, IPU_BODY_VECTOR, describe_gelu, cycles_gelu, NULL, run_gelu_erf,
      "10 + 8 * ceil(count * element bytes / vector_bytes_per_cycle)",
      {0x60000, 0x62000, 2048, IPU_DT_F16}},
     {IPU_K_BIAS, "bias", 6, 128, IPU_BODY_VECTOR, describe_bias, cycles_bias, NULL, run_bias,

@@ -624,6 +624,8 @@ float ipu_num_gelu(float x)
     return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
 }
 
+float ipu_num_gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+
 #if defined(__x86_64__)
 /* FP16 sums of elements [from, to) one by one. */
 static void add_f16_elements(const unsigned char *a, const unsigned char *b, unsigned char *d,
@@ -727,27 +729,33 @@ void ipu_num_add_run(int dtype, const void *a, const void *b, void *dst, size_t 
     }
 }
 
-/* GELU of every FP16 code, rounded back to FP16, built once: FP16 GELU runs
- * are then one lookup per element with the same bits as decode, ipu_num_gelu
- * and encode. */
-static uint16_t gelu_f16_table[1u << 16];
-static pthread_once_t gelu_f16_once = PTHREAD_ONCE_INIT;
+/* GELU (per form) of every FP16 code, rounded back to FP16, built once: FP16
+ * GELU runs are then one lookup per element with the same bits as decode,
+ * ipu_num_gelu or ipu_num_gelu_erf, and encode. */
+static uint16_t gelu_f16_table[2][1u << 16];
+static pthread_once_t gelu_f16_once[2] = {PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT};
 
-static void build_gelu_f16_table(void) {
+static float gelu_of(int form, float x) { return form == IPU_GELU_ERF ? ipu_num_gelu_erf(x) : ipu_num_gelu(x); }
+
+static void build_gelu_f16_table(int form) {
     for (uint32_t h = 0; h < (1u << 16); h++) {
-        gelu_f16_table[h] = f16_encode(ipu_num_gelu(f16_decode((uint16_t)h)));
+        gelu_f16_table[form][h] = f16_encode(gelu_of(form, f16_decode((uint16_t)h)));
     }
 }
 
-void ipu_num_gelu_run(int dtype, const void *src, void *dst, size_t n) {
+static void build_gelu_tanh_table(void) { build_gelu_f16_table(IPU_GELU_TANH); }
+static void build_gelu_erf_table(void) { build_gelu_f16_table(IPU_GELU_ERF); }
+
+void ipu_num_gelu_run(int form, int dtype, const void *src, void *dst, size_t n) {
+    form = form == IPU_GELU_ERF ? IPU_GELU_ERF : IPU_GELU_TANH;
     if (dtype == IPU_DT_F16) {
-        pthread_once(&gelu_f16_once, build_gelu_f16_table);
+        pthread_once(&gelu_f16_once[form], form == IPU_GELU_ERF ? build_gelu_erf_table : build_gelu_tanh_table);
         const unsigned char *s = src;
         unsigned char *d = dst;
         for (size_t i = 0; i < n; i++) {
             uint16_t h;
             memcpy(&h, s + 2 * i, sizeof h);
-            h = gelu_f16_table[h];
+            h = gelu_f16_table[form][h];
             memcpy(d + 2 * i, &h, sizeof h);
         }
         return;
@@ -759,7 +767,7 @@ void ipu_num_gelu_run(int dtype, const void *src, void *dst, size_t n) {
         size_t count = n - done < CHUNK ? n - done : CHUNK;
         ipu_num_decode(dtype, 0, (const unsigned char *)src + done * size, x, count);
         for (size_t i = 0; i < count; i++) {
-            x[i] = ipu_num_gelu(x[i]);
+            x[i] = gelu_of(form, x[i]);
         }
         ipu_num_encode(dtype, 0, x, (unsigned char *)dst + done * size, count);
     }

@@ -50,12 +50,18 @@ void ipu_num_round(int dtype, int scale, float *x, size_t n);
  * added in FP32 and encoded into dst (which may be a or b). */
 void ipu_num_add_run(int dtype, const void *a, const void *b, void *dst, size_t n);
 
+/* GELU's two forms (the IR's GELU op says which). */
+enum ipu_gelu_form { IPU_GELU_TANH = 0, IPU_GELU_ERF = 1 };
 /* GELU with the tanh approximation, evaluated in FP32: the one definition the
  * device's kernel and every reference use. */
 float ipu_num_gelu(float x);
-/* GELU of n elements of dtype (scale 0) into dst: each element decoded, taken
- * through ipu_num_gelu and encoded (FP16 runs read a table of every code's
- * result, built once).  src and dst may be the same buffer. */
-void ipu_num_gelu_run(int dtype, const void *src, void *dst, size_t n);
+/* GELU exactly, x Phi(x) = x (1 + erf(x / sqrt 2)) / 2, evaluated in FP32
+ * (erff): the erf form's one definition. */
+float ipu_num_gelu_erf(float x);
+/* GELU (form: enum ipu_gelu_form) of n elements of dtype (scale 0) into dst:
+ * each element decoded, taken through ipu_num_gelu or ipu_num_gelu_erf and
+ * encoded (FP16 runs read a table of every code's result, built once per
+ * form).  src and dst may be the same buffer. */
+void ipu_num_gelu_run(int form, int dtype, const void *src, void *dst, size_t n);
 
 #endif

@@ -311,11 +311,11 @@ static ipu_status plan_elementwise(ipu_ctx *ctx, ipu_plan *plan, size_t index)
     /* One vector pass over the largest block (GELU: its own formula). */
     ipu_kernel_call call = {0};
     uint64_t elems = ipu_layout_largest_block(&plan->home[op->out], 1) / ipu_dtype_size(out->dtype);
-    call.entry = op->kind == IPU_IR_GELU ? IPU_K_GELU
+    call.entry = op->kind == IPU_IR_GELU ? (op->form == IPU_GELU_ERF ? IPU_K_GELU_ERF : IPU_K_GELU)
                  : op->kind == IPU_IR_ADD ? IPU_K_ADD
                  : op->kind == IPU_IR_CAST ? IPU_K_CAST
                                            : IPU_K_COPY;
-    if (call.entry == IPU_K_GELU)
+    if (call.entry == IPU_K_GELU || call.entry == IPU_K_GELU_ERF)
         call.args[2] = (uint32_t)elems, call.args[3] = (uint32_t)out->dtype;
     else if (call.entry == IPU_K_ADD)
         call.args[3] = (uint32_t)elems, call.args[4] = (uint32_t)out->dtype;
