@@ -76,6 +76,10 @@ static void measure_row(const float *ref, const float *dev, size_t cols, const i
         s->flags = ROW_NONFINITE;
         return;
     }
+    if (nr == 0 && nd == 0) { /* both rows all zeros: equal (a class token's zero patch row) */
+        s->cosine = 1;
+        return;
+    }
     if (nr == 0 || nd == 0) {
         s->flags = ROW_ZERO_NORM;
         return;

@@ -3,7 +3,8 @@
  *   - cosine per row: a row is one token's embedding; its cosine similarity
  *     with the reference row (in double) must reach min_cosine.  A row fails
  *     when it holds a nonfinite value (in the reference or on the device),
- *     when either side's row has zero norm, or when its cosine is below;
+ *     when one side's row has zero norm and the other's not (two rows of
+ *     zeros are equal: cosine 1), or when its cosine is below;
  *   - elementwise: every element finite on both sides keeps
  *     |d - r| <= atol + rtol * |r|;
  *   - norm ratio: the device tensor's norm over the reference's stays within

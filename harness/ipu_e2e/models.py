@@ -91,7 +91,8 @@ class Model:
             self.workload.set_values(name, values.astype(np.float32).tobytes())
         for name, (source, indices) in importer.host_inputs.items():
             if source in given:
-                data = np.asarray(given[source], dtype=np.float32).reshape(-1)[indices.reshape(-1)]
+                flat, picks = np.asarray(given[source], dtype=np.float32).reshape(-1), indices.reshape(-1)
+                data = np.where(picks >= 0, flat[np.maximum(picks, 0)], np.float32(0))  # -1: a zero row
                 self.workload.set_values(name, data.astype(np.float32).tobytes())
 
     def compare(self, ctx, name, got, criteria):

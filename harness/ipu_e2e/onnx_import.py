@@ -41,7 +41,9 @@ from .onnx_views import View, ViewError
 OPSETS = range(13, 18)
 WEIGHT_SCALE, ACT_SCALE = -4, -2
 # What the importer takes, as the unsupported-op message lists it.
-SUPPORTED = ("MatMul and Gemm with constant weights (and their bias Add); self-attention of one fused q|k|v "
+SUPPORTED = ("MatMul and Gemm with constant weights (and their bias Add); Conv with its stride as its kernel on "
+             "a model input (a patch embedding) and constant rows concatenated before its tokens (a class "
+             "token); self-attention of one fused q|k|v "
              "projection (its Reshape/Transpose/Slice/Split, a 1/sqrt(d) scale, MatMul, Softmax, MatMul); Add of two tensors or of a tensor and a "
              "constant; Mul by a constant folded into the matmul before it; LayerNormalization and its "
              "ReduceMean/Sub/Pow/Sqrt/Div form; GELU in its tanh and erf forms; Identity, Dropout (inference); Reshape, "
@@ -91,6 +93,14 @@ class Normalized:
 
     def __init__(self, x, stage, epsilon=None, gamma=None):
         self.x, self.stage, self.epsilon, self.gamma = x, stage, epsilon, gamma
+
+
+class Shifted:
+    """A tensor plus a constant not yet added (a class token's row, until the position embedding's Add
+    joins it): written as one add of a parameter when something reads it."""
+
+    def __init__(self, x, constant):
+        self.x, self.constant = x, constant
 
 
 class Scores:
@@ -214,6 +224,8 @@ class Importer:
                 return self.row_op(node, "gelu", x, [], value.name or f"{x.view.tensor}_gelu", form="erf")
             raise Unsupported(node, f"the pointwise function {' '.join(value.steps)} of a tensor is neither the "
                                     f"identity nor GELU")
+        if isinstance(value, Shifted):
+            return self.add_constant(node, value.x, value.constant, f"{node.input[0]}_shift", fold=False)
         if isinstance(value, (Mean, Normalized)):
             raise Unsupported(node, "a LayerNorm's ReduceMean/Sub/Pow/Sqrt/Div form that stops part way")
         raise Unsupported(node, "this input is a constant where the importer needs a tensor")
@@ -450,8 +462,47 @@ class Importer:
 
     def op_Concat(self, node):
         axis = self.attr(node, "axis")
-        return self.folded(node, lambda *xs: np.concatenate(xs, axis=axis),
-                           "a concatenation of tensors (only of constants and shapes)")
+        parts = [self.value(node, k) for k in range(len(node.input))]
+        if all(isinstance(p, np.ndarray) for p in parts):
+            return np.concatenate(parts, axis=axis)
+        if len(parts) == 2 and isinstance(parts[0], np.ndarray) and isinstance(parts[1], Tensor):
+            return self.prepend_rows(node, parts[0], parts[1], axis)
+        raise Unsupported(node, "a concatenation of tensors (only of constants and shapes, or constant rows put "
+                                "before each image's tokens: a class token)")
+
+    def prepend_rows(self, node, rows_before, t, axis):
+        """[constant rows; t] along the token axis of t [images, tokens, width]: a class token.  t must be
+        a matmul's whole result from an input the host lays out (a patch embedding): the input gets that
+        many zero rows first in each image, so the matmul gives them its bias, and the constant less the
+        bias is added later (Shifted, joined with the position embedding's add)."""
+        shape = t.view.shape
+        axis %= max(len(shape), 1)
+        tensor = t.view.tensor
+        made = self.ops[self.producer[tensor]] if tensor in self.producer else None
+        rows, cols = self.shape_of(tensor)
+        whole = np.array_equal(t.view.element_indices().reshape(-1), np.arange(rows * cols))
+        source = made["inputs"][0] if made and made["op"] == "matmul" else None
+        host = self.ops[self.producer[source]]["inputs"][0] if source in self.producer and \
+            self.ops[self.producer[source]]["op"] == "cast" else source
+        if len(shape) != 3 or axis != 1 or not whole or host not in self.host_inputs or self.read_by_ops(tensor) or \
+                sum(host in op["inputs"] for op in self.ops) != 1 or len(rows_before.shape) != 3:
+            raise Unsupported(node, "a concatenation of constant rows with a tensor that is not a whole matmul "
+                                    "result of a host-laid input (a patch embedding)")
+        images, tokens, width = shape
+        extra = rows_before.shape[1]
+        if rows_before.shape[0] not in (1, images) or rows_before.shape[2] != width:
+            raise Unsupported(node, f"a class token of shape {rows_before.shape} for {shape}")
+        source_name, indices = self.host_inputs[host]
+        per = indices.reshape(images, tokens, -1)
+        zeros = np.full((images, extra, per.shape[2]), -1, dtype=np.int64)
+        self.host_inputs[host] = (source_name, np.concatenate([zeros, per], axis=1).reshape(images * (tokens + extra), -1))
+        for name in {host, source, tensor}:
+            self.entry(name)["rows"] = images * (tokens + extra)
+        bias = self.params[made["inputs"][2]].reshape(-1) if len(made["inputs"]) > 2 else np.zeros(width, np.float32)
+        shift = np.zeros((images, tokens + extra, width), np.float32)
+        shift[:, :extra] = np.broadcast_to(rows_before, (images, extra, width)) - bias
+        grown = Tensor(View.whole(tensor, (images, tokens + extra, width)))
+        return Shifted(grown, shift)
 
     def op_Expand(self, node):
         return self.folded(node, lambda x, shape: x * np.ones(tuple(int(d) for d in shape), dtype=x.dtype),
@@ -645,6 +696,8 @@ class Importer:
                 return Normalized(a.x, "variance+eps", float(b.reshape(-1)[0]))
             if a.stage in ("normalized", "scaled"):
                 return self.layernorm(node, a, (b, node.input[k]))
+        if isinstance(a, Shifted) and isinstance(b, np.ndarray):
+            return self.add_constant(node, a.x, a.constant + b, node.input[k])
         if isinstance(a, (Tensor, Pointwise)) and isinstance(b, np.ndarray) and b.size > 1:
             return self.add_constant(node, self.materialize(node, a), b, node.input[k])
         if isinstance(a, (Tensor, Pointwise)) and isinstance(b, (Tensor, Pointwise)) and \
@@ -708,6 +761,39 @@ class Importer:
         n = Normalized(x, "scaled", float(self.attr(node, "epsilon", 1e-5)), gamma=(gamma, node.input[1]))
         out = self.layernorm(node, n, (beta, node.input[2] if len(node.input) > 2 and node.input[2] else None))
         return self.reshape(node, out, shape)
+
+    def op_Conv(self, node):
+        """A convolution whose stride is its kernel (a patch embedding) of a model input: the host cuts
+        the input into patches, one row each, and the convolution is a matmul over them."""
+        x, w, b = self.value(node, 0), self.const(node, 1), self.const(node, 2)
+        kernel = tuple(self.attr(node, "kernel_shape", w.shape[2:] if w is not None else ()))
+        if w is None or (len(node.input) > 2 and node.input[2] and b is None):
+            raise Unsupported(node, "a convolution whose weight or bias is not a constant")
+        if not isinstance(x, Tensor) or x.view.tensor not in self.host_inputs or len(w.shape) != 4:
+            raise Unsupported(node, "a convolution of anything but a model input (2-D, as a patch embedding)")
+        strides, pads = tuple(self.attr(node, "strides", (1, 1))), tuple(self.attr(node, "pads", (0, 0, 0, 0)))
+        if strides != kernel or any(pads) or self.attr(node, "group", 1) != 1 or \
+                any(d != 1 for d in self.attr(node, "dilations", (1, 1))) or \
+                self.attr(node, "auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET", b"VALID", "VALID"):
+            raise Unsupported(node, f"a convolution with strides {strides}, kernel {kernel}, pads {pads}: only "
+                                    f"one whose stride is its kernel, no padding, dilation or groups (a patch "
+                                    f"embedding)")
+        images, channels, height, width = x.view.shape
+        kh, kw = kernel
+        if height % kh or width % kw or w.shape[1] != channels:
+            raise Unsupported(node, f"a {kh}x{kw} patch embedding of a {height}x{width} image with {channels} "
+                                    f"channels (weight {w.shape})")
+        p, q, out = height // kh, width // kw, w.shape[0]
+        source, indices = self.host_inputs[x.view.tensor]
+        picked = indices.reshape(-1)[x.view.element_indices()]
+        patches = picked.reshape(images, channels, p, kh, q, kw).transpose(0, 2, 4, 1, 3, 5)
+        name = self.tensor(f"{source}_patches", images * p * q, channels * kh * kw, "input")
+        self.host_inputs[name] = (source, patches.reshape(images * p * q, channels * kh * kw))
+        rows = Tensor(View.whole(name, (images * p * q, channels * kh * kw)))
+        product = self.matmul(node, rows, w.reshape(out, -1).T.copy(), node.input[1], node.output[0],
+                              None if b is None else b.reshape(-1), node.input[2] if b is not None else None)
+        view = View(product.view.tensor, [((images, p * q * out),), ((out, 1),), ((p, q * out),), ((q, out),)])
+        return Tensor(view)
 
     def op_MatMul(self, node):
         a, w = self.value(node, 0), self.const(node, 1)

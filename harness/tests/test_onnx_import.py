@@ -214,3 +214,31 @@ def test_torch_encoder_block_matches_torch(cli, repo, tmp_path, tiles):
     assert len(against) == 2 and all(c["passed"] for c in against) and result["op_check"]["failed_ops"] == 0
     reference = next(c for c in against if c.get("reference"))
     assert reference["max_abs_error"] < 1e-5
+
+
+@pytest.mark.parametrize("tiles", [16, 64])
+def test_torchvision_vit_matches_torch(cli, repo, tmp_path, tiles):
+    """The committed torchvision VisionTransformer (ipu-e2e-export-model vit --image 32 --patch 8 --layers 2
+    --heads 3 --width 48 --mlp 96 --classes 16 --batch 2 --seed 5; FP8 by default) imports with its
+    convolutional patch embedding as a matmul over host-cut patches, its class token before each image's
+    patches, two attention ops, erf GELUs and the class token's read-out, and matches torch's logits."""
+    folder = repo / "fixtures" / "models" / "vit-tiny"
+    done = cli("--model", folder / "model.onnx", "--inputs", folder / "input.npy", "--expected",
+               folder / "expected.npy", "--tiles", tiles, "--reference-run", "--reference-fp32", "--check-ops",
+               "--export-graph", tmp_path / "g.json", "--output", tmp_path, "--quiet")
+    assert done.returncode == 0, done.stdout + done.stderr
+    described = json.loads((tmp_path / "g.json").read_text())
+    tensors = {t["name"]: t for t in described["tensors"]}
+    patches = [t for t in described["tensors"] if t["role"] == "input"]
+    assert [(t["rows"], t["cols"]) for t in patches] == [(2 * 17, 3 * 8 * 8)]  # a zero row per image first
+    ops = described["ops"]
+    assert [op["op"] for op in ops].count("attention") == 2
+    assert [op.get("form") for op in ops if op["op"] == "gelu"] == ["erf", "erf"]
+    out = next(t for t in described["tensors"] if t["role"] == "output")
+    assert (out["rows"], out["cols"]) == (2 * 17, 16)  # the head on every token; the host reads rows 0 and 17
+    assert tensors["input_patches"]["values"] == "given"
+    result = json.loads((tmp_path / "result.json").read_text())
+    against = [c for c in result["checks"] if c.get("against") == "expected"]
+    assert all(c["passed"] for c in against) and result["op_check"]["failed_ops"] == 0
+    device, reference = (next(c for c in against if bool(c.get("reference")) == r) for r in (False, True))
+    assert device["rows"] == 2 and device["cols"] == 16 and reference["max_abs_error"] < 1e-4

@@ -363,6 +363,13 @@ def test_check_nonfinite_and_zero_rows(ctx, data):
     nan_only[0, 0] = np.nan
     result = check(ctx, data, nan_only)
     assert (result["passed"], result["failed_rows"], result["nonfinite_rows"]) == (False, 1, 1)
+    # A row of zeros on both sides is equal (a class token's zero patch row); on one side it fails.
+    both = data.copy()
+    both[3] = 0
+    result = check(ctx, both, both.copy())
+    assert result["passed"] and result["zero_norm_rows"] == 0 and result["min_cosine"] == 1.0
+    result = check(ctx, both, data)
+    assert not result["passed"] and result["failed_row_list"] == [3] and result["zero_norm_rows"] == 1
 
 
 def test_check_rejects_bad_arguments(ctx, data):
