@@ -6,6 +6,7 @@
 #   make coverage               instrumented build, all tests, gcovr summary
 #   make coverage-random        the same build, only the random workloads: what they reach
 #   make fuzz FUZZ_SECONDS=N    libFuzzer targets built with clang (build-fuzz/), N s each
+#   make deps-models            torch and torchvision, for exporting models (the nightly's model case)
 PYTHON ?= /usr/bin/python3
 JOBS ?= $(shell nproc)
 IPU_SANITIZE ?= OFF
@@ -41,7 +42,7 @@ export IPU_E2E_LIBRARY = $(CURDIR)/$(BUILD_DIR)/libipu_e2e.so
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD_DIR ?= build-fuzz
 
-.PHONY: all deps build run test test-c test-python coverage coverage-random fuzz clean
+.PHONY: all deps deps-models build run test test-c test-python coverage coverage-random fuzz clean
 
 all: build
 
@@ -54,6 +55,10 @@ deps:
 		$$SUDO apt-get update -q && \
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends $$missing; \
 	fi
+
+# Large (about 1 GB installed): only exporting models needs them, not make test.
+deps-models:
+	@$(MAKE) deps DEB_PACKAGES="python3-torch python3-torchvision"
 
 $(BUILD_DIR)/Makefile: CMakeLists.txt
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DIPU_SANITIZE=$(IPU_SANITIZE) \

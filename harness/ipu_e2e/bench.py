@@ -67,7 +67,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import mutation_catalogue, noise_floor, profiles, runner, stress, tolerances, transformer
+from . import model_bench, mutation_catalogue, noise_floor, profiles, runner, stress, tolerances, transformer
 from .command import (EXIT_OK, UsageError, guarded, int_in, number_in, output_folders, positive_int, tile_count,
                       write_result)
 from .native import (INTERNAL, Context, IpuError, Package, PlanRejected, Workload, bench_gemm, bench_kernels, check_outputs,
@@ -187,6 +187,7 @@ def parser():
                           help="with --stream-words N: also endpoint-balanced chunks of 4 N words")
     exchange.add_argument("--output", type=Path, metavar="DIR", help="write bench-exchange.json to DIR")
     exchange.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    model_bench.add_arguments(sub)
     return p
 
 
@@ -750,7 +751,8 @@ def main(argv=None):
                   "reports": (run_reports, report_reports),
                   "plan": (bench_plan, report_plan), "vit": (bench_vit, report_vit),
                   "noise": (bench_noise, report_noise), "mutations": (bench_mutations, report_mutations),
-                  "exchange": (bench_exchange, report_exchange), "search": (bench_search, report_search)}[args.bench]
+                  "exchange": (bench_exchange, report_exchange), "search": (bench_search, report_search),
+                  "model": (model_bench.bench_model, model_bench.report_model)}[args.bench]
 
     def run():
         output_folders(args, "output")

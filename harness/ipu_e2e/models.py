@@ -11,6 +11,8 @@ selection of a tensor's elements is read out of the device's output the
 same way.  The check against expected outputs uses the output check's
 criteria for an FP32 reference.  Errors name the file and exit 2.
 """
+import time
+
 import numpy as np
 
 from . import tolerances
@@ -61,6 +63,7 @@ class Model:
     """An imported model: its workload and what runs it (host inputs, readouts, expected outputs)."""
 
     def __init__(self, ctx, args):
+        started = time.perf_counter()
         onnx_import = onnx_modules()
         try:
             model = onnx_import.load_model(args.model)
@@ -77,6 +80,7 @@ class Model:
         except (onnx_import.Unsupported, onnx_import.ModelError) as error:
             raise UsageError(f"--model {args.model}: {error}") from None
         self.importer, self.given = importer, given
+        self.import_seconds = time.perf_counter() - started
         if not given:
             for k, tensor in enumerate(t for t in description["tensors"] if t["role"] == "input"):
                 tensor["values"] = {"normal": {"scale": 1.0, "offset": 0.0, "stream": k}}

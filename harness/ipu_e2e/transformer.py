@@ -383,6 +383,8 @@ def execute(ctx, args, profile, package, progress, started, reports):
             progress.update(f"writing {args.export_graph}")
             graphs.export(workload, args.export_graph)
         wall["workload"] = time.perf_counter() - started
+        if getattr(args, "imported", None):
+            wall["import"] = args.imported.import_seconds
         progress.update("compiling")
         placement = None
         if args.memory_profile_directory:
