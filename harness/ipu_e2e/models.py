@@ -72,7 +72,8 @@ class Model:
         graph_inputs = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
         outputs = [o.name for o in model.graph.output]
         given = arrays(args.inputs, graph_inputs, "input") if args.inputs else {}
-        expected_paths = args.expected or ([args.inputs[0]] if args.inputs and args.inputs[0].is_dir() else [])
+        folder = args.inputs[0] if args.inputs and args.inputs[0].is_dir() else None
+        expected_paths = args.expected or ([folder] if folder and any(folder.glob("output_*.pb")) else [])
         self.expected = arrays(expected_paths, outputs, "output") if expected_paths else {}
         importer = onnx_import.Importer(model, args.precision, args.model.stem, given)
         try:
@@ -140,6 +141,13 @@ class Model:
             check.update(tensor=tensor, model_output=name, against="expected", reference=True)
             checks.append(check)
         return checks
+
+
+def export_onnx(workload, folder):
+    """--export-onnx DIR (onnx_export.py, with Debian's python3-onnx)."""
+    onnx_modules()
+    from . import onnx_export
+    onnx_export.export(workload, folder)
 
 
 def decode(data, dtype):

@@ -29,6 +29,7 @@ Precision (`--precision`): fp8 gives the built-in ViT's types (weights F143
 with scale -4, every activation that a matmul reads cast to F143 with scale
 -2 first, as `<name>_f8`; FP16 elsewhere), fp16 all FP16.
 """
+import json
 import math
 import re
 
@@ -95,6 +96,18 @@ class Normalized:
         self.x, self.stage, self.epsilon, self.gamma = x, stage, epsilon, gamma
 
 
+class Members(np.ndarray):
+    """Member i of a parameter sequence inside a Loop body (a Gather by the iteration number from the
+    sequence stacked as one initializer): an array of member 0's values whose `stacked` holds all."""
+
+    def __array_finalize__(self, obj):
+        self.stacked = getattr(obj, "stacked", None)
+
+
+class Iteration:
+    """A Loop body's iteration number."""
+
+
 class Shifted:
     """A tensor plus a constant not yet added (a class token's row, until the position embedding's Add
     joins it): written as one add of a parameter when something reads it."""
@@ -131,11 +144,18 @@ class Importer:
         self.tensors, self.ops, self.params = [], [], {}
         self.names, self.producer, self.casts = set(), {}, {}
         self.host_inputs, self.readouts = {}, {}
-        self.consumers = {}                     # ONNX value name -> nodes reading it
-        for node in model.graph.node:
+        self.ops_repeat, self.iterations = None, 0
+        self.consumers = {}                     # ONNX value name -> nodes (and graph outputs) reading it
+        self.count_consumers(model.graph)
+
+    def count_consumers(self, graph):
+        for node in graph.node:
             for name in node.input:
                 self.consumers[name] = self.consumers.get(name, 0) + 1
-        for out in model.graph.output:
+            for a in node.attribute:
+                if a.type == onnx.AttributeProto.GRAPH:
+                    self.count_consumers(a.g)
+        for out in graph.output:
             self.consumers[out.name] = self.consumers.get(out.name, 0) + 1
 
     # ---- the graph being written ---------------------------------------
@@ -155,6 +175,14 @@ class Importer:
                  "sequence": 1}
         if role in ("input", "parameter"):
             entry["values"] = "given"
+        stacked = getattr(values, "stacked", None)
+        if stacked is not None:  # a parameter sequence's member: all members, one after another
+            if stacked[0].size != int(rows) * int(cols) or not np.array_equal(stacked[0].reshape(-1),
+                                                                              np.asarray(values).reshape(-1)):
+                raise ModelError(f"'{name}': a Loop body changes a per-iteration parameter before using it")
+            entry["sequence"] = len(stacked)
+            values = np.asarray(stacked).reshape(len(stacked) * int(rows), int(cols))
+            rows = len(stacked) * int(rows)
         if values is not None:
             self.params[name] = np.ascontiguousarray(np.asarray(values, dtype=np.float32).reshape(int(rows), int(cols)))
         self.tensors.append(entry)
@@ -262,7 +290,7 @@ class Importer:
 
     def gemm_operand(self, name):
         """The tensor a matmul reads: with FP8, an activation is cast first (once)."""
-        if self.precision != "fp8":
+        if self.precision != "fp8" or self.entry(name)["role"] == "parameter":
             return name
         if name not in self.casts:
             rows, cols = self.shape_of(name)
@@ -315,25 +343,33 @@ class Importer:
             self.host_inputs[name] = (given.name, np.arange(rows * cols, dtype=np.int64).reshape(rows, cols))
             self.values[given.name] = Tensor(View.whole(name, shape or (1,)))
         for node in graph.node:
-            if node.domain not in ("", "ai.onnx"):
-                raise Unsupported(node, f"domain '{node.domain}' (the importer reads the default ONNX domain)")
-            handler = getattr(self, f"op_{node.op_type}", None)
-            if handler is None:
-                raise Unsupported(node, "not an op the importer knows")
-            outputs = handler(node)
-            for name, value in zip(node.output, outputs if isinstance(outputs, list) else [outputs]):
-                if name:
-                    if isinstance(value, Pointwise):
-                        value.name = name
-                    self.values[name] = value
+            self.visit(node)
         for out in graph.output:
             self.finish_output(out.name)
-        for name in [n for n in self.host_inputs if not self.read_by_ops(n)]:
+        kept = {self.ops_repeat["carried_init"]} if self.ops_repeat else set()
+        for name in [n for n in self.host_inputs if not self.read_by_ops(n) and n not in kept]:
             del self.host_inputs[name]
             self.tensors.remove(self.entry(name))
-        return {"format": "ipu-e2e-graph", "version": 1, "name": self.name[:31], "seed": 0,
-                "options": {"model": self.name, "precision": self.precision}, "tensors": self.tensors,
-                "ops": self.ops, "repeat": None}
+        # A model this project exported keeps the name and options its package records.
+        props = {p.key: p.value for p in self.model.metadata_props}
+        name = props.get("ipu-e2e.workload", self.name)
+        options = json.loads(props["ipu-e2e.options"]) if "ipu-e2e.options" in props else \
+            {"model": self.name, "precision": self.precision}
+        return {"format": "ipu-e2e-graph", "version": 1, "name": name[:31], "seed": 0, "options": options,
+                "tensors": self.tensors, "ops": self.ops, "repeat": self.ops_repeat}
+
+    def visit(self, node):
+        if node.domain not in ("", "ai.onnx"):
+            raise Unsupported(node, f"domain '{node.domain}' (the importer reads the default ONNX domain)")
+        handler = getattr(self, f"op_{node.op_type}", None)
+        if handler is None:
+            raise Unsupported(node, "not an op the importer knows")
+        outputs = handler(node)
+        for name, value in zip(node.output, outputs if isinstance(outputs, list) else [outputs]):
+            if name:
+                if isinstance(value, Pointwise):
+                    value.name = name
+                self.values[name] = value
 
     @staticmethod
     def array(value, data_type):
@@ -601,6 +637,13 @@ class Importer:
 
     def op_Gather(self, node):
         x, index = self.value(node, 0), self.const(node, 1)
+        if isinstance(self.value(node, 1), Iteration):
+            if not isinstance(x, np.ndarray) or self.attr(node, "axis", 0) != 0 or len(x) != self.iterations:
+                raise Unsupported(node, f"a Gather by the Loop's iteration number of anything but a constant of "
+                                        f"{self.iterations} members along axis 0")
+            member = np.ascontiguousarray(x[0]).view(Members)
+            member.stacked = x
+            return member
         if index is None:
             raise Unsupported(node, "its indices are not a constant")
         shape = self.shape(node, x)
@@ -755,12 +798,75 @@ class Importer:
         if gamma is None or (len(node.input) > 2 and node.input[2] and beta is None):
             raise Unsupported(node, "its scale or bias is not a constant")
         width = int(np.prod(shape[axis:]))
-        gamma = np.broadcast_to(gamma, shape[axis:]).reshape(-1)
-        beta = np.zeros(width, np.float32) if beta is None else np.broadcast_to(beta, shape[axis:]).reshape(-1)
+        def flat(c):
+            try:
+                return c.reshape(-1) if c.size == width else np.broadcast_to(c, shape[axis:]).reshape(-1)
+            except ValueError:
+                raise Unsupported(node, f"a scale or bias of shape {c.shape} for normalized shape "
+                                        f"{shape[axis:]}") from None
+        gamma, beta = flat(gamma), np.zeros(width, np.float32) if beta is None else flat(beta)
         x = self.reshape(node, x, tuple(shape[:axis]) + (width,)) if axis else self.reshape(node, x, (1, width))
         n = Normalized(x, "scaled", float(self.attr(node, "epsilon", 1e-5)), gamma=(gamma, node.input[1]))
         out = self.layernorm(node, n, (beta, node.input[2] if len(node.input) > 2 and node.input[2] else None))
         return self.reshape(node, out, shape)
+
+    def op_Loop(self, node):
+        """A Loop with a constant trip count and no condition, one carried value and no scan outputs:
+        the graph's Repeat (its body ops run that many times), the carried value a tensor of its own
+        (the body graph's input name), each parameter the body Gathers by the iteration number a
+        sequence of one member per iteration."""
+        body = self.attr(node, "body")
+        trips = self.const(node, 0)
+        if self.ops_repeat is not None:
+            raise Unsupported(node, "a second Loop (the workload graph has one Repeat)")
+        if trips is None or trips.size != 1 or (len(node.input) > 1 and node.input[1]) or len(node.input) != 3 or \
+                len(node.output) != 1 or len(body.input) != 3 or len(body.output) != 2:
+            raise Unsupported(node, "a Loop other than a constant trip count over one carried value (no "
+                                    "condition, no scan outputs)")
+        init = self.materialize(node, self.value(node, 2))
+        tensor, rows, cols = self.rows_of(node, init)
+        if not np.array_equal(init.view.element_indices().reshape(-1), np.arange(rows * cols)):
+            raise Unsupported(node, "a Loop whose initial value is not a whole tensor")
+        self.iterations = int(trips.reshape(-1)[0])
+        carried = self.tensor(body.input[2].name, rows, cols, "activation")
+        self.values[body.input[0].name] = Iteration()
+        self.values[body.input[1].name] = np.array(True)
+        self.values[body.input[2].name] = Tensor(View(carried, init.view.axes, 0))
+        first = len(self.ops)
+        for inner in body.node:
+            self.visit(inner)
+        last = self.materialize(node, self.values[body.output[1].name])
+        if not np.array_equal(last.view.element_indices(), init.view.element_indices()) or \
+                self.shape_of(last.view.tensor) != (rows, cols):
+            raise Unsupported(node, "a Loop whose carried value comes back in another layout")
+        self.ops_repeat = {"first_op": first, "op_count": len(self.ops) - first, "iterations": self.iterations,
+                           "carried": carried, "carried_next": last.view.tensor, "carried_init": tensor}
+        return Tensor(View(last.view.tensor, init.view.axes, 0))
+
+    def map_pool(self, node, q, k, v, scale):
+        """softmax(q k^T) v with one query row shared by every image ([1, H, 1, d]) over the heads of one
+        fused [B*S x 2C] [k | v] projection: one map_pool op, its [B x C] result viewed as [B, H, 1, d]."""
+        kv = k.view.tensor
+        rows, cols = self.shape_of(kv)
+        q_rows, c = self.shape_of(q.view.tensor)
+        shape = v.view.shape
+        if len(shape) != 4 or q_rows != 1 or cols != 2 * c or q.view.shape[0] != 1 or q.view.shape[2] != 1:
+            raise Unsupported(node, f"attention pooling of a query {q.view.shape} over {shape} (expected one query "
+                                    f"row [1, heads, 1, head width] and [k | v] of twice its width)")
+        images, heads, seq, d = shape
+        if heads * d != c or images * seq != rows or not np.isclose(scale, 1 / math.sqrt(d), rtol=1e-5):
+            raise Unsupported(node, f"attention pooling of {shape} with {c} query columns, scaled by {scale:g}")
+        b, h, t, e = np.meshgrid(np.arange(images), np.arange(heads), np.arange(seq), np.arange(d), indexing="ij")
+        place = (b * seq + t) * cols + h * d + e
+        expect_q = (np.arange(heads)[:, None] * d + np.arange(d)).reshape(1, heads, 1, d)
+        if not (np.array_equal(q.view.element_indices(), expect_q) and
+                np.array_equal(k.view.element_indices(), np.swapaxes(place, -1, -2)) and
+                np.array_equal(v.view.element_indices(), place + c)):
+            raise Unsupported(node, "attention pooling whose query, keys and values are not the heads of the "
+                                    "query row and of one [k | v] projection")
+        out = self.tensor(node.output[0], images, c, "activation")
+        self.op("map_pool", [q.view.tensor, kv], out, heads=heads, head_dim=d, seq=seq)
+        return Tensor(View(out, [((images, c),), ((heads, d),), ((1, 0),), ((d, 1),)]))
 
     def op_Conv(self, node):
         """A convolution whose stride is its kernel (a patch embedding) of a model input: the host cuts
@@ -797,8 +903,12 @@ class Importer:
 
     def op_MatMul(self, node):
         a, w = self.value(node, 0), self.const(node, 1)
-        if isinstance(a, np.ndarray) and w is not None:
-            return a @ w
+        if isinstance(a, np.ndarray) and w is not None and a.ndim == 2:
+            # Two constants (a learned query and its projection): computed on the device, as written.
+            fp8 = self.precision == "fp8"
+            param = self.tensor(node.input[0], a.shape[0], a.shape[1], "parameter", "f143" if fp8 else "f16",
+                                WEIGHT_SCALE if fp8 else 0, a)
+            return self.matmul(node, Tensor(View.whole(param, a.shape)), w, node.input[1], node.output[0])
         if w is None:
             b = self.value(node, 1)
             if isinstance(a, Scores) and a.softmax and isinstance(b, Tensor):
@@ -830,6 +940,8 @@ class Importer:
                                         f"(a scale only)")
             q = q.x
         k = scores.k
+        if q.view.tensor != k.view.tensor and k.view.tensor == v.view.tensor:
+            return self.map_pool(node, q, k, v, scale)
         if not (q.view.tensor == k.view.tensor == v.view.tensor):
             raise Unsupported(node, "attention whose q, k and v are not slices of one fused projection")
         tensor = q.view.tensor
@@ -901,9 +1013,12 @@ class Importer:
         source = node.input[0] if c_name == node.input[1] else node.input[1]
         if fold and period == 1 and made and made["op"] == "matmul" and len(made["inputs"]) == 2 and \
                 self.consumers.get(source) == 1 and not self.read_by_ops(tensor):
-            made["inputs"].append(self.tensor(c_name, 1, cols, "parameter", values=laid[:1]))
+            bias = c if getattr(c, "stacked", None) is not None and c.size == cols else laid[:1]
+            made["inputs"].append(self.tensor(c_name, 1, cols, "parameter", values=bias))
             self.rename(tensor, node.output[0])
             return a
+        if getattr(c, "stacked", None) is not None:
+            raise Unsupported(node, "a per-iteration constant added other than as a matmul's bias")
         param = self.tensor(c_name, period, cols, "parameter", values=laid[:period])
         out = self.tensor(node.output[0], rows, cols, "activation")
         self.op("add", [tensor, param], out)

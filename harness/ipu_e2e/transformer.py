@@ -24,7 +24,8 @@ SHARED = ("memory_budget", "search_budget", "catalogue_budget", "frontier_cap", 
           "exchange_stream_words", "balance_streams", "exchange_rank", "search_seconds", "search_beam",
           "search_steps", "probe_capacity", "reference_run", "reference_fp32",
           "reference_inferences", "min_cosine", "atol", "rtol", "norm_tolerance",
-          "check_ops", "inject", "dump_tensors", "compile_only", "memory_profile_directory", "export_graph")
+          "check_ops", "inject", "dump_tensors", "compile_only", "memory_profile_directory", "export_graph",
+          "export_onnx")
 # The built-in workloads' shape and values (a description holds its own).
 BUILT_IN = ("batch", "seed", "tokens", "channels", "hidden")
 # Flags of one family, with the value they take when not given (None: the engine's default).
@@ -203,6 +204,9 @@ def add_arguments(p):
     graph.add_argument("--expected", metavar="FILE", type=Path, nargs="+", default=None,
                        help="with --model: one .pb or .npy file per model output, checked against the device's "
                             "outputs with the FP32 reference's criteria")
+    graph.add_argument("--export-onnx", metavar="DIR", type=Path, default=None,
+                       help="write the workload as ONNX: DIR/model.onnx (opset 17, the Repeat as a Loop) and its "
+                            "inputs as DIR/input_N.pb; --model DIR/model.onnx --inputs DIR builds the same package")
     graph.add_argument("--export-graph", metavar="FILE", type=Path, default=None,
                        help="write the workload's graph description to FILE (and given values beside it); "
                             "--graph FILE builds the same package")
@@ -382,6 +386,9 @@ def execute(ctx, args, profile, package, progress, started, reports):
         if args.export_graph:
             progress.update(f"writing {args.export_graph}")
             graphs.export(workload, args.export_graph)
+        if args.export_onnx:
+            progress.update(f"writing {args.export_onnx / 'model.onnx'}")
+            models.export_onnx(workload, args.export_onnx)
         wall["workload"] = time.perf_counter() - started
         if getattr(args, "imported", None):
             wall["import"] = args.imported.import_seconds
