@@ -131,6 +131,11 @@ class Exporter:
     def model(self):
         info, repeat = self.info, self.info["repeat"]
         body_ops = range(repeat["first_op"], repeat["first_op"] + repeat["op_count"]) if repeat else range(0)
+        made_inside = {info["ops"][i]["output"] for i in body_ops} - ({repeat["carried_next"]} if repeat else set())
+        for index, op in enumerate(info["ops"][body_ops.stop:], body_ops.stop):
+            for name in set(op["inputs"]) & made_inside:
+                raise ValueError(f"--export-onnx: op {index} ({op['op']}) reads '{name}', made inside the Repeat "
+                                 f"body; an ONNX Loop gives back only its carried value")
         nodes, initializers = [], []
         for t in info["tensors"]:
             if t["role"] != "parameter":

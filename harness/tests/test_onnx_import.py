@@ -242,3 +242,32 @@ def test_torchvision_vit_matches_torch(cli, repo, tmp_path, tiles):
     assert all(c["passed"] for c in against) and result["op_check"]["failed_ops"] == 0
     device, reference = (next(c for c in against if bool(c.get("reference")) == r) for r in (False, True))
     assert device["rows"] == 2 and device["cols"] == 16 and reference["max_abs_error"] < 1e-4
+
+
+@pytest.mark.parametrize("flags", [["--tiles", "64"],
+                                   ["--tiles", "16", "--tokens", "16", "--layers", "2", "--batch", "2", "--input",
+                                    "patches"]])
+def test_vit_small_round_trips_byte_identical(cli, tmp_path, flags):
+    """vit-small written as a graph description and as ONNX (the Repeat as a Loop, attention and MAP
+    pooling spelled out in standard ops) and read back builds the built-in's package byte for byte."""
+    built = cli("--workload", "vit-small", *flags, "--export-graph", tmp_path / "g.json", "--export-onnx",
+                tmp_path / "onnx", "--save-package", tmp_path / "built-in.pkg", "--compile-only", "--quiet")
+    assert built.returncode == 0, built.stderr
+    model = onnx.load(str(tmp_path / "onnx" / "model.onnx"))
+    kinds = [n.op_type for n in model.graph.node]
+    assert kinds.count("Loop") == 1 and kinds.count("Softmax") == 1  # the layers in the Loop; MAP pooling after
+    body = [n.op_type for n in next(n for n in model.graph.node if n.op_type == "Loop").attribute[0].g.node]
+    assert body.count("Softmax") == 1 and body.count("LayerNormalization") == 2 and body.count("MatMul") == 6
+    tiles = flags[:2]
+    for source in (["--graph", tmp_path / "g.json"], ["--model", tmp_path / "onnx" / "model.onnx", "--inputs",
+                                                       tmp_path / "onnx"]):
+        again = cli(*source, *tiles, "--save-package", tmp_path / "again.pkg", "--compile-only", "--quiet")
+        assert again.returncode == 0, again.stderr
+        assert (tmp_path / "again.pkg").read_bytes() == (tmp_path / "built-in.pkg").read_bytes(), source[0]
+
+
+def test_export_onnx_refuses_what_a_loop_cannot_give_back(cli, tmp_path):
+    done = cli("--workload", "mlp", "--tiles", "4", "--tokens", "8", "--channels", "32", "--hidden", "48",
+               "--export-onnx", tmp_path / "mlp", "--compile-only", "--quiet")
+    assert done.returncode == 2 and "op 5 (copy) reads 'block_out', made inside the Repeat body" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "mlp" / "model.onnx").exists()
