@@ -1,7 +1,8 @@
 """ci/nightly: the nightly regression matrix.  Runs every case of a case list
 (ci/cases.json) as its own process, `ipu-e2e-test`, `ipu-e2e-bench`,
-`ipu-e2e-fuzz` or `ipu-e2e-random` (random workloads over a fresh seed range,
-failures kept as regression cases), and checks that its exit code is the one expected (pass: 0;
+`ipu-e2e-fuzz`, `ipu-e2e-random` (random workloads over a fresh seed range,
+failures kept as regression cases) or `ipu-e2e-onnx-tests` (the ONNX backend
+node tests: passed, failed, not supported), and checks that its exit code is the one expected (pass: 0;
 reject, the planner refusing a budget: 1 with result.json's status
 REJECTED).  Each case gets its own output folder (given to
 the command as --output; `{output}` in an argument names it too).  It reads the figures the command wrote to its
@@ -39,7 +40,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import artifacts, child, fanout, mutation_catalogue, run_reports
+from . import artifacts, child, fanout, mutation_catalogue, onnx_tests, run_reports
 from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError, guarded, output_folders
 from .progress import Progress
 
@@ -47,7 +48,8 @@ REPO = Path(__file__).resolve().parents[2]
 COMMANDS = {"test": REPO / "harness" / "bin" / "ipu-e2e-test",
             "bench": REPO / "harness" / "bin" / "ipu-e2e-bench",
             "fuzz": REPO / "harness" / "bin" / "ipu-e2e-fuzz",
-            "random": REPO / "harness" / "bin" / "ipu-e2e-random"}
+            "random": REPO / "harness" / "bin" / "ipu-e2e-random",
+            "onnx-tests": REPO / "harness" / "bin" / "ipu-e2e-onnx-tests"}
 # A rejection (no candidate plan fits the budget) exits 1 with result.json's
 # status REJECTED (its rejection record).
 EXPECTED = {"pass": "0", "reject": "1 with a REJECTED result.json"}
@@ -115,7 +117,8 @@ def load_cases(path):
                              f"dashes, got {name!r}")
         where = f"{path}: case '{name}'"
         if case.get("command") not in COMMANDS:
-            raise UsageError(f"{where}: field 'command': expected 'test', 'bench' or 'fuzz', got {case.get('command')!r}")
+            raise UsageError(f"{where}: field 'command': expected one of {', '.join(COMMANDS)}, got "
+                             f"{case.get('command')!r}")
         args = case.get("args")
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             raise UsageError(f"{where}: field 'args': expected a list of strings")
@@ -153,6 +156,14 @@ def figures_of(case, folder):
         if cosines:
             figures["min_cosine"] = min(cosines)
         return figures, []
+    if case["command"] == "onnx-tests":
+        path = folder / "onnx-tests.json"
+        if not path.exists():
+            return {}, ["no onnx-tests.json was written"]
+        result = json.loads(path.read_text())
+        return {k: result[k] for k in ("passed", "failed", "not_supported")}, [
+            f"ONNX node test {e['name']} ({e['op_type']}) failed: {e['detail']}" for e in result["cases"]
+            if e["status"] == "failed"]
     if case["command"] == "random":
         path = folder / "random.json"
         if not path.exists():
@@ -257,6 +268,9 @@ def run_case(case, output, baseline):
     table = folder / "bench-mutations.json"
     if table.exists():
         entry["mutations"] = json.loads(table.read_text())["mutations"]
+    node_tests = folder / "onnx-tests.json"
+    if node_tests.exists():
+        entry["onnx_tests"] = onnx_tests.op_type_table(json.loads(node_tests.read_text()))
     entry["problems"] += problems
     entry["regressions"] = compare(figures, baseline or {}) if not entry["problems"] else []
     entry["status"] = ("error" if code == EXIT_FAULT else "failed") if entry["problems"] else \
@@ -300,6 +314,8 @@ def markdown(summary):
     for e in summary["cases"]:
         if e.get("mutations"):
             lines += ["", mutation_catalogue.markdown(e["mutations"]).rstrip("\n")]
+        if e.get("onnx_tests"):
+            lines += ["", "ONNX backend node tests per op type:", "", *e["onnx_tests"]]
     return "\n".join(lines) + "\n"
 
 

@@ -122,15 +122,20 @@ def run_case(case, folder):
     return entry
 
 
-def markdown(summary):
-    counts = {s: sum(e["status"] == s for e in summary["cases"]) for s in ("passed", "failed", "not supported")}
-    lines = [f"# ONNX backend node tests: {counts['passed']} passed, {counts['failed']} failed, "
-             f"{counts['not supported']} not supported", "",
-             "| op type | passed | failed | not supported |", "|---|---|---|---|"]
+def op_type_table(summary):
+    """The Markdown lines of the per-op-type counts (the nightly summary shows them too)."""
+    lines = ["| op type | passed | failed | not supported |", "|---|---|---|---|"]
     for kind in sorted({e["op_type"] for e in summary["cases"]}):
         mine = [e for e in summary["cases"] if e["op_type"] == kind]
         lines.append(f"| {kind} | " + " | ".join(str(sum(e["status"] == s for e in mine))
                                               for s in ("passed", "failed", "not supported")) + " |")
+    return lines
+
+
+def markdown(summary):
+    counts = {s: sum(e["status"] == s for e in summary["cases"]) for s in ("passed", "failed", "not supported")}
+    lines = [f"# ONNX backend node tests: {counts['passed']} passed, {counts['failed']} failed, "
+             f"{counts['not supported']} not supported", "", *op_type_table(summary)]
     lines += ["", "| case | op type | status | detail |", "|---|---|---|---|"]
     for e in summary["cases"]:
         detail = e.get("detail", "").replace("|", "\\|")
