@@ -62,6 +62,10 @@ def parser():
     p.add_argument("--output", type=Path, metavar="DIR",
                    help="the sweep's folder: sweep.json and cases/<name>/ (required)")
     p.add_argument("--workload", choices=transformer.WORKLOADS, default="mlp", help="(default: mlp)")
+    p.add_argument("--model", type=Path, metavar="FILE.onnx", default=None,
+                   help="sweep an ONNX model instead (its cases are the budgets, its batch the model input's "
+                        "leading dimension; --inputs, --expected and --precision after -- go to its builds and "
+                        "to its replays)")
     p.add_argument("--precision", type=comma_list(precision, "precisions"), default=None, metavar="LIST",
                    help="MLP precisions, of fp8 and fp16 (default: fp8)")
     p.add_argument("--blocks", type=comma_list(positive_int, "block counts"), default=None, metavar="LIST",
@@ -85,7 +89,35 @@ def parser():
     return p
 
 
-def check_extra(extra, workload):
+# The ipu-e2e-test flags after -- that a model's replay needs too (they say what the model is).
+MODEL_FLAGS = ("--precision", "--inputs", "--expected")
+
+
+def model_flags(extra):
+    """The flags of MODEL_FLAGS in extra, with their values."""
+    kept, take = [], False
+    for arg in extra:
+        if arg.startswith("--"):
+            take = arg in MODEL_FLAGS
+        if take:
+            kept.append(arg)
+    return kept
+
+
+def model_batch(path):
+    """The leading dimension of the model's first input (its images or sequences)."""
+    from . import models
+    onnx_import = models.onnx_modules()
+    try:
+        graph = onnx_import.load_model(path).graph
+    except onnx_import.ModelError as error:
+        raise UsageError(f"--model {error}") from None
+    given = [i for i in graph.input if i.name not in {t.name for t in graph.initializer}]
+    dims = given[0].type.tensor_type.shape.dim if given else []
+    return dims[0].dim_value if dims and dims[0].dim_value > 0 else 1
+
+
+def check_extra(extra, workload, model=None):
     """Refuse, before any build, flags after -- that ipu-e2e-test would
     refuse or that the sweep sets itself."""
     p = cli.parser()
@@ -98,7 +130,7 @@ def check_extra(extra, workload):
     if own:
         refuse(f"--{own[0].replace('_', '-')} is set by the sweep itself (give the sweep its own flag, or "
                f"leave it out)")
-    given.workload, given.compile_only = workload, True
+    given.workload, given.compile_only, given.model = workload, True, model
     try:
         transformer.check_flags(given, cli.PARSER_DEFAULTS)
     except UsageError as error:
@@ -111,8 +143,32 @@ def case_name(workload, precision_, blocks, batch, budget):
     return "-".join(parts + [f"batch{batch}", str(budget if budget is not None else "default")])
 
 
+def model_plan(args, extra):
+    """A model's cases: one per budget."""
+    if args.workload != "mlp" or args.precision or args.blocks or args.batches != [1, 2, 4]:
+        raise UsageError("--model sweeps budgets only: --workload, --precision, --blocks and --batches do not "
+                         "apply (give --precision after --)")
+    cases_dir, batch = args.output.resolve() / "cases", model_batch(args.model)
+    python, cli_path, model = sys.executable, str(sweep_case.CLI), str(args.model.resolve())
+    cases = []
+    for budget in args.budgets:
+        name = f"{args.model.stem}-{budget if budget is not None else 'default'}"
+        folder = cases_dir / name
+        build = [python, cli_path, "--model", model] + (["--memory-budget", str(budget)] if budget is not None else [])
+        build += (["--tiles", str(args.tiles)] if args.tiles else []) + [
+            *extra, "--compile-only", "--save-package", str(folder / "package.pkg"), "--memory-profile-directory",
+            str(folder / "memory"), "--output", str(folder), "--quiet"]
+        run = [python, cli_path, "--package", str(folder / "package.pkg"), "--model", model, *model_flags(extra),
+               "--output", str(folder / "run"), "--profile-directory", str(folder / "run"), "--quiet"]
+        cases.append({"name": name, "workload": args.model.stem, "precision": None, "blocks": None, "batch": batch,
+                      "budget": budget if budget is not None else "default", "build": build, "run": run})
+    return cases
+
+
 def plan(args, extra):
     """The planned cases, each with its build and run command lines."""
+    if args.model:
+        return model_plan(args, extra)
     mlp = args.workload == "mlp"
     if not mlp and (args.precision or args.blocks):
         raise UsageError(f"--{'precision' if args.precision else 'blocks'} applies to --workload mlp, not to "
@@ -159,7 +215,8 @@ class Sweep:
     def __init__(self, args, argv, extra, cases):
         self.args, self.cases = args, cases
         self.folder = args.output.resolve()
-        self.settings = {"workload": args.workload, "tiles": args.tiles, "extra_flags": extra,
+        self.settings = {"workload": args.model.stem if args.model else args.workload,
+                         "model": str(args.model) if args.model else None, "tiles": args.tiles, "extra_flags": extra,
                          "timeout_seconds": args.timeout, "jobs": args.jobs or 1, "sshlogin": args.sshlogin,
                          "sshloginfile": str(args.sshloginfile) if args.sshloginfile else None}
         self.argv = ["ipu-e2e-sweep", *argv]
@@ -252,7 +309,7 @@ def work(args, argv, extra, progress):
         raise UsageError("--case applies with --stage (the fan-out's job)")
     if args.output is None:
         raise UsageError("--output DIR is required: the folder the sweep writes (and resumes)")
-    check_extra(extra, args.workload)
+    check_extra(extra, "graph" if args.model else args.workload, args.model)
     cases = plan(args, extra)
     fanout.check(args)
     output_folders(args, "output")

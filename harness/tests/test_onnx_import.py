@@ -271,3 +271,18 @@ def test_export_onnx_refuses_what_a_loop_cannot_give_back(cli, tmp_path):
                "--export-onnx", tmp_path / "mlp", "--compile-only", "--quiet")
     assert done.returncode == 2 and "op 5 (copy) reads 'block_out', made inside the Repeat body" in done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "mlp" / "model.onnx").exists()
+
+
+def test_model_sweep_replays_against_torch(repo, tmp_path):
+    """ipu-e2e-sweep --model: one case per budget, each replayed with the model's expected outputs."""
+    folder = repo / "fixtures" / "models" / "vit-tiny"
+    done = subprocess.run([sys.executable, str(repo / "harness" / "bin" / "ipu-e2e-sweep"), "--output", tmp_path,
+                           "--model", folder / "model.onnx", "--tiles", "16", "--budgets", "default,4000", "--quiet",
+                           "--", "--inputs", folder / "input.npy", "--expected", folder / "expected.npy"],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    passed = json.loads((tmp_path / "cases" / "model-default" / "run" / "result.json").read_text())
+    assert passed["status"] == "PASS" and any(c.get("against") == "expected" and c["passed"]
+                                              for c in passed["checks"])
+    rejected = json.loads((tmp_path / "cases" / "model-4000" / "case.json").read_text())
+    assert rejected["outcome"] == "rejected" and rejected["batch"] == 2
