@@ -285,4 +285,6 @@ def test_model_sweep_replays_against_torch(repo, tmp_path):
     assert passed["status"] == "PASS" and any(c.get("against") == "expected" and c["passed"]
                                               for c in passed["checks"])
     rejected = json.loads((tmp_path / "cases" / "model-4000" / "case.json").read_text())
-    assert rejected["outcome"] == "rejected" and rejected["batch"] == 2
+    assert rejected["outcome"] == "rejected"
+    planned = {c["name"]: c for c in json.loads((tmp_path / "sweep.json").read_text())["planned"]}
+    assert planned["model-4000"]["batch"] == 2 and "--expected" in planned["model-default"]["run"]
