@@ -44,12 +44,13 @@ WEIGHT_SCALE, ACT_SCALE = -4, -2
 # What the importer takes, as the unsupported-op message lists it.
 SUPPORTED = ("MatMul and Gemm with constant weights (and their bias Add); Conv with its stride as its kernel on "
              "a model input (a patch embedding) and constant rows concatenated before its tokens (a class "
-             "token); self-attention of one fused q|k|v "
-             "projection (its Reshape/Transpose/Slice/Split, a 1/sqrt(d) scale, MatMul, Softmax, MatMul); Add of two tensors or of a tensor and a "
-             "constant; Mul by a constant folded into the matmul before it; LayerNormalization and its "
-             "ReduceMean/Sub/Pow/Sqrt/Div form; GELU in its tanh and erf forms; Identity, Dropout (inference); Reshape, "
-             "Transpose, Slice, Split, Gather, Squeeze, Unsqueeze, Flatten, Concat and shape computations on "
-             "constants, static shapes and the model's inputs")
+             "token); self-attention of one fused q|k|v projection and attention pooling of one query (their "
+             "Reshape/Transpose/Slice/Split, a 1/sqrt(d) scale, MatMul, Softmax, MatMul); a Loop over stacked "
+             "per-iteration weights (the workload's Repeat); Add of two tensors or of a tensor and a constant; "
+             "Mul by a constant (a scalar or one per column) folded into the weights of the matmul before it; "
+             "LayerNormalization and its ReduceMean/Sub/Pow/Sqrt/Div form; GELU in its tanh and erf forms; "
+             "Identity, Dropout (inference); Reshape, Transpose, Slice, Split, Gather, Squeeze, Unsqueeze, "
+             "Flatten, Concat and shape computations on constants, static shapes and the model's inputs")
 ONNX_FLOAT = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE)
 
 
@@ -246,6 +247,9 @@ class Importer:
             found = value.f(SAMPLES)
             if np.allclose(found, SAMPLES, rtol=0, atol=1e-6):
                 return x
+            scale = float(value.f(np.float64(1.0)))
+            if np.allclose(found, scale * SAMPLES, rtol=1e-6, atol=1e-9):
+                return self.scale_matmul(node, x, np.float32(scale))
             if np.allclose(found, gelu_tanh(SAMPLES), rtol=0, atol=1e-5):
                 return self.row_op(node, "gelu", x, [], value.name or f"{x.view.tensor}_gelu")
             if np.allclose(found, gelu_erf(SAMPLES), rtol=0, atol=1e-5):
@@ -765,6 +769,10 @@ class Importer:
                 c = float(c.reshape(-1)[0])
                 return self.extend(x, (lambda s, c=c: f(c, s)) if swap else (lambda s, c=c: f(s, c)),
                                    f"{c:g}{step}" if swap else f"{step}{c:g}")
+        if step == "*" and isinstance(a, np.ndarray) and isinstance(b, Tensor):
+            a, b = b, a
+        if step == "*" and isinstance(a, Tensor) and isinstance(b, np.ndarray):
+            return self.scale_matmul(node, a, b)
         if isinstance(a, (Tensor, Pointwise)) and isinstance(b, (Tensor, Pointwise)) and \
                 self.variable(a) is self.variable(b):
             ga = a.f if isinstance(a, Pointwise) else (lambda s: s)
@@ -776,6 +784,29 @@ class Importer:
 
     # ---- graph ops ------------------------------------------------------
 
+    def scale_matmul(self, node, t, scale):
+        """t * scale (a scalar, or one factor per column) folded into the matmul that made t: its weight's
+        columns (and its bias) scaled, when t is all that matmul made and no op reads it yet."""
+        tensor = t.view.tensor
+        rows, cols = self.shape_of(tensor)
+        made = self.ops[self.producer[tensor]] if tensor in self.producer else None
+        try:
+            factor = np.broadcast_to(np.asarray(scale, np.float32), t.view.shape)
+        except ValueError:
+            factor = None
+        places = t.view.element_indices().reshape(-1)
+        if made is None or made["op"] != "matmul" or self.read_by_ops(tensor) or factor is None or \
+                len(places) != rows * cols or any(self.entry(i)["sequence"] > 1 for i in made["inputs"][1:]):
+            raise Unsupported(node, "a multiplication by a constant of a tensor that is not a matmul's whole "
+                                    "result read by nothing else (where it folds into the weights)")
+        laid = np.zeros(rows * cols, np.float32)
+        laid[places] = factor.reshape(-1)
+        per_column = laid.reshape(rows, cols)
+        if not np.array_equal(per_column, np.broadcast_to(per_column[:1], per_column.shape)):
+            raise Unsupported(node, "a multiplication by a constant that differs along a tensor's rows")
+        for name in made["inputs"][1:]:  # the weight [K x N] and the bias [1 x N]: scaled per output column
+            self.params[name] = self.params[name] * per_column[0]
+        return t
     def layernorm(self, node, n, beta):
         """The LayerNorm n, ended by its bias: (values, name)."""
         x = self.readable(node, self.materialize(node, n.x))

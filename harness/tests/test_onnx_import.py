@@ -288,3 +288,32 @@ def test_model_sweep_replays_against_torch(repo, tmp_path):
     assert rejected["outcome"] == "rejected"
     planned = {c["name"]: c for c in json.loads((tmp_path / "sweep.json").read_text())["planned"]}
     assert planned["model-4000"]["batch"] == 2 and "--expected" in planned["model-default"]["run"]
+
+
+def test_mul_by_a_constant_folds_into_the_matmul(cli, tmp_path):
+    """(x . w + b) * c * 0.5 (c one factor per column): the weights and bias are scaled, no op is added;
+    a Mul of a graph input by a constant has no matmul to fold into and is refused."""
+    rng = np.random.default_rng(8)
+    w, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((6, 5), (5,), (5,)))
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["p"]), helper.make_node("Add", ["p", "b"], ["pb"]),
+             helper.make_node("Mul", ["pb", "c"], ["pc"]), const("half", 0.5),
+             helper.make_node("Mul", ["half", "pc"], ["y"])]
+    graph = helper.make_graph(nodes, "scaled", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 5])],
+                              [initializer("w", w), initializer("b", b), initializer("c", c)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), tmp_path / "m.onnx")
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", ((x @ w + b) * c * 0.5).astype(np.float32))
+    done = cli("--model", tmp_path / "m.onnx", "--inputs", tmp_path / "x.npy", "--expected", tmp_path / "y.npy",
+               "--precision", "fp16", "--tiles", "4", "--export-graph", tmp_path / "g.json", "--quiet")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [op["op"] for op in json.loads((tmp_path / "g.json").read_text())["ops"]] == ["matmul"]
+    given = np.load(tmp_path / "g.values" / "w.npy")
+    assert np.allclose(given, w * c * 0.5, rtol=1e-6)
+    graph = helper.make_graph([helper.make_node("Mul", ["x", "c"], ["y"], name="scale_input")], "bad",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 5])], [initializer("c", c)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), tmp_path / "bad.onnx")
+    done = cli("--model", tmp_path / "bad.onnx", "--tiles", "4", "--quiet")
+    assert done.returncode == 2 and "node 'scale_input' (Mul): a multiplication by a constant" in done.stderr
