@@ -142,13 +142,20 @@ def test_transposed_input_is_laid_out_on_the_host(cli, tmp_path):
 
 def test_unsupported_op_names_node_and_op(cli, tmp_path):
     graph = helper.make_graph(
-        [helper.make_node("Softmax", ["x"], ["p"], name="scores_softmax", axis=-1)], "s",
+        [helper.make_node("Relu", ["x"], ["p"], name="activation")], "s",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
         [helper.make_tensor_value_info("p", TensorProto.FLOAT, [4, 8])])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), tmp_path / "s.onnx")
     done = cli("--model", tmp_path / "s.onnx", "--tiles", "4", "--quiet")
     assert done.returncode == 2
-    assert "node 'scores_softmax' (Softmax): not an op the importer knows. Supported: MatMul and Gemm" in done.stderr
+    assert "node 'activation' (Relu): not an op the importer knows. Supported: MatMul and Gemm" in done.stderr
+    alone = helper.make_graph(
+        [helper.make_node("Softmax", ["x"], ["p"], name="scores_softmax", axis=-1)], "s",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+        [helper.make_tensor_value_info("p", TensorProto.FLOAT, [4, 8])])
+    onnx.save(helper.make_model(alone, opset_imports=[helper.make_opsetid("", 13)]), tmp_path / "alone.onnx")
+    done = cli("--model", tmp_path / "alone.onnx", "--tiles", "4", "--quiet")
+    assert done.returncode == 2 and "node 'scores_softmax' (Softmax): a softmax other than over the keys" in done.stderr
     old = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
     onnx.save(old, tmp_path / "old.onnx")
     done = cli("--model", tmp_path / "old.onnx", "--tiles", "4", "--quiet")
