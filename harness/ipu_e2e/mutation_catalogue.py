@@ -34,6 +34,9 @@ MLP_SERIAL = MLP + ["--precision", "fp16", "--memory-budget", "8000"]
 # The run records its memory events (and checks its timeline) into the output folder.
 MLP_PROFILED = MLP + ["--profile-directory", "{output}"]
 STRESS = ["--workload", "exchange-stress", "--tiles", "4", "--exchange-pattern", "base"]
+# torchvision's ViT (erf GELU), imported from the committed fixture.
+VIT_TINY = Path(__file__).resolve().parents[2] / "fixtures" / "models" / "vit-tiny"
+MODEL = ["--model", str(VIT_TINY / "model.onnx"), "--inputs", str(VIT_TINY / "input.npy"), "--tiles", "16"]
 # Bugs that only cost cycles: the golden case each is run against.
 GOLDEN = {"plan-fit-takes-last": ["--only", "mlp"], "search-worst-first": ["--only", "vit-small-search"],
           "stream-words-as-bytes": ["--only", "vit-small-streams"]}
@@ -54,6 +57,7 @@ WORKLOADS = {
     "allocation-starts-late": MLP, "input-record-shifted": MLP, "outgoing-base-not-reset": STRESS,
     "outgoing-base-not-restored": VIT_FLASH, "descriptor-area-short": VIT_FLASH, "conflict-across-tiles": MLP, "capture-next-op": MLP, "norm-epsilon-wrong": VIT_FLASH,
     "memory-events-late": MLP_PROFILED, "flash-chunk-restarts": VIT_KEY_CHUNKS, "serial-piece-offset": MLP_SERIAL, "relative-base-ahead": VIT_FLASH,
+    "gelu-form-lost": MODEL,
     **GOLDEN,
 }
 
@@ -132,7 +136,9 @@ def run(mutations, progress):
             path = Path(folder) / "result.json"
             result = json.loads(path.read_text()) if path.exists() else {}
         how, where, op = golden_moved(done.stdout) if program == GOLDENS else located(result, done.stderr)
-        rows.append({**m, "workload": WORKLOADS[m["name"]][1], "exit": done.returncode,
+        flags_of = WORKLOADS[m["name"]]
+        workload = Path(flags_of[1]).parent.name if flags_of[0] == "--model" else flags_of[1]
+        rows.append({**m, "workload": workload, "exit": done.returncode,
                      "caught": done.returncode in (1, 3) and how is not None, "how": how, "where": where,
                      "op": op})
     return rows

@@ -67,6 +67,7 @@ typedef enum ipu_inject {
     IPU_INJECT_STREAM_WORDS_AS_BYTES,   /* compact exchange waves of N words taken as N bytes' worth, 4 N words */
     /* the device (appended): a bug of the simulator, configured on the device (device.c) */
     IPU_INJECT_MEMORY_EVENTS_LATE,      /* the memory events record a life's beginning a phase late */
+    IPU_INJECT_GELU_FORM_LOST,          /* an erf GELU lowered to the tanh approximation's kernel */
     IPU_INJECT_COUNT
 } ipu_inject;
 

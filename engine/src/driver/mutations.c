@@ -56,6 +56,7 @@ static const ipu_mutation MUTATIONS[] = {
     {IPU_INJECT_STREAM_WORDS_AS_BYTES, "stream-words-as-bytes", "exchange", "compact exchange takes its wave size in the wrong unit (4 N words for N) and schedules every phase otherwise than asked (only the cycles show it)"},
     {IPU_INJECT_MEMORY_EVENTS_LATE, "memory-events-late", "device", "the device's memory events record a life's beginning one phase late (the run-time memory timeline misreports what is live)"},
     {IPU_INJECT_PLAN_FIT_TAKES_LAST, "plan-fit-takes-last", "plan", "the fitting step keeps the last matmul candidate that fits (the slowest), not the first"},
+    {IPU_INJECT_GELU_FORM_LOST, "gelu-form-lost", "lower", "a GELU in its erf form is lowered to the tanh approximation's kernel (within 3e-4 of each other)"},
 };
 
 const ipu_mutation *ipu_mutation_named(const char *name)

@@ -610,8 +610,8 @@ static ipu_status lower_elementwise(lowering *L, size_t index)
                 if (ipu_low_take_inject(&L->prog->inject, IPU_INJECT_GELU_COUNT_SHORT))
                     count--;
                 ipu_low_arg args[] = {BUF(src, 0), BUF(dst, 0), LIT(count), LIT(to->dtype)};
-                IPU_TRY(low_emit_kernel(L, tile, op->form == IPU_GELU_ERF ? IPU_K_GELU_ERF : IPU_K_GELU, 4, args,
-                                        -1, 0));
+                int erf = op->form == IPU_GELU_ERF && !ipu_low_take_inject(&L->prog->inject, IPU_INJECT_GELU_FORM_LOST);
+                IPU_TRY(low_emit_kernel(L, tile, erf ? IPU_K_GELU_ERF : IPU_K_GELU, 4, args, -1, 0));
             } else if (op->kind == IPU_IR_ADD) {
                 uint32_t second = wrong_input ? src : in2_ids[b];
                 ipu_low_arg args[] = {BUF(src, 0), BUF(second, 0), BUF(dst, 0), LIT(rows * out_row),
