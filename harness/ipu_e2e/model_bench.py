@@ -23,9 +23,9 @@ def add_arguments(sub):
     model = sub.add_parser("model", help="an ONNX model: import, build, device and reference times, cycles")
     model.add_argument("model", type=Path, metavar="FILE.onnx", help="the model (ipu-e2e-export-model writes one)")
     model.add_argument("--inputs", type=Path, nargs="+", metavar="FILE",
-                       help="its inputs (as ipu-e2e-test --inputs; default: FILE's folder's input.npy when there)")
+                       help="its inputs (as ipu-e2e-test --inputs; default: FILE.input.npy beside it when there)")
     model.add_argument("--expected", type=Path, nargs="+", metavar="FILE",
-                       help="its expected outputs (default: FILE's folder's expected.npy when there)")
+                       help="its expected outputs (default: FILE.expected.npy beside it when there)")
     model.add_argument("--precision", choices=("fp8", "fp16"), default="fp8", help="weights' precision (default: fp8)")
     model.add_argument("--tiles", type=int, metavar="N", help="override the c600 profile's 1472 tiles")
     model.add_argument("--export", choices=("vit", "encoder-block"), default=None,
@@ -36,20 +36,16 @@ def add_arguments(sub):
 
 
 def bench_model(args, progress):
-    folder = args.model.parent
     exported = None
     if args.export and not args.model.is_file():
-        if args.model.name != "model.onnx":
-            raise UsageError(f"--export writes FOLDER/model.onnx: name the model {folder / 'model.onnx'}")
-        progress.update(f"exporting {args.export} to {folder}")
+        progress.update(f"exporting {args.export} to {args.model}")
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, str(EXPORT), args.export, str(folder), "--quiet"], capture_output=True,
-                              text=True)
+        done = subprocess.run([sys.executable, str(EXPORT), args.export, str(args.model), "--quiet"],
+                              capture_output=True, text=True)
         if done.returncode != EXIT_OK:
             raise UsageError(f"--export {args.export}: {done.stderr.strip().splitlines()[-1] if done.stderr else ''}")
         exported = time.perf_counter() - started
-    inputs = args.inputs or ([folder / "input.npy"] if (folder / "input.npy").is_file() else [])
-    expected = args.expected or ([folder / "expected.npy"] if inputs and (folder / "expected.npy").is_file() else [])
+    inputs, expected = args.inputs or [], args.expected or []
     progress.update(f"running {args.model} (import, build, device, FP32 reference)")
     with tempfile.TemporaryDirectory() as out:
         command = [sys.executable, str(CLI), "--quiet", "--model", str(args.model), "--precision", args.precision,

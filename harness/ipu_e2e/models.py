@@ -4,7 +4,9 @@ the model's weights as given values, its inputs from `--inputs` (one .pb
 TensorProto or .npy file per model input, in the model's order, or a folder
 holding input_N.pb, as the ONNX test cases do) or, when none are given, from
 the seeded generator (standard normal, --seed); its expected outputs from
-`--expected` (one file per output) or the folder's output_N.pb.  A model
+`--expected` (one file per output) or the folder's output_N.pb; without
+`--inputs`, FILE.input.npy and FILE.expected.npy beside FILE.onnx when they
+are there (what ipu-e2e-export-model writes).  A model
 input the importer lays out differently (a transposed or sliced read) is
 rearranged on the host into the workload's input; a model output that is a
 selection of a tensor's elements is read out of the device's output the
@@ -27,6 +29,11 @@ def onnx_modules():
     except ImportError:
         raise UsageError("--model needs Debian's python3-onnx (apt-get install python3-onnx)") from None
     return onnx_import
+
+
+def beside(model, what):
+    """FILE.<what>.npy beside FILE.onnx (ipu-e2e-export-model writes input and expected)."""
+    return model.with_name(f"{model.stem}.{what}.npy")
 
 
 def read_array(path):
@@ -71,9 +78,15 @@ class Model:
             raise UsageError(str(error)) from None
         graph_inputs = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
         outputs = [o.name for o in model.graph.output]
-        given = arrays(args.inputs, graph_inputs, "input") if args.inputs else {}
-        folder = args.inputs[0] if args.inputs and args.inputs[0].is_dir() else None
-        expected_paths = args.expected or ([folder] if folder and any(folder.glob("output_*.pb")) else [])
+        inputs, expected_paths = args.inputs, args.expected
+        if not inputs and beside(args.model, "input").is_file():  # as ipu-e2e-export-model writes them
+            inputs = [beside(args.model, "input")]
+            expected_paths = expected_paths or ([beside(args.model, "expected")]
+                                                if beside(args.model, "expected").is_file() else None)
+        self.files = {"inputs": [str(p) for p in inputs or []], "expected": [str(p) for p in expected_paths or []]}
+        given = arrays(inputs, graph_inputs, "input") if inputs else {}
+        folder = inputs[0] if inputs and inputs[0].is_dir() else None
+        expected_paths = expected_paths or ([folder] if folder and any(folder.glob("output_*.pb")) else [])
         self.expected = arrays(expected_paths, outputs, "output") if expected_paths else {}
         importer = onnx_import.Importer(model, args.precision, args.model.stem, given)
         try:

@@ -35,8 +35,7 @@ MLP_SERIAL = MLP + ["--precision", "fp16", "--memory-budget", "8000"]
 MLP_PROFILED = MLP + ["--profile-directory", "{output}"]
 STRESS = ["--workload", "exchange-stress", "--tiles", "4", "--exchange-pattern", "base"]
 # torchvision's ViT (erf GELU), imported from the committed fixture.
-VIT_TINY = Path(__file__).resolve().parents[2] / "fixtures" / "models" / "vit-tiny"
-MODEL = ["--model", str(VIT_TINY / "model.onnx"), "--inputs", str(VIT_TINY / "input.npy"), "--tiles", "16"]
+MODEL = ["--model", str(Path(__file__).resolve().parents[2] / "fixtures" / "models" / "vit-tiny.onnx"), "--tiles", "16"]
 # Bugs that only cost cycles: the golden case each is run against.
 GOLDEN = {"plan-fit-takes-last": ["--only", "mlp"], "search-worst-first": ["--only", "vit-small-search"],
           "stream-words-as-bytes": ["--only", "vit-small-streams"]}
@@ -137,7 +136,7 @@ def run(mutations, progress):
             result = json.loads(path.read_text()) if path.exists() else {}
         how, where, op = golden_moved(done.stdout) if program == GOLDENS else located(result, done.stderr)
         flags_of = WORKLOADS[m["name"]]
-        workload = Path(flags_of[1]).parent.name if flags_of[0] == "--model" else flags_of[1]
+        workload = Path(flags_of[1]).stem if flags_of[0] == "--model" else flags_of[1]
         rows.append({**m, "workload": workload, "exit": done.returncode,
                      "caught": done.returncode in (1, 3) and how is not None, "how": how, "where": where,
                      "op": op})

@@ -11,8 +11,9 @@ and torch's own FP32 outputs saved beside them (the truth `--model ...
   same nn.MultiheadAttention), with tanh GELU, on a [batch, tokens, width]
   input.
 
-Writes FOLDER/model.onnx, FOLDER/input.npy (standard normal, --seed) and
-FOLDER/expected.npy, each atomically; exit 2 naming what is missing when
+Writes FILE.onnx, beside it FILE.input.npy (standard normal, --seed) and
+FILE.expected.npy, each atomically (`ipu-e2e-test --model FILE.onnx` takes
+the two as its inputs and expected outputs); exit 2 naming what is missing when
 torch is not installed (the Makefile installs it only for the cases that
 need it).
 """
@@ -30,7 +31,8 @@ OPSET = 14
 def parser():
     p = argparse.ArgumentParser(prog="ipu-e2e-export-model", description=__doc__.split("\n\n")[0].replace("\n", " "))
     p.add_argument("kind", choices=("vit", "encoder-block"))
-    p.add_argument("folder", type=Path, help="where model.onnx, input.npy and expected.npy go")
+    p.add_argument("model", type=Path, metavar="FILE.onnx",
+                   help="the model to write (FILE.input.npy and FILE.expected.npy go beside it)")
     p.add_argument("--batch", type=positive_int, default=1, help="images or sequences (default: 1)")
     p.add_argument("--image", type=positive_int, default=224, help="vit: image side in pixels (default: 224)")
     p.add_argument("--patch", type=positive_int, default=16, help="vit: patch side (default: 16)")
@@ -84,6 +86,11 @@ def vit(torch, torchvision, args):
     return model, torch.randn(args.batch, 3, args.image, args.image)
 
 
+def beside(model, what):
+    """FILE.<what>.npy for FILE.onnx."""
+    return model.with_name(f"{model.stem}.{what}.npy")
+
+
 def work(args, progress):
     torch, torchvision = torch_modules()
     import numpy as np
@@ -94,19 +101,19 @@ def work(args, progress):
     model.eval()
     with torch.no_grad():
         expected = model(x)
-    progress.update(f"exporting {args.folder / 'model.onnx'}")
+    progress.update(f"exporting {args.model}")
     buffer = io.BytesIO()
     try:  # with gradients on: nn.MultiheadAttention's fused inference path has no ONNX export
         torch.onnx.export(model, x, buffer, opset_version=OPSET, input_names=["input"], output_names=["output"])
     except Exception as error:  # torch.onnx's own errors
         raise UsageError(f"torch could not export the {args.kind}: {str(error).splitlines()[0]}") from None
-    artifacts.write_bytes(args.folder / "model.onnx", buffer.getvalue())
+    artifacts.write_bytes(args.model, buffer.getvalue())
     for name, value in (("input", x), ("expected", expected)):
         array = value.numpy().astype(np.float32)
-        npy.write_npy(args.folder / f"{name}.npy", array.tobytes(), "float32", array.shape)
+        npy.write_npy(beside(args.model, name), array.tobytes(), "float32", array.shape)
     progress.done()
-    print(f"{args.folder}: model.onnx ({len(buffer.getvalue()):,} bytes), input.npy {tuple(x.shape)}, "
-          f"expected.npy {tuple(expected.shape)}")
+    print(f"{args.model} ({len(buffer.getvalue()):,} bytes), {beside(args.model, 'input').name} {tuple(x.shape)}, "
+          f"{beside(args.model, 'expected').name} {tuple(expected.shape)}")
     return EXIT_OK
 
 

@@ -453,6 +453,8 @@ def execute(ctx, args, profile, package, progress, started, reports):
     result = {"workload": winfo["name"], "device": info["profile"]["name"], "tiles": info["tiles"],
               "options": winfo["options"], "geometry": geometry(winfo), "wall_seconds": wall,
               "package": {k: info[k] for k in ("code_bytes", "descriptor_bytes", "data_bytes", "segments")}}
+    if getattr(args, "imported", None):
+        result["model_files"] = args.imported.files  # the inputs and expected outputs the model ran with
     if attention:
         result["attention"] = attention
     if memory_profiles:

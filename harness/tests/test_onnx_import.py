@@ -203,12 +203,11 @@ def test_node_tests_pass_or_say_why(tmp_path):
 
 @pytest.mark.parametrize("tiles", [16, 64])
 def test_torch_encoder_block_matches_torch(cli, repo, tmp_path, tiles):
-    """The committed encoder block (ipu-e2e-export-model encoder-block: torch's nn.MultiheadAttention, batch
+    """The committed encoder block (ipu-e2e-export-model encoder-block ...: torch's nn.MultiheadAttention, batch
     2) imports as one attention op between biased matmuls and matches torch's own outputs on the device,
     and the project's FP32 reference matches them to FP32 rounding."""
-    folder = repo / "fixtures" / "models" / "encoder-block"
-    done = cli("--model", folder / "model.onnx", "--inputs", folder / "input.npy", "--expected",
-               folder / "expected.npy", "--tiles", tiles, "--reference-run", "--reference-fp32", "--check-ops",
+    model = repo / "fixtures" / "models" / "encoder-block.onnx"  # its .input.npy and .expected.npy beside it
+    done = cli("--model", model, "--tiles", tiles, "--reference-run", "--reference-fp32", "--check-ops",
                "--export-graph", tmp_path / "g.json", "--output", tmp_path, "--quiet")
     assert done.returncode == 0, done.stdout + done.stderr
     ops = json.loads((tmp_path / "g.json").read_text())["ops"]
@@ -229,9 +228,8 @@ def test_torchvision_vit_matches_torch(cli, repo, tmp_path, tiles):
     --heads 3 --width 48 --mlp 96 --classes 16 --batch 2 --seed 5; FP8 by default) imports with its
     convolutional patch embedding as a matmul over host-cut patches, its class token before each image's
     patches, two attention ops, erf GELUs and the class token's read-out, and matches torch's logits."""
-    folder = repo / "fixtures" / "models" / "vit-tiny"
-    done = cli("--model", folder / "model.onnx", "--inputs", folder / "input.npy", "--expected",
-               folder / "expected.npy", "--tiles", tiles, "--reference-run", "--reference-fp32", "--check-ops",
+    model = repo / "fixtures" / "models" / "vit-tiny.onnx"  # its .input.npy and .expected.npy beside it
+    done = cli("--model", model, "--tiles", tiles, "--reference-run", "--reference-fp32", "--check-ops",
                "--export-graph", tmp_path / "g.json", "--output", tmp_path, "--quiet")
     assert done.returncode == 0, done.stdout + done.stderr
     described = json.loads((tmp_path / "g.json").read_text())
@@ -245,6 +243,8 @@ def test_torchvision_vit_matches_torch(cli, repo, tmp_path, tiles):
     assert (out["rows"], out["cols"]) == (2 * 17, 16)  # the head on every token; the host reads rows 0 and 17
     assert tensors["input_patches"]["values"] == "given"
     result = json.loads((tmp_path / "result.json").read_text())
+    assert result["model_files"] == {"inputs": [str(model.with_name("vit-tiny.input.npy"))],
+                                     "expected": [str(model.with_name("vit-tiny.expected.npy"))]}
     against = [c for c in result["checks"] if c.get("against") == "expected"]
     assert all(c["passed"] for c in against) and result["op_check"]["failed_ops"] == 0
     device, reference = (next(c for c in against if bool(c.get("reference")) == r) for r in (False, True))
@@ -282,19 +282,19 @@ def test_export_onnx_refuses_what_a_loop_cannot_give_back(cli, tmp_path):
 
 def test_model_sweep_replays_against_torch(repo, tmp_path):
     """ipu-e2e-sweep --model: one case per budget, each replayed with the model's expected outputs."""
-    folder = repo / "fixtures" / "models" / "vit-tiny"
+    models = repo / "fixtures" / "models"
     done = subprocess.run([sys.executable, str(repo / "harness" / "bin" / "ipu-e2e-sweep"), "--output", tmp_path,
-                           "--model", folder / "model.onnx", "--tiles", "16", "--budgets", "default,4000", "--quiet",
-                           "--", "--inputs", folder / "input.npy", "--expected", folder / "expected.npy"],
-                          capture_output=True, text=True, timeout=900)
+                           "--model", models / "vit-tiny.onnx", "--tiles", "16", "--budgets", "default,4000",
+                           "--quiet", "--", "--inputs", models / "vit-tiny.input.npy", "--expected",
+                           models / "vit-tiny.expected.npy"], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
-    passed = json.loads((tmp_path / "cases" / "model-default" / "run" / "result.json").read_text())
+    passed = json.loads((tmp_path / "cases" / "vit-tiny-default" / "run" / "result.json").read_text())
     assert passed["status"] == "PASS" and any(c.get("against") == "expected" and c["passed"]
                                               for c in passed["checks"])
-    rejected = json.loads((tmp_path / "cases" / "model-4000" / "case.json").read_text())
+    rejected = json.loads((tmp_path / "cases" / "vit-tiny-4000" / "case.json").read_text())
     assert rejected["outcome"] == "rejected"
     planned = {c["name"]: c for c in json.loads((tmp_path / "sweep.json").read_text())["planned"]}
-    assert planned["model-4000"]["batch"] == 2 and "--expected" in planned["model-default"]["run"]
+    assert planned["vit-tiny-4000"]["batch"] == 2 and "--expected" in planned["vit-tiny-default"]["run"]
 
 
 def test_mul_by_a_constant_folds_into_the_matmul(cli, tmp_path):
