@@ -10,15 +10,23 @@ and keeps, per ONNX value, what it is:
   Identity and Dropout (inference) only change the view;
 - a pointwise function of one such view, built up from Add, Sub, Mul, Div,
   Pow, Sqrt, Erf and Tanh with scalar constants: when an op that is not
-  pointwise reads it, it must be the identity or GELU (tanh or erf form), found by
-  evaluating it at sample points;
+  pointwise reads it, it must be the identity, a scale (folded into the
+  matmul before it) or GELU (tanh or erf form), found by evaluating it at
+  sample points;
 - a LayerNorm under way, from its ReduceMean, Sub, Pow, Add, Sqrt and Div
-  form (torch's export before opset 17).
+  form (torch's export before opset 17);
+- an attention under way: q k^T of two head views of one fused projection,
+  then its Softmax over the keys (Scores), until the product with v;
+- a tensor plus a constant not yet added (a class token's row, Shifted).
 
 A graph op is written when a value must exist as a tensor: MatMul and Gemm
-with a constant weight (the bias Add after it becomes the matmul's bias),
-Add of two tensors (or of a tensor and a constant that repeats every P
-rows, such as a position embedding), LayerNormalization, GELU.  Views of the
+with a constant weight (the bias Add after it becomes the matmul's bias;
+a MatMul of two constants runs on the device as written), Add of two
+tensors (or of a tensor and a constant that repeats every P rows, such as a
+position embedding), LayerNormalization, GELU, attention (one fused
+projection) and MAP pooling (one query over [k | v]), a Conv whose stride
+is its kernel (a matmul over patches the host cuts), and a Loop over
+stacked per-iteration weights becomes the graph's Repeat.  Views of the
 graph's inputs are laid out on the host: the input tensor of the workload is
 the view's array, and the model's input array is rearranged into it when the
 run feeds it (`host_inputs`); a model output that is a selection of a
