@@ -91,6 +91,9 @@ def execute(args, progress, reports):
         profile = profiles.load(ctx, args.device, args.tiles or 0)
         progress.update(f"building {args.graph or args.workload} for {profile['tiles']} tiles")
     module = WORKLOAD_MODULES[args.workload]
+    if args.inject is not None and not args.inject.strip():
+        raise UsageError("--inject: expected a mutation's name, got an empty one (ipu-e2e-bench mutations "
+                         "lists them)")
     module.check_flags(args, PARSER_DEFAULTS)
     code, result = module.execute(ctx, args, profile, package, progress, started, reports)
     return code, result, module

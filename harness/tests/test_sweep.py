@@ -260,6 +260,7 @@ def test_sweep_through_ssh(repo, tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--budgets", "1,x"], "argument --budgets: expected a number of bytes or 'default', got 'x'"),
     (["--batches", "1,1"], "argument --batches: expected distinct batches"),
+    (["--batches", "3"], "argument --batches: expected batches of 1, 2 and 4, got '3'"),
     (["--precision", "fp4"], "argument --precision: expected fp8 or fp16, got 'fp4'"),
     (["--workload", "vit", "--blocks", "2"], "--blocks applies to --workload mlp, not to --workload vit"),
     (["--jobs", "0"], "argument --jobs: expected an integer in 1..1024, got 0"),
@@ -273,6 +274,7 @@ def test_bad_flags_are_input_errors(repo, tmp_path, args, message):
     done = sweep(repo, "--output", tmp_path / "out", *args)
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) <= 2
+    assert not (tmp_path / "out" / "cases").exists()  # refused before any case was planned or built
 
 
 def test_report_of_a_folder_that_is_not_a_sweep_is_an_input_error(repo, tmp_path):
