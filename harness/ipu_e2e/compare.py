@@ -57,7 +57,33 @@ def load_run(path, flag):
     if not isinstance(result, dict) or result.get("schema") != "ipu-e2e/result":
         raise UsageError(f"{flag} {path}: {result_path} is not an ipu-e2e-test result.json (expected "
                          f"\"schema\": \"ipu-e2e/result\")")
+    wrong = shape_error(result)
+    if wrong:
+        raise UsageError(f"{flag} {path}: {result_path}: {wrong}")
     return result, result_path.parent
+
+
+# The fields a comparison reads, and what each must be when present.
+OBJECT_FIELDS = ("library", "geometry", "estimate", "tile_peaks", "plan", "reports")
+NUMBER_FIELDS = ("cycles", "tiles")
+OP_FIELDS = ("op", "kind", "output")
+
+
+def shape_error(result):
+    """What is wrong with the fields a comparison reads, or None."""
+    for key in OBJECT_FIELDS:
+        if key in result and not isinstance(result[key], dict):
+            return f"field '{key}' must be an object, not {type(result[key]).__name__}"
+    for key in NUMBER_FIELDS:
+        if result.get(key) is not None and (not isinstance(result[key], (int, float)) or
+                                            isinstance(result[key], bool)):
+            return f"field '{key}' must be a number, not {type(result[key]).__name__}"
+    for where, rows in (("op_cycles", result.get("op_cycles", [])),
+                        ("plan.ops", result.get("plan", {}).get("ops", []))):
+        if not isinstance(rows, list) or not all(isinstance(r, dict) and all(k in r for k in OP_FIELDS)
+                                                 for r in rows):
+            return f"field '{where}' must be a list of objects with {', '.join(OP_FIELDS)}"
+    return None
 
 
 def timeline_peaks(result, folder):
