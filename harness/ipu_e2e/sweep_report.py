@@ -12,6 +12,7 @@ record in it is malformed), 3 internal error.
 """
 import argparse
 import json
+import re
 from pathlib import Path
 
 from . import artifacts, report
@@ -99,6 +100,11 @@ def row_of(case, folder):
     where = folder / "result.json"
     row = {k: case.get(k) for k in ("name", "precision", "blocks", "batch", "budget")}
     row["outcome"] = record["outcome"] if record else "unfinished"
+    for part in ("library", "cli") if record else ():  # the digests the case ran with (sweep_case.py)
+        digest = field(record, ("sha256", part, "sha256"), folder / "case.json", str)
+        if not digest or not re.fullmatch(r"[0-9a-f]{64}", digest):
+            raise UsageError(f"{folder / 'case.json'}: field 'sha256.{part}.sha256': expected the 64 hex digits of "
+                             f"a SHA-256, got {digest!r}")
     row["message"] = record.get("message") if record else None
     budget = case.get("budget")
     row["budget_bytes"] = budget if isinstance(budget, int) else field(build, ("estimate", "budget"), where, int)

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -306,3 +307,18 @@ def test_a_build_that_is_neither_built_nor_rejected_is_an_error(tmp_path):
     (tmp_path / "result.json").unlink()
     outcome, message, _ = sweep_case.classify_build(tmp_path, 2, b"ipu-e2e-test: error: --tokens: bad\n")
     assert outcome == "error" and "--tokens: bad" in message
+
+
+def test_report_refuses_a_record_with_a_bad_digest(repo, small_sweep, tmp_path):
+    """A case record whose SHA-256 is not one (a number) is an input error naming file and field."""
+    copy = tmp_path / "sweep"
+    shutil.copytree(small_sweep, copy)
+    for written in copy.glob("sweep-report.*"):  # an earlier test's report
+        written.unlink()
+    record = next(copy.glob("cases/*/case.json"))
+    data = load(record)
+    data["sha256"]["library"]["sha256"] = 12345
+    record.write_text(json.dumps(data))
+    done = sweep_report(repo, copy)
+    assert done.returncode == 2 and str(record) in done.stderr and "sha256.library.sha256" in done.stderr
+    assert "Traceback" not in done.stderr and not (copy / "sweep-report.md").exists()
