@@ -365,6 +365,26 @@ def device_mutation(ctx, name):
     return any(m["name"] == name and m["stage"] == "device" for m in native.mutations(ctx)) if name else False
 
 
+ELEMENT_BYTES = {"f32": 4, "f16": 2, "f143": 1, "f152": 1}
+
+
+def check_streams(info, winfo, path):
+    """Before a replay runs: every stream of the package has the size of the workload tensor of its name
+    (all members), so a package that does not hold its workload's streams is refused naming file and stream."""
+    tensors = {t["name"]: t for t in winfo["tensors"]}
+    for s in info["streams"]:
+        t = tensors.get(s["name"])
+        if t is None:
+            raise UsageError(f"--package {path}: stream '{s['name']}' ({s['direction']}) is no tensor of the "
+                             f"recorded workload {winfo['name']}")
+        want = t["rows"] * t["cols"] * t["sequence"] * ELEMENT_BYTES[t["dtype"]]
+        if s["size"] != want:
+            raise UsageError(f"--package {path}: {s['direction']} stream '{s['name']}' holds {s['size']:,} bytes; "
+                             f"the recorded workload's {t['role']} '{t['name']}' is {t['rows']} x {t['cols']}"
+                             f"{' x ' + str(t['sequence']) if t['sequence'] > 1 else ''} {t['dtype']}, "
+                             f"{want:,} bytes")
+
+
 def source_workload(ctx, args):
     """The workload of --graph FILE or --model FILE (kept on args for the expected-output check)."""
     if args.model:
@@ -439,6 +459,7 @@ def execute(ctx, args, profile, package, progress, started, reports):
             workload = Workload(ctx, dict(recorded, workload=meta["workload"]))
         if args.export_graph:
             graphs.export(workload, args.export_graph)
+        check_streams(package.info(), workload.info(), args.package)
         compiled = attention = None
         args.reference_run = args.reference_fp32 = True
     info = package.info()

@@ -223,3 +223,23 @@ def test_graph_flags(cli, tmp_path):
             (("--graph", tmp_path / "none.json"), "none.json: No such file or directory")):
         done = cli(*args, "--tiles", "4", "--quiet")
         assert done.returncode == 2 and message in done.stderr, (args, done.stderr)
+
+
+def test_replay_refuses_a_package_whose_streams_are_not_its_workloads(cli, tmp_path):
+    """A package built from a description that calls itself mlp with the built-in's default options, but
+    small: replayed without the description, the built-in MLP is rebuilt and its streams do not match the
+    package's; the replay is refused before it runs, naming the file and the stream."""
+    done = cli("--workload", "mlp", "--tiles", "4", "--tokens", "8", "--channels", "32", "--hidden", "48",
+               "--export-graph", tmp_path / "g.json", "--compile-only", "--quiet")
+    assert done.returncode == 0, done.stderr
+    described = json.loads((tmp_path / "g.json").read_text())
+    described["options"] = {}
+    (tmp_path / "g.json").write_text(json.dumps(described))
+    done = cli("--graph", tmp_path / "g.json", "--tiles", "4", "--save-package", tmp_path / "p.pkg",
+               "--compile-only", "--quiet")
+    assert done.returncode == 0, done.stderr
+    done = cli("--package", tmp_path / "p.pkg", "--quiet")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    small, full = 32 * 48, 1152 * 4304  # w1's FP8 bytes here and in the built-in MLP
+    assert f"--package {tmp_path / 'p.pkg'}: param stream 'w1' holds {small:,} bytes; the recorded workload's " \
+           f"parameter 'w1' is 1152 x 4304 f143, {full:,} bytes" in done.stderr, done.stderr
