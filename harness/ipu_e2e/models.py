@@ -2,8 +2,9 @@
 (onnx_import.py) into a graph description, the workload built from it with
 the model's weights as given values, its inputs from `--inputs` (one .pb
 TensorProto or .npy file per model input, in the model's order, or a folder
-holding input_N.pb, as the ONNX test cases do) or, when none are given, from
-the seeded generator (standard normal, --seed); its expected outputs from
+holding input_N.pb, as the ONNX test cases do) or, when none are given,
+standard normal values in the model's own shapes (numpy, --seed), laid out
+by the host as given ones are; its expected outputs from
 `--expected` (one file per output) or the folder's output_N.pb; without
 `--inputs`, FILE.input.npy and FILE.expected.npy beside FILE.onnx when they
 are there (what ipu-e2e-export-model writes).  A model
@@ -84,7 +85,7 @@ class Model:
             expected_paths = expected_paths or ([beside(args.model, "expected")]
                                                 if beside(args.model, "expected").is_file() else None)
         self.files = {"inputs": [str(p) for p in inputs or []], "expected": [str(p) for p in expected_paths or []]}
-        given = arrays(inputs, graph_inputs, "input") if inputs else {}
+        given = arrays(inputs, graph_inputs, "input") if inputs else self.generated(model, graph_inputs, args.seed)
         folder = inputs[0] if inputs and inputs[0].is_dir() else None
         expected_paths = expected_paths or ([folder] if folder and any(folder.glob("output_*.pb")) else [])
         self.expected = arrays(expected_paths, outputs, "output") if expected_paths else {}
@@ -95,10 +96,6 @@ class Model:
             raise UsageError(f"--model {args.model}: {error}") from None
         self.importer, self.given = importer, given
         self.import_seconds = time.perf_counter() - started
-        if not given:
-            for k, tensor in enumerate(t for t in description["tensors"] if t["role"] == "input"):
-                tensor["values"] = {"normal": {"scale": 1.0, "offset": 0.0, "stream": k}}
-            description["seed"] = args.seed
         try:
             self.workload = Workload(ctx, {"workload": "graph", "graph": description})
         except IpuError as error:
@@ -112,6 +109,23 @@ class Model:
                 flat, picks = np.asarray(given[source], dtype=np.float32).reshape(-1), indices.reshape(-1)
                 data = np.where(picks >= 0, flat[np.maximum(picks, 0)], np.float32(0))  # -1: a zero row
                 self.workload.set_values(name, data.astype(np.float32).tobytes())
+
+    def generated(self, model, names, seed):
+        """Standard normal values (numpy, seeded) for the model's float inputs, in the model's own
+        shapes: the host lays them out as it would given ones (a class token's zero rows stay zero)."""
+        from . import onnx_import
+        rng = np.random.default_rng(seed)
+        values = {}
+        for given in (i for i in model.graph.input if i.name in names):
+            if given.type.tensor_type.elem_type not in onnx_import.ONNX_FLOAT:
+                continue  # an integer input is a constant the importer asks --inputs for
+            try:
+                shape = onnx_import.Importer.static_shape(given)
+            except onnx_import.ModelError as error:
+                raise UsageError(f"--model {model.graph.name or 'the model'}: {error}") from None
+            values[given.name] = rng.standard_normal(shape).astype(np.float32)
+        self.files["inputs"] = f"seeded standard normal values (--seed {seed})"
+        return values
 
     def compare(self, ctx, name, got, criteria):
         """got (the FP32 values of model output `name`, read out) against its expected values."""

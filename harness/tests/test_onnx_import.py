@@ -119,6 +119,7 @@ def test_seeded_inputs_check_against_the_fp32_reference(cli, mlp, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     result = json.loads((tmp_path / "result.json").read_text())
     assert [c["tensor"] for c in result["checks"]] == ["y"] and result["status"] == "PASS"
+    assert result["model_files"]["inputs"] == "seeded standard normal values (--seed 4)"
 
 
 def test_transposed_input_is_laid_out_on_the_host(cli, tmp_path):
