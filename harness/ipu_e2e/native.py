@@ -10,6 +10,8 @@ from pathlib import Path
 from . import interrupts
 
 ABI_VERSION = 7
+# Bytes per element of each device type.
+DTYPE_BYTES = {"f32": 4, "f16": 2, "f143": 1, "f152": 1}
 
 STATUS_NAMES = {
     0: "ok", 1: "invalid_argument", 2: "no_memory", 3: "io", 4: "malformed",
@@ -473,7 +475,7 @@ def check_outputs(ctx, reference, device, dtype, rows, cols, criteria):
     reference, device = bytes(reference), bytes(device)
     if len(reference) != 4 * rows * cols:
         raise ValueError(f"reference has {len(reference)} bytes, expected {4 * rows * cols}")
-    size = {"f32": 4, "f16": 2, "f143": 1, "f152": 1}.get(dtype)
+    size = DTYPE_BYTES.get(dtype)
     if size is not None and len(device) != size * rows * cols:
         raise ValueError(f"device data has {len(device)} bytes, expected {size * rows * cols}")
     out = ctypes.c_void_p()

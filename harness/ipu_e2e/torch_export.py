@@ -23,6 +23,7 @@ from pathlib import Path
 
 from . import artifacts
 from .command import EXIT_OK, UsageError, guarded, positive_int
+from .models import beside
 from .progress import Progress
 
 OPSET = 14
@@ -84,11 +85,6 @@ def vit(torch, torchvision, args):
     # torchvision zeroes the head; random weights make its outputs worth checking.
     torch.nn.init.normal_(model.heads.head.weight, std=args.width ** -0.5)
     return model, torch.randn(args.batch, 3, args.image, args.image)
-
-
-def beside(model, what):
-    """FILE.<what>.npy for FILE.onnx."""
-    return model.with_name(f"{model.stem}.{what}.npy")
 
 
 def work(args, progress):

@@ -199,8 +199,8 @@ def add_arguments(p):
                             "an op the importer does not support exits 2 naming the node")
     graph.add_argument("--inputs", metavar="FILE", type=Path, nargs="+", default=None,
                        help="with --model: one .pb or .npy file per model input, in order, or an ONNX test case "
-                            "folder (input_N.pb, with output_N.pb as the expected outputs); default: seeded normal "
-                            "values")
+                            "folder (input_N.pb, with output_N.pb as the expected outputs); default: FILE.input.npy "
+                            "beside the model (and FILE.expected.npy), else seeded normal values (--seed)")
     graph.add_argument("--expected", metavar="FILE", type=Path, nargs="+", default=None,
                        help="with --model: one .pb or .npy file per model output, checked against the device's "
                             "outputs with the FP32 reference's criteria")
@@ -365,9 +365,6 @@ def device_mutation(ctx, name):
     return any(m["name"] == name and m["stage"] == "device" for m in native.mutations(ctx)) if name else False
 
 
-ELEMENT_BYTES = {"f32": 4, "f16": 2, "f143": 1, "f152": 1}
-
-
 def check_streams(info, winfo, path):
     """Before a replay runs: every stream of the package has the size of the workload tensor of its name
     (all members), so a package that does not hold its workload's streams is refused naming file and stream."""
@@ -377,7 +374,7 @@ def check_streams(info, winfo, path):
         if t is None:
             raise UsageError(f"--package {path}: stream '{s['name']}' ({s['direction']}) is no tensor of the "
                              f"recorded workload {winfo['name']}")
-        want = t["rows"] * t["cols"] * t["sequence"] * ELEMENT_BYTES[t["dtype"]]
+        want = t["rows"] * t["cols"] * t["sequence"] * native.DTYPE_BYTES[t["dtype"]]
         if s["size"] != want:
             raise UsageError(f"--package {path}: {s['direction']} stream '{s['name']}' holds {s['size']:,} bytes; "
                              f"the recorded workload's {t['role']} '{t['name']}' is {t['rows']} x {t['cols']}"
