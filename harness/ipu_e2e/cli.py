@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import profiles, run_reports, stress, transformer
+from . import failure, profiles, run_reports, stress, transformer
 from .command import (EXIT_USAGE, UsageError, guarded, output_file, output_folders, positive_int, thread_count,
                       tile_count, write_result)
 from .native import Context, Package
@@ -99,30 +99,9 @@ def execute(args, progress, reports):
     return code, result, module
 
 
-def describe_allocation(a):
-    """'name' of tensor, made by op, [address, end) on tile, phases first..last."""
-    made = f", made by {a['op']['label']}" if a.get("op") else ""
-    tensor = f" of tensor '{a['tensor']}'" if a.get("tensor") else ""
-    last = "end" if a["last_phase"] is None else a["last_phase"]
-    return (f"'{a['name']}'{tensor}{made}, [0x{a['address']:X}, 0x{a['address'] + a['size']:X}) on tile "
-            f"{a['tile']}, phases {a['first_phase']}..{last}")
-
-
 def report(result, module, out):
     if result.get("status") == "FAULT":
-        f = result["fault"]
-        op = f"{f['op']['label']}, " if f.get("op") else ""
-        print(f"FAULT {f['kind']} on tile {f['tile']} at [0x{f['address_lo']:X}, 0x{f['address_hi']:X})"
-              f" ({op}{f['program']} op {f['op_index']}, step {f['step']}, phase {f['phase']}): {f['detail']}",
-              file=out)
-        other = {"stale_read": "bytes written by", "element_conflict": "other operand's allocation"}.get(
-            f["kind"], "reached allocation")
-        if not f.get("allocation") and f["address_hi"] > f["address_lo"]:
-            print(f"  allocation: none live at phase {f['phase']}", file=out)
-        for key, what in (("allocation", "allocation"), ("nearest_allocation", "the nearest in time holding it"),
-                          ("other_allocation", other)):
-            if f.get(key):
-                print(f"  {what}: {describe_allocation(f[key])}", file=out)
+        print("\n".join(failure.fault_lines(result["fault"])), file=out)
         return
     module.report(result, out)
 

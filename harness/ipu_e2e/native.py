@@ -9,7 +9,7 @@ from pathlib import Path
 
 from . import interrupts
 
-ABI_VERSION = 7
+ABI_VERSION = 8
 # Bytes per element of each device type.
 DTYPE_BYTES = {"f32": 4, "f16": 2, "f143": 1, "f152": 1}
 
@@ -92,6 +92,7 @@ def _declare(lib):
         "ipu_device_run": (st, [vp, vp, out_str]),
         "ipu_device_stream": (st, [vp, vp, cp, ctypes.POINTER(vp), ctypes.POINTER(sz)]),
         "ipu_device_fault_json": (st, [vp, vp, out_str]),
+        "ipu_device_fault_profile_json": (st, [vp, vp, out_str]),
         "ipu_device_memory_timeline_json": (st, [vp, vp, out_str]),
         "ipu_device_read": (st, [vp, vp, u32, u32, vp, sz]),
         "ipu_device_write": (st, [vp, vp, u32, u32, vp, sz]),
@@ -333,6 +334,12 @@ class Device:
     def fault(self):
         out = ctypes.c_void_p()
         self.ctx.check(lib().ipu_device_fault_json(self.ctx.handle, self.handle, ctypes.byref(out)))
+        return json.loads(self.ctx.take_string(out))
+
+    def fault_profile(self):
+        """The cycle report of the run a fault stopped, over the steps it completed (ipu.h)."""
+        out = ctypes.c_void_p()
+        self.ctx.check(lib().ipu_device_fault_profile_json(self.ctx.handle, self.handle, ctypes.byref(out)))
         return json.loads(self.ctx.take_string(out))
 
     def read(self, tile, address, size):

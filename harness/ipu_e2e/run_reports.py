@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import artifacts, native
+from . import artifacts, failure, native
 from .report import REPORTS, embedded_json, inline_page
 
 INDEX = REPORTS / "index"
@@ -79,11 +79,14 @@ class RunReports:
                 if path is not None and Path(path) != Path(page)}
 
     def paths(self):
-        """Where the reports are, relative to result.json's folder (absolute without --output)."""
+        """Where the reports are, relative to result.json's folder (absolute
+        without --output): those written (a run stopped early writes fewer),
+        and the index, which is written last."""
         def shown(path):
             return os.path.relpath(path, self.output) if self.output else str(Path(path).resolve())
-        found = {kind: shown(path) for kind, path in self.targets().items() if path is not None}
-        if self.timeline:
+        found = {kind: shown(path) for kind, path in self.targets().items()
+                 if path is not None and (kind == "index" or Path(path).exists())}
+        if self.timeline and self.timeline.exists():
             found["memory_timeline"] = shown(self.timeline)
         return found
 
@@ -105,7 +108,8 @@ class RunReports:
         summary["command"] = self.command
         summary["estimate"] = result.get("estimate", {}).get("peak_bytes")
         summary["rejection"] = result.get("rejection", {}).get("reason") if result.get("rejection") else None
-        data = {"run": summary, "reports": entries, "memory_profiles": profiles}
+        data = {"run": summary, "reports": entries, "memory_profiles": profiles,
+                "failure": {"lines": failure.lines(result), "place": failure.place(result)}}
         page = inline_page(INDEX, "index.css", "index.js", embedded_json(data))
         artifacts.write_bytes(self.index, page.encode("utf-8"))
 

@@ -15,11 +15,24 @@ from .native import DEVICE_FAULT, Device, IpuError
 
 
 class DeviceFault(Exception):
-    """The device stopped on a fault; .fault is its structured description."""
+    """The device stopped on a fault; .fault is its structured description,
+    .profile the cycle report of the steps run before it and .timeline the
+    run-time memory timeline up to it (None when not recorded)."""
 
-    def __init__(self, message, fault):
+    def __init__(self, message, fault, profile=None, timeline=None):
         super().__init__(message)
-        self.fault = fault
+        self.fault, self.profile, self.timeline = fault, profile, timeline
+
+
+def fault_of(device, error, recording):
+    """The DeviceFault of a device that stopped on one (error: its IpuError),
+    with what the device ran before it: the steps' cycle report (none when
+    initialization faulted) and, when recording, the memory timeline."""
+    try:
+        profile = device.fault_profile()
+    except IpuError:
+        profile = None
+    return DeviceFault(error.message, device.fault(), profile, device.memory_timeline() if recording else None)
 
 
 def parameter_digest(device, package):
@@ -74,7 +87,7 @@ def run_resident(ctx, package, invocations, progress=None, device_options=None, 
             on_timeline(device.memory_timeline())
     except IpuError as error:
         if error.status == DEVICE_FAULT:
-            raise DeviceFault(error.message, device.fault()) from None
+            raise fault_of(device, error, on_timeline is not None) from None
         raise
     finally:
         device.close()
@@ -106,7 +119,7 @@ def run(ctx, package, progress=None, invocations=1, on_timeline=None, device_opt
             on_timeline(device.memory_timeline())
     except IpuError as error:
         if error.status == DEVICE_FAULT:
-            raise DeviceFault(error.message, device.fault()) from None
+            raise fault_of(device, error, on_timeline is not None) from None
         raise
     seconds = time.perf_counter() - started
     outputs = {s["name"]: device.stream(s["name"]) for s in info["streams"] if s["direction"] == "output"}
@@ -157,16 +170,25 @@ def run_checked(ctx, package, progress, reports, result, invocations=1, device_i
                                                                         device_options=injected)
     except DeviceFault as fault:
         result.update(status="FAULT", fault=fault.fault, message=str(fault))
+        if keep and fault.profile and fault.timeline:
+            write_run_profile(reports, result, dict(fault.profile, fault=fault.fault), fault.timeline, progress)
         return None
     if keep:
-        if progress:
-            progress.update("writing the run profile and memory timeline")
-        page, ops = reports.run_profile, timeline[0]["ops"]
-        run_result["ops"] = [f"{kind} {name}" for kind, name in zip(ops["kind"], ops["name"])]
-        timeline[0]["budget"] = result.get("estimate", {}).get("budget")
-        artifacts.write_json(page.with_name("run-profile.json"),
-                             dict(run_reports.record("run-profile", reports.command), **run_result))
-        artifacts.write_json(reports.timeline, timeline[0], compact=True)
-        html_report.write_run_profile_html(page, run_result, timeline[0], reports.links(page))
+        write_run_profile(reports, result, run_result, timeline[0], progress)
         result["memory_timeline_check"] = timeline_check.check(timeline[0])
     return run_result, outputs
+
+
+def write_run_profile(reports, result, run_result, timeline, progress):
+    """run-profile.json and .html and memory-timeline.json where reports say
+    (of a whole run, or of one a fault stopped: then run_result["fault"] is
+    the fault and both cover the run up to it)."""
+    if progress:
+        progress.update("writing the run profile and memory timeline")
+    page, ops = reports.run_profile, timeline["ops"]
+    run_result["ops"] = [f"{kind} {name}" for kind, name in zip(ops["kind"], ops["name"])]
+    timeline["budget"] = result.get("estimate", {}).get("budget")
+    artifacts.write_json(page.with_name("run-profile.json"),
+                         dict(run_reports.record("run-profile", reports.command), **run_result))
+    artifacts.write_json(reports.timeline, timeline, compact=True)
+    html_report.write_run_profile_html(page, run_result, timeline, reports.links(page))

@@ -13,7 +13,7 @@ import resource
 import time
 from pathlib import Path
 
-from . import graphs, memory_report, models, native, npy, placement_report, runner, tolerances
+from . import failure, graphs, memory_report, models, native, npy, placement_report, runner, tolerances
 from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError, int_in, number_in, positive_int
 from .native import Workload, check_outputs
 
@@ -788,24 +788,6 @@ def check_line(c):
     return line + f" (1 +- {c['norm_tolerance']:g})"
 
 
-def op_check_line(o):
-    """The per-op check: how many op outputs were compared and the first one that diverged."""
-    line = (f"  op check: {o['compared']} op outputs compared ({o['ops']} ops, {o['unchecked_ops']} not "
-            f"captured), {o['failed_ops']} failed")
-    d = o["first_divergence"]
-    if not d:
-        return line
-    w = d["check"].get("worst_element") or {}
-    iteration = f", iteration {d['iteration']}" if d["iteration"] is not None else ""
-    where = (f" on tile {d['tile']} at 0x{d['address']:X} (allocation {d['allocation']})"
-             if "tile" in d else "")
-    return (line + f"\n  first divergent op: {d['label']}{iteration}: element (row {w.get('row')}, column "
-            f"{w.get('col')}){where}: expected {w.get('expected', 0):.6g}, got {w.get('got', 0):.6g}, error "
-            f"{w.get('abs_error', 0):.3g} > bound {w.get('bound', 0):.3g}; {d['check']['elementwise_failures']} "
-            f"elements over the bound, min cosine {d['check']['min_cosine']:.6f}, norm ratio "
-            f"{d['check']['norm_ratio']:.5f}")
-
-
 def timeline_line(c):
     """The run-time memory timeline against its allocation table, in one line."""
     if c["passed"]:
@@ -884,7 +866,7 @@ def report(result, out):
         what = "the fp32 reference" if c.get("reference") else f"{c['tensor']} ({c.get('op')})"
         print(f"  {what} against {against}: {check_line(c)}", file=out)
     if "op_check" in result:
-        print(op_check_line(result["op_check"]), file=out)
+        print("\n".join(failure.divergence_lines(result["op_check"])), file=out)
     timeline = result.get("memory_timeline_check")
     if timeline:
         print(timeline_line(timeline), file=out)

@@ -21,7 +21,9 @@
      ms(v)                     milliseconds to the microsecond: "6,679.147 ms";
      tick(n)                   a byte count on a chart's axis: "512 KiB", "1.5 MiB";
      place()                   the place in the URL hash (#tile=17&phase=243&
-                               iteration=3&alloc=12): an object of integers;
+                               iteration=3&address=642664): an object of
+                               integers;
+     hashOf(place)             a place as the URL hash's text, without '#';
      setPlace(place)           writes it to the hash (no history entry),
                                points every report link at it and tells the
                                page (an "ipu-place" event on document);
@@ -86,7 +88,7 @@
   const tick = (n) => (n >= 1 << 20 ? (n / (1 << 20)).toFixed(1) + " MiB" : n >= 1024 ? Math.round(n / 1024) + " KiB"
     : n + " B");
 
-  const PLACE_KEYS = ["tile", "phase", "iteration", "alloc"];
+  const PLACE_KEYS = ["tile", "phase", "iteration", "address"];
 
   function place() {
     const found = {};
@@ -131,5 +133,5 @@
   }
 
   window.ipuReport = Object.freeze({ clamp, fail, fitCanvas, localPoint, showTip, bytes, count, ms, tick, place,
-    setPlace, links });
+    hashOf, setPlace, links });
 })();

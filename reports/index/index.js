@@ -1,8 +1,12 @@
 /* index.js: the run index page.  It reads #index-data (written by
    harness/ipu_e2e/run_reports.py: the run's workload, device, status,
    cycles, estimate or rejection and command line; its reports with relative
-   links; the planner's memory profiles) and lists them.  Numbers go through
-   window.ipuReport's one format. */
+   links; the planner's memory profiles; for a failed run, the text the CLI
+   printed about the fault or the first divergent op and where it happened)
+   and lists them.  A failed run's page leads with that text and links that
+   open the placement viewer and the run profile at the failure's tile,
+   phase, iteration and address.  Numbers go through window.ipuReport's one
+   format. */
 (function () {
   "use strict";
   const R = window.ipuReport;
@@ -44,6 +48,21 @@
     const code = document.createElement("code");
     code.textContent = run.command.join(" ");
     fact(facts, "command", code);
+    const failure = data.failure || {};
+    if (failure.lines && failure.lines.length) {
+      $("failure-panel").hidden = false;
+      $("failure-text").textContent = failure.lines.join("\n");
+      const hash = failure.place ? R.hashOf(failure.place) : "";
+      const where = failure.place || {};
+      const at = (where.tile != null ? "tile " + where.tile + ", " : "") + "phase " + where.phase +
+        (where.iteration != null ? ", iteration " + where.iteration : "");
+      for (const entry of data.reports) {
+        if (!hash || (entry.kind !== "placement" && entry.kind !== "run_profile")) continue;
+        const a = link(entry.href + "#" + hash, (entry.kind === "placement" ? "Placement at " : "Run profile at ") + at);
+        a.dataset.report = entry.kind;
+        $("failure-links").append(a);
+      }
+    }
     for (const entry of data.reports) {
       const li = document.createElement("li"), what = WHAT[entry.kind] || [entry.kind, ""];
       li.dataset.report = entry.kind;

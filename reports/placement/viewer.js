@@ -15,7 +15,8 @@
    address navigation, row heights, reuse rows, highlight, hover, pin, reset.
    The page opens on the tile and step of the largest estimate, or on the
    place in the URL hash (#tile=T&phase=P: the package phase, which every
-   report of the run shares), and keeps the selected tile and step's phase
+   report of the run shares; &address=A pins the allocation holding that
+   byte then, or the one nearest in time), and keeps the selected tile and step's phase
    there, carried by the links to the run's other reports.
    window.placementViewer exposes positions and state for tests.  fail,
    fitCanvas, localPoint and clamp come from reports/common/common.js
@@ -1118,12 +1119,27 @@
     return [tile, step];
   }
 
+  /* The allocation of tile t holding byte addr: the one live at step s, else the one whose life is
+     nearest to it (a fault's address may lie where no life is), -1 when none. */
+  function allocationAt(t, addr, s) {
+    let best = -1, bestDistance = Infinity;
+    for (let k = byTile.start[t]; k < byTile.start[t + 1]; k++) {
+      const id = byTile.order[k];
+      if (addr < aAddr[id] || addr >= aAddr[id] + aSize[id]) continue;
+      const distance = s < 0 ? 0 : s < aFirst[id] ? aFirst[id] - s : s > aLast[id] ? s - aLast[id] : 0;
+      if (distance < bestDistance) { best = id; bestDistance = distance; }
+    }
+    return best;
+  }
+
   legend();
   renderGaps();
   window.ipuReport.links("placement");
+  const openAddress = window.ipuReport.place().address; /* selecting rewrites the hash */
   const [openTile, openStep] = opening();
   selectTile(openTile);
   selectStep(openStep, true);
+  if (openAddress !== undefined) pin(allocationAt(S.tile, openAddress, S.step));
   setRowHeight(16);
   drawAll();
   stats.firstPaintMs = performance.now();

@@ -13,7 +13,10 @@
    compiler ops they lower; the pinned step and the tile clicked in the strip
    are kept in the URL hash (#tile=T&phase=P&iteration=I) and carried by the
    links to the run's other reports.  The page opens on the hash's place, or
-   on the step and tile of the run-time memory peak.  window.runProfile
+   on the step and tile of the run-time memory peak.  A run that a device
+   fault stopped shows the steps it completed, says so above them, and
+   opens on the last of them (the fault's own step never completed).
+   window.runProfile
    exposes the layout for tests.
    fail, fitCanvas, localPoint and clamp come from reports/common/common.js
    (window.ipuReport), inlined before this script. */
@@ -149,6 +152,13 @@
     const bits = [N + (N === 1 ? " step" : " steps"), NT + (NT === 1 ? " tile" : " tiles")];
     if (isNum(profile.clock_hz)) bits.push("clock " + show(profile.clock_hz) + " Hz");
     $("meta").textContent = bits.join(" \u00b7 ");
+    const f = profile.fault;
+    if (f && typeof f === "object") {
+      $("fault").hidden = false;
+      $("fault").textContent = "A device fault stopped this run: " + f.kind + " on tile " + f.tile + " at phase " +
+        f.phase + (isNum(f.iteration) ? ", iteration " + f.iteration : "") + (f.op ? " (" + f.op.label + ")" : "") +
+        ". The " + show(N) + " steps before it are shown.";
+    }
     document.title = "Run profile \u2014 " + show(profile.cycles) + " cycles";
   }
 
@@ -975,7 +985,10 @@
     peak = peak && peak.peak ? peak.peak : null;
     const tile = place.tile !== undefined ? place.tile : peak ? peak.tile : -1;
     L.selected = tile >= 0 && tile < NT ? tile : -1;
-    if (place.phase !== undefined) pin(stepOfPlace(place.phase, place.iteration), true, place.phase);
+    if (place.phase !== undefined) {
+      const at = stepOfPlace(place.phase, place.iteration);
+      pin(at < 0 && profile.fault ? N - 1 : at, true, place.phase);
+    }
     else if (peak) pin(stepOfPlace(peak.phase, isNum(peak.iteration) ? peak.iteration : undefined), true);
     else keepPlace();
   }

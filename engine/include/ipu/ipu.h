@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define IPU_ABI_VERSION 7u
+#define IPU_ABI_VERSION 8u
 
 /* Status codes: explicit values, append-only. */
 typedef enum ipu_status {
@@ -133,6 +133,10 @@ ipu_status ipu_device_run(ipu_ctx *ctx, ipu_device *dev, char **out_json);
 ipu_status ipu_device_stream(ipu_ctx *ctx, ipu_device *dev, const char *stream,
                              const void **out_data, size_t *out_size);
 ipu_status ipu_device_fault_json(ipu_ctx *ctx, const ipu_device *dev, char **out_json);
+/* After a run that stopped on a device fault: its cycle report (as
+ * ipu_device_run's) over the steps it completed before the fault.
+ * IPU_ERR_STATE when no run stopped on a fault since the last initialize. */
+ipu_status ipu_device_fault_profile_json(ipu_ctx *ctx, const ipu_device *dev, char **out_json);
 /* The run-time memory timeline of the memory events recorded since the last
  * initialize (every run since): version 1, kind "memory-timeline"; per
  * executed phase (program, phase, iteration, invocation, compiler op) the

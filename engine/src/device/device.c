@@ -25,6 +25,7 @@ struct ipu_device {
     pending_stream *pending;
     size_t pending_count, pending_capacity;
     int faulted;
+    json_t *fault_profile; /* the cycle report of the run a fault stopped, up to the fault */
 };
 
 static const char *FAULT_NAMES[IPU_FAULT_KIND_COUNT] = {
@@ -101,6 +102,7 @@ void ipu_device_free(ipu_device *dev)
     free_buffers(dev);
     free_pending(dev);
     free(dev->pending);
+    json_decref(dev->fault_profile);
     if (dev->iface)
         dev->iface->destroy(dev->impl);
     free(dev);
@@ -215,6 +217,8 @@ ipu_status ipu_device_initialize(ipu_ctx *ctx, ipu_device *dev, const ipu_packag
     free_buffers(dev);
     dev->pkg = pkg;
     dev->faulted = 0;
+    json_decref(dev->fault_profile);
+    dev->fault_profile = NULL;
     dev->buffers = ipu_calloc(ctx, pkg->stream_count ? pkg->stream_count : 1, sizeof *dev->buffers);
     if (!dev->buffers) {
         dev->pkg = NULL;
@@ -248,8 +252,11 @@ ipu_status ipu_device_run(ipu_ctx *ctx, ipu_device *dev, char **out_json)
                                                          : "run before initialize");
     json_t *result = NULL;
     ipu_status status = dev->iface->run(dev->impl, ctx, dev->buffers, &result);
-    if (status == IPU_ERR_DEVICE_FAULT)
+    if (status == IPU_ERR_DEVICE_FAULT) {
         dev->faulted = 1;
+        dev->fault_profile = result;
+        return status;
+    }
     if (status != IPU_OK) {
         json_decref(result);
         return status;
@@ -260,6 +267,16 @@ ipu_status ipu_device_run(ipu_ctx *ctx, ipu_device *dev, char **out_json)
         return IPU_NO_MEMORY(ctx);
     *out_json = text;
     return IPU_OK;
+}
+
+ipu_status ipu_device_fault_profile_json(ipu_ctx *ctx, const ipu_device *dev, char **out_json)
+{
+    if (!dev || !out_json)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_device_fault_profile_json: NULL argument");
+    if (!dev->fault_profile)
+        return IPU_FAIL(ctx, IPU_ERR_STATE, "no run stopped on a fault since the last initialize");
+    *out_json = json_dumps(dev->fault_profile, JSON_COMPACT);
+    return *out_json ? IPU_OK : IPU_NO_MEMORY(ctx);
 }
 
 ipu_status ipu_device_stream(ipu_ctx *ctx, ipu_device *dev, const char *stream,
@@ -328,6 +345,8 @@ ipu_status ipu_device_fault_json(ipu_ctx *ctx, const ipu_device *dev, char **out
         json_object_set_new(o, "row", f->row >= 0 ? json_integer(f->row) : json_null());
         json_object_set_new(o, "detail", json_string(f->detail));
         json_object_set_new(o, "phase", json_integer(f->phase));
+        json_object_set_new(o, "iteration",
+                            f->iteration == IPU_NO_ITERATION ? json_null() : json_integer(f->iteration));
         json_object_set_new(o, "op", compiler_op_json(dev->pkg, f->origin));
         json_object_set_new(o, "allocation", allocation_json(dev->pkg, f->alloc));
         json_object_set_new(o, "nearest_allocation", allocation_json(dev->pkg, f->nearest));

@@ -45,6 +45,7 @@ typedef struct ipu_fault {
     int descriptor;                  /* index in the compute list, -1 when none */
     int row;                         /* exchange/host/patch row, -1 when none */
     uint32_t phase;                  /* program phase (format.h) */
+    uint32_t iteration;              /* of the innermost Repeat running, IPU_NO_ITERATION outside one */
     uint32_t origin;                 /* compiler op of the phase, IPU_NO_OP when none */
     int64_t alloc;                   /* the allocation live at phase holding the accessed bytes or operand, -1: none */
     int64_t nearest;                 /* when none is live: the one holding them whose life is nearest, -1 */

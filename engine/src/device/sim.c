@@ -542,16 +542,9 @@ static ipu_status sim_initialize(void *impl, ipu_ctx *ctx, const ipu_package *pk
     return run_program(s, ctx, "init", pkg->init_ops, pkg->init_count, buffers);
 }
 
-static ipu_status sim_run(void *impl, ipu_ctx *ctx, ipu_host_buffer *buffers, json_t **result)
+/* The cycle report of the steps run so far in this invocation. */
+static json_t *cycle_report(const sim *s)
 {
-    sim *s = impl;
-    s->invocation++;
-    free(s->op_compute);
-    s->op_compute_ops = s->pkg->main_count;
-    s->op_compute = ipu_calloc(ctx, (s->op_compute_ops ? s->op_compute_ops : 1) * s->p.tiles, sizeof *s->op_compute);
-    if (!s->op_compute)
-        return IPU_NO_MEMORY(ctx);
-    IPU_TRY(run_program(s, ctx, "main", s->pkg->main_ops, s->pkg->main_count, buffers));
     uint64_t cycles = 0;
     for (int i = 0; i < 5; i++)
         cycles += s->totals[i];
@@ -575,15 +568,31 @@ static ipu_status sim_run(void *impl, ipu_ctx *ctx, ipu_host_buffer *buffers, js
         json_array_append_new(ops, json_integer((json_int_t)op));
         json_array_append_new(cycles_by_op, row);
     }
-    *result = json_pack("{s:I, s:f, s:f, s:{s:I, s:I, s:I, s:I, s:I}, s:O, s:{s:o, s:o, s:{s:o, s:o}}}", "cycles",
-                        (json_int_t)cycles, "ms", (double)cycles / s->p.clock_hz * 1e3, "clock_hz",
-                        s->p.clock_hz, "totals", "compute", (json_int_t)s->totals[SIM_COMPUTE],
-                        "sync", (json_int_t)s->totals[SIM_SYNC], "exchange",
-                        (json_int_t)s->totals[SIM_EXCHANGE], "host",
-                        (json_int_t)s->totals[SIM_HOST], "control",
-                        (json_int_t)s->totals[SIM_CONTROL], "steps", s->steps, "tiles", "compute",
-                        compute, "wait", wait, "compute_by_op", "op", ops, "cycles", cycles_by_op);
-    return *result ? IPU_OK : IPU_NO_MEMORY(ctx);
+    return json_pack("{s:I, s:f, s:f, s:{s:I, s:I, s:I, s:I, s:I}, s:O, s:{s:o, s:o, s:{s:o, s:o}}}", "cycles",
+                     (json_int_t)cycles, "ms", (double)cycles / s->p.clock_hz * 1e3, "clock_hz", s->p.clock_hz,
+                     "totals", "compute", (json_int_t)s->totals[SIM_COMPUTE], "sync",
+                     (json_int_t)s->totals[SIM_SYNC], "exchange", (json_int_t)s->totals[SIM_EXCHANGE], "host",
+                     (json_int_t)s->totals[SIM_HOST], "control", (json_int_t)s->totals[SIM_CONTROL], "steps",
+                     s->steps, "tiles", "compute", compute, "wait", wait, "compute_by_op", "op", ops, "cycles",
+                     cycles_by_op);
+}
+
+/* One invocation of the main program; *result is its cycle report, also
+ * when a device fault stopped it (then it covers the steps completed). */
+static ipu_status sim_run(void *impl, ipu_ctx *ctx, ipu_host_buffer *buffers, json_t **result)
+{
+    sim *s = impl;
+    s->invocation++;
+    free(s->op_compute);
+    s->op_compute_ops = s->pkg->main_count;
+    s->op_compute = ipu_calloc(ctx, (s->op_compute_ops ? s->op_compute_ops : 1) * s->p.tiles, sizeof *s->op_compute);
+    if (!s->op_compute)
+        return IPU_NO_MEMORY(ctx);
+    ipu_status status = run_program(s, ctx, "main", s->pkg->main_ops, s->pkg->main_count, buffers);
+    if (status != IPU_OK && status != IPU_ERR_DEVICE_FAULT)
+        return status;
+    *result = cycle_report(s);
+    return *result || status != IPU_OK ? status : IPU_NO_MEMORY(ctx);
 }
 
 static const ipu_fault *sim_fault_of(const void *impl) { return &((const sim *)impl)->fault; }

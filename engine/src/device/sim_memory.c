@@ -45,6 +45,7 @@ void sim_stamp(sim *s, ipu_fault *f)
     f->op_index = s->op_index;
     f->step = s->step;
     f->phase = s->phase;
+    f->iteration = s->depth ? s->loops[s->depth - 1].iteration : IPU_NO_ITERATION;
     f->origin = s->origin;
     if (f->alloc < 0 && f->nearest < 0 && f->address_hi > f->address_lo && s->pkg) {
         f->alloc = ipu_pkg_alloc_at(s->pkg, f->tile, f->address_lo, s->phase);
