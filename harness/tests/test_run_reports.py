@@ -18,7 +18,8 @@ memory timeline.
   the run profile and in the memory profile (through the links, whose hash
   carries the place); the run profile's "live now" list adds up to the live
   bytes computed here; the memory chart's tooltip names the compiler op; no
-  console errors.
+  console errors; a place written into an open page's URL hash moves the
+  page there.
 """
 import hashlib
 import json
@@ -178,6 +179,28 @@ def test_links_heatmap_search_and_tooltips(small_run, browser):
     report_checks.check_tooltips(browser, small_run)
     for tile, column in ((4, 0), (13, 3)):
         report_checks.check_cycles(browser, small_run, tile, column)
+    assert not report_checks.console_errors(browser)
+
+
+def test_pages_follow_a_changed_url_hash(small_run, browser):
+    """A place typed into the address bar (or linked from elsewhere) moves an open page there."""
+    from selenium.webdriver.support.ui import WebDriverWait
+    from ipu_e2e import report_checks
+    placement = load(small_run / "memory" / "placement.json")
+    step = report_checks.body_step(placement)
+    phase = placement["steps"]["phase"][step]
+    reads = {"placement": "return [placementViewer.tile(), placementViewer.step()]",
+             "run_profile": "return [runProfile.selectedTile(), runProfile.phase()]",
+             "memory": "return [memoryProfile.state().tile, memoryProfile.state().phase]"}
+    wanted = {"placement": [7, step], "run_profile": [7, phase], "memory": [7, phase]}
+    pages = {"placement": small_run / "memory" / "placement.html", "run_profile": small_run / "run" / "run-profile.html",
+             "memory": small_run / "memory" / "memory-mlp-1.html"}
+    for kind, page in pages.items():
+        report_checks.open_page(browser, page)
+        assert browser.execute_script(reads[kind]) != wanted[kind]
+        browser.execute_script(f"window.location.hash = 'tile=7&phase={phase}'")
+        # hashchange is dispatched as a task of its own: wait for it.
+        WebDriverWait(browser, WAIT).until(lambda d: d.execute_script(reads[kind]) == wanted[kind])
     assert not report_checks.console_errors(browser)
 
 

@@ -24,6 +24,8 @@
                                iteration=3&address=642664): an object of
                                integers;
      hashOf(place)             a place as the URL hash's text, without '#';
+     onPlaceChange(fn)         calls fn(place()) when the hash is changed from
+                               outside the page (edited, or a link to it);
      setPlace(place)           writes it to the hash (no history entry),
                                points every report link at it and tells the
                                page (an "ipu-place" event on document);
@@ -132,6 +134,10 @@
     document.dispatchEvent(new CustomEvent("ipu-place", { detail: where }));
   }
 
+  function onPlaceChange(fn) {
+    window.addEventListener("hashchange", () => fn(place()));
+  }
+
   window.ipuReport = Object.freeze({ clamp, fail, fitCanvas, localPoint, showTip, bytes, count, ms, tick, place,
-    hashOf, setPlace, links });
+    hashOf, onPlaceChange, setPlace, links });
 })();

@@ -356,13 +356,17 @@
     values = profile.timeline.values;
     steps = profile.timeline.steps;
     tiles = profile.tiles;
+    const goTo = (place) => {
+      if (place.phase !== undefined) select(groupOf(place.phase), place.tile !== undefined ? place.tile : profile.peak.tile,
+        place.phase);
+      else select(profile.peak.step, place.tile !== undefined ? place.tile : profile.peak.tile);
+    };
     const place = R.place();
     R.links("memory");
     header();
     wire();
-    if (place.phase !== undefined) select(groupOf(place.phase), place.tile !== undefined ? place.tile : profile.peak.tile,
-      place.phase);
-    else select(profile.peak.step, place.tile !== undefined ? place.tile : profile.peak.tile);
+    goTo(place);
+    R.onPlaceChange(goTo);
     document.body.dataset.ready = "true";
   } catch (e) {
     R.fail("memory profile", e.message);

@@ -1135,11 +1135,16 @@
   legend();
   renderGaps();
   window.ipuReport.links("placement");
-  const openAddress = window.ipuReport.place().address; /* selecting rewrites the hash */
-  const [openTile, openStep] = opening();
-  selectTile(openTile);
-  selectStep(openStep, true);
-  if (openAddress !== undefined) pin(allocationAt(S.tile, openAddress, S.step));
+  /* Opens the hash's place (selecting rewrites the hash, so its address is read first). */
+  function goToPlace() {
+    const address = window.ipuReport.place().address;
+    const [tile, step] = opening();
+    selectTile(tile);
+    selectStep(step, true);
+    if (address !== undefined) pin(allocationAt(S.tile, address, S.step));
+  }
+  goToPlace();
+  window.ipuReport.onPlaceChange(() => { goToPlace(); drawAll(); });
   setRowHeight(16);
   drawAll();
   stats.firstPaintMs = performance.now();

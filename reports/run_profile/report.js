@@ -1000,6 +1000,7 @@
   renderPinned();
   renderSlowest();
   open();
+  window.ipuReport.onPlaceChange(() => { open(); drawAll(); });
   drawAll();
   document.body.dataset.ready = "true";
 })();
