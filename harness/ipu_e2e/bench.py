@@ -164,6 +164,8 @@ def parser():
     noise.add_argument("--output", type=Path, metavar="DIR", help="write bench-noise.json to DIR")
     noise.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     mutate = sub.add_parser("mutations", help="every seeded compiler bug: caught, where, which op")
+    mutate.add_argument("--list", action="store_true",
+                        help="only list the mutations (name, stage, the bug it models) without running them")
     mutate.add_argument("--output", type=Path, metavar="DIR", help="write bench-mutations.json to DIR")
     mutate.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     search = sub.add_parser("search", help="the plan search: first plan against greedy and beam searches")
@@ -241,31 +243,40 @@ def bench_exchange(args, progress):
 
 def report_exchange(result, out):
     phases = result["phases"]
-    print(f"exchange replay of {result['package']}: {len(phases)} exchange phases (latency {result['latency']} "
+    print(f"exchange replay of {result['package']}: {len(phases):,} exchange phases (latency {result['latency']} "
           f"cycles), rescheduled {result['mode']}; horizon, table rows in words and first-activity spread, "
-          f"recorded -> rescheduled", file=out)
+          f"recorded -> rescheduled; \"fits\": every tile's rescheduled tables fit in the bytes the package "
+          f"reserved for that tile's recorded tables", file=out)
     print("| phase | op | transfers | horizon | max row words | total row words | first-activity span | "
-          "within row budget |", file=out)
+          "fits |", file=out)
     print("|---:|---|---:|---:|---:|---:|---:|---|", file=out)
     for p in phases:
         rec, again = p["recorded"], p.get("rescheduled")
 
         def pair(key):
-            return f"{rec[key]} -> {again[key]}" if again else f"{rec.get(key, '-')} (not replayed)"
+            return f"{rec[key]:,} -> {again[key]:,}" if again else (
+                f"{rec[key]:,} (not replayed)" if key in rec else "- (not replayed)")
 
         fits = ("yes" if again["within_row_budget"] else "no") if again else "not replayed"
-        print(f"| {p['phase']} | {p['op'] or '-'} | {p['transfers']} | {pair('horizon_cycles')} | "
+        print(f"| {p['phase']} | {p['op'] or '-'} | {p['transfers']:,} | {pair('horizon_cycles')} | "
               f"{pair('max_row_words')} | {pair('total_row_words')} | {pair('first_activity_span_cycles')} | {fits} |",
               file=out)
 
 
 def bench_mutations(args, progress):
+    if args.list:
+        return {"bench": "mutations", "listed": mutations(Context())}
     rows = mutation_catalogue.run(mutations(Context()), progress)
     return {"bench": "mutations", "mutations": rows, "caught": sum(r["caught"] for r in rows),
             "targets_met": {"every_mutation_caught": all(r["caught"] for r in rows)}}
 
 
 def report_mutations(result, out):
+    if "listed" in result:
+        width = max(len(m["name"]) for m in result["listed"])
+        for m in result["listed"]:
+            print(f"{m['name']:<{width}}  {m['stage']:<8}  {m['models']}", file=out)
+        return
     print(mutation_catalogue.markdown(result["mutations"]), end="", file=out)
 
 

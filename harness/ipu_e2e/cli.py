@@ -12,6 +12,7 @@ from pathlib import Path
 from . import failure, profiles, run_reports, stress, transformer
 from .command import (EXIT_USAGE, UsageError, guarded, output_file, output_folders, positive_int, thread_count,
                       tile_count, write_result)
+from . import native
 from .native import Context, Package
 from .progress import Progress
 
@@ -91,9 +92,9 @@ def execute(args, progress, reports):
         profile = profiles.load(ctx, args.device, args.tiles or 0)
         progress.update(f"building {args.graph or args.workload} for {profile['tiles']} tiles")
     module = WORKLOAD_MODULES[args.workload]
-    if args.inject is not None and not args.inject.strip():
-        raise UsageError("--inject: expected a mutation's name, got an empty one (ipu-e2e-bench mutations "
-                         "lists them)")
+    if args.inject is not None and args.inject not in {m["name"] for m in native.mutations(ctx)}:
+        raise UsageError(f"--inject: no mutation is named '{args.inject}' (ipu-e2e-bench mutations --list lists "
+                         "them)")
     module.check_flags(args, PARSER_DEFAULTS)
     code, result = module.execute(ctx, args, profile, package, progress, started, reports)
     return code, result, module

@@ -65,6 +65,20 @@ def console_errors(driver):
     return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
 
 
+def dangling_links(driver, page):
+    """The hrefs of the open page (a Path) that name no file: every link of a
+    report must resolve (its URL hash aside)."""
+    from urllib.parse import unquote, urlparse
+    from selenium.webdriver.common.by import By
+    found = []
+    for a in driver.find_elements(By.CSS_SELECTOR, "a[href]"):
+        href = a.get_attribute("href")
+        url = urlparse(href)
+        if url.scheme != "file" or not Path(unquote(url.path)).is_file():
+            found.append(href)
+    return found
+
+
 def follow(driver, kind):
     """Clicks the report link to `kind` and waits for that page."""
     from selenium.webdriver.common.by import By

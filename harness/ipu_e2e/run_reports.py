@@ -8,7 +8,9 @@ placement.json and placement.html.  index.html goes to --output, or else to
 the first report folder given.  Every page carries relative links to the
 others (the run index, the placement viewer, the memory profile of the plan
 that was packaged, the run profile) and each link carries the place in view
-(tile, phase, iteration) in its URL hash.
+(tile, phase, iteration) in its URL hash.  A replay's index links its
+package and, when the package's folder has one, the index of the build that
+saved it.
 
 Every JSON the run writes carries its record (record()): the schema's name
 and version (documented in the README), the command line, and the library's
@@ -53,8 +55,9 @@ def record(schema, command):
 class RunReports:
     """Where one run's reports go, and the links between them."""
 
-    def __init__(self, prog, argv, output=None, profile_directory=None, memory_directory=None):
+    def __init__(self, prog, argv, output=None, profile_directory=None, memory_directory=None, package=None):
         self.command = [prog, *argv]
+        self.package = Path(package) if package else None  # a replay's package
         self.output = output
         self.result = output / "result.json" if output else None
         self.run_profile = profile_directory / "run-profile.html" if profile_directory else None
@@ -74,8 +77,13 @@ class RunReports:
                 "run_profile": self.run_profile}
 
     def links(self, page):
-        """The other reports, as paths relative to page's folder."""
-        return {kind: os.path.relpath(path, Path(page).parent) for kind, path in self.targets().items()
+        """The other reports, as paths relative to page's folder (the
+        placement viewer only once the compile has written its placement.json:
+        a rejected build has none)."""
+        targets = self.targets()
+        if targets["placement"] is not None and not targets["placement"].with_suffix(".json").exists():
+            del targets["placement"]
+        return {kind: os.path.relpath(path, Path(page).parent) for kind, path in targets.items()
                 if path is not None and Path(path) != Path(page)}
 
     def paths(self):
@@ -102,8 +110,14 @@ class RunReports:
             entries.append({"kind": "result", "href": os.path.relpath(self.result, folder)})
         if self.timeline and self.timeline.exists():
             entries.append({"kind": "memory_timeline", "href": os.path.relpath(self.timeline, folder)})
-        profiles = [{"name": Path(p).name, "href": os.path.relpath(Path(p).with_suffix(".html"), folder)}
-                    for p in memory_profiles]
+        if self.package and self.package.is_file():
+            entries.append({"kind": "package", "href": os.path.relpath(self.package, folder)})
+            build = self.package.parent / "index.html"
+            if build.is_file() and build.resolve() != self.index.resolve():
+                entries.append({"kind": "build", "href": os.path.relpath(build, folder)})
+        pages = [Path(p).with_suffix(".html") for p in memory_profiles]
+        profiles = [{"name": page.name, "href": os.path.relpath(page, folder), "json": os.path.relpath(p, folder)}
+                    for p, page in zip(memory_profiles, pages)]
         summary = {k: result.get(k) for k in ("workload", "device", "tiles", "status", "cycles", "ms")}
         summary["command"] = self.command
         summary["estimate"] = result.get("estimate", {}).get("peak_bytes")
@@ -117,4 +131,4 @@ class RunReports:
 def from_args(args, argv=None):
     """The RunReports of ipu-e2e-test's parsed flags."""
     return RunReports("ipu-e2e-test", sys.argv[1:] if argv is None else argv, args.output, args.profile_directory,
-                      getattr(args, "memory_profile_directory", None))
+                      getattr(args, "memory_profile_directory", None), getattr(args, "package", None))

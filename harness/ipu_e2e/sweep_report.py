@@ -6,7 +6,9 @@ template, script and style sheet are reports/sweep/, inlined with the rows as
 JSON; its charts are SVG drawn by the page's script; it needs no network).
 Both show the same rows: cycles per budget and batch; the estimated, placed
 tensor and placed total peak per case; the stage and time of each rejection;
-the build's time by stage.  A sweep still running, or cut short, is reported
+the build's time by stage; links to each case's files (its build's and its
+run's index, package, log, placement viewer and run profile, those
+written).  A sweep still running, or cut short, is reported
 as far as it got.  Exit codes: 0 written, 2 DIR is not a sweep's folder (or a
 record in it is malformed), 3 internal error.
 """
@@ -92,6 +94,17 @@ def largest(values, where, name):
     return peak, values.index(peak)
 
 
+# A case's files the reports link to, by label, relative to the case's folder.
+CASE_FILES = (("build", "index.html"), ("run", "run/index.html"), ("package", "package.pkg"), ("log", "log.txt"),
+              ("placement", "memory/placement.html"), ("run profile", "run/run-profile.html"))
+
+
+def case_links(folder, sweep_folder):
+    """The case's files that exist, as [label, path relative to the sweep's folder]."""
+    return [[label, (folder / name).relative_to(sweep_folder).as_posix()] for label, name in CASE_FILES
+            if (folder / name).is_file()]
+
+
 def row_of(case, folder):
     """One case's figures, from its record and result files."""
     record = optional(folder / "case.json", "case record")
@@ -141,7 +154,9 @@ def collect(folder):
     for case in sweep["planned"]:
         if not isinstance(case, dict) or not isinstance(case.get("name"), str):
             raise UsageError(f"{folder / 'sweep.json'}: field 'planned': expected objects with a 'name'")
-        rows.append(row_of(case, folder / "cases" / case["name"]))
+        row = row_of(case, folder / "cases" / case["name"])
+        row["links"] = case_links(folder / "cases" / case["name"], folder)
+        rows.append(row)
     found = {k for r in rows for k in r["build_stages"]}
     stages = [k for k in STAGES if k in found] + sorted(found - set(STAGES))
     return {"kind": "sweep-report", "version": 1, "folder": str(folder.resolve()), "settings": sweep.get("settings"),
@@ -226,6 +241,9 @@ def markdown(data):
         rss = "" if r["peak_rss_bytes"] is None else f"{r['peak_rss_bytes'] / 2**20:.0f}"
         lines.append(f"| {r['name']} | " + " | ".join(seconds(r["build_stages"].get(k), 3) for k in stage_names)
                      + f" | {seconds(r['build_seconds'], 3)} | {seconds(r['build_process_seconds'])} | {rss} |")
+    lines += ["", "## Case files", ""]
+    lines += [f"- {r['name']}: " + (", ".join(f"[{label}]({href})" for label, href in r["links"]) or "none yet")
+              for r in rows]
     problems = [r for r in rows if r["outcome"] in ("failed", "timed out", "error")]
     if problems:
         lines += ["", "## Failures", ""] + [f"- {r['name']}: {r['outcome']}: {r['message']}" for r in problems]

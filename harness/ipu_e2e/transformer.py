@@ -165,7 +165,7 @@ def add_arguments(p):
     group.add_argument("--inject", metavar="MUTATION", default=None,
                        help="tests only: one named mutation, a seeded bug of the compiler (or of the device's "
                             "memory events: memory-events-late, with --profile-directory), to see which check "
-                            "catches it and what it names (ipu-e2e-bench mutations lists and runs them all)")
+                            "catches it and what it names (`ipu-e2e-bench mutations --list` lists them)")
     group.add_argument("--check-ops", action="store_true",
                        help="run the package once more and check every op's output (each Repeat iteration "
                             "too) against the device-precision reference of that op from the device's own "
@@ -662,7 +662,7 @@ def search_lines(result, out):
         return
     print(f"  plan search (beam {s['beam']}, {s['threads']} threads): {s['first_cycles']:,} -> {s['cycles']:,} cycles "
           f"(x{s['cycles'] / s['first_cycles']:.3f}) in {s['steps']} steps, {s['wall_seconds']:.1f} s; "
-          f"{s['screened']} screened, {s['built']} built, {s['dropped']} dropped; stopped: {s['stopped']}",
+          f"{s['screened']:,} screened, {s['built']:,} built, {s['dropped']:,} dropped; stopped: {s['stopped']}",
           file=out)
     for m in s["accepted"]:
         print(f"    step {m['step']}: {m['move']}: {m['from_cycles']:,} -> {m['cycles']:,} cycles", file=out)
@@ -815,8 +815,8 @@ def report(result, out):
         return
     if "estimate" in result:
         e = result["estimate"]
-        print(f"  estimate: {e['cycles']} cycles, peak {e['peak_bytes']} bytes on tile {e['peak_tile']} "
-              f"(search budget {e['search_budget']}, {len(result['search']) + 1} candidate plan(s))", file=out)
+        print(f"  estimate: {e['cycles']:,} cycles, peak {e['peak_bytes']:,} bytes on tile {e['peak_tile']} "
+              f"(search budget {e['search_budget']:,}, {len(result['search']) + 1} candidate plan(s))", file=out)
         for op in result["plan"]["ops"]:
             grid = op.get("grid")
             cat = op.get("catalogue")
@@ -826,25 +826,25 @@ def report(result, out):
             if "attention" in op:
                 mode, details = attention_of(op)
                 where += f", {mode} attention" + "".join(f", {k.replace('_', ' ')} {v}" for k, v in details.items())
-            print(f"    op {op['op']:<3} {op['kind']:<9} {op['output']:<16} {op['cycles']:>9} cycles "
-                  f"{op['tile_bytes']:>8} bytes{where}", file=out)
+            print(f"    op {op['op']:<3} {op['kind']:<9} {op['output']:<16} {op['cycles']:>11,} cycles "
+                  f"{op['tile_bytes']:>9,} bytes{where}", file=out)
     names = result.get("memory_profiles")
     if names:
         shown = ", ".join(names) if len(names) <= 3 else f"{names[0]} .. {names[-1]}"
         print(f"  memory profiles: {len(names)} ({shown}, each with a .html page)", file=out)
     if "support" in result:
         s = result["support"]
-        print(f"  support per tile at most: code {s['code_bytes']} bytes, generated programs {s['program_bytes']}, "
-              f"exchange tables {s['exchange_table_bytes']}; tensor bytes available at least "
-              f"{s['tensor_bytes_available']} per tile", file=out)
+        print(f"  support per tile at most: code {s['code_bytes']:,} bytes, generated programs {s['program_bytes']:,}, "
+              f"exchange tables {s['exchange_table_bytes']:,}; tensor bytes available at least "
+              f"{s['tensor_bytes_available']:,} per tile", file=out)
     if "build" in result:
         b, peaks = result["build"], result["tile_peaks"]
         fullest = max(range(len(peaks["peak_bytes"])), key=peaks["peak_bytes"].__getitem__)
         print(f"  compiled only: build {b['seconds']:.2f} s ("
               + ", ".join(f"{k} {v:.2f} s" for k, v in b["stages"].items())
               + f"), peak RSS {b['peak_rss_bytes'] / 2**20:.0f} MiB; "
-                f"fullest tile {fullest}: {peaks['peak_bytes'][fullest]} bytes live at its peak, placed up to "
-                f"{peaks['high_water'][fullest]} bytes", file=out)
+                f"fullest tile {fullest}: {peaks['peak_bytes'][fullest]:,} bytes live at its peak, placed up to "
+                f"{peaks['high_water'][fullest]:,} bytes", file=out)
     elif "cycles" in result:
         print(f"  simulated {result['cycles']:,} cycles ({result['ms']:.4f} ms){roofline(result)}", file=out)
     search_lines(result, out)

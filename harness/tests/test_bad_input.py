@@ -100,7 +100,7 @@ CASES = [
     ("test", [*SMALL_MLP, "--precision", "fp4"], ["--precision", "'fp4'"]),
     ("test", [*SMALL_VIT, "--attention", "fast"], ["--attention", "'fast'"]),
     ("test", [*SMALL_MLP, "--inject", "no-such-bug"], ["inject", "no-such-bug"]),
-    ("test", [*SMALL_MLP, "--inject", ""], ["--inject", "empty"]),
+    ("test", [*SMALL_MLP, "--inject", ""], ["--inject", "no mutation is named ''", "mutations --list"]),
     ("test", ["--exchange-pattern", "spiral"], ["--exchange-pattern", "'spiral'"]),
     ("test", ["--bogus"], ["unrecognized arguments", "--bogus"]),
     ("test", ["--tiles"], ["--tiles", "expected one argument"]),

@@ -74,6 +74,17 @@ def test_replay_agrees_with_the_placement_report(cli, repo, tmp_path):
     kept = json.loads((tmp_path / "bench-exchange.json").read_text())["phases"]
     assert [p["phase"] for p in kept] == chosen
 
+    # A compute phase (even), and an odd phase whose op does not exchange, are refused by name.
+    exchanging = {p["phase"] for p in phases}
+    quiet_odd = next(p for p in range(1, max(exchanging), 2) if p not in exchanging)
+    (tmp_path / "bench-exchange.json").unlink()
+    for wrong in (chosen[0] - 1, quiet_odd):
+        refused = bench(repo, "exchange", "--package", package, "--phases", f"{chosen[0]},{wrong}", "--output",
+                        tmp_path, "--quiet")
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert f"phase {wrong} is not an exchange phase" in refused.stderr and len(refused.stderr.splitlines()) == 1
+        assert not (tmp_path / "bench-exchange.json").exists()
+
 
 def test_phases_using_outgoing_base_are_shown_as_recorded(cli, repo, tmp_path):
     package = tmp_path / "base.pkg"

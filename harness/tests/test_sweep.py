@@ -25,7 +25,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from ipu_e2e import native
+from ipu_e2e import native, report_checks
 from ipu_e2e.browser import chromium
 from local_sshd import sshd
 from test_interrupts import processes_mentioning
@@ -189,6 +189,20 @@ def test_report_page_loads_without_console_errors_and_hovers(repo, small_sweep, 
         assert cells[0] == "mlp-fp8-blocks1-batch1-default"
         assert figure(cells[4]) == build["estimate"]["peak_bytes"]
         assert figure(cells[7]) == max(build["tile_peaks"]["high_water"])
+        # Every case lists its files, each link resolving: a passed case its build's and its run's index,
+        # package and log; a rejected one its build's index and log.
+        links = {li.get_attribute("data-case"): {a.text for a in li.find_elements(By.TAG_NAME, "a")}
+                 for li in driver.find_elements(By.CSS_SELECTOR, "#case-files li")}
+        assert set(links) == {p.name for p in cases(small_sweep)}
+        for case, labels in links.items():
+            outcome = load(small_sweep / "cases" / case / "case.json")["outcome"]
+            assert {"build", "log"} <= labels and ("run" in labels and "package" in labels) == (outcome == "passed")
+        assert not report_checks.dangling_links(driver, small_sweep / "sweep-report.html")
+        # A replay's index leads back to its package and the build that saved it.
+        report_checks.open_page(driver, small_sweep / "cases" / name / "run" / "index.html")
+        listed = {li.get_attribute("data-report") for li in driver.find_elements(By.CSS_SELECTOR, "#reports li")}
+        assert {"package", "build", "run_profile"} <= listed
+        assert not report_checks.dangling_links(driver, small_sweep / "cases" / name / "run" / "index.html")
         severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         assert not severe, f"console errors: {severe}"
     finally:

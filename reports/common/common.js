@@ -20,6 +20,10 @@
                                (an em dash when n is not a number);
      ms(v)                     milliseconds to the microsecond: "6,679.147 ms";
      tick(n)                   a byte count on a chart's axis: "512 KiB", "1.5 MiB";
+     shapeText(shape)          a shape as the compiler writes it ("11x256 f143")
+                               with its element type as users know it
+                               ("11x256 fp8e4m3"; f152: fp8e5m2, f16: fp16,
+                               f32: fp32);
      place()                   the place in the URL hash (#tile=17&phase=243&
                                iteration=3&address=642664): an object of
                                integers;
@@ -90,6 +94,9 @@
   const tick = (n) => (n >= 1 << 20 ? (n / (1 << 20)).toFixed(1) + " MiB" : n >= 1024 ? Math.round(n / 1024) + " KiB"
     : n + " B");
 
+  const ELEMENT_TYPES = { f143: "fp8e4m3", f152: "fp8e5m2", f16: "fp16", f32: "fp32" };
+  const shapeText = (shape) => String(shape).replace(/\b(f143|f152|f16|f32)\b/g, (t) => ELEMENT_TYPES[t]);
+
   const PLACE_KEYS = ["tile", "phase", "iteration", "address"];
 
   function place() {
@@ -138,6 +145,6 @@
     window.addEventListener("hashchange", () => fn(place()));
   }
 
-  window.ipuReport = Object.freeze({ clamp, fail, fitCanvas, localPoint, showTip, bytes, count, ms, tick, place,
+  window.ipuReport = Object.freeze({ clamp, fail, fitCanvas, localPoint, showTip, bytes, count, ms, tick, shapeText, place,
     hashOf, onPlaceChange, setPlace, links });
 })();

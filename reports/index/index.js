@@ -17,6 +17,8 @@
     run_profile: ["Run profile", "cycles per executed step and tile, and the run-time memory timeline"],
     result: ["result.json", "the run's record: plan, checks, cycles, the command and the library's SHA-256"],
     memory_timeline: ["memory-timeline.json", "the device's allocation events, analysed: live bytes by category"],
+    package: ["Package", "the saved package this run replayed"],
+    build: ["Build", "the index of the run that compiled and saved the package"],
   };
 
   function fact(list, label, value, cls) {
@@ -76,7 +78,9 @@
       $("profiles-panel").hidden = false;
       for (const p of data.memory_profiles) {
         const li = document.createElement("li");
-        li.append(link(p.href, p.name));
+        const json = link(p.json, "JSON");
+        json.className = "what";
+        li.append(link(p.href, p.name), json);
         $("profiles").append(li);
       }
     }

@@ -251,7 +251,7 @@
       fragmentation(f, hole).toFixed(3);
     table("memory-live", ["allocation", "tensor", "shape", "kind", "made by", "bytes", "address"],
       ids.slice(0, ROWS_SHOWN).map((i) => [[strings[A.name[i]]], [strings[A.tensor[i]] || "\u2014"],
-        [strings[A.shape[i]] || "\u2014"], [kindNames[A.kind[i]]], [opName(A.op[i])],
+        [strings[A.shape[i]] ? Rp.shapeText(strings[A.shape[i]]) : "\u2014"], [kindNames[A.kind[i]]], [opName(A.op[i])],
         [A.size[i].toLocaleString("en-US"), "num"], ["0x" + A.address[i].toString(16).toUpperCase(), "num"]]));
     if (ids.length > ROWS_SHOWN)
       $("memory-live").createCaption().textContent = `the ${ROWS_SHOWN} largest of ${ids.length}`;

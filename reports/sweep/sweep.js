@@ -97,6 +97,15 @@
       rows.filter((r) => r.build_seconds !== null).map((r) => [r.name].concat(
         stages.map((s) => secs(r.build_stages[s], 3)), [secs(r.build_seconds, 3), secs(r.build_process_seconds),
           r.peak_rss_bytes === null ? "" : (r.peak_rss_bytes / 1048576).toFixed(0)])));
+    const files = document.getElementById("case-files");
+    rows.forEach((r) => {
+      const li = el("li", { "data-case": r.name }, files, r.name + ": ");
+      if (!r.links.length) li.append("none yet");
+      r.links.forEach(([label, href], i) => {
+        if (i) li.append(", ");
+        el("a", { href }, li, label);
+      });
+    });
     const failures = rows.filter((r) => ["failed", "timed out", "error"].includes(r.outcome));
     if (failures.length) {
       const box3 = document.getElementById("failures");

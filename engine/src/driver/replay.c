@@ -258,6 +258,20 @@ static int wanted(const json_t *phases, uint32_t phase)
     return 0;
 }
 
+/* The control op whose exchange half is program phase `phase`, NULL when
+ * that phase is not an exchange phase of pkg (phases number init ops first,
+ * each op a compute (2k) and an exchange (2k + 1) half). */
+static const ipu_pkg_op *exchange_op(const ipu_package *pkg, json_int_t phase)
+{
+    if (phase < 0 || phase % 2 == 0)
+        return NULL;
+    size_t k = (size_t)(phase - 1) / 2;
+    const ipu_pkg_op *op = k < pkg->init_count                     ? &pkg->init_ops[k]
+                           : k - pkg->init_count < pkg->main_count ? &pkg->main_ops[k - pkg->init_count]
+                                                                   : NULL;
+    return op && op->op == IPU_OP_STEP && op->b != IPU_NO_SLOT ? op : NULL;
+}
+
 /* Replay one exchange phase into a JSON entry, scheduled in mode. */
 static ipu_status replay_phase(ipu_ctx *ctx, const ipu_package *pkg, const ipu_xmode *mode, uint32_t phase,
                                const ipu_pkg_op *op, json_t *list)
@@ -325,6 +339,18 @@ ipu_status ipu_package_exchange_replay(ipu_ctx *ctx, const ipu_package *pkg, con
                         "\"stream_words\": 1 to 1048576, \"balance_streams\": true or false (needs "
                         "stream_words)}, each optional");
     }
+    json_array_foreach(phases, i, v)
+    {
+        json_int_t phase = json_integer_value(v);
+        if (exchange_op(pkg, phase))
+            continue;
+        json_decref(options);
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "phase %lld is not an exchange phase of this package: an exchange phase is the "
+                        "odd phase 2k + 1 of a control op k that exchanges (bench exchange without phases "
+                        "lists them all)",
+                        (long long)phase);
+    }
     ipu_xmode mode = {words ? (uint32_t)json_integer_value(words) : 0, json_is_true(balance), 0};
     json_t *list = json_array();
     ipu_status status = IPU_OK;
@@ -334,7 +360,7 @@ ipu_status ipu_package_exchange_replay(ipu_ctx *ctx, const ipu_package *pkg, con
         size_t count = program ? pkg->main_count : pkg->init_count, base = program ? pkg->init_count : 0;
         for (size_t k = 0; k < count && status == IPU_OK; k++) {
             uint32_t phase = (uint32_t)(2 * (base + k) + 1);
-            if (ops[k].op == IPU_OP_STEP && ops[k].b != IPU_NO_SLOT && wanted(phases, phase)) {
+            if (exchange_op(pkg, phase) && wanted(phases, phase)) {
                 status = IPU_CHECK_CANCEL(ctx);
                 if (status == IPU_OK)
                     status = replay_phase(ctx, pkg, &mode, phase, &ops[k], list);
