@@ -11,13 +11,14 @@ a bench's JSON (a fuzz run's fuzz.json) with its targets (a random run's
 random.json: each failed case with the command that reproduces it).  These are compared with the case's
 baseline (ci/baselines.json).  A case regresses when its cycles exceed the
 baseline by more than 1%, when its min cosine falls more than 0.001 below
-the baseline's, or when its wall time is over 1.5x a baseline of at least
-5 s (shorter runs are mostly process start) measured as many jobs to a
-machine (figures record jobs_per_machine; a case sharing the cores runs
-longer for that alone).  A case whose process dies
+the baseline's, or when its wall time is over 1.5x the baseline and more than
+half a second longer (shorter differences are process start and scheduling)
+measured as many jobs to a machine (figures record jobs_per_machine; a case
+sharing the cores runs longer for that alone).  A case whose process dies
 (killed by a signal) fails, naming the signal.
 
-The summary (summary.json and summary.md) lists the planned cases and is
+The summary (summary.json, summary.md and summary.html, a standalone page
+whose rows link to each case's reports, JSON and log) lists the planned cases and is
 rewritten atomically after every case; until every planned case has
 finished it says the run is interrupted, so a run cut short (even by
 kill -9) shows it, and `--resume` runs only the planned cases it has not
@@ -40,7 +41,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import artifacts, child, fanout, mutation_catalogue, onnx_tests, run_reports
+from . import artifacts, child, fanout, mutation_catalogue, onnx_tests, report, run_reports
 from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError, guarded, output_folders
 from .progress import Progress
 
@@ -56,8 +57,9 @@ EXPECTED = {"pass": "0", "reject": "1 with a REJECTED result.json"}
 DEFAULT_TIMEOUT = 1800
 # A regression: cycles above baseline x 1.01, min cosine below baseline -
 # 0.001, wall time above baseline x 1.5 (this host's timing noise is +-20%)
-# when the baseline is at least WALL_FLOOR seconds.
-CYCLES_RATIO, COSINE_DROP, WALL_RATIO, WALL_FLOOR = 1.01, 0.001, 1.5, 5.0
+# and more than WALL_MARGIN seconds above it.
+CYCLES_RATIO, COSINE_DROP, WALL_RATIO, WALL_MARGIN = 1.01, 0.001, 1.5, 0.5
+PAGE = report.REPORTS / "nightly"
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 
@@ -191,14 +193,15 @@ def compare(figures, baseline):
     the cores with another takes longer for that alone)."""
     found = []
     if "cycles" in figures and "cycles" in baseline and figures["cycles"] > baseline["cycles"] * CYCLES_RATIO:
-        found.append(f"cycles {figures['cycles']} > baseline {baseline['cycles']} x {CYCLES_RATIO}")
+        found.append(f"cycles {figures['cycles']:,} > baseline {baseline['cycles']:,} x {CYCLES_RATIO}")
     if ("min_cosine" in figures and "min_cosine" in baseline
             and figures["min_cosine"] < baseline["min_cosine"] - COSINE_DROP):
         found.append(f"min cosine {figures['min_cosine']:.6f} < baseline {baseline['min_cosine']:.6f} - "
                      f"{COSINE_DROP}")
-    if ("wall_seconds" in figures and baseline.get("wall_seconds", 0) >= WALL_FLOOR
+    if ("wall_seconds" in figures and "wall_seconds" in baseline
             and figures.get("jobs_per_machine", 1) == baseline.get("jobs_per_machine", 1)
-            and figures["wall_seconds"] > baseline["wall_seconds"] * WALL_RATIO):
+            and figures["wall_seconds"] > baseline["wall_seconds"] * WALL_RATIO
+            and figures["wall_seconds"] - baseline["wall_seconds"] > WALL_MARGIN):
         found.append(f"wall {figures['wall_seconds']:.1f} s > baseline {baseline['wall_seconds']:.1f} s x "
                      f"{WALL_RATIO}")
     return found
@@ -232,6 +235,23 @@ def error_of(code, folder):
     if result.get("status") == "FAULT":
         return f": device fault: {result.get('message')}"
     return ""
+
+
+def case_links(folder, output, log_path):
+    """The files a case wrote that a reader opens, as [label, path relative
+    to output]: its pages and JSON, the reports its result.json lists, and
+    its log."""
+    found = sorted(folder.glob("*.html")) + sorted(folder.glob("*.json"))
+    try:
+        listed = json.loads((folder / "result.json").read_text()).get("reports", {})
+    except (OSError, ValueError, AttributeError):
+        listed = {}
+    for path in (listed.values() if isinstance(listed, dict) else []):
+        if isinstance(path, str) and (folder / path).is_file() and (folder / path).resolve() not in (
+                f.resolve() for f in found):
+            found.append(folder / path)
+    links = [[f.stem if f.suffix == ".html" else f.name, f.relative_to(output).as_posix()] for f in found]
+    return links + [["log", log_path.relative_to(output).as_posix()]]
 
 
 def run_case(case, output, baseline):
@@ -272,6 +292,7 @@ def run_case(case, output, baseline):
     if node_tests.exists():
         entry["onnx_tests"] = onnx_tests.op_type_table(json.loads(node_tests.read_text()))
     entry["problems"] += problems
+    entry["links"] = case_links(folder, output, log_path)
     entry["regressions"] = compare(figures, baseline or {}) if not entry["problems"] else []
     entry["status"] = ("error" if code == EXIT_FAULT else "failed") if entry["problems"] else \
         "regressed" if entry["regressions"] else "ok"
@@ -309,7 +330,7 @@ def markdown(summary):
         f, b = e["figures"], e["baseline"] or {}
         notes = "; ".join(e["problems"] + e["regressions"])
         lines.append(f"| {e['name']} | {e['expect']} | {e['exit']} | {e['status']} | "
-                     f"{delta(f, b, 'cycles', str)} | {delta(f, b, 'min_cosine', lambda v: f'{v:.6f}')} | "
+                     f"{delta(f, b, 'cycles', lambda v: f'{v:,}')} | {delta(f, b, 'min_cosine', lambda v: f'{v:.6f}')} | "
                      f"{delta(f, b, 'wall_seconds', lambda v: f'{v:.1f}')} | {notes} |")
     for e in summary["cases"]:
         if e.get("mutations"):
@@ -319,9 +340,20 @@ def markdown(summary):
     return "\n".join(lines) + "\n"
 
 
+def page(summary):
+    """summary.html: the summary with each case's tables as text."""
+    cases = []
+    for e in summary["cases"]:
+        tables = [mutation_catalogue.markdown(e["mutations"])] if e.get("mutations") else []
+        if e.get("onnx_tests"):
+            tables.append("ONNX backend node tests per op type:\n\n" + "\n".join(e["onnx_tests"]))
+        cases.append(dict(e, tables=tables))
+    return report.inline_page(PAGE, "nightly.css", "nightly.js", report.embedded_json(dict(summary, cases=cases)))
+
+
 def write_summary(output, plan, entries):
-    """Write summary.json and summary.md for the planned cases and the entries
-    of those finished (in plan order); returns the summary."""
+    """Write summary.json, summary.md and summary.html for the planned cases
+    and the entries of those finished (in plan order); returns the summary."""
     order = {c["name"]: i for i, c in enumerate(plan)}
     entries = sorted(entries, key=lambda e: order[e["name"]])
     summary = {**run_reports.record("nightly-summary", ["ci/nightly", *sys.argv[1:]]),
@@ -329,9 +361,10 @@ def write_summary(output, plan, entries):
                "cases": entries, "passed": sum(e["status"] == "ok" for e in entries),
                "errors": sum(e["status"] == "error" for e in entries),
                "limits": {"cycles_ratio": CYCLES_RATIO, "cosine_drop": COSINE_DROP, "wall_ratio": WALL_RATIO,
-                          "wall_floor_seconds": WALL_FLOOR}}
+                          "wall_margin_seconds": WALL_MARGIN}}
     artifacts.write_json(output / "summary.json", summary)
     artifacts.write_bytes(output / "summary.md", markdown(summary).encode())
+    artifacts.write_bytes(output / "summary.html", page(summary).encode())
     return summary
 
 

@@ -5,7 +5,10 @@ baselines equal to the figures each case's own result.json holds.  A
 baseline with fewer cycles than the run makes the case regress (exit 1).
 A case expecting a rejection that passes fails, and so does a case that
 times out.  A malformed case list or an unknown --only name is an input
-error (exit 2) naming the file, case and field.  A mutation-catalogue case
+error (exit 2) naming the file, case and field.  summary.html shows a
+regressed figure with its ratio to the baseline, marked, and every link of
+it resolves; a wall time regresses by ratio beyond half a second, however
+short the baseline.  A mutation-catalogue case
 adds its table (how each mutation was caught, where, which op) to the
 summary.  The repository's ci/cases.json loads and lists every case.  A
 run killed with kill -9 leaves no case running and a summary marked
@@ -65,12 +68,16 @@ def test_clean_run_records_the_commands_figures_as_baselines(repo, tmp_path):
     assert "cycles" not in recorded["tiny-budget"]
     assert "no grid" in (out / "logs" / "tiny-budget.log").read_text()
     assert "3 of 3 cases as expected" in (out / "summary.md").read_text()
+    links = {e["name"]: dict(e["links"]) for e in summary["cases"]}
+    assert links["vit-small"]["result.json"] == "cases/vit-small/result.json"
+    assert links["tiny-budget"]["log"] == "logs/tiny-budget.log"
+    assert all((out / href).is_file() for e in links.values() for href in e.values())
     # Against its own baselines the matrix passes again.
     again = nightly(repo, "--cases", cases, "--baselines", baselines, "--output", tmp_path / "again")
     assert again.returncode == 0, again.stdout + again.stderr
 
 
-def test_more_cycles_than_the_baseline_is_a_regression(repo, tmp_path):
+def test_more_cycles_than_the_baseline_is_a_regression(repo, tmp_path, browser):
     cases = write_cases(tmp_path / "cases.json", [VIT])
     first = nightly(repo, "--cases", cases, "--baselines", tmp_path / "none.json", "--output", tmp_path / "a")
     assert first.returncode == 0, first.stderr
@@ -81,7 +88,17 @@ def test_more_cycles_than_the_baseline_is_a_regression(repo, tmp_path):
     assert done.returncode == 1
     entry = json.loads((tmp_path / "b" / "summary.json").read_text())["cases"][0]
     assert entry["status"] == "regressed"
-    assert entry["regressions"] and entry["regressions"][0].startswith(f"cycles {cycles} > baseline")
+    assert entry["regressions"] and entry["regressions"][0].startswith(f"cycles {cycles:,} > baseline")
+    # summary.html: the row shows the cycles against the baseline with their ratio, marked, and its links resolve.
+    from selenium.webdriver.common.by import By
+    from ipu_e2e import report_checks
+    report_checks.open_page(browser, tmp_path / "b" / "summary.html")
+    cell = browser.find_element(By.CSS_SELECTOR, "tr[data-case='vit-small'] td[data-figure='cycles']")
+    assert cell.text == f"{cycles:,} (x{cycles / int(cycles / 1.02):.3f})" and "worse" in cell.get_attribute("class")
+    files = browser.find_elements(By.CSS_SELECTOR, "tr[data-case='vit-small'] a")
+    assert {"index", "result.json", "log"} <= {a.text for a in files}
+    assert not report_checks.dangling_links(browser, tmp_path / "b" / "summary.html")
+    assert not report_checks.console_errors(browser)
     # Within 1% is no regression.
     baselines.write_text(json.dumps({"vit-small": {"cycles": int(cycles / 1.005)}}))
     assert nightly(repo, "--cases", cases, "--baselines", baselines, "--output", tmp_path / "c").returncode == 0
@@ -271,4 +288,12 @@ def test_wall_times_compare_only_at_the_same_jobs_per_machine():
     assert nightly_module.compare(dict(slow, jobs_per_machine=2), dict(baseline, jobs_per_machine=2)) != []
     # Cycles compare whatever the jobs.
     assert nightly_module.compare(dict(slow, cycles=1100, jobs_per_machine=2), baseline) == [
-        "cycles 1100 > baseline 1000 x 1.01"]
+        "cycles 1,100 > baseline 1,000 x 1.01"]
+
+
+def test_short_wall_times_regress_by_ratio_beyond_half_a_second():
+    """A 2 s case taking 4.19 times as long regresses; 0.2 s against 0.1 s (twice, but 0.1 s) does not."""
+    assert nightly_module.compare({"wall_seconds": 8.38}, {"wall_seconds": 2.0}) == [
+        "wall 8.4 s > baseline 2.0 s x 1.5"]
+    assert nightly_module.compare({"wall_seconds": 0.2}, {"wall_seconds": 0.1}) == []
+    assert nightly_module.compare({"wall_seconds": 2.9}, {"wall_seconds": 2.0}) == []
