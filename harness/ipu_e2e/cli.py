@@ -40,6 +40,10 @@ def parser():
     p.add_argument("--profile-directory", metavar="DIR", type=Path,
                    help="write the run's cycle profile to DIR (run-profile.json and a standalone "
                         "run-profile.html)")
+    p.add_argument("--trace", metavar="FILE", type=Path,
+                   help="write the run as a trace in the Chrome trace event format (opens in Perfetto and "
+                        "chrome://tracing): a track per phase kind and per compiler op, the busiest tiles as "
+                        "their own tracks, counters of live bytes")
     p.add_argument("--save-package", metavar="FILE", type=Path, help="keep the package the workload built")
     p.add_argument("--package", metavar="FILE", type=Path,
                    help="load a saved package and run it on the inputs recorded with it")
@@ -121,6 +125,7 @@ def main(argv=None):
     def work():
         output_folders(args, "output", "profile_directory", "dump_tensors", "memory_profile_directory")
         output_file(args, "save_package")
+        output_file(args, "trace")
         return execute(args, progress, reports)
 
     failed, outcome = guarded("ipu-e2e-test", progress, work)

@@ -55,8 +55,10 @@ def record(schema, command):
 class RunReports:
     """Where one run's reports go, and the links between them."""
 
-    def __init__(self, prog, argv, output=None, profile_directory=None, memory_directory=None, package=None):
+    def __init__(self, prog, argv, output=None, profile_directory=None, memory_directory=None, package=None,
+                 trace=None):
         self.command = [prog, *argv]
+        self.trace = Path(trace) if trace else None  # --trace FILE
         self.package = Path(package) if package else None  # a replay's package
         self.output = output
         self.result = output / "result.json" if output else None
@@ -96,6 +98,8 @@ class RunReports:
                  if path is not None and (kind == "index" or Path(path).exists())}
         if self.timeline and self.timeline.exists():
             found["memory_timeline"] = shown(self.timeline)
+        if self.trace and self.trace.exists():
+            found["trace"] = shown(self.trace)
         return found
 
     def write_index(self, result, memory_profiles=()):
@@ -110,6 +114,8 @@ class RunReports:
             entries.append({"kind": "result", "href": os.path.relpath(self.result, folder)})
         if self.timeline and self.timeline.exists():
             entries.append({"kind": "memory_timeline", "href": os.path.relpath(self.timeline, folder)})
+        if self.trace and self.trace.exists():
+            entries.append({"kind": "trace", "href": os.path.relpath(self.trace, folder)})
         if self.package and self.package.is_file():
             entries.append({"kind": "package", "href": os.path.relpath(self.package, folder)})
             build = self.package.parent / "index.html"
@@ -131,4 +137,5 @@ class RunReports:
 def from_args(args, argv=None):
     """The RunReports of ipu-e2e-test's parsed flags."""
     return RunReports("ipu-e2e-test", sys.argv[1:] if argv is None else argv, args.output, args.profile_directory,
-                      getattr(args, "memory_profile_directory", None), getattr(args, "package", None))
+                      getattr(args, "memory_profile_directory", None), getattr(args, "package", None),
+                      getattr(args, "trace", None))

@@ -10,7 +10,7 @@ import hashlib
 import time
 from array import array
 
-from . import artifacts, report as html_report, run_reports, timeline_check
+from . import artifacts, report as html_report, run_reports, timeline_check, trace
 from .native import DEVICE_FAULT, Device, IpuError
 
 
@@ -150,9 +150,12 @@ def run_checked(ctx, package, progress, reports, result, invocations=1, device_i
     With several invocations (a resident run) result["resident"] says whether
     every invocation's outputs were identical and the parameters unchanged."""
     timeline = []
-    keep = timeline.append if reports and reports.run_profile else None
+    keep = timeline.append if reports and (reports.run_profile or reports.trace) else None
     # A device mutation (a test's) is configured on the device, beside the memory events it needs.
     injected = {"inject": device_inject} if device_inject else {}
+    traced = traced_tiles(package) if reports and reports.trace else []
+    if traced:
+        injected["traced_tiles"] = traced
     try:
         if invocations > 1:
             run_result, every, (uploaded, final), seconds = run_resident(
@@ -171,12 +174,37 @@ def run_checked(ctx, package, progress, reports, result, invocations=1, device_i
     except DeviceFault as fault:
         result.update(status="FAULT", fault=fault.fault, message=str(fault))
         if keep and fault.profile and fault.timeline:
-            write_run_profile(reports, result, dict(fault.profile, fault=fault.fault), fault.timeline, progress)
+            write_run_reports(reports, result, dict(fault.profile, fault=fault.fault), fault.timeline, traced,
+                              progress)
         return None
     if keep:
-        write_run_profile(reports, result, run_result, timeline[0], progress)
+        write_run_reports(reports, result, run_result, timeline[0], traced, progress)
         result["memory_timeline_check"] = timeline_check.check(timeline[0])
     return run_result, outputs
+
+
+def traced_tiles(package):
+    """The tiles a trace gives tracks of their own: the busiest by compute
+    cycles in the package's exact static timing (none when the package has a
+    record the timing cannot read; the device will say what)."""
+    try:
+        return trace.busiest_tiles(package.timing()["tiles"]["compute"])
+    except IpuError:
+        return []
+
+
+def write_run_reports(reports, result, run_result, timeline, traced, progress):
+    """The run's cycle reports where reports say: the run profile
+    (run-profile.json and .html) and the memory timeline, and the trace."""
+    ops = timeline["ops"]
+    run_result["ops"] = [f"{kind} {name}" for kind, name in zip(ops["kind"], ops["name"])]
+    if reports.run_profile:
+        write_run_profile(reports, result, run_result, timeline, progress)
+    if reports.trace:
+        if progress:
+            progress.update("writing the trace")
+        trace.write(reports.trace, run_result, timeline, traced,
+                    f"{result.get('workload', 'run')} on {result.get('tiles', '?')} tiles")
 
 
 def write_run_profile(reports, result, run_result, timeline, progress):
@@ -185,8 +213,7 @@ def write_run_profile(reports, result, run_result, timeline, progress):
     the fault and both cover the run up to it)."""
     if progress:
         progress.update("writing the run profile and memory timeline")
-    page, ops = reports.run_profile, timeline["ops"]
-    run_result["ops"] = [f"{kind} {name}" for kind, name in zip(ops["kind"], ops["name"])]
+    page = reports.run_profile
     timeline["budget"] = result.get("estimate", {}).get("budget")
     artifacts.write_json(page.with_name("run-profile.json"),
                          dict(run_reports.record("run-profile", reports.command), **run_result))

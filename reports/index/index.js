@@ -18,6 +18,7 @@
     result: ["result.json", "the run's record: plan, checks, cycles, the command and the library's SHA-256"],
     memory_timeline: ["memory-timeline.json", "the device's allocation events, analysed: live bytes by category"],
     package: ["Package", "the saved package this run replayed"],
+    trace: ["Trace", "the run in the Chrome trace event format: open it in Perfetto or chrome://tracing"],
     build: ["Build", "the index of the run that compiled and saved the package"],
   };
 

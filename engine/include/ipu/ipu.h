@@ -122,7 +122,9 @@ ipu_status ipu_device_set_stream(ipu_ctx *ctx, ipu_device *dev, const char *stre
  * live allocation and ended lives poison their bytes; false only to measure
  * what the checks cost), {"memory_events": true|false} (default false:
  * record every allocation's life beginning and ending as the device runs,
- * for ipu_device_memory_timeline_json). */
+ * for ipu_device_memory_timeline_json), {"traced_tiles": [tile, ...]} (at
+ * most 64 tiles: every step of the cycle report lists their own compute
+ * cycles in that order as "tile_compute"). */
 ipu_status ipu_device_configure(ipu_ctx *ctx, ipu_device *dev, const char *options_json);
 /* Load the package into SRAM and run its initialize program. */
 ipu_status ipu_device_initialize(ipu_ctx *ctx, ipu_device *dev, const ipu_package *pkg);

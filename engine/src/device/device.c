@@ -179,14 +179,31 @@ ipu_status ipu_device_configure(ipu_ctx *ctx, ipu_device *dev, const char *optio
         status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                           "device options: 'inject' takes a device mutation (memory-events-late) and needs "
                           "memory_events true");
+    json_t *traced = json_object_get(o, "traced_tiles");
+    if (traced && status == IPU_OK) {
+        uint32_t tiles[IPU_MAX_TRACED_TILES];
+        size_t count = json_array_size(traced);
+        int bad = !json_is_array(traced) || count > IPU_MAX_TRACED_TILES;
+        for (size_t i = 0; i < count && !bad; i++) {
+            json_int_t tile = json_integer_value(json_array_get(traced, i));
+            bad = !json_is_integer(json_array_get(traced, i)) || tile < 0 || tile >= (json_int_t)dev->profile.tiles;
+            tiles[i] = (uint32_t)tile;
+        }
+        if (bad)
+            status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                              "device options: 'traced_tiles' must list at most %d of the device's %u tiles",
+                              IPU_MAX_TRACED_TILES, dev->profile.tiles);
+        else
+            dev->iface->set_traced_tiles(dev->impl, tiles, count);
+    }
     json_object_foreach(o, key, value) {
-        if (status != IPU_OK || strcmp(key, "inject") == 0)
+        if (status != IPU_OK || strcmp(key, "inject") == 0 || strcmp(key, "traced_tiles") == 0)
             continue;
         int checks = strcmp(key, "allocation_checks") == 0, events = strcmp(key, "memory_events") == 0;
         if (!checks && !events) {
             status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                              "device options: unknown option '%s' (expected allocation_checks, memory_events or "
-                              "inject)",
+                              "device options: unknown option '%s' (expected allocation_checks, memory_events, "
+                              "traced_tiles or inject)",
                               key);
             break;
         }

@@ -85,6 +85,8 @@ typedef struct ipu_memory_events {
  * recorder itself (a life's beginning recorded one phase late). */
 enum { IPU_EVENTS_OFF = 0, IPU_EVENTS_ON = 1, IPU_EVENTS_BEGIN_LATE = 2 };
 
+#define IPU_MAX_TRACED_TILES 64
+
 typedef struct ipu_device_iface {
     const char *name;
     /* Load SRAM and run the init program; buffers[i] serves package stream i. */
@@ -100,6 +102,9 @@ typedef struct ipu_device_iface {
     void (*set_memory_events)(void *impl, int mode);
     /* The events recorded since the last initialize (NULL when off). */
     const ipu_memory_events *(*memory_events)(const void *impl);
+    /* Tiles whose compute cycles every step record lists ("tile_compute", in
+     * this order), at most IPU_MAX_TRACED_TILES; count 0: none (the default). */
+    void (*set_traced_tiles)(void *impl, const uint32_t *tiles, size_t count);
     const ipu_fault *(*fault)(const void *impl);
     ipu_status (*read)(const void *impl, ipu_ctx *ctx, uint32_t tile, uint32_t address, void *out,
                        size_t size);

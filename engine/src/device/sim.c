@@ -342,6 +342,15 @@ static void record_step(sim *s, const ipu_pkg_op *op, const char *kind, uint64_t
     json_object_set_new(record, "sent_bytes", json_integer((json_int_t)xc.sent));
     json_object_set_new(record, "received_bytes", json_integer((json_int_t)xc.received));
     json_object_set_new(record, "host_bytes", json_integer((json_int_t)host_bytes));
+    if (s->traced_count) {
+        /* A step's own compute cycles on each traced tile (0 when the step computes nothing). */
+        int computed = op->op == IPU_OP_STEP && op->a != IPU_NO_SLOT;
+        json_t *traced = json_array();
+        for (size_t k = 0; k < s->traced_count; k++)
+            json_array_append_new(traced,
+                                  json_integer(computed ? (json_int_t)s->tiles[s->traced[k]].step_cycles : 0));
+        json_object_set_new(record, "tile_compute", traced);
+    }
     s->step++;
 }
 
@@ -634,6 +643,13 @@ static void sim_set_allocation_checks(void *impl, int on) { ((sim *)impl)->alloc
 
 static void sim_set_memory_events(void *impl, int mode) { ((sim *)impl)->events_on = mode; }
 
+static void sim_set_traced_tiles(void *impl, const uint32_t *tiles, size_t count)
+{
+    sim *s = impl;
+    s->traced_count = count < IPU_MAX_TRACED_TILES ? count : IPU_MAX_TRACED_TILES;
+    memcpy(s->traced, tiles, s->traced_count * sizeof *tiles);
+}
+
 static const ipu_memory_events *sim_memory_events(const void *impl)
 {
     const sim *s = impl;
@@ -649,7 +665,7 @@ static void sim_set_observer(void *impl, ipu_phase_observer observer, void *user
 
 static const ipu_device_iface SIM_IFACE = {
     "simulator", sim_initialize, sim_run, sim_set_allocation_checks, sim_set_observer, sim_set_memory_events,
-    sim_memory_events, sim_fault_of, sim_read, sim_write, sim_destroy,
+    sim_memory_events, sim_set_traced_tiles, sim_fault_of, sim_read, sim_write, sim_destroy,
 };
 
 ipu_status ipu_sim_create(ipu_ctx *ctx, const ipu_profile *profile, const ipu_device_iface **iface,

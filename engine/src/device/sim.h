@@ -149,8 +149,10 @@ typedef struct sim {
     uint64_t *op_compute;
     size_t op_compute_ops;
     ipu_fault fault; /* the fault that stopped the device */
-    /* The current run's cycle report. */
+    /* The current run's cycle report; each step lists the traced tiles' compute cycles. */
     json_t *steps;
+    uint32_t traced[IPU_MAX_TRACED_TILES];
+    size_t traced_count;
     uint64_t totals[5]; /* compute, sync, exchange, host, control */
 } sim;
 
