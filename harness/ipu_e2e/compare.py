@@ -15,21 +15,34 @@ compare.json and compare.md:
   (result.json tile_peaks): the fullest tile of each, how many tiles grew or
   shrank, and the tiles that changed most;
 - plan differences: per op, the grid, serial pieces, attention mode, bytes
-  per tile and estimated cycles where A and B chose differently.
+  per tile and estimated cycles where A and B chose differently;
+- warnings: runs of different workloads, tile counts or geometries, and
+  every op whose planner estimate is more than 10% off the cycles the run
+  charged it.
 
-Runs of different workloads compare what they share; an op is matched by
-its index, kind and output.  Exit codes: 0 compared, 2 usage or input error.
+A run without a plan in its result.json (a replay of a saved package) is
+read from its package (the --package or --save-package its command line
+names): its matmuls' GEMM blocks (rows x columns x reduction parts) and
+attention modes, and then both runs' plans are read that way, so they
+compare alike; its cycles per op come from its run-profile.json.  Runs of
+different workloads compare what they share; an op is matched by its
+index, kind and output.  With --output, compare.html beside compare.md
+draws the per-op cycles and the per-tile peaks as bars, and each run's
+index.html gains a link to it.  Exit codes: 0 compared, 2 usage or input
+error.
 """
 import argparse
 import json
 import sys
 from pathlib import Path
 
-from . import artifacts
+from . import artifacts, native, report, run_reports, trace
 from .command import EXIT_OK, UsageError, guarded, output_folders
 from .progress import Progress
 
 SHOWN_TILES = 10
+ESTIMATE_OFF = 0.10  # an estimate this far off the charged cycles (a fraction of them) is flagged
+PAGE = report.REPORTS / "compare"
 
 
 def parser():
@@ -40,7 +53,9 @@ def parser():
                     "Exit codes: 0 compared, 2 usage or input error.")
     p.add_argument("a", type=Path, metavar="A", help="the first run: a folder with result.json, or the file")
     p.add_argument("b", type=Path, metavar="B", help="the second run")
-    p.add_argument("--output", type=Path, metavar="DIR", help="write compare.json and compare.md to DIR")
+    p.add_argument("--output", type=Path, metavar="DIR",
+                   help="write compare.json, compare.md and compare.html to DIR (and link the page from both "
+                        "runs' index.html)")
     p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     return p
 
@@ -109,9 +124,139 @@ def tile_peaks(ra, fa, rb, fb):
     return None
 
 
+def beside(folder, where):
+    """A path a result.json gives (relative to its folder, or absolute)."""
+    return Path(where) if Path(where).is_absolute() else folder / where
+
+
+def run_profile(result, folder):
+    """The run's run-profile.json (beside the page result.json lists), or None."""
+    page = result.get("reports", {}).get("run_profile")
+    if not isinstance(page, str):
+        return None
+    try:
+        return json.loads(beside(folder, page).with_name("run-profile.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def op_rows(result, folder):
+    """Per compiler op the cycles the run charged it: result.json's
+    op_cycles, or for a replay (which has no plan) summed from its run
+    profile's steps, with the estimates of the build that saved its package
+    when its result.json is beside the package."""
+    if result.get("op_cycles"):
+        return result["op_cycles"]
+    profile = run_profile(result, folder)
+    if not profile or not isinstance(profile.get("ops"), list):
+        return []
+    charged, received = {}, {}
+    for step in profile["steps"]:
+        for op, cycles in trace.op_charges(step):
+            charged[op] = charged.get(op, 0) + cycles
+        if step.get("exchange_compiler_op") is not None:
+            op = step["exchange_compiler_op"]
+            received[op] = received.get(op, 0) + step.get("received_bytes", 0)
+    estimates = {}
+    package = package_path(result, folder)
+    try:  # the build that saved the package keeps the planner's estimates beside it
+        build = json.loads((package.parent / "result.json").read_text()) if package else {}
+        estimates = {op_key(o): o.get("estimate") for o in build.get("op_cycles", [])}
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        estimates = {}
+    rows = []
+    for op in sorted(charged):
+        kind, _, output = profile["ops"][op].partition(" ")
+        row = {"op": op, "kind": kind, "output": output, "device": charged[op], "received_bytes": received.get(op, 0)}
+        rows.append(dict(row, estimate=estimates.get(op_key(row))))
+    return rows
+
+
+def package_path(result, folder):
+    """The package a run built (--save-package) or replayed (--package), when it exists."""
+    command = result.get("command") or []
+    for flag in ("--package", "--save-package"):
+        if flag in command[:-1]:
+            where = Path(command[command.index(flag) + 1])
+            for path in (where, folder / where):
+                if path.is_file():
+                    return path
+    return None
+
+
+def package_plan(result, folder):
+    """The plan as the run's package records it: per matmul its GEMM blocks
+    (grid rows x columns x reduction parts), per attention op its mode; op
+    kinds and outputs from the plan or the run profile.  None without a package."""
+    path = package_path(result, folder)
+    if not path:
+        return None
+    try:
+        meta = native.Package.load_file(native.Context(), path).info()["meta"]
+    except native.IpuError as error:
+        raise UsageError(f"{path}: cannot read the package: {error.message}") from None
+    names = {o["op"]: (o["kind"], o["output"]) for o in result.get("plan", {}).get("ops", [])}
+    profile = run_profile(result, folder)
+    for op, label in enumerate((profile or {}).get("ops") or []):
+        kind, _, output = label.partition(" ")
+        names.setdefault(op, (kind, output))
+    ops = []
+    for key in sorted(set(meta.get("matmuls", {})) | set(meta.get("attention", {})), key=int):
+        op = int(key)
+        kind, output = names.get(op, ("op", key))
+        entry = {"op": op, "kind": kind, "output": output}
+        blocks = meta.get("matmuls", {}).get(key)
+        if blocks:
+            entry["grid"] = {"rows": len(blocks["row_blocks"]) - 1, "cols": len(blocks["col_bounds"]) - 1,
+                             "reduction": len(blocks["k_bounds"]) - 1}
+        if key in meta.get("attention", {}):
+            entry["attention"] = {"mode": meta["attention"][key]}
+        ops.append(entry)
+    return ops
+
+
+def plans(ra, fa, rb, fb):
+    """(source, plan ops of A, of B): both result.json's plans, or, when
+    either run has none, both as their packages record them."""
+    a, b = ra.get("plan", {}).get("ops"), rb.get("plan", {}).get("ops")
+    if a and b:
+        return "result.json plans", a, b
+    a, b = package_plan(ra, fa), package_plan(rb, fb)
+    if a is not None and b is not None:
+        return "the packages (GEMM blocks: rows x columns x reduction parts; attention modes)", a, b
+    return None, [], []
+
+
+def warnings(ra, rb, shape, ops):
+    """What a reader should know before trusting the comparison."""
+    found = []
+    if ra.get("workload") != rb.get("workload"):
+        found.append(f"A and B are different workloads ({ra.get('workload')} and {rb.get('workload')}): "
+                     f"only ops of the same index, kind and output are compared")
+    if ra.get("tiles") != rb.get("tiles"):
+        found.append(f"A and B ran on different devices ({ra.get('tiles')} and {rb.get('tiles')} tiles)")
+    if shape:
+        found.append("A and B differ in geometry (" + ", ".join(f"{k} {x} and {y}" for k, (x, y) in shape.items())
+                     + ")")
+    for o in ops:
+        for side, (estimate, charged) in zip("AB", zip(o["estimate"], o["device"])):
+            if estimate is not None and charged and abs(estimate - charged) > ESTIMATE_OFF * charged:
+                found.append(f"op {o['op']} {o['kind']} {o['output']}: the estimate in {side} is "
+                             f"{estimate:,} cycles against {charged:,} charged ({estimate / charged:.2f}x)")
+    return found
+
+
 def op_charged(row):
     """An op_cycles row's cycles: the device's, or a compile-only run's static timing (the same figure)."""
     return row["device"] if "device" in row else row.get("static")
+
+
+def run_cycles(result):
+    """The run's cycles: the device's, or a compile-only build's static timing (which equals them)."""
+    if result.get("cycles") is not None:
+        return result["cycles"]
+    timing = result.get("static_timing")
+    return timing.get("cycles") if isinstance(timing, dict) else None
 
 
 def ratio(b, a):
@@ -130,21 +275,22 @@ def compare(ra, fa, rb, fb):
     shape = {k: [ra.get("geometry", {}).get(k), rb.get("geometry", {}).get(k)]
              for k in sorted(set(ra.get("geometry", {})) | set(rb.get("geometry", {})))
              if ra.get("geometry", {}).get(k) != rb.get("geometry", {}).get(k)}
-    totals = {"cycles": [ra.get("cycles"), rb.get("cycles")],
+    totals = {"cycles": [run_cycles(ra), run_cycles(rb)],
               "estimate_peak_bytes": [ra.get("estimate", {}).get("peak_bytes"), rb.get("estimate", {}).get("peak_bytes")],
               "estimate_cycles": [ra.get("estimate", {}).get("cycles"), rb.get("estimate", {}).get("cycles")]}
-    ops_a = {op_key(o): o for o in ra.get("op_cycles", [])}
+    ops_a = {op_key(o): o for o in op_rows(ra, fa)}
     ops = []
-    for o in rb.get("op_cycles", []):
+    for o in op_rows(rb, fb):
         a = ops_a.get(op_key(o))
         if a:
             x, y = op_charged(a), op_charged(o)
             ops.append({"op": o["op"], "kind": o["kind"], "output": o["output"], "device": [x, y],
                         "estimate": [a["estimate"], o["estimate"]], "ratio": ratio(y, x),
                         "received_bytes": [a.get("received_bytes"), o.get("received_bytes")]})
-    plan_a = {op_key(o): o for o in ra.get("plan", {}).get("ops", [])}
+    plan_source, plan_a, plan_b = plans(ra, fa, rb, fb)
+    plan_a = {op_key(o): o for o in plan_a}
     plan = []
-    for o in rb.get("plan", {}).get("ops", []):
+    for o in plan_b:
         a = plan_a.get(op_key(o))
         if not a:
             continue
@@ -166,12 +312,13 @@ def compare(ra, fa, rb, fb):
                                                [max(range(len(b)), key=b.__getitem__), max(b)]],
                  "grew": sum(y > x for x, y in zip(a, b)), "shrank": sum(y < x for x, y in zip(a, b)),
                  "tiles": len(a), "most_changed": [{"tile": t, "a": a[t], "b": b[t]} for t in change[:SHOWN_TILES]
-                                                   if a[t] != b[t]]}
+                                                   if a[t] != b[t]], "a": a, "b": b}
     elif found:
         peaks = {"source": found[0], "note": f"the runs have {len(found[1])} and {len(found[2])} tiles"}
     return {"schema": "ipu-e2e/compare", "version": 1, "runs": runs, "geometry_differs": shape,
             "same_library": runs[0]["library_sha256"] == runs[1]["library_sha256"], "totals": totals, "ops": ops,
-            "peaks": peaks, "plan_differences": plan}
+            "peaks": peaks, "plan_source": plan_source, "plan_differences": plan,
+            "warnings": warnings(ra, rb, shape, ops)}
 
 
 def number(v):
@@ -191,6 +338,8 @@ def markdown(c):
     for key, (x, y) in c["totals"].items():
         r = ratio(y, x) if isinstance(x, int) and isinstance(y, int) else None
         lines.append(f"| {key.replace('_', ' ')} | {number(x)} | {number(y)}" + (f" ({r:.3f}x)" if r else "") + " |")
+    if c["warnings"]:
+        lines += ["", "## Warnings", ""] + [f"- {w}" for w in c["warnings"]]
     lines += ["", "## Cycles per compiler op (device or static timing, every execution)", ""]
     if c["ops"]:
         lines += ["| op | A | B | B/A | estimate A | estimate B | received bytes A | received bytes B |",
@@ -201,7 +350,7 @@ def markdown(c):
                          f"{number(o['estimate'][1])} | {number(o['received_bytes'][0])} | "
                          f"{number(o['received_bytes'][1])} |")
     else:
-        lines.append("The runs share no op with cycles (a replayed package has no plan).")
+        lines.append("The runs share no op with cycles (a replay without its run profile has no per-op cycles).")
     lines += ["", "## Peaks per tile", ""]
     p = c["peaks"]
     if not p:
@@ -216,13 +365,16 @@ def markdown(c):
             lines += ["", "| tile | A | B | B - A |", "|---:|---:|---:|---:|"]
             lines += [f"| {m['tile']} | {m['a']:,} | {m['b']:,} | {m['b'] - m['a']:+,} |" for m in p["most_changed"]]
     lines += ["", "## Plan differences", ""]
-    if c["plan_differences"]:
+    if not c["plan_source"]:
+        lines.append("Not compared: a run has neither a plan in its result.json nor a package to read one from.")
+    elif c["plan_differences"]:
+        lines += [f"From {c['plan_source']}.", ""]
         lines += ["| op | what | A | B |", "|---|---|---|---|"]
         for o in c["plan_differences"]:
             for key, (x, y) in o["differs"].items():
                 lines.append(f"| op {o['op']} {o['kind']} {o['output']} | {key} | {x} | {y} |")
     else:
-        lines.append("The plans choose the same for every op they share.")
+        lines.append(f"From {c['plan_source']}: the plans choose the same for every op they share.")
     return "\n".join(lines) + "\n"
 
 
@@ -244,6 +396,13 @@ def main(argv=None):
     if args.output:
         artifacts.write_json(args.output / "compare.json", result)
         artifacts.write_bytes(args.output / "compare.md", text.encode())
+        page = args.output / "compare.html"
+        artifacts.write_bytes(page, report.inline_page(PAGE, "compare.css", "compare.js",
+                                                       report.embedded_json(result)).encode())
+        for run in result["runs"]:
+            index = Path(run["folder"]) / "index.html"
+            if index.is_file():
+                run_reports.add_index_link(index, "compare", page)
     return EXIT_OK
 
 

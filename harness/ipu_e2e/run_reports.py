@@ -17,7 +17,9 @@ and version (documented in the README), the command line, and the library's
 path and SHA-256; result.json also says where each report is.
 """
 import hashlib
+import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -132,6 +134,24 @@ class RunReports:
                 "failure": {"lines": failure.lines(result), "place": failure.place(result)}}
         page = inline_page(INDEX, "index.css", "index.js", embedded_json(data))
         artifacts.write_bytes(self.index, page.encode("utf-8"))
+
+
+INDEX_DATA = re.compile(r'<script type="application/json" id="index-data">(.*?)</script>', re.S)
+
+
+def add_index_link(index, kind, target):
+    """Adds a link to target (a path) to the run index at index (kept when
+    its href is there already); the page is written again, atomically."""
+    index = Path(index)
+    found = INDEX_DATA.search(index.read_text(encoding="utf-8"))
+    if not found:
+        raise ValueError(f"{index}: not a run index (it has no index data)")
+    data = json.loads(found.group(1))
+    href = os.path.relpath(target, index.parent)
+    if not any(entry["href"] == href for entry in data["reports"]):
+        data["reports"].append({"kind": kind, "href": href})
+        page = inline_page(INDEX, "index.css", "index.js", embedded_json(data))
+        artifacts.write_bytes(index, page.encode("utf-8"))
 
 
 def from_args(args, argv=None):

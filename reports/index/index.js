@@ -18,6 +18,7 @@
     result: ["result.json", "the run's record: plan, checks, cycles, the command and the library's SHA-256"],
     memory_timeline: ["memory-timeline.json", "the device's allocation events, analysed: live bytes by category"],
     package: ["Package", "the saved package this run replayed"],
+    compare: ["Comparison", "this run beside another (ipu-e2e-compare): cycles per op, peaks per tile, plans"],
     trace: ["Trace", "the run in the Chrome trace event format: open it in Perfetto or chrome://tracing"],
     build: ["Build", "the index of the run that compiled and saved the package"],
   };
@@ -72,7 +73,7 @@
       const note = document.createElement("span");
       note.className = "what";
       note.textContent = what[1];
-      li.append(link(entry.href, what[0]), note);
+      li.append(link(entry.href, what[0] + (entry.kind === "compare" ? " (" + entry.href + ")" : "")), note);
       $("reports").append(li);
     }
     if (data.memory_profiles.length) {
