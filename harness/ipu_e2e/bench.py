@@ -365,8 +365,9 @@ def run_reports(args, progress):
 
 def report_reports(result, out):
     print(f"reports of {result['workload']} on {result['tiles']} tiles (the run took {result['run_seconds']:.1f} s; "
-          f"placement viewer {result['sizes']['placement.html'] / 2**20:.1f} MiB, run profile "
-          f"{result['sizes']['run-profile.html'] / 2**20:.1f} MiB):", file=out)
+          f"placement viewer {result['sizes']['placement.html']:,} bytes (target at most "
+          f"{result['targets']['placement_page_bytes']:,}), run profile {result['sizes']['run-profile.html']:,} "
+          f"bytes):", file=out)
     for name, check in result["checks"].items():
         print(f"  {name:<10} {'ok    ' if check['ok'] else 'FAILED'} {check['detail']}", file=out)
     paint = result["first_paint_ms"]

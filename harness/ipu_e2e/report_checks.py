@@ -38,6 +38,8 @@ import math
 import time
 from pathlib import Path
 
+from . import placement_report
+
 WAIT = 60
 
 
@@ -110,7 +112,7 @@ def body_step(placement, offset=1):
 
 def check_links(driver, folder, tile, step):
     folder = Path(folder)
-    placement = load(folder / "memory" / "placement.json")
+    placement = placement_report.load(folder / "memory")
     run = load(folder / "run" / "run-profile.json")
     timeline = load(folder / "run" / "memory-timeline.json")
     phase = placement["steps"]["phase"][step]
@@ -162,7 +164,7 @@ def check_heatmap(driver, folder, tile, step):
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
-    placement = load(Path(folder) / "memory" / "placement.json")
+    placement = placement_report.load(Path(folder) / "memory")
     open_page(driver, Path(folder) / "memory" / "placement.html")
     WebDriverWait(driver, WAIT).until(lambda d: d.execute_script("return placementDevice.drawn()"))
     canvas = driver.find_element(By.ID, "device-canvas")
@@ -212,7 +214,7 @@ def check_cycles(driver, folder, tile, column):
 
 def check_search(driver, folder, query):
     from selenium.webdriver.common.by import By
-    placement = load(Path(folder) / "memory" / "placement.json")
+    placement = placement_report.load(Path(folder) / "memory")
     a, names = placement["allocations"], placement["names"]
     expected = sorted({a["tile"][i] for i in range(len(a["tile"])) if query in names[a["name"][i]] or
                        (a["alias"][i] >= 0 and query in names[a["alias"][i]])})

@@ -4,7 +4,7 @@ Names are stable (no process id), so two runs' folders pair file by file:
 --output DIR: result.json and index.html; --profile-directory DIR:
 run-profile.json, memory-timeline.json and run-profile.html;
 --memory-profile-directory DIR: memory-<workload>-<serial>.json and .html,
-placement.json and placement.html.  index.html goes to --output, or else to
+placement.html (and with --placement-json placement.json).  index.html goes to --output, or else to
 the first report folder given.  Every page carries relative links to the
 others (the run index, the placement viewer, the memory profile of the plan
 that was packaged, the run profile) and each link carries the place in view
@@ -82,10 +82,11 @@ class RunReports:
 
     def links(self, page):
         """The other reports, as paths relative to page's folder (the
-        placement viewer only once the compile has written its placement.json:
-        a rejected build has none)."""
+        placement viewer only once the compile has written its placement
+        report: a rejected build has none)."""
         targets = self.targets()
-        if targets["placement"] is not None and not targets["placement"].with_suffix(".json").exists():
+        if targets["placement"] is not None and not (targets["placement"].with_suffix(".json").exists()
+                                                     or targets["placement"].exists()):
             del targets["placement"]
         return {kind: os.path.relpath(path, Path(page).parent) for kind, path in targets.items()
                 if path is not None and Path(path) != Path(page)}

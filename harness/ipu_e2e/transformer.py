@@ -24,8 +24,8 @@ SHARED = ("memory_budget", "search_budget", "catalogue_budget", "frontier_cap", 
           "exchange_stream_words", "balance_streams", "exchange_rank", "search_seconds", "search_beam",
           "search_steps", "probe_capacity", "reference_run", "reference_fp32",
           "reference_inferences", "min_cosine", "atol", "rtol", "norm_tolerance",
-          "check_ops", "inject", "dump_tensors", "compile_only", "memory_profile_directory", "export_graph",
-          "export_onnx")
+          "check_ops", "inject", "dump_tensors", "compile_only", "memory_profile_directory", "placement_json",
+          "export_graph", "export_onnx")
 # The built-in workloads' shape and values (a description holds its own).
 BUILT_IN = ("batch", "seed", "tokens", "channels", "hidden")
 # Flags of one family, with the value they take when not given (None: the engine's default).
@@ -40,7 +40,7 @@ FLAGS = SHARED + BUILT_IN + tuple(dict.fromkeys(name for flags in ONLY.values() 
 # The flags that shape the package (the rest check or report it).
 BUILD_FLAGS = ("memory_budget", "search_budget", "catalogue_budget", "frontier_cap", "catalogue_group",
                "exchange_stream_words", "balance_streams", "exchange_rank", "search_seconds", "search_beam",
-               "search_steps", "probe_capacity", "inject", "memory_profile_directory") + BUILT_IN + tuple(
+               "search_steps", "probe_capacity", "inject", "memory_profile_directory", "placement_json") + BUILT_IN + tuple(
     dict.fromkeys(name for flags in ONLY.values() for name in flags if name not in SOURCES))
 # The output check's flags: they need the reference (--reference-run, or a --package replay).
 CHECK_FLAGS = ("reference_fp32", "min_cosine", "atol", "rtol", "norm_tolerance")
@@ -180,8 +180,11 @@ def add_arguments(p):
     group.add_argument("--memory-profile-directory", metavar="DIR", type=Path,
                        help="write the planner's memory profiles (memory-<workload>-<serial>.json: "
                             "every finalist and, when no plan fits, the smallest rejected candidate) and "
-                            "the final package's placement report (placement.json and a standalone "
-                            "placement.html viewer)")
+                            "the final package's placement viewer (placement.html, which holds the whole "
+                            "report)")
+    group.add_argument("--placement-json", action="store_true",
+                       help="keep the placement report as placement.json beside placement.html too (the "
+                            "page holds the same report, compressed)")
     for name, what in (("tokens", "tokens per image (mlp, vit: 729)"),
                        ("channels", "width (mlp, vit: 1152; for vit it must equal heads x head-dim)"),
                        ("hidden", "MLP hidden width (mlp, vit: 4304)")):
@@ -263,6 +266,9 @@ def check_flags(args, defaults):
     for name, value in ONLY[mine].items():
         if getattr(args, name) is None:
             setattr(args, name, value)
+    if args.placement_json and not args.memory_profile_directory:
+        raise UsageError("--placement-json keeps the placement report that --memory-profile-directory DIR writes: "
+                         "give that too")
     if args.balance_streams and args.exchange_stream_words is None:
         raise UsageError("--balance-streams needs --exchange-stream-words N (its chunks are 4 N words)")
     if (args.search_beam or args.search_steps) and not args.search_seconds:
@@ -442,6 +448,8 @@ def execute(ctx, args, profile, package, progress, started, reports):
         if placement:
             progress.update("writing the placement viewer")
             placement_report.write_placement_html(placement, reports.placement, reports.links(reports.placement))
+            if not args.placement_json:
+                placement.unlink()  # the page holds the report (placement_report.load reads it)
     else:
         meta = package.info()["meta"]
         recorded = json.loads(meta["options"])

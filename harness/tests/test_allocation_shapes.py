@@ -4,7 +4,7 @@ report.
 
 A small run (vit-small on 64 tiles: parameters, activations, operand
 copies, two-hop staging, scratch and host staging, FP8 rows that need
-padding) writes memory-timeline.json and placement.json.  Each shape is read
+padding) writes memory-timeline.json and the placement viewer.  Each shape is read
 here with this file's own parser and element sizes:
 - "[M x]R x C type" for parameters, activations, operand copies and
   staging; M x R x C x element bytes is at most the allocation's size, and
@@ -20,6 +20,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
+from ipu_e2e import placement_report
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = REPO / "harness" / "bin" / "ipu-e2e-test"
@@ -42,7 +44,7 @@ def run(tmp_path_factory):
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     timeline = json.loads((folder / "run" / "memory-timeline.json").read_text())
-    placement = json.loads((folder / "memory" / "placement.json").read_text())
+    placement = placement_report.load(folder / "memory")
     return timeline, placement
 
 

@@ -19,6 +19,8 @@ import json
 
 import pytest
 
+from ipu_e2e import placement_report
+
 SMALL = ["--workload", "mlp", "--tiles", 16, "--tokens", 40, "--channels", 32, "--hidden", 64]
 
 
@@ -35,7 +37,7 @@ def test_compile_only_reports_the_build_and_the_placed_peaks(cli, tmp_path):
     assert set(build["stages"]) == {"plan", "lower", "package", "search"} and build["peak_rss_bytes"] > 0
     assert build["stages"]["search"] == 0  # no search without --search-seconds
     # Per tile, from the placement report: the most bytes live at one step, and the highest placed byte.
-    report = json.loads(next(tmp_path.glob("placement.json")).read_text())
+    report = placement_report.load(tmp_path)
     a, base = report["allocations"], report["device"]["sram_base"]
     steps = len(report["steps"]["label"])
     live = [[0] * steps for _ in range(16)]
@@ -88,7 +90,7 @@ def test_repeat_exchanges_read_parameter_members_in_place(cli, tmp_path):
     done = cli("--quiet", "--workload", "vit-small", "--tiles", 64, "--compile-only", "--memory-profile-directory",
                tmp_path, "--output", tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    report = json.loads(next(tmp_path.glob("placement.json")).read_text())
+    report = placement_report.load(tmp_path)
     labels = [report["names"][n] for n in report["allocations"]["name"]]
     assert "ln1_gamma[0,0]" in labels and not [n for n in labels if n.endswith(".member")]
     audit = json.loads((tmp_path / "result.json").read_text())["support"]["repeat_exchange"]

@@ -20,6 +20,8 @@ import re
 import subprocess
 from collections import defaultdict
 
+from ipu_e2e import placement_report
+
 SMALL_VIT = ["--workload", "vit-small", "--tiles", "64", "--layers", "1"]
 
 
@@ -33,7 +35,7 @@ def test_replay_agrees_with_the_placement_report(cli, repo, tmp_path):
     done = cli("--quiet", *SMALL_VIT, "--compile-only", "--save-package", package, "--memory-profile-directory",
                tmp_path, "--output", tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    report = json.loads(next(tmp_path.glob("placement.json")).read_text())
+    report = placement_report.load(tmp_path)
     exchange_steps = [s for s, kind in enumerate(report["steps"]["kind"]) if kind == "exchange"]
     rows, sends = defaultdict(lambda: defaultdict(int)), defaultdict(int)
     for step, tile, text in zip(report["listing"]["step"], report["listing"]["tile"], report["listing"]["text"]):

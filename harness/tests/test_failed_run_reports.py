@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from ipu_e2e import placement_report
+
 REPO = Path(__file__).resolve().parents[2]
 CLI = REPO / "harness" / "bin" / "ipu-e2e-test"
 SMALL = ["--workload", "mlp", "--tiles", "16", "--tokens", "64", "--channels", "128", "--hidden", "256", "--blocks",
@@ -87,7 +89,7 @@ def test_a_fault_runs_index_leads_with_the_fault_and_lands_on_it(fault_run, brow
     assert set(links) == {"placement", "run_profile"}
 
     click_through(browser, links["placement"])
-    placement = load(folder / "memory" / "placement.json")
+    placement = placement_report.load(folder / "memory")
     tile, step, pinned = browser.execute_script(
         "return [placementViewer.tile(), placementViewer.step(), placementViewer.pinned()]")
     assert tile == fault["tile"]
@@ -120,7 +122,7 @@ def test_a_failed_checks_index_leads_with_the_first_divergent_op(divergent_run, 
     text = browser.find_element(By.ID, "failure-text").text
     assert f"first divergent op: {d['label']}" in text and text.splitlines()[1] in printed
     click_through(browser, browser.find_element(By.CSS_SELECTOR, "#failure-links a[data-report='placement']"))
-    placement = load(folder / "memory" / "placement.json")
+    placement = placement_report.load(folder / "memory")
     tile, step, pinned = browser.execute_script(
         "return [placementViewer.tile(), placementViewer.step(), placementViewer.pinned()]")
     assert tile == d["tile"] and placement["steps"]["phase"][step] >= d["phase"]

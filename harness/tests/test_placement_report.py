@@ -16,6 +16,8 @@ move onto a live one is caught by the same overlap check.  The writer must
 embed the report so that it parses back unchanged and refuse what is not a
 version 1 placement report, writing nothing.
 """
+import base64
+import gzip
 import json
 import re
 from collections import defaultdict
@@ -228,30 +230,26 @@ def test_the_overlap_check_catches_an_allocation_moved_onto_a_live_one(tmp_path)
 
 # ---------------------------------------------------------------- the HTML writer
 
-def embedded(html, element="placement-data"):
-    match = re.search(rf'<script type="application/json" id="{element}">(.*?)</script>', html, re.S)
-    assert match, f"no embedded {element}"
-    return match.group(1)
-
-
 def test_writer_embeds_the_report_unchanged(case, tmp_path):
-    """The report, less its listing and footprint (embedded after the script) and with where the page opens
-    (the largest estimate's tile and step, computed here), every '<' escaped."""
+    """The report in three compressed parts (the report, then after the script its listing and footprint), read
+    back whole, with where the page opens (the largest estimate's tile and step, computed here); a hostile name
+    stays inside its part."""
     report = json.loads(json.dumps(case.report))
     report["names"][0] = "</script><script>window.injected = 1</script><!-- <b>"
     source = tmp_path / "hostile.json"
     source.write_text(json.dumps(report))
     placement_report.write_placement_html(source, tmp_path / "out" / "placement.html")
     html = (tmp_path / "out" / "placement.html").read_text()
-    parts = {name: embedded(html, name) for name in ("placement-data", "placement-listing", "placement-footprint")}
-    assert not any("<" in text for text in parts.values())
-    rest = dict(report)
-    assert json.loads(parts["placement-listing"]) == rest.pop("listing")
-    footprint = rest.pop("footprint")
-    assert json.loads(parts["placement-footprint"]) == footprint
+    parts = dict(placement_report.EMBEDDED.findall(html))
+    assert list(parts) == ["placement-data", "placement-listing", "placement-footprint"]
+    assert html.index('id="placement-listing"') > html.index("window.placementViewer")
+    assert "window.injected" not in html
+    assert placement_report.load(tmp_path / "out" / "placement.html") == report
+    data = json.loads(gzip.decompress(base64.b64decode(parts["placement-data"])))
+    footprint = report["footprint"]
     peak = max((v, -t, -s) for t, series in enumerate(footprint["estimate"]) for s, v in enumerate(series))
-    assert json.loads(parts["placement-data"]) == dict(rest, opening={"tile": -peak[1], "step": -peak[2]})
-    assert "/*@@" not in html and "window.placementViewer" in html and "<canvas" in html
+    assert data["opening"] == {"tile": -peak[1], "step": -peak[2]}
+    assert "/*@@" not in html and "<canvas" in html
     assert not [p for p in (tmp_path / "out").iterdir() if p.name != "placement.html"]  # no temporary left
 
 

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pytest
 
+from ipu_e2e import placement_report
+
 REPO = Path(__file__).resolve().parents[2]
 CLI = REPO / "harness" / "bin" / "ipu-e2e-test"
 SMALL = ["--workload", "mlp", "--tiles", "16", "--tokens", "64", "--channels", "128", "--hidden", "256", "--blocks",
@@ -77,7 +79,7 @@ def test_run_time_peaks_equal_the_placement_reports_on_every_tile(tmp_path, work
     done = run_folder(tmp_path, *workload)
     assert done.returncode == 0, done.stdout + done.stderr
     timeline = load(tmp_path / "run" / "memory-timeline.json")
-    placement = load(tmp_path / "memory" / "placement.json")
+    placement = placement_report.load(tmp_path / "memory")
     placed = [max(series) for series in placement["footprint"]["estimate"]]
     run_time = timeline["tile_peaks"]["peak_bytes"]
     assert len(run_time) == placement["tiles"] == timeline["tiles"]
@@ -101,7 +103,7 @@ def test_run_time_peaks_equal_the_placement_reports_on_every_tile(tmp_path, work
 
 
 def test_every_report_numbers_steps_by_the_package_phase(small_run):
-    placement = load(small_run / "memory" / "placement.json")
+    placement = placement_report.load(small_run / "memory")
     profile = load(small_run / "memory" / "memory-mlp-1.json")
     run = load(small_run / "run" / "run-profile.json")
     placed_phases = placement["steps"]["phase"]
@@ -162,7 +164,7 @@ def test_the_index_lists_every_report(small_run, browser):
 
 def test_the_placement_viewer_opens_on_the_largest_estimate(small_run, browser):
     from ipu_e2e import report_checks
-    placement = load(small_run / "memory" / "placement.json")
+    placement = placement_report.load(small_run / "memory")
     report_checks.open_page(browser, small_run / "memory" / "placement.html")
     best = max((v, -t, -s) for t, series in enumerate(placement["footprint"]["estimate"]) for s, v in enumerate(series))
     assert browser.execute_script("return [placementViewer.tile(), placementViewer.step()]") == [-best[1], -best[2]]
@@ -171,7 +173,7 @@ def test_the_placement_viewer_opens_on_the_largest_estimate(small_run, browser):
 def test_links_heatmap_search_and_tooltips(small_run, browser):
     """report_checks' checks (the `reports` benchmark runs them at full size)."""
     from ipu_e2e import report_checks
-    placement = load(small_run / "memory" / "placement.json")
+    placement = placement_report.load(small_run / "memory")
     first_main = placement["steps"]["init"].index(False)
     for tile, step in ((3, report_checks.body_step(placement)), (11, first_main)):
         report_checks.check_links(browser, small_run, tile, step)
@@ -187,7 +189,7 @@ def test_pages_follow_a_changed_url_hash(small_run, browser):
     """A place typed into the address bar (or linked from elsewhere) moves an open page there."""
     from selenium.webdriver.support.ui import WebDriverWait
     from ipu_e2e import report_checks
-    placement = load(small_run / "memory" / "placement.json")
+    placement = placement_report.load(small_run / "memory")
     step = report_checks.body_step(placement)
     phase = placement["steps"]["phase"][step]
     reads = {"placement": "return [placementViewer.tile(), placementViewer.step()]",
@@ -218,7 +220,7 @@ def test_an_exchange_phase_in_a_repeat_lands_on_its_step_in_every_report(vit_sma
     """An exchange joins its compute step's control op: the run profile pins that op's step, and the place keeps
     the exchange's own phase (and the run-time memory section shows it)."""
     from ipu_e2e import report_checks
-    placement = load(vit_small_run / "memory" / "placement.json")
+    placement = placement_report.load(vit_small_run / "memory")
     repeat, phases = placement["repeat"], placement["steps"]["phase"]
     body = range(repeat["first"], repeat["first"] + repeat["count"])
     exchange = next(s for s in body if phases[s] % 2 and s > repeat["first"] and phases[s - 1] == phases[s] - 1)
@@ -254,7 +256,7 @@ def test_the_full_size_mlp_reports_in_the_browser(tmp_path, browser):
     from ipu_e2e import report_checks
     done = run_folder(tmp_path, "--workload", "mlp")
     assert done.returncode == 0, done.stdout + done.stderr
-    placement = load(tmp_path / "memory" / "placement.json")
+    placement = placement_report.load(tmp_path / "memory")
     tile = load(tmp_path / "run" / "memory-timeline.json")["peak"]["tile"]
     results, paints = report_checks.run_all(browser, tmp_path, tile, report_checks.body_step(placement, 3), "hidden")
     assert all(r["ok"] for r in results.values()), results

@@ -33,6 +33,10 @@
      setPlace(place)           writes it to the hash (no history entry),
                                points every report link at it and tells the
                                page (an "ipu-place" event on document);
+     embeddedJSON(id)          (a promise of) the JSON in the script element
+                               id: as text, or gzip-compressed in base64 when
+                               the element says data-encoding="gzip-base64"
+                               (decoded with the browser's DecompressionStream);
      links(current)            fills <nav id="report-nav"> with links to the
                                other reports of the run, as the writer put them
                                in <script id="report-links"> (relative paths
@@ -141,10 +145,21 @@
     document.dispatchEvent(new CustomEvent("ipu-place", { detail: where }));
   }
 
+  async function embeddedJSON(id) {
+    const node = document.getElementById(id);
+    if (!node) return null;
+    if (node.dataset.encoding !== "gzip-base64") return JSON.parse(node.textContent);
+    const binary = atob(node.textContent.trim());
+    const bytes = new Uint8Array(binary.length);
+    for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+    const text = await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text();
+    return JSON.parse(text);
+  }
+
   function onPlaceChange(fn) {
     window.addEventListener("hashchange", () => fn(place()));
   }
 
   window.ipuReport = Object.freeze({ clamp, fail, fitCanvas, localPoint, showTip, bytes, count, ms, tick, shapeText, place,
-    hashOf, onPlaceChange, setPlace, links });
+    hashOf, embeddedJSON, onPlaceChange, setPlace, links });
 })();

@@ -1,6 +1,8 @@
 /* viewer.js: the behaviour of the placement viewer.  It reads the compiler's
-   placement report (JSON version 1, embedded as <script id="placement-data">;
-   engine/src/report/placement.c writes it) and shows one tile at a time:
+   placement report (JSON version 1, embedded gzip-compressed in base64 as
+   <script id="placement-data">, its listing and footprint after the script;
+   engine/src/report/placement.c writes it, and the page decodes each part
+   with common.js's embeddedJSON) and shows one tile at a time:
    the address map (byte addresses across accessible SRAM, element boundaries,
    region 1 and the host aperture shaded; first occupants on the main row,
    later allocations at overlapping addresses on reuse rows below; package
@@ -21,7 +23,7 @@
    window.placementViewer exposes positions and state for tests.  fail,
    fitCanvas, localPoint and clamp come from reports/common/common.js
    (window.ipuReport), inlined before this script. */
-(function () {
+(async function () {
   "use strict";
 
   const $ = (id) => document.getElementById(id);
@@ -68,9 +70,9 @@
   let R;
   const parseStart = performance.now();
   try {
-    R = JSON.parse($("placement-data").textContent);
+    R = await window.ipuReport.embeddedJSON("placement-data");
   } catch (error) {
-    fail("The embedded placement report is not valid JSON: " + error.message);
+    fail("The embedded placement report cannot be read: " + error.message);
     return;
   }
   stats.parseMs = performance.now() - parseStart;
@@ -1148,15 +1150,16 @@
   setRowHeight(16);
   drawAll();
   stats.firstPaintMs = performance.now();
+  document.dispatchEvent(new CustomEvent("placement-viewer-ready"));
 
   /* The parts embedded after the script: the tile is laid out again with its listing. */
-  function later() {
-    const read = (id) => { const node = $(id); return node ? JSON.parse(node.textContent) : null; };
+  async function later() {
+    const read = window.ipuReport.embeddedJSON;
     try {
-      if (!R.listing) { R.listing = read("placement-listing"); indexListing(R.listing); }
-      if (!R.footprint) { R.footprint = read("placement-footprint"); footprint = R.footprint || footprint; }
+      if (!R.listing) { R.listing = await read("placement-listing"); indexListing(R.listing); }
+      if (!R.footprint) { R.footprint = await read("placement-footprint"); footprint = R.footprint || footprint; }
     } catch (error) {
-      fail("The embedded listing or footprint is not valid JSON: " + error.message);
+      fail("The embedded listing or footprint cannot be read: " + error.message);
       return;
     }
     TL = layoutTile(S.tile);
