@@ -105,7 +105,7 @@ def test_a_clean_program_passes_every_check(cli, tmp_path):
 
 def test_an_unknown_mutation_is_a_usage_error(cli):
     done = cli("--quiet", *MLP, "--inject", "no-such-bug")
-    assert done.returncode == 2 and "unknown 'no-such-bug'" in done.stderr
+    assert done.returncode == 2 and "no mutation is named 'no-such-bug'" in done.stderr and "--list" in done.stderr
     done = cli("--quiet", *MLP, "--inject", "attention-scale-missing")
     assert done.returncode == 2 and "no place for 'attention-scale-missing'" in done.stderr
 

@@ -72,7 +72,10 @@ def test_clean_run_records_the_commands_figures_as_baselines(repo, tmp_path):
     assert links["vit-small"]["result.json"] == "cases/vit-small/result.json"
     assert links["tiny-budget"]["log"] == "logs/tiny-budget.log"
     assert all((out / href).is_file() for e in links.values() for href in e.values())
-    # Against its own baselines the matrix passes again.
+    # Against its own baselines the matrix passes again: cycles and cosines exactly.  (Wall times of 0.2 to 2 s
+    # vary by more than half a second on a loaded machine; their rule is checked on figures below.)
+    recorded = {name: {k: v for k, v in figures.items() if k != "wall_seconds"} for name, figures in recorded.items()}
+    baselines.write_text(json.dumps(recorded))
     again = nightly(repo, "--cases", cases, "--baselines", baselines, "--output", tmp_path / "again")
     assert again.returncode == 0, again.stdout + again.stderr
 
