@@ -19,6 +19,7 @@ import pytest
 from ipu_e2e import memory_report, native, profiles
 from ipu_e2e.browser import chromium
 
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
@@ -69,6 +70,16 @@ class Page:
 
     def click(self, element_id):
         self.d.find_element(By.ID, element_id).click()
+
+    def click_step(self, step):
+        """A click on the chart's column of step group `step`, every group shown (init too, unzoomed)."""
+        if not self.d.find_element(By.ID, "show-init").is_selected():
+            self.click("show-init")
+        hit = self.d.find_element(By.CSS_SELECTOR, "#chart .chart-hit")
+        self.d.execute_script("arguments[0].scrollIntoView({block: 'center'})", hit)
+        width = hit.rect["width"]
+        ActionChains(self.d).move_to_element_with_offset(
+            hit, int((step + 0.5) * width / len(self.steps) - width / 2), 0).click().perform()
 
     def set_tile(self, tile):
         """Select the box's text, type the tile and press Enter, as a person would."""
@@ -143,21 +154,18 @@ def test_tile_selector_keeps_its_tile_while_steps_move(page):
     if target == step + 1:
         page.click("next-step")
     else:
-        page.d.execute_script("document.querySelector('#chart .step-hit[data-step=\"0\"]').dispatchEvent("
-                              "new MouseEvent('click', {bubbles: true}))")
+        page.click_step(0)
     assert page.state() == (target, 1000)
     assert page.d.find_element(By.ID, "usage-bytes").text == fmt(page.usage(target, 1000))
     # A click on the chart moves the step, not the tile.
-    page.d.execute_script("document.querySelector('#chart .step-hit[data-step=\"2\"]').dispatchEvent("
-                          "new MouseEvent('click', {bubbles: true}))")
+    page.click_step(2)
     assert page.state() == (2, 1000)
     assert page.rows() == page.expected_rows(2, 1000)
 
 
 def test_steps_peak_tile(page):
     page.set_tile(0)
-    page.d.execute_script("document.querySelector('#chart .step-hit[data-step=\"4\"]').dispatchEvent("
-                          "new MouseEvent('click', {bubbles: true}))")
+    page.click_step(4)
     page.click("step-peak-tile")
     expected = page.steps[4]["peak_tile"]
     usage = [sum(u) for u in page.steps[4]["tile_usage"]]

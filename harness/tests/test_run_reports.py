@@ -239,9 +239,12 @@ def test_the_memory_profile_stacks_categories_that_add_up_to_the_usage(small_run
     profile = load(small_run / "memory" / "memory-mlp-1.json")
     report_checks.open_page(browser, small_run / "memory" / "memory-mlp-1.html", "tile=5")
     assert len(browser.find_elements(By.CSS_SELECTOR, "#chart path.category")) == 5
-    for i, step in enumerate(profile["timeline"]["steps"]):
-        hit = browser.find_element(By.CSS_SELECTOR, f"#chart .step-hit[data-step='{i}']")
-        ActionChains(browser).move_to_element(hit).perform()
+    browser.find_element(By.ID, "show-init").click()  # every step group, init too
+    hit = browser.find_element(By.CSS_SELECTOR, "#chart .chart-hit")
+    width, steps = hit.rect["width"], profile["timeline"]["steps"]
+    for i, step in enumerate(steps):
+        ActionChains(browser).move_to_element_with_offset(hit, int((i + 0.5) * width / len(steps) - width / 2),
+                                                          0).perform()
         tooltip = browser.find_element(By.ID, "tooltip")
         total = tooltip.find_element(By.CSS_SELECTOR, "[data-field='total']").text
         usage = sum(step["tile_usage"][5])

@@ -24,6 +24,22 @@
                                with its element type as users know it
                                ("11x256 fp8e4m3"; f152: fp8e5m2, f16: fp16,
                                f32: fp32);
+     placeText(phase, iteration)
+                               the one label of a program position on every
+                               time axis: "phase 2055 · it 3" (no iteration
+                               outside a Repeat);
+     axisTicks(at, lo, hi, n)  which positions of [lo, hi) a time axis labels
+                               (at(i) gives position i's {phase, iteration}, in
+                               execution order): the first position of each
+                               Repeat iteration when the range spans several
+                               (thinned to at most n), else n evenly spaced;
+                               every time chart ticks by this rule, so two
+                               charts showing one position label it alike;
+     dragZoom(node, toIndex, zoom, click)
+                               drag across node to zoom: toIndex(event) maps
+                               the pointer to a position, zoom(lo, hi) gets
+                               the range dragged over (hi exclusive), and a
+                               press without a drag is click(index, event);
      place()                   the place in the URL hash (#tile=17&phase=243&
                                iteration=3&address=642664): an object of
                                integers;
@@ -101,6 +117,45 @@
   const ELEMENT_TYPES = { f143: "fp8e4m3", f152: "fp8e5m2", f16: "fp16", f32: "fp32" };
   const shapeText = (shape) => String(shape).replace(/\b(f143|f152|f16|f32)\b/g, (t) => ELEMENT_TYPES[t]);
 
+  function placeText(phase, iteration) {
+    return "phase " + phase + (Number.isInteger(iteration) ? " \u00b7 it " + iteration : "");
+  }
+
+  function axisTicks(at, lo, hi, n) {
+    const starts = [];
+    for (let i = lo; i < hi; i++) {
+      const it = at(i).iteration;
+      if (Number.isInteger(it) && (i === 0 || at(i - 1).iteration !== it)) starts.push(i);
+    }
+    if (starts.length >= 2) {
+      const every = Math.ceil(starts.length / Math.max(1, n));
+      return starts.filter((_, k) => k % every === 0);
+    }
+    const out = [], step = Math.max(1, Math.ceil((hi - lo) / Math.max(1, n)));
+    for (let i = lo; i < hi; i += step) out.push(i);
+    return out;
+  }
+
+  const DRAG_PIXELS = 4;
+
+  function dragZoom(node, toIndex, zoom, click) {
+    let from = null;
+    node.addEventListener("pointerdown", (event) => {
+      if (event.button !== 0) return;
+      from = { x: event.clientX, index: toIndex(event) };
+      node.setPointerCapture(event.pointerId);
+    });
+    node.addEventListener("pointerup", (event) => {
+      if (!from) return;
+      const start = from;
+      from = null;
+      if (Math.abs(event.clientX - start.x) < DRAG_PIXELS) { click(start.index, event); return; }
+      const end = toIndex(event);
+      zoom(Math.min(start.index, end), Math.max(start.index, end) + 1);
+    });
+    node.addEventListener("pointercancel", () => { from = null; });
+  }
+
   const PLACE_KEYS = ["tile", "phase", "iteration", "address"];
 
   function place() {
@@ -160,6 +215,7 @@
     window.addEventListener("hashchange", () => fn(place()));
   }
 
-  window.ipuReport = Object.freeze({ clamp, fail, fitCanvas, localPoint, showTip, bytes, count, ms, tick, shapeText, place,
+  window.ipuReport = Object.freeze({ clamp, fail, fitCanvas, localPoint, showTip, bytes, count, ms, tick, shapeText, placeText,
+    axisTicks, dragZoom, place,
     hashOf, embeddedJSON, onPlaceChange, setPlace, links });
 })();

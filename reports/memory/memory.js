@@ -4,7 +4,10 @@
    over the step groups stacked by what holds it (parameters, activations,
    operand copies, staging, scratch: live values plus the step's scratch,
    which reconstruct the tile's usage), with byte ticks in KiB or MiB, the
-   budget line labelled, phase and label ticks and a tooltip per step group;
+   budget line labelled, phase and label ticks (the reports' one rule and
+   label: ipuReport.axisTicks, placeText) and a tooltip per step group;
+   init collapsed unless "Show init", drag across the chart to zoom, Reset
+   zoom to go back;
    the page opens on the tile and step with the largest total.  Peak buttons
    select a peak's step and tile; the tile selector keeps its tile while the
    step moves (slider, arrows, a click on the chart, the arrow keys); "Step's
@@ -27,7 +30,14 @@
   const svgNS = "http://www.w3.org/2000/svg";
 
   let profile, values, steps, tiles;
-  const state = { tile: 0, step: 0, phase: 0, filter: "", grouped: true, expanded: new Set() };
+  const state = { tile: 0, step: 0, phase: 0, filter: "", grouped: true, expanded: new Set(), showInit: false,
+    view: null, ticks: [] };
+  /* The step groups the chart shows by default: init collapsed unless asked for. */
+  function defaultView() {
+    const first = steps.findIndex((s) => !s.init);
+    return { lo: state.showInit || first < 0 ? 0 : first, hi: steps.length };
+  }
+  const position = (i) => ({ phase: steps[i].phases[0], iteration: null });
 
   function check(p) {
     if (!p || p.version !== 3 || p.kind !== "memory-profile")
@@ -165,7 +175,8 @@
     while (svg.firstChild) svg.removeChild(svg.firstChild);
     const parts = breakdown(state.tile), totals = parts.map((b) => b.reduce((a, c) => a + c, 0));
     const most = Math.max(profile.budget, ...totals, 1);
-    const n = steps.length, dx = (w - left - 4) / n;
+    const { lo, hi } = state.view, dx = (w - left - 4) / (hi - lo);
+    const xOf = (i) => left + (i - lo) * dx;
     const y = (v) => top + (h - top - bottom) * (1 - v / most);
     const add = (tag, attrs, text) => {
       const el = document.createElementNS(svgNS, tag);
@@ -174,7 +185,8 @@
       svg.appendChild(el);
       return el;
     };
-    add("rect", { class: "selected", x: left + state.step * dx, y: top, width: Math.max(dx, 1), height: h - top - bottom });
+    if (state.step >= lo && state.step < hi)
+      add("rect", { class: "selected", x: xOf(state.step), y: top, width: Math.max(dx, 1), height: h - top - bottom });
     const raw = most / 4, power = Math.pow(2, Math.floor(Math.log2(Math.max(1, raw))));
     const tick = [1, 2, 4, 8].map((m) => m * power).find((t) => t >= raw) || 8 * power;
     for (let v = 0; v <= most; v += tick) {
@@ -182,11 +194,11 @@
       add("text", { class: "axis", x: left - 6, y: y(v) + 4, "text-anchor": "end" }, unit(v));
     }
     /* Stacked categories: each step group a column. */
-    const below = new Float64Array(n);
+    const below = new Float64Array(steps.length);
     CATEGORIES.forEach((name, c) => {
       let d = "";
-      for (let i = 0; i < n; i++) {
-        const x0 = left + i * dx, x1 = x0 + dx, top0 = y(below[i] + parts[i][c]);
+      for (let i = lo; i < hi; i++) {
+        const x0 = xOf(i), x1 = x0 + dx, top0 = y(below[i] + parts[i][c]);
         d += `M${x0.toFixed(1)},${y(below[i]).toFixed(1)}H${x1.toFixed(1)}V${top0.toFixed(1)}H${x0.toFixed(1)}Z`;
         below[i] += parts[i][c];
       }
@@ -196,20 +208,29 @@
                   stroke: cssColour("--c-budget"), "stroke-dasharray": "4 3" });
     add("text", { class: "axis", x: w - 6, y: y(profile.budget) + 13, "text-anchor": "end" },
         "budget " + R.bytes(profile.budget));
-    /* Step labels: a few, each its phase and label. */
-    const every = Math.max(1, Math.ceil(n / 6));
-    for (let i = 0; i < n; i += every)
-      add("text", { class: "axis", x: left + (i + 0.5) * dx, y: h - bottom + 14, "text-anchor": "middle" },
-          `phase ${steps[i].phases[0]}`);
-    for (let i = 0; i < n; i += every)
-      add("text", { class: "axis op", x: left + (i + 0.5) * dx, y: h - bottom + 27, "text-anchor": "middle" },
-          steps[i].label);
-    steps.forEach((s, i) => {
-      const hit = add("rect", { class: "step-hit", x: left + i * dx, y: top, width: Math.max(dx, 1),
-                                height: h - top - bottom, "data-step": i });
-      hit.addEventListener("pointermove", (event) => tooltip(i, parts[i], event));
-      hit.addEventListener("pointerleave", () => { $("tooltip").hidden = true; });
-    });
+    /* Ticks by the reports' one rule and label, each with its step group's label. */
+    state.ticks = R.axisTicks(position, lo, hi, 6);
+    for (const i of state.ticks) {
+      add("text", { class: "axis", x: xOf(i) + dx / 2, y: h - bottom + 14, "text-anchor": "middle" },
+          R.placeText(steps[i].phases[0], null));
+      add("text", { class: "axis op", x: xOf(i) + dx / 2, y: h - bottom + 27, "text-anchor": "middle" }, steps[i].label);
+    }
+    const hit = add("rect", { class: "chart-hit", x: left, y: top, width: w - left - 4, height: h - top - bottom,
+                              fill: "transparent" });
+    const at = (event) => {
+      const r = svg.getBoundingClientRect(), px = ((event.clientX - r.left) / r.width) * w;
+      return R.clamp(lo + Math.floor((px - left) / dx), lo, hi - 1);
+    };
+    hit.addEventListener("pointermove", (event) => { const i = at(event); tooltip(i, parts[i], event); });
+    hit.addEventListener("pointerleave", () => { $("tooltip").hidden = true; });
+    R.dragZoom(hit, at, zoom, (i) => select(i));
+  }
+
+  /* Show step groups [lo, hi) (at least one). */
+  function zoom(lo, hi) {
+    lo = R.clamp(lo, 0, steps.length - 1);
+    state.view = { lo, hi: R.clamp(hi, lo + 1, steps.length) };
+    chart();
   }
 
   function stepInfo() {
@@ -338,10 +359,8 @@
     $("peak-interleaved").addEventListener("click", () => { const p = peakOf(1); select(p[1], p[2]); });
     $("filter").addEventListener("input", () => { state.filter = $("filter").value; table(); });
     $("group-sequences").addEventListener("change", () => { state.grouped = $("group-sequences").checked; table(); });
-    $("chart").addEventListener("click", (event) => {
-      const step = event.target.getAttribute && event.target.getAttribute("data-step");
-      if (step !== null && step !== undefined) select(parseInt(step, 10));
-    });
+    $("show-init").addEventListener("change", () => { state.showInit = $("show-init").checked; state.view = defaultView(); chart(); });
+    $("reset-zoom").addEventListener("click", () => { state.view = defaultView(); chart(); });
     document.addEventListener("keydown", (event) => {
       if (event.target.tagName === "INPUT") return;
       if (event.key === "ArrowLeft") select(state.step - 1);
@@ -356,6 +375,7 @@
     values = profile.timeline.values;
     steps = profile.timeline.steps;
     tiles = profile.tiles;
+    state.view = defaultView();
     const goTo = (place) => {
       if (place.phase !== undefined) select(groupOf(place.phase), place.tile !== undefined ? place.tile : profile.peak.tile,
         place.phase);
@@ -374,5 +394,11 @@
   window.memoryProfile = Object.freeze({
     state: () => ({ tile: state.tile, step: state.step, phase: state.phase, grouped: state.grouped,
       filter: state.filter }),
+    /** The step groups shown, [lo, hi), and zooming to a range as a drag would. */
+    view: () => Object.assign({}, state.view),
+    zoom: (lo, hi) => zoom(lo, hi),
+    /** The chart's ticks: step group index, phase, iteration (none: the body is profiled once) and label. */
+    ticks: () => state.ticks.map((i) => ({ index: i, phase: steps[i].phases[0], iteration: null,
+      label: R.placeText(steps[i].phases[0], null) })),
   });
 })();

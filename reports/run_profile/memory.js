@@ -12,6 +12,10 @@
    tile's peak, the allocations live at the picked phase (largest first;
    their sum is the chart's value there), a device search by allocation or
    tensor name, and per compiler op its device-wide peak and residual bytes.
+   Both charts show one range of executed phases: the main program's by
+   default (init shown on request), narrowed by dragging across either
+   chart and restored by Reset zoom; their phase ticks follow the reports'
+   one rule (ipuReport.axisTicks, labelled by ipuReport.placeText).
    An allocation is live at a phase inside its lifetime, as the device's
    allocation checks say.  The tile follows the run profile's selected tile
    (window.runProfile), and a pinned step picks its phase.  window.runMemory
@@ -45,7 +49,13 @@
   const fill = start.slice(0, NT);
   A.tile.forEach((t, i) => { order[fill[t]++] = i; });
   const live = (i, phase) => A.first[i] <= phase && (A.last[i] < 0 || phase <= A.last[i]);
-  const state = { tile: TL.peak.tile, step: TL.peak.step, series: null, holes: null };
+  const state = { tile: TL.peak.tile, step: TL.peak.step, series: null, holes: null, showInit: false,
+    view: null, ticks: [] };
+  const firstMain = Math.max(0, S.program.indexOf("main"));
+  /* The range of executed phases the charts show by default: init collapsed unless asked for. */
+  const defaultView = () => ({ lo: state.showInit ? 0 : firstMain, hi: E });
+  state.view = defaultView();
+  const position = (e) => ({ phase: S.phase[e], iteration: S.iteration[e] });
 
   function ticks(max, count) {
     const raw = max / Math.max(1, count), power = Math.pow(2, Math.floor(Math.log2(Math.max(1, raw))));
@@ -118,41 +128,55 @@
      map a phase and a byte count to the SVG; right is the plot's right edge). */
   function frame(svg, H, max, draw, tip) {
     const W = Math.max(300, svg.clientWidth || 900), M = { left: 70, right: 12, top: 10, bottom: 46 };
+    const { lo, hi } = state.view, span = hi - lo;
     svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
     svg.replaceChildren();
-    const x = (e) => M.left + ((E > 1 ? e / (E - 1) : 0.5) * (W - M.left - M.right));
+    const x = (e) => M.left + ((span > 1 ? (e - lo) / (span - 1) : 0.5) * (W - M.left - M.right));
     const y = (v) => H - M.bottom - (v / max) * (H - M.top - M.bottom);
     for (const v of ticks(max, 4)) {
       node("line", { x1: M.left, x2: W - M.right, y1: y(v), y2: y(v), class: "grid" }, svg);
       node("text", { x: M.left - 6, y: y(v) + 4, class: "tick", "text-anchor": "end" }, svg).textContent = unit(v);
     }
     draw(x, y, W - M.right);
-    /* Phase ticks: a few, each named by the phase and its compiler op. */
-    const every = Math.max(1, Math.ceil(E / 6));
-    for (let e = 0; e < E; e += every) {
+    /* Phase ticks by the reports' one rule, each labelled as every report labels it, with its compiler op. */
+    const shown = Rp.axisTicks(position, lo, hi, 6);
+    for (const e of shown) {
       node("line", { x1: x(e), x2: x(e), y1: H - M.bottom, y2: H - M.bottom + 4, class: "axis" }, svg);
       node("text", { x: x(e), y: H - M.bottom + 16, class: "tick", "text-anchor": "middle" }, svg).textContent =
-        "phase " + S.phase[e];
+        Rp.placeText(S.phase[e], S.iteration[e]);
       node("text", { x: x(e), y: H - M.bottom + 30, class: "tick op", "text-anchor": "middle" }, svg).textContent =
         S.op[e] === null ? S.program[e] : TL.ops.name[S.op[e]];
     }
-    node("line", { x1: x(state.step), x2: x(state.step), y1: M.top, y2: H - M.bottom, class: "marker" }, svg);
+    if (svg.id === "memory-chart") state.ticks = shown;
+    if (state.step >= lo && state.step < hi)
+      node("line", { x1: x(state.step), x2: x(state.step), y1: M.top, y2: H - M.bottom, class: "marker" }, svg);
     const hit = node("rect", { x: M.left, y: M.top, width: W - M.left - M.right, height: H - M.top - M.bottom,
       fill: "transparent", class: "hit" }, svg);
     const at = (event) => {
       const r = svg.getBoundingClientRect(), px = ((event.clientX - r.left) / r.width) * W;
-      return Math.max(0, Math.min(E - 1, Math.round(((px - M.left) / (W - M.left - M.right)) * (E - 1))));
+      return Math.max(lo, Math.min(hi - 1, lo + Math.round(((px - M.left) / (W - M.left - M.right)) * (span - 1))));
     };
     hit.addEventListener("pointermove", (event) => tip(at(event), event));
     hit.addEventListener("pointerleave", () => { const t = $("tooltip"); if (t.dataset.kind === "memory") t.hidden = true; });
-    hit.addEventListener("click", (event) => pick(at(event), true));
+    Rp.dragZoom(hit, at, zoom, (e) => pick(e, true));
   }
 
-  const path = (x, y, values) => Array.from(values, (v, e) => (e ? "L" : "M") + x(e).toFixed(1) + "," + y(v).toFixed(1)).join("");
+  /* Show executed phases [lo, hi) (at least two) in both charts. */
+  function zoom(lo, hi) {
+    lo = Math.max(0, Math.min(E - 2, lo));
+    state.view = { lo, hi: Math.max(lo + 2, Math.min(E, hi)) };
+    render();
+  }
+
+  function path(x, y, values) {
+    let d = "";
+    for (let e = state.view.lo; e < state.view.hi; e++) d += (d ? "L" : "M") + x(e).toFixed(1) + "," + y(values[e]).toFixed(1);
+    return d;
+  }
 
   /* The selected tile's live bytes stacked by category, the budget labelled. */
   function chart() {
-    const series = state.series, total = new Float64Array(E);
+    const series = state.series, total = new Float64Array(E), { lo, hi } = state.view;
     for (let c = 0; c < C; c++) for (let e = 0; e < E; e++) total[e] += series[c][e];
     const budget = Number.isFinite(TL.budget) ? TL.budget : 0;
     const svg = $("memory-chart");
@@ -160,13 +184,13 @@
       const below = new Float64Array(E);
       for (let c = 0; c < C; c++) {
         let d = "";
-        for (let e = 0; e < E; e++) d += (e ? "L" : "M") + x(e).toFixed(1) + "," + y(below[e] + series[c][e]).toFixed(1);
-        for (let e = E - 1; e >= 0; e--) d += "L" + x(e).toFixed(1) + "," + y(below[e]).toFixed(1);
+        for (let e = lo; e < hi; e++) d += (e > lo ? "L" : "M") + x(e).toFixed(1) + "," + y(below[e] + series[c][e]).toFixed(1);
+        for (let e = hi - 1; e >= lo; e--) d += "L" + x(e).toFixed(1) + "," + y(below[e]).toFixed(1);
         node("path", { d: d + "Z", fill: COLOURS[c], "fill-opacity": 0.85, "data-category": TL.categories[c] }, svg);
-        for (let e = 0; e < E; e++) below[e] += series[c][e];
+        for (let e = lo; e < hi; e++) below[e] += series[c][e];
       }
       if (budget) {
-        node("line", { x1: x(0), x2: right, y1: y(budget), y2: y(budget), class: "budget" }, svg);
+        node("line", { x1: x(lo), x2: right, y1: y(budget), y2: y(budget), class: "budget" }, svg);
         node("text", { x: right, y: y(budget) + 13, class: "tick", "text-anchor": "end" }, svg).textContent =
           "budget " + unit(budget);
       }
@@ -177,7 +201,7 @@
   function freeChart() {
     const { free, largest } = state.holes, svg = $("memory-free-chart");
     frame(svg, 160, Math.max(1, ...free), (x, y) => {
-      node("path", { d: path(x, y, free) + `L${x(E - 1).toFixed(1)},${y(0)}L${x(0).toFixed(1)},${y(0)}Z`,
+      node("path", { d: path(x, y, free) + `L${x(state.view.hi - 1).toFixed(1)},${y(0)}L${x(state.view.lo).toFixed(1)},${y(0)}Z`,
         class: "free", "data-series": "free" }, svg);
       node("path", { d: path(x, y, largest), class: "hole", "data-series": "largest_hole" }, svg);
     }, freeTooltip);
@@ -415,6 +439,8 @@
     const t = parseInt($("memory-tile").value, 10);
     if (Number.isFinite(t)) (P ? P.selectTile(t) : select(t));
   });
+  $("memory-show-init").addEventListener("change", (event) => { state.showInit = event.target.checked; state.view = defaultView(); render(); });
+  $("memory-reset-zoom").addEventListener("click", () => { state.view = defaultView(); render(); });
   $("memory-peak").addEventListener("click", () => { if (P) P.selectTile(pk.tile); else select(pk.tile); pick(pk.step, true); });
   window.addEventListener("resize", () => { chart(); freeChart(); drawStrip(); });
   if (P) {
@@ -434,6 +460,12 @@
   render();
   window.runMemory = Object.freeze({
     state: () => ({ tile: state.tile, step: state.step, phase: S.phase[state.step] }),
+    /** The executed phases shown, [lo, hi), and zooming to a range as a drag would. */
+    view: () => Object.assign({}, state.view),
+    zoom: (lo, hi) => zoom(lo, hi),
+    /** The memory chart's phase ticks: executed phase index, phase, iteration and label. */
+    ticks: () => state.ticks.map((e) => ({ index: e, phase: S.phase[e], iteration: S.iteration[e],
+      label: Rp.placeText(S.phase[e], S.iteration[e]) })),
     liveSum: () => Number($("live-title").dataset.sum),
     seriesAt: (e) => state.series.reduce((sum, s) => sum + s[e], 0),
     holes: () => ({ free: Array.from(state.holes.free), largest: Array.from(state.holes.largest) }),

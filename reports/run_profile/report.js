@@ -5,7 +5,8 @@
    control) drawn on a canvas - only the visible window, one bar per step or,
    when steps outnumber pixels, the longest step of each pixel column - with
    hover, click-to-pin (Escape unpins), wheel zoom, drag pan and an overview
-   strip, and a per-tile strip of compute and wait cycles with the slowest
+   strip (a drag across it zooms to that range; Fit shows every step), x ticks
+   by the reports' one rule (ipuReport.axisTicks, labelled by placeText), and a per-tile strip of compute and wait cycles with the slowest
    tile.  Counts print in the reports' one format (ipuReport.count: "10,018,721",
    ms: "6,679.147 ms"), tile and op numbers as they are; only shares are
    derived.  Steps are named by their package phase (the
@@ -121,6 +122,7 @@
     const v = steps[i].cycles;
     return isNum(v) ? v : stacked[i];
   }
+  const positionOf = (i) => ({ phase: steps[i].phase, iteration: steps[i].iteration });
   const stepLabel = (i) => (isNum(steps[i].index) ? String(steps[i].index) : String(i));
   /* Compiler op labels ("op 5 matmul hidden") from the profile's ops, when it has them. */
   const ops = Array.isArray(profile.ops) ? profile.ops : [];
@@ -485,16 +487,16 @@
     }
     ctx.restore();
 
-    // x ticks: step indices
+    // x ticks: program positions by the reports' one rule and label
     ctx.fillStyle = MUTED;
     ctx.textAlign = "center";
     ctx.textBaseline = "top";
-    const every = niceStep(T.span, Math.max(1, W / 90));
-    for (let v = Math.ceil(T.first / every) * every; v <= T.last; v += every) {
+    T.ticks = N ? window.ipuReport.axisTicks(positionOf, T.first, T.last + 1, Math.max(1, Math.floor(W / 130))) : [];
+    for (const v of T.ticks) {
       const x = left + (v + 0.5 - T.start) * T.pps;
       ctx.strokeStyle = LINE;
       ctx.beginPath(); ctx.moveTo(Math.round(x) + 0.5, base); ctx.lineTo(Math.round(x) + 0.5, base + 4); ctx.stroke();
-      ctx.fillText(stepLabel(v), x, base + 6);
+      ctx.fillText(window.ipuReport.placeText(steps[v].phase, steps[v].iteration), x, base + 6);
     }
     updateRange();
   }
@@ -509,7 +511,7 @@
 
   /* ---------- overview strip ---------- */
 
-  const O = { canvas: $("overview-canvas"), cache: null, cacheKey: "", drag: false };
+  const O = { canvas: $("overview-canvas"), cache: null, cacheKey: "" };
 
   function drawOverview() {
     const { ctx, w, h: height } = fitCanvas(O.canvas);
@@ -711,15 +713,16 @@
     hideTooltip("step");
   }, { passive: false });
 
-  O.canvas.addEventListener("pointerdown", (event) => {
-    if (event.button !== 0 || N === 0) return;
-    O.drag = true;
-    O.canvas.setPointerCapture(event.pointerId);
-    overviewMove(event);
-  });
-  O.canvas.addEventListener("pointermove", (event) => { if (O.drag) overviewMove(event); });
-  O.canvas.addEventListener("pointerup", () => { O.drag = false; });
-  O.canvas.addEventListener("pointercancel", () => { O.drag = false; });
+  /* The overview: a press centres the window there; a drag across it zooms to the steps dragged over. */
+  const overviewStep = (event) => {
+    const W = Math.max(1, O.canvas.clientWidth - MARGIN.left - MARGIN.right);
+    return clamp(Math.floor(((localPoint(O.canvas, event).x - MARGIN.left) / W) * N), 0, N - 1);
+  };
+  window.ipuReport.dragZoom(O.canvas, overviewStep, (lo, hi) => {
+    T.start = lo; T.span = hi - lo;
+    clampView();
+    requestDraw();
+  }, (i, event) => { if (N) overviewMove(event); });
 
   $("zoom-in").addEventListener("click", () => zoomAt(plotWidth() / 2, 0.5));
   $("zoom-out").addEventListener("click", () => zoomAt(plotWidth() / 2, 2));
@@ -937,6 +940,11 @@
     /** The visible window: fractional start and span in steps, first and last visible step, drawing mode. */
     view() {
       return { start: T.start, span: T.span, first: T.first, last: T.last, mode: T.mode, stepsPerPixel: 1 / T.pps };
+    },
+    /** The timeline's x ticks: step index, phase, iteration and label. */
+    ticks() {
+      return (T.ticks || []).map((i) => ({ index: i, phase: steps[i].phase, iteration: steps[i].iteration,
+        label: window.ipuReport.placeText(steps[i].phase, steps[i].iteration) }));
     },
     /** Shows steps [start, start + span) and redraws at once. */
     setView(start, span) {
