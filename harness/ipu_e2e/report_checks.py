@@ -173,7 +173,8 @@ def check_heatmap(driver, folder, tile, step):
     # The pixel under the pointer shows the fullest of the tiles and steps under it: which, from the report.
     estimate = placement["footprint"]["estimate"]
     tiles, steps = len(estimate), len(placement["steps"]["label"])
-    under = [(estimate[t][s], -t, -s) for t in cells(py, tiles, point["h"]) for s in cells(px, steps, point["w"])]
+    under = [(estimate[t][s], -t, -s) for t in cells(py, tiles, point["h"])
+             for s in cells(px - point["x0"], steps, point["w"])]
     tile, step = -max(under)[1], -max(under)[2]
     tooltip = driver.find_element(By.ID, "tooltip")
     shown = driver.execute_script("return [arguments[0].dataset.kind, arguments[0].innerText]", tooltip)

@@ -3,7 +3,10 @@
    live bytes (the report's estimate: every placed buffer outside the
    aperture) with tiles down and program steps across, every tile and every
    step (each screen pixel shows the fullest tile and step of the cells
-   under it), and a strip of each tile's peak beside it: hover names that
+   under it), with tile ticks, step ticks (the reports' one rule and label),
+   a colour scale in bytes whose ends are the least and largest value shown,
+   a mode that subtracts each tile's resident parameters (so activations
+   stand out), and a strip of each tile's peak beside it: hover names that
    tile, its phase, the step's label and the bytes; a click opens that tile
    at that step.  A device search lists every
    tile holding an allocation whose name (or aliased tensor) contains the
@@ -21,10 +24,34 @@
     let est = [];
     const names = R.names || [];
     const phaseOf = (s) => (Array.isArray(R.steps.phase) ? R.steps.phase[s] : s);
-    const STRIP = 90, GAP = 8;
+    const STRIP = 90, GAP = 8, LEFT = 46, BOTTOM = 18;  /* peak strip; tile ticks at the left, step ticks below */
     const canvas = $("device-canvas"), tooltip = $("tooltip");
     const peaks = new Float64Array(NT);
-    let max = 1, image = null, marked = null;
+    let max = 1, image = null, marked = null, mode = "live", shown = [], low = 0, high = 1, stepTicks = [];
+    /* Resident parameter bytes per tile and step (the allocations of kind "parameter" live then): the
+       "activations" mode subtracts them, so what changes from step to step stands out. */
+    function parameterBytes() {
+      const kind = (A.kinds || []).indexOf("parameter"), out = [];
+      for (let t = 0; t < NT; t++) out.push(new Float64Array(NS + 1));
+      for (let id = 0; id < A.tile.length; id++) {
+        if (A.kind[id] !== kind) continue;
+        const row = out[A.tile[id]], first = Math.max(0, A.first[id]), last = Math.min(NS - 1, A.last[id]);
+        if (last < first) continue;
+        row[first] += A.size[id];
+        row[last + 1] -= A.size[id];
+      }
+      for (const row of out) for (let s = 1; s <= NS; s++) row[s] += row[s - 1];
+      return out;
+    }
+    /* The values the heatmap shows, per tile and step, and their least and largest (the legend's ends). */
+    function values() {
+      const params = mode === "activations" ? parameterBytes() : null;
+      shown = est.map((series, t) => (params ? Float64Array.from(series, (v, s) => Math.max(0, v - params[t][s])) : series));
+      low = Infinity; high = -Infinity;
+      for (const series of shown) for (const v of series) { if (v < low) low = v; if (v > high) high = v; }
+      if (low === Infinity) { low = 0; high = 0; }
+      legend();
+    }
     /* The footprint arrives after the first paint (viewer.js later()). */
     function takeFootprint() {
       est = (R.footprint && R.footprint.estimate) || [];
@@ -33,14 +60,25 @@
         for (let s = 0; s < series.length; s++) peaks[t] = Math.max(peaks[t], series[s]);
         max = Math.max(max, peaks[t]);
       }
+      values();
       image = null;
       draw();
     }
 
-    /* White for nothing live, to dark blue for the fullest tile's peak. */
+    /* White at the legend's low end to dark blue at its high end. */
     function colour(v) {
-      const f = Math.min(1, v / max);
+      const f = high > low ? Math.min(1, Math.max(0, (v - low) / (high - low))) : 0;
       return [Math.round(255 - 225 * f), Math.round(255 - 175 * f), Math.round(255 - 95 * f)];
+    }
+
+    /* The colour scale under the heatmap: its two ends in bytes, and what the values are. */
+    function legend() {
+      $("device-legend-min").textContent = window.ipuReport.bytes(low);
+      $("device-legend-max").textContent = window.ipuReport.bytes(high);
+      $("device-legend-min").dataset.value = String(low);
+      $("device-legend-max").dataset.value = String(high);
+      $("device-legend-what").textContent = mode === "activations"
+        ? "live bytes less the resident parameters, per tile and step" : "live bytes per tile and step";
     }
 
     /* The cells [lo, hi) under pixel i of size pixels showing n cells (at least one). */
@@ -52,7 +90,7 @@
       const [t0, t1] = span(y, NT, g.h), [s0, s1] = span(x, NS, g.w);
       let best = { tile: t0, step: s0, v: -1 };
       for (let t = t0; t < t1; t++) {
-        const series = est[t] || [];
+        const series = shown[t] || [];
         for (let s = s0; s < s1; s++) if ((series[s] || 0) > best.v) best = { tile: t, step: s, v: series[s] || 0 };
       }
       return best;
@@ -68,7 +106,7 @@
           const [s0, s1] = columns[x];
           let v = 0;
           for (let t = t0; t < t1 && t < NT; t++) {
-            const series = est[t] || [];
+            const series = shown[t] || [];
             for (let s = s0; s < s1 && s < NS; s++) if (series[s] > v) v = series[s];
           }
           const [r, g, b] = colour(v), k = 4 * (y * img.width + x);
@@ -78,9 +116,26 @@
       return img;
     }
 
+    /* The heatmap's plot: x0 and w across, h down from the top; the strip at stripX. */
     function geometry() {
       const w = canvas.clientWidth, h = canvas.clientHeight;
-      return { x0: 0, w: Math.max(1, w - STRIP - GAP), h, stripX: w - STRIP };
+      return { x0: LEFT, w: Math.max(1, w - LEFT - STRIP - GAP), h: Math.max(1, h - BOTTOM), stripX: w - STRIP };
+    }
+
+    /* Tile ticks at the left (a round count apart), step ticks below (the reports' one rule and label). */
+    function axes(ctx, g) {
+      ctx.font = "10px system-ui, sans-serif";
+      ctx.fillStyle = "#5d6773";
+      ctx.textAlign = "right";
+      ctx.textBaseline = "middle";
+      const every = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024].find((k) => (k * g.h) / NT >= 28) || 2048;
+      for (let t = 0; t < NT; t += every) ctx.fillText(String(t), g.x0 - 4, ((t + 0.5) * g.h) / NT);
+      ctx.textAlign = "center";
+      ctx.textBaseline = "top";
+      stepTicks = window.ipuReport.axisTicks((s) => ({ phase: phaseOf(s), iteration: null }), 0, NS,
+        Math.max(1, Math.floor(g.w / 120)));
+      for (const s of stepTicks)
+        ctx.fillText(window.ipuReport.placeText(phaseOf(s), null), g.x0 + ((s + 0.5) * g.w) / NS, g.h + 3);
     }
 
     function draw() {
@@ -99,6 +154,7 @@
         ctx.clearRect(0, 0, canvas.clientWidth, canvas.clientHeight);
         ctx.drawImage(off, g.x0, 0, g.w, g.h);
       }
+      axes(ctx, g);
       for (let t = 0; t < NT; t++) {
         const y0 = (t * g.h) / NT, y1 = ((t + 1) * g.h) / NT;
         ctx.fillStyle = marked && marked.has(t) ? "#c62f2f" : t === V.tile() ? "#1d232b" : "#3d6fb4";
@@ -106,13 +162,13 @@
       }
       const t = V.tile(), y = ((t + 0.5) * g.h) / NT;
       ctx.strokeStyle = "#1d232b";
-      ctx.beginPath(); ctx.moveTo(0, y); ctx.lineTo(g.w, y); ctx.stroke();
+      ctx.beginPath(); ctx.moveTo(g.x0, y); ctx.lineTo(g.x0 + g.w, y); ctx.stroke();
       canvas.dataset.drawn = "true";
     }
 
     function at(event) {
       const r = canvas.getBoundingClientRect(), g = geometry();
-      const x = Math.floor(event.clientX - r.left), y = Math.min(g.h - 1, Math.max(0, Math.floor(event.clientY - r.top)));
+      const x = Math.floor(event.clientX - r.left - g.x0), y = Math.min(g.h - 1, Math.max(0, Math.floor(event.clientY - r.top)));
       if (x >= g.w) return { tile: Math.min(NT - 1, Math.floor((y * NT) / g.h)), step: -1 };
       return cellAt(Math.max(0, x), y, g);
     }
@@ -125,13 +181,14 @@
     }
 
     canvas.addEventListener("pointermove", (event) => {
-      const { tile, step } = at(event), series = est[tile] || [];
+      const { tile, step } = at(event), series = est[tile] || [], own = shown[tile] || [];
       const lines = step < 0
         ? [text("div", "Tile " + tile + ": peak " + window.ipuReport.bytes(peaks[tile]), "tile")]
         : [text("div", "Tile " + tile + " \u00b7 phase " + phaseOf(step), "tile"),
           text("div", R.steps.label[step] || "", "op"),
           text("div", "live " + window.ipuReport.bytes(series[step] || 0) + " (tile peak " +
-            window.ipuReport.bytes(peaks[tile]) + ")", "bytes")];
+            window.ipuReport.bytes(peaks[tile]) + ")", "bytes")].concat(mode === "activations"
+          ? [text("div", "less resident parameters " + window.ipuReport.bytes(own[step] || 0), "shown")] : []);
       window.ipuReport.showTip(tooltip, "device", lines, event);
     });
     canvas.addEventListener("pointerleave", () => { if (tooltip.dataset.kind === "device") tooltip.hidden = true; });
@@ -201,6 +258,13 @@
       $("map-panel").scrollIntoView({ block: "start" });
     }
 
+    function setMode(m) {
+      mode = m === "activations" ? "activations" : "live";
+      values();
+      image = null;
+      draw();
+    }
+    $("device-mode").addEventListener("change", (event) => setMode(event.target.value));
     $("device-search").addEventListener("input", (event) => search(event.target.value));
     window.addEventListener("resize", () => { image = null; draw(); });
     document.addEventListener("ipu-place", () => { if (image) draw(); });
@@ -208,11 +272,19 @@
     else document.addEventListener("placement-loaded", takeFootprint);
 
     window.placementDevice = Object.freeze({
-      /** The pixel of the heatmap showing a tile and step (CSS px from the canvas's top-left), and its size. */
+      /** The pixel of the heatmap showing a tile and step (CSS px from the canvas's top-left), the plot's size
+          and where it begins across (x0: the tile ticks are at its left). */
       point(tile, step) {
         const g = geometry();
-        return { x: Math.floor(((step + 0.5) * g.w) / NS), y: Math.floor(((tile + 0.5) * g.h) / NT), w: g.w, h: g.h };
+        return { x: g.x0 + Math.floor(((step + 0.5) * g.w) / NS), y: Math.floor(((tile + 0.5) * g.h) / NT), w: g.w,
+          h: g.h, x0: g.x0 };
       },
+      /** The colour scale's ends (the least and largest value shown) and the mode. */
+      legend: () => ({ min: low, max: high, mode }),
+      /** Shows "live" bytes or "activations" (live bytes less the resident parameters). */
+      setMode(m) { $("device-mode").value = m; setMode(m); },
+      /** The step ticks: step index, phase and label. */
+      stepTicks: () => stepTicks.map((s) => ({ index: s, phase: phaseOf(s), label: window.ipuReport.placeText(phaseOf(s), null) })),
       drawn: () => canvas.dataset.drawn === "true",
       search: (q) => search(q).map((r) => r.tile),
       results: () => results.map((r) => ({ tile: r.tile, count: r.ids.length })),
