@@ -1,0 +1,148 @@
+"""test_report_axes.py: the reports' one time axis and their scales, in
+headless Chromium, on vit-small (16 tiles, 3 layers in a Repeat) with every
+report written.
+
+- Tick labels: the run profile's step timeline, its run-time memory chart
+  and the planner's memory profile chart each tick positions in execution
+  order, label each "phase P" (with " · it I" inside a Repeat, computed here
+  from the JSON), show the Repeat's iterations when a range spans several,
+  and two charts showing one (phase, iteration) label it alike.  The
+  run-time memory chart opens with init collapsed (its first position is
+  the main program's first executed phase).
+- The placement heatmap's colour scale: its ends are the least and largest
+  of the footprint's estimate in placement.json, and in the mode that
+  subtracts resident parameters, those of the estimate less the parameter
+  allocations live at each step (summed here from the allocation table).
+- Drag-to-zoom: a drag across the run-time memory chart, the memory
+  profile chart and the run profile's overview strip narrows the visible
+  range to the part dragged over; Reset zoom restores it.
+"""
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ipu_e2e import placement_report, report_checks
+
+REPO = Path(__file__).resolve().parents[2]
+CLI = REPO / "harness" / "bin" / "ipu-e2e-test"
+VIT = ["--workload", "vit-small", "--tiles", "16", "--layers", "3", "--tokens", "20", "--heads", "4", "--head-dim",
+       "8", "--hidden", "40"]
+
+
+def load(path):
+    return json.loads(Path(path).read_text())
+
+
+def label(phase, iteration):
+    return f"phase {phase}" + (f" \u00b7 it {iteration}" if iteration is not None else "")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("axes")
+    done = subprocess.run(["/usr/bin/python3", str(CLI), *VIT, "--quiet", "--output", str(folder),
+                           "--profile-directory", str(folder / "run"), "--memory-profile-directory",
+                           str(folder / "memory")], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return folder
+
+
+def drag(browser, element, start, end):
+    """A real pointer drag across element from fraction start to fraction end of its width."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
+    width = element.rect["width"]
+    ActionChains(browser).move_to_element_with_offset(element, int((start - 0.5) * width), 0).click_and_hold() \
+        .move_by_offset(int((end - start) * width / 2), 0).move_by_offset(int((end - start) * width / 2), 0) \
+        .release().perform()
+
+
+def test_tick_labels_follow_execution_and_agree_across_the_time_charts(run, browser):
+    timeline, profile = load(run / "run" / "memory-timeline.json"), load(run / "run" / "run-profile.json")
+    memory = load(run / "memory" / "memory-vit-small-1.json")
+    report_checks.open_page(browser, run / "run" / "run-profile.html")
+    charts = {"steps": browser.execute_script("return runProfile.ticks()"),
+              "memory": browser.execute_script("return runMemory.ticks()")}
+    positions = {"steps": [(s["phase"], s["iteration"]) for s in profile["steps"]],
+                 "memory": list(zip(timeline["steps"]["phase"], timeline["steps"]["iteration"]))}
+    report_checks.open_page(browser, run / "memory" / "memory-vit-small-1.html")
+    charts["profile"] = browser.execute_script("return memoryProfile.ticks()")
+    positions["profile"] = [(s["phases"][0], None) for s in memory["timeline"]["steps"]]
+    for name, ticks in charts.items():
+        assert len(ticks) >= 2, name
+        indices = [t["index"] for t in ticks]
+        assert indices == sorted(set(indices)), name  # in execution order, each once
+        for t in ticks:
+            assert (t["phase"], t["iteration"]) == positions[name][t["index"]], (name, t)
+            assert t["label"] == label(t["phase"], t["iteration"]), (name, t)
+    for name in ("steps", "memory"):  # the Repeat's iterations shown, in order
+        iterations = [t["iteration"] for t in charts[name]]
+        assert len(set(iterations)) >= 2 and iterations == sorted(iterations), (name, iterations)
+    labels = {}
+    for name, ticks in charts.items():
+        for t in ticks:
+            assert labels.setdefault((t["phase"], t["iteration"]), t["label"]) == t["label"]
+    # Init collapsed: the memory chart's first tick is at the main program's first executed phase.
+    assert charts["memory"][0]["index"] >= timeline["steps"]["program"].index("main")
+    assert not report_checks.console_errors(browser)
+
+
+def test_the_heatmaps_scale_spans_the_values_it_shows(run, browser):
+    from selenium.webdriver.support.ui import WebDriverWait
+    placement = placement_report.load(run / "memory")
+    estimate = placement["footprint"]["estimate"]
+    report_checks.open_page(browser, run / "memory" / "placement.html")
+    WebDriverWait(browser, 60).until(lambda d: d.execute_script("return placementDevice.drawn()"))
+    legend = browser.execute_script("return placementDevice.legend()")
+    assert (legend["min"], legend["max"]) == (min(map(min, estimate)), max(map(max, estimate)))
+    assert legend["mode"] == "live"
+    shown = browser.execute_script("return [document.getElementById('device-legend-min').textContent,"
+                                   "document.getElementById('device-legend-max').textContent]")
+    assert shown[0].startswith(f"{legend['min']:,} B") and shown[1].startswith(f"{legend['max']:,} B")
+    # Less the resident parameters: the parameter allocations live at each step, summed from the table.
+    a, steps = placement["allocations"], len(placement["steps"]["label"])
+    kind = a["kinds"].index("parameter")
+    params = [[0] * steps for _ in estimate]
+    for i, t in enumerate(a["tile"]):
+        if a["kind"][i] == kind:
+            for s in range(max(0, a["first"][i]), min(steps - 1, a["last"][i]) + 1):
+                params[t][s] += a["size"][i]
+    rest = [max(0, v - params[t][s]) for t, series in enumerate(estimate) for s, v in enumerate(series)]
+    browser.execute_script("placementDevice.setMode('activations')")
+    legend = browser.execute_script("return placementDevice.legend()")
+    assert (legend["min"], legend["max"], legend["mode"]) == (min(rest), max(rest), "activations")
+    assert max(rest) < max(map(max, estimate))  # parameters fill part of every tile
+    assert not report_checks.console_errors(browser)
+
+
+def test_drag_zoom_narrows_and_reset_restores(run, browser):
+    from selenium.webdriver.common.by import By
+    report_checks.open_page(browser, run / "run" / "run-profile.html")
+    before = browser.execute_script("return runMemory.view()")
+    drag(browser, browser.find_element(By.CSS_SELECTOR, "#memory-chart rect.hit"), 0.3, 0.6)
+    after = browser.execute_script("return runMemory.view()")
+    width = before["hi"] - before["lo"]
+    assert before["lo"] < after["lo"] < after["hi"] < before["hi"]
+    assert abs(after["lo"] - (before["lo"] + 0.3 * width)) <= 0.05 * width
+    assert abs(after["hi"] - (before["lo"] + 0.6 * width)) <= 0.05 * width
+    browser.find_element(By.ID, "memory-reset-zoom").click()
+    assert browser.execute_script("return runMemory.view()") == before
+
+    n = len(load(run / "run" / "run-profile.json")["steps"])
+    assert browser.execute_script("return runProfile.view()")["span"] == n
+    drag(browser, browser.find_element(By.ID, "overview-canvas"), 0.4, 0.7)
+    view = browser.execute_script("return runProfile.view()")
+    assert view["span"] < n and view["start"] > 0
+    browser.find_element(By.ID, "zoom-fit").click()
+    assert browser.execute_script("return runProfile.view()")["span"] == n
+
+    report_checks.open_page(browser, run / "memory" / "memory-vit-small-1.html")
+    before = browser.execute_script("return memoryProfile.view()")
+    drag(browser, browser.find_element(By.CSS_SELECTOR, "#chart .chart-hit"), 0.2, 0.5)
+    after = browser.execute_script("return memoryProfile.view()")
+    assert before["lo"] < after["lo"] < after["hi"] < before["hi"]
+    browser.find_element(By.ID, "reset-zoom").click()
+    assert browser.execute_script("return memoryProfile.view()") == before
+    assert not report_checks.console_errors(browser)
