@@ -197,7 +197,8 @@ def check_cycles(driver, folder, tile, column):
     point = driver.execute_script("return runCycles.point(arguments[0], arguments[1])", tile, column)
     px, py = hover_pixel(driver, canvas, point)
     tiles, columns = len(by["cycles"][0]), len(by["op"])
-    under = [(by["cycles"][c][t], -c, -t) for c in cells(px, columns, point["w"]) for t in cells(py, tiles, point["h"])]
+    under = [(by["cycles"][c][t], -c, -t) for c in cells(px - point["x0"], columns, point["w"])
+             for t in cells(py, tiles, point["h"])]
     column, tile = -max(under)[1], -max(under)[2]
     step = next(i for i, s in enumerate(run["steps"]) if s["op"] == by["op"][column] and s["program"] == "main")
     op = run["steps"][step]["compiler_op"]

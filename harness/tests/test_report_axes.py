@@ -12,7 +12,9 @@ report written.
 - The placement heatmap's colour scale: its ends are the least and largest
   of the footprint's estimate in placement.json, and in the mode that
   subtracts resident parameters, those of the estimate less the parameter
-  allocations live at each step (summed here from the allocation table).
+  allocations live at each step (summed here from the allocation table);
+  the cycles heatmap's, the least and largest of run-profile.json's
+  compute cycles per tile and op.
 - Drag-to-zoom: a drag across the run-time memory chart, the memory
   profile chart and the run profile's overview strip narrows the visible
   range to the part dragged over; Reset zoom restores it.
@@ -114,6 +116,13 @@ def test_the_heatmaps_scale_spans_the_values_it_shows(run, browser):
     legend = browser.execute_script("return placementDevice.legend()")
     assert (legend["min"], legend["max"], legend["mode"]) == (min(rest), max(rest), "activations")
     assert max(rest) < max(map(max, estimate))  # parameters fill part of every tile
+    # The run profile's cycles heatmap: its scale's ends are the least and largest compute cycles per tile and op.
+    cycles = load(run / "run" / "run-profile.json")["tiles"]["compute_by_op"]["cycles"]
+    report_checks.open_page(browser, run / "run" / "run-profile.html")
+    legend = browser.execute_script("return runCycles.legend()")
+    assert (legend["min"], legend["max"]) == (min(map(min, cycles)), max(map(max, cycles)))
+    assert browser.execute_script("return document.getElementById('cycles-legend-max').textContent") == \
+        f"{legend['max']:,} cycles"
     assert not report_checks.console_errors(browser)
 
 

@@ -368,7 +368,7 @@
     const bw = W / NT;
     ctx.fillStyle = "#5d6773";
     ctx.textAlign = "right";
-    ctx.fillText("peak per tile", strip.left - 6, h / 2);
+    ctx.fillText("tile peaks", strip.left - 6, h / 2);
     for (let t = 0; t < NT; t++) {
       const v = (peaks[t] / max) * (h - 6);
       ctx.fillStyle = t === state.tile ? "#c62f2f" : "#3d6fb4";
