@@ -15,6 +15,8 @@ report written.
   allocations live at each step (summed here from the allocation table);
   the cycles heatmap's, the least and largest of run-profile.json's
   compute cycles per tile and op.
+- The fullest tiles' table: the 20 fullest tiles at their peaks with the
+  bytes of each kind live there, from the report; it sorts by a column.
 - Drag-to-zoom: a drag across the run-time memory chart, the memory
   profile chart and the run profile's overview strip narrows the visible
   range to the part dragged over; Reset zoom restores it.
@@ -154,4 +156,34 @@ def test_drag_zoom_narrows_and_reset_restores(run, browser):
     assert before["lo"] < after["lo"] < after["hi"] < before["hi"]
     browser.find_element(By.ID, "reset-zoom").click()
     assert browser.execute_script("return memoryProfile.view()") == before
+    assert not report_checks.console_errors(browser)
+
+
+def test_the_fullest_tiles_table_lists_the_peaks_and_sorts(run, browser):
+    """The 20 fullest tiles by their largest estimate, each at its first step at that peak, with the bytes of each
+    kind of allocation live there (summed here from the allocation table); a click on a column's head sorts by it
+    (largest first), a second click reverses."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+    placement = placement_report.load(run / "memory")
+    estimate, a = placement["footprint"]["estimate"], placement["allocations"]
+    peaks = [max(series) for series in estimate]
+    top = sorted(range(len(peaks)), key=lambda t: (-peaks[t], t))[:20]
+    report_checks.open_page(browser, run / "memory" / "placement.html")
+    WebDriverWait(browser, 60).until(lambda d: d.execute_script("return placementDevice.drawn()"))
+    rows = browser.execute_script("return placementDevice.fullest()")
+    assert [r["tile"] for r in rows] == top
+    for r in rows:
+        step = estimate[r["tile"]].index(peaks[r["tile"]])
+        kinds = [0] * len(a["kinds"])
+        for i, t in enumerate(a["tile"]):
+            if t == r["tile"] and a["first"][i] <= step <= a["last"][i]:
+                kinds[a["kind"][i]] += a["size"][i]
+        assert (r["peak"], r["step"], r["kinds"]) == (peaks[r["tile"]], step, kinds)
+    head = browser.find_element(By.CSS_SELECTOR, "#fullest-tiles button[data-sort='tile']")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", head)
+    head.click()
+    assert [r["tile"] for r in browser.execute_script("return placementDevice.fullest()")] == sorted(top, reverse=True)
+    browser.find_element(By.CSS_SELECTOR, "#fullest-tiles button[data-sort='tile']").click()
+    assert [r["tile"] for r in browser.execute_script("return placementDevice.fullest()")] == sorted(top)
     assert not report_checks.console_errors(browser)

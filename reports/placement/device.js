@@ -6,7 +6,9 @@
    under it), with tile ticks, step ticks (the reports' one rule and label),
    a colour scale in bytes whose ends are the least and largest value shown,
    a mode that subtracts each tile's resident parameters (so activations
-   stand out), and a strip of each tile's peak beside it: hover names that
+   stand out), a table of the fullest tiles at their peaks with the bytes of
+   each kind of allocation live there (sorted by a click on any column's
+   head), and a strip of each tile's peak beside it: hover names that
    tile, its phase, the step's label and the bytes; a click opens that tile
    at that step.  A device search lists every
    tile holding an allocation whose name (or aliased tensor) contains the
@@ -61,8 +63,59 @@
         max = Math.max(max, peaks[t]);
       }
       values();
+      fullest();
       image = null;
       draw();
+    }
+
+    /* The fullest tiles at their peaks (the estimate's largest step per tile), with the bytes of each kind of
+       allocation live there: a table sorted by any column (a click on its head; again reverses). */
+    const FULLEST = 20;
+    let fullestRows = [], sortBy = { key: "peak", down: true };
+    function fullest() {
+      const kinds = A.kinds || [], rows = new Map();
+      const order = Array.from({ length: NT }, (_, t) => t).sort((a, b) => peaks[b] - peaks[a] || a - b);
+      for (const t of order.slice(0, FULLEST)) {
+        const series = est[t] || [];
+        rows.set(t, { tile: t, peak: peaks[t], step: series.indexOf(peaks[t]), kinds: kinds.map(() => 0) });
+      }
+      for (let id = 0; id < A.tile.length; id++) {
+        const row = rows.get(A.tile[id]);
+        if (row && A.first[id] <= row.step && row.step <= A.last[id]) row.kinds[A.kind[id]] += A.size[id];
+      }
+      fullestRows = Array.from(rows.values());
+      renderFullest();
+    }
+    function renderFullest() {
+      const kinds = A.kinds || [], box = $("fullest-tiles");
+      const value = (r, key) => (key === "tile" ? r.tile : key === "peak" ? r.peak : key === "phase" ? phaseOf(r.step)
+        : r.kinds[Number(key)]);
+      fullestRows.sort((a, b) => (sortBy.down ? -1 : 1) * (value(a, sortBy.key) - value(b, sortBy.key)) || a.tile - b.tile);
+      const head = document.createElement("tr");
+      for (const [key, name] of [["tile", "tile"], ["peak", "peak bytes"], ["phase", "at phase"],
+        ...kinds.map((k, i) => [String(i), k])]) {
+        const th = text("th", ""), button = text("button", name + (sortBy.key === key ? (sortBy.down ? " \u25be" : " \u25b4") : ""));
+        button.type = "button";
+        button.className = "link";
+        button.dataset.sort = key;
+        button.addEventListener("click", () => {
+          sortBy = { key, down: sortBy.key === key ? !sortBy.down : true };
+          renderFullest();
+        });
+        th.append(button);
+        head.append(th);
+      }
+      box.replaceChildren(head, ...fullestRows.map((r) => {
+        const tr = document.createElement("tr"), button = text("button", String(r.tile)), cell = document.createElement("td");
+        tr.dataset.tile = String(r.tile);
+        button.type = "button";
+        button.className = "link";
+        button.addEventListener("click", () => { V.setTile(r.tile); V.setStep(r.step); draw(); });
+        cell.append(button);
+        tr.append(cell, text("td", r.peak.toLocaleString("en-US")), text("td", String(phaseOf(r.step))),
+          ...r.kinds.map((b) => text("td", b.toLocaleString("en-US"))));
+        return tr;
+      }));
     }
 
     /* White at the legend's low end to dark blue at its high end. */
@@ -279,6 +332,8 @@
         return { x: g.x0 + Math.floor(((step + 0.5) * g.w) / NS), y: Math.floor(((tile + 0.5) * g.h) / NT), w: g.w,
           h: g.h, x0: g.x0 };
       },
+      /** The fullest tiles' table as shown: tile, peak bytes, step and bytes per allocation kind, in row order. */
+      fullest: () => fullestRows.map((r) => ({ tile: r.tile, peak: r.peak, step: r.step, kinds: r.kinds.slice() })),
       /** The colour scale's ends (the least and largest value shown) and the mode. */
       legend: () => ({ min: low, max: high, mode }),
       /** Shows "live" bytes or "activations" (live bytes less the resident parameters). */
