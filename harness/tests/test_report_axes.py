@@ -18,8 +18,9 @@ report written.
 - The fullest tiles' table: the 20 fullest tiles at their peaks with the
   bytes of each kind live there, from the report; it sorts by a column.
 - Drag-to-zoom: a drag across the run-time memory chart, the memory
-  profile chart and the run profile's overview strip narrows the visible
-  range to the part dragged over; Reset zoom restores it.
+  profile chart, the run profile's overview strip and the placement
+  footprint chart narrows the visible range to the part dragged over; Reset
+  zoom restores it.
 """
 import json
 import subprocess
@@ -156,6 +157,14 @@ def test_drag_zoom_narrows_and_reset_restores(run, browser):
     assert before["lo"] < after["lo"] < after["hi"] < before["hi"]
     browser.find_element(By.ID, "reset-zoom").click()
     assert browser.execute_script("return memoryProfile.view()") == before
+
+    report_checks.open_page(browser, run / "memory" / "placement.html")
+    before = browser.execute_script("return placementViewer.footprintView()")
+    drag(browser, browser.find_element(By.ID, "footprint-canvas"), 0.4, 0.8)
+    after = browser.execute_script("return placementViewer.footprintView()")
+    assert before["lo"] < after["lo"] < after["hi"] < before["hi"]
+    browser.find_element(By.ID, "footprint-reset-zoom").click()
+    assert browser.execute_script("return placementViewer.footprintView()") == before
     assert not report_checks.console_errors(browser)
 
 
@@ -180,6 +189,7 @@ def test_the_fullest_tiles_table_lists_the_peaks_and_sorts(run, browser):
             if t == r["tile"] and a["first"][i] <= step <= a["last"][i]:
                 kinds[a["kind"][i]] += a["size"][i]
         assert (r["peak"], r["step"], r["kinds"]) == (peaks[r["tile"]], step, kinds)
+    browser.find_element(By.CSS_SELECTOR, "#fullest-box summary").click()
     head = browser.find_element(By.CSS_SELECTOR, "#fullest-tiles button[data-sort='tile']")
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", head)
     head.click()

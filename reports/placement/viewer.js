@@ -591,7 +591,7 @@
   /* ---------- footprint and gaps ---------- */
 
   const fpCanvas = $("footprint-canvas");
-  const FP = { left: 76, top: 10, bottom: 22 };
+  const FP = { left: 76, top: 10, bottom: 22, lo: 0, hi: NS };  /* lo, hi: the steps shown (drag to zoom) */
   const fpSeries = (t) => [(footprint.estimate && footprint.estimate[t]) || [], (footprint.placed && footprint.placed[t]) || []];
 
   function drawFootprint() {
@@ -601,28 +601,38 @@
     let max = 1;
     for (let s = 0; s < NS; s++) max = Math.max(max, est[s] || 0, placed[s] || 0);
     const step = Math.pow(2, Math.ceil(Math.log2(max / 4)));
-    const yTop = Math.ceil(max / step) * step, slot = W / Math.max(1, NS);
+    const yTop = Math.ceil(max / step) * step, slot = W / Math.max(1, FP.hi - FP.lo);
     ctx.textAlign = "right"; ctx.textBaseline = "middle";
     for (let v = 0; v <= yTop; v += step) {
       const y = Math.round(FP.top + H - (v / yTop) * H) + 0.5;
       ctx.strokeStyle = v ? C.grid : C.line; ctx.beginPath(); ctx.moveTo(FP.left, y); ctx.lineTo(FP.left + W, y); ctx.stroke();
       ctx.fillStyle = C.muted; ctx.fillText(tick(v), FP.left - 6, y);
     }
-    if (S.step >= 0) { ctx.fillStyle = C.step; ctx.fillRect(FP.left + S.step * slot, FP.top, slot, H); }
-    for (let s = 0; s < NS; s++) {
-      const x = FP.left + s * slot, p = ((placed[s] || 0) / yTop) * H, e = ((est[s] || 0) / yTop) * H;
+    if (S.step >= FP.lo && S.step < FP.hi) { ctx.fillStyle = C.step; ctx.fillRect(FP.left + (S.step - FP.lo) * slot, FP.top, slot, H); }
+    for (let s = FP.lo; s < FP.hi; s++) {
+      const x = FP.left + (s - FP.lo) * slot, p = ((placed[s] || 0) / yTop) * H, e = ((est[s] || 0) / yTop) * H;
       ctx.fillStyle = "#b8c2cf"; ctx.fillRect(x + slot * 0.1, FP.top + H - p, Math.max(1, slot * 0.8), p);
       ctx.fillStyle = C.accent; ctx.fillRect(x + slot * 0.3, FP.top + H - e, Math.max(1, slot * 0.4), e);
     }
+    /* Step ticks by the reports' one rule and label. */
     ctx.fillStyle = C.muted; ctx.textAlign = "center"; ctx.textBaseline = "top";
-    const every = Math.max(1, Math.ceil(40 / slot));
-    for (let s = 0; s < NS; s += every) ctx.fillText(String(s), FP.left + (s + 0.5) * slot, FP.top + H + 6);
+    FP.ticks = window.ipuReport.axisTicks((s) => ({ phase: phaseOf(s), iteration: null }), FP.lo, FP.hi,
+      Math.max(1, Math.floor(W / 110)));
+    for (const s of FP.ticks)
+      ctx.fillText(window.ipuReport.placeText(phaseOf(s), null), FP.left + (s - FP.lo + 0.5) * slot, FP.top + H + 6);
   }
 
   function fpStepAt(x) {
     const W = Math.max(1, fpCanvas.clientWidth - FP.left - RIGHT);
-    const s = Math.floor(((x - FP.left) * NS) / W);
-    return s >= 0 && s < NS ? s : -1;
+    const s = FP.lo + Math.floor(((x - FP.left) * (FP.hi - FP.lo)) / W);
+    return s >= FP.lo && s < FP.hi ? s : -1;
+  }
+
+  /* Show steps [lo, hi) of the footprint chart (at least one). */
+  function fpZoom(lo, hi) {
+    FP.lo = clamp(lo, 0, NS - 1);
+    FP.hi = clamp(hi, FP.lo + 1, NS);
+    requestDraw();
   }
 
   function renderGaps() {
@@ -985,10 +995,12 @@
   });
   mapScroller.addEventListener("scroll", () => requestDraw());
   lifeScroller.addEventListener("scroll", () => requestDraw());
-  fpCanvas.addEventListener("click", (event) => {
-    const s = fpStepAt(localPoint(fpCanvas, event).x);
-    if (s >= 0) selectStep(s, true);
-  });
+  /* A click selects a step; a drag across the chart zooms to the steps dragged over. */
+  window.ipuReport.dragZoom(fpCanvas, (event) => {
+    const s = fpStepAt(clamp(localPoint(fpCanvas, event).x, FP.left, fpCanvas.clientWidth - RIGHT - 1));
+    return s < 0 ? FP.lo : s;
+  }, fpZoom, (s, event) => { if (fpStepAt(localPoint(fpCanvas, event).x) >= 0) selectStep(s, true); });
+  $("footprint-reset-zoom").addEventListener("click", () => fpZoom(0, NS));
   fpCanvas.addEventListener("mousemove", (event) => {
     const s = fpStepAt(localPoint(fpCanvas, event).x);
     if (s < 0) { hideTooltip(); return; }
@@ -1105,6 +1117,9 @@
     dragging() { return S.drag ? { where: S.drag.where, cancelled: S.drag.cancelled, a0: S.drag.a0, a1: S.drag.a1 } : null; },
     marker() { return S.marker >= 0 ? S.marker : null; },
     drawn() { return stats.draws; },
+    /** The footprint chart's steps shown, [lo, hi), and its step ticks. */
+    footprintView() { return { lo: FP.lo, hi: FP.hi }; },
+    footprintTicks() { return (FP.ticks || []).map((s) => ({ index: s, phase: phaseOf(s), label: window.ipuReport.placeText(phaseOf(s), null) })); },
     drawNow() { drawAll(); },
   };
 
