@@ -337,13 +337,13 @@ def report_kernels(result, out):
         print("|---|---|---|---:|---:|", file=out)
         for k in rows:
             args = ", ".join(str(a) for a in k["sample_args"])
-            print(f"| {k['kernel']} | {k['formula']} | {args} | {k['sample_cycles']} | "
+            print(f"| {k['kernel']} | {k['formula']} | {args} | {k['sample_cycles']:,} | "
                   f"{k['simulated_cycles_per_second']:.3g} |", file=out)
         return
     print(f"kernel bench on {result['device']} ({result['tiles']} tiles, best of {result['repeats']})", file=out)
     for k in rows:
-        agree = "" if k["device_cycles"] == k["sample_cycles"] else f" (device {k['device_cycles']})"
-        print(f"  {k['kernel']:<16} {k['sample_cycles']:>9} cycles{agree}  {k['seconds_per_call'] * 1e6:9.2f} us "
+        agree = "" if k["device_cycles"] == k["sample_cycles"] else f" (device {k['device_cycles']:,})"
+        print(f"  {k['kernel']:<16} {k['sample_cycles']:>11,} cycles{agree}  {k['seconds_per_call'] * 1e6:9.2f} us "
               f"per call  {k['simulated_cycles_per_second'] / 1e9:8.2f} G simulated cycles/s", file=out)
 
 
@@ -423,8 +423,8 @@ def report_compile(result, out):
     print(f"  build (plan to package) {result['build_seconds']:.2f} s (target < 10 s); peak RSS "
           f"{result['peak_rss_mib']:.0f} MiB (target < 2048); device run {result['stages']['device']['seconds']:.2f} s "
           f"(target < 10 s)", file=out)
-    print(f"  simulated {result['simulated_cycles']} cycles ({result['simulated_ms']:.4f} ms); planner "
-          f"estimate {result['estimate_cycles']} cycles", file=out)
+    print(f"  simulated {result['simulated_cycles']:,} cycles ({result['simulated_ms']:.4f} ms); planner "
+          f"estimate {result['estimate_cycles']:,} cycles", file=out)
 
 
 def comma_list(convert):
@@ -698,7 +698,7 @@ def report_vit(result, out):
           f"{'yes' if result['unchecked_outputs_identical'] else 'NO'}), cost "
           f"{100 * result['allocation_check_cost']:+.1f}%, target <= "
           f"{100 * VIT_TARGETS['allocation_check_cost']:.0f}%: {verdict('allocation_check_cost')}", file=out)
-    print(f"  simulated {result['simulated_cycles_per_inference']} cycles ({result['simulated_ms_per_inference']:.4f} "
+    print(f"  simulated {result['simulated_cycles_per_inference']:,} cycles ({result['simulated_ms_per_inference']:.4f} "
           f"ms) per inference; against the FP32 reference: min cosine {result['min_cosine']:.6f} "
           f"({'PASS' if result['check_passed'] else 'FAIL'})", file=out)
 

@@ -112,7 +112,7 @@ def report(result, out):
             line += (f", {case['mismatches']} wrong (first at word {m['word']}: expected {m['expected']},"
                      f" got {m['actual']})")
         print(line, file=out)
-    print(f"simulated {result['cycles']} cycles ({result['ms']:.4f} ms); device run "
+    print(f"simulated {result['cycles']:,} cycles ({result['ms']:.4f} ms); device run "
           f"{result['wall_seconds']['device']:.2f} s", file=out)
     print(f"{result['status']}: {result['words_checked']} destination words checked, "
           f"{result['mismatches']} wrong", file=out)

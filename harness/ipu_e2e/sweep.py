@@ -280,14 +280,14 @@ class Sweep:
 
 
 def table(sweep):
-    lines = [f"{'case':<44} {'outcome':<10} {'cycles':>10} {'build s':>8}  note"]
+    lines = [f"{'case':<44} {'outcome':<10} {'cycles':>11} {'build s':>8}  note"]
     for case in sweep.cases:
         r = sweep.records.get(case["name"])
         if r is None:
             lines.append(f"{case['name']:<44} {'unfinished':<10}")
             continue
         cycles = r.get("figures", {}).get("cycles")
-        lines.append(f"{case['name']:<44} {r['outcome']:<10} {cycles if cycles is not None else '':>10} "
+        lines.append(f"{case['name']:<44} {r['outcome']:<10} {f'{cycles:,}' if cycles is not None else '':>11} "
                      f"{r['build']['seconds']:8.2f}  {r.get('message') or ''}"[:200])
     return "\n".join(lines) + "\n"
 
