@@ -6,7 +6,8 @@ result.json's status REJECTED with its rejection record), timed out or
 error (a compiler inconsistency, exit 3, is an error and never a rejection:
 its message is the note).  The run stage
 replays the saved package (`ipu-e2e-test --package`, the same checks) into
-run/: passed, failed (a check), timed out or error.  Each stage first removes
+run/: passed, failed (a check), timed out or error; the build's index then
+links the run's.  Each stage first removes
 what an unfinished earlier attempt left, keeps the command lines
 (command.txt, shell-quoted) and the full output (log.txt), and writes its
 record atomically: build.json for a build that a run follows, and case.json,
@@ -156,6 +157,8 @@ def run(case, folder, timeout):
     build_log = (folder / "log.txt").read_bytes()
     artifacts.write_bytes(folder / "log.txt", build_log + logged(case["run"], log))
     outcome, message = classify_run(folder, code, log)
+    if (folder / "index.html").is_file() and (folder / "run" / "index.html").is_file():
+        run_reports.add_index_link(folder / "index.html", "run", folder / "run" / "index.html")
     finish(folder, dict(record, outcome=outcome, message=message, figures=figures(folder),
                         run={"command": case["run"], "exit": code, "seconds": seconds}))
 

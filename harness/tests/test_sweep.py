@@ -203,10 +203,18 @@ def test_report_page_loads_without_console_errors_and_hovers(repo, small_sweep, 
         listed = {li.get_attribute("data-report") for li in driver.find_elements(By.CSS_SELECTOR, "#reports li")}
         assert {"package", "build", "run_profile"} <= listed
         assert not report_checks.dangling_links(driver, small_sweep / "cases" / name / "run" / "index.html")
+        # and the build's index leads on to that run.
+        report_checks.open_page(driver, small_sweep / "cases" / name / "index.html")
+        assert browser_reports(driver) >= {"run", "placement", "memory"}
+        assert not report_checks.dangling_links(driver, small_sweep / "cases" / name / "index.html")
         severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         assert not severe, f"console errors: {severe}"
     finally:
         driver.quit()
+
+
+def browser_reports(driver):
+    return {li.get_attribute("data-report") for li in driver.find_elements(By.CSS_SELECTOR, "#reports li")}
 
 
 def wait_until(condition, what, limit=120):

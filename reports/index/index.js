@@ -21,6 +21,7 @@
     compare: ["Comparison", "this run beside another (ipu-e2e-compare): cycles per op, peaks per tile, plans"],
     trace: ["Trace", "the run in the Chrome trace event format: open it in Perfetto or chrome://tracing"],
     build: ["Build", "the index of the run that compiled and saved the package"],
+    run: ["Run", "the index of the run that replayed this build's package"],
   };
 
   function fact(list, label, value, cls) {
