@@ -51,6 +51,9 @@ baseline measured in the same run (never asserted in tests).
   search   the plan search on the full-size MLP (batch 1, 2, 4) and ViT
            (batch 1, 2): the first plan's cycles, a greedy and a beam search's
            cycles and ratio, candidates built, search wall time, peak RSS.
+  interrupts SIGINT in every stage of the full MLP and ViT (both references,
+           every report): the time from the signal to exit 130 per stage
+           (target: within 1 s).
   exchange the exchange phases of a saved package (--package FILE) scheduled
            again (latency-oriented, or --stream-words N [--balance-streams]): per phase the recorded and the rescheduled horizon, the
            largest and total table rows in words, the spread of the active
@@ -67,7 +70,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import model_bench, mutation_catalogue, noise_floor, profiles, runner, stress, tolerances, transformer
+from . import interrupt_bench, model_bench, mutation_catalogue, noise_floor, profiles, runner, stress, tolerances, transformer
 from .command import (EXIT_OK, UsageError, guarded, int_in, number_in, output_folders, positive_int, tile_count,
                       write_result)
 from .native import (INTERNAL, Context, IpuError, Package, PlanRejected, Workload, bench_gemm, bench_kernels, check_outputs,
@@ -178,6 +181,11 @@ def parser():
     search.add_argument("--tiles", type=tile_count, metavar="N", help="override the c600 profile's 1472 tiles")
     search.add_argument("--output", type=Path, metavar="DIR", help="write bench-search.json to DIR")
     search.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    interrupts = sub.add_parser("interrupts", help="SIGINT in every stage of the full MLP and ViT: time to exit")
+    interrupts.add_argument("--workloads", type=workload_list, default=list(interrupt_bench.WORKLOADS),
+                            metavar="LIST", help="comma separated, of mlp and vit (default: mlp,vit)")
+    interrupts.add_argument("--output", type=Path, metavar="DIR", help="write bench-interrupts.json to DIR")
+    interrupts.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     exchange = sub.add_parser("exchange", help="reschedule the exchange phases of a saved package")
     exchange.add_argument("--package", type=Path, required=True, metavar="FILE",
                           help="the package (ipu-e2e-test --save-package FILE)")
@@ -226,6 +234,19 @@ def phase_list(text):
         raise argparse.ArgumentTypeError(f"expected program phases as non-negative integers separated by commas, "
                                          f"got {text!r}")
     return phases
+
+
+def workload_list(text):
+    """"mlp,vit" as ["mlp", "vit"]: the interrupts benchmark's workloads."""
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names or any(n not in interrupt_bench.WORKLOADS for n in names):
+        raise argparse.ArgumentTypeError(f"expected workloads of {', '.join(interrupt_bench.WORKLOADS)} separated "
+                                         f"by commas, got '{text}'")
+    return names
+
+
+def bench_interrupts(args, progress):
+    return dict(interrupt_bench.measure(args.workloads, progress), bench="interrupts")
 
 
 def bench_exchange(args, progress):
@@ -764,6 +785,7 @@ def main(argv=None):
                   "plan": (bench_plan, report_plan), "vit": (bench_vit, report_vit),
                   "noise": (bench_noise, report_noise), "mutations": (bench_mutations, report_mutations),
                   "exchange": (bench_exchange, report_exchange), "search": (bench_search, report_search),
+                  "interrupts": (bench_interrupts, interrupt_bench.report),
                   "model": (model_bench.bench_model, model_bench.report_model)}[args.bench]
 
     def run():
