@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json_file.h"
 #include "driver/build.h"
 #include "driver/mutations.h"
 #include "driver/search.h"
@@ -202,10 +203,8 @@ static ipu_status write_profile(ipu_ctx *ctx, profile_sink *sink, const ipu_low_
     char name[128], path[4096];
     snprintf(name, sizeof name, "memory-%s-%u.json", sink->scope, ++sink->written);
     snprintf(path, sizeof path, "%s/%s", sink->directory, name);
-    char *text = json_dumps(profile, JSON_COMPACT);
+    ipu_status status = ipu_write_json_atomic(ctx, path, profile);
     json_decref(profile);
-    ipu_status status = text ? ipu_write_file_atomic(ctx, path, text, strlen(text)) : IPU_NO_MEMORY(ctx);
-    free(text);
     if (status == IPU_OK && json_array_append_new(sink->names, json_string(name)))
         status = IPU_NO_MEMORY(ctx);
     return status;
@@ -757,10 +756,10 @@ ipu_status ipu_compile(ipu_ctx *ctx, const ipu_workload *w, const char *options_
     /* The placement report, written atomically where the caller asked. */
     if (status == IPU_OK && c.report_path) {
         json_t *placement = ipu_placement_report(ctx, &a.prog, g, &support);
-        char *text = placement ? json_dumps(placement, JSON_COMPACT) : NULL;
+        status = placement ? ipu_write_json_atomic(ctx, c.report_path, placement) : IPU_CHECK_CANCEL(ctx);
+        if (!placement && status == IPU_OK)
+            status = IPU_NO_MEMORY(ctx);
         json_decref(placement);
-        status = text ? ipu_write_file_atomic(ctx, c.report_path, text, strlen(text)) : IPU_NO_MEMORY(ctx);
-        free(text);
         if (status != IPU_OK) {
             ipu_package_free(*out);
             *out = NULL;

@@ -80,6 +80,7 @@ static ipu_status size_records(assembly *A, ipu_package_layout *out, uint64_t *t
     for (size_t s = 0; s < prog->step_count; s++) {
         ipu_low_step *step = &prog->steps[s];
         int in_body = !step->init && s >= prog->repeat_first && s < prog->repeat_first + prog->repeat_count;
+        IPU_TRY(IPU_CHECK_CANCEL(A->ctx));
         if (step->kind == IPU_LOW_EXCHANGE) {
             /* Exactly what encoding will write (by key), and a table header
              * on every tile (a bound, for tiles without rows); the patches of
@@ -711,6 +712,8 @@ ipu_status ipu_package_encode(ipu_ctx *ctx, ipu_low_program *prog, ipu_xprogram 
     if (status == IPU_OK)
         status = ipu_pkg_reserve_records(b, record_bytes);
     for (size_t r = 0; r < record_count && status == IPU_OK; r++) {
+        if ((status = IPU_CHECK_CANCEL(ctx)) != IPU_OK)
+            break;
         size_t i = 0;
         while (i < prog->stream_count && strcmp(prog->streams[i].name, records[r].stream))
             i++;

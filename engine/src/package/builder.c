@@ -324,6 +324,8 @@ ipu_status ipu_pkg_add_stream(ipu_pkg_builder *b, const char *name, uint32_t dir
     return IPU_OK;
 }
 
+#define RECORD_PIECE ((uint64_t)16 << 20)
+
 ipu_status ipu_pkg_add_record_space(ipu_pkg_builder *b, uint32_t kind, uint32_t stream, uint32_t invocation,
                                     uint64_t size, uint8_t **dst)
 {
@@ -332,7 +334,11 @@ ipu_status ipu_pkg_add_record_space(ipu_pkg_builder *b, uint32_t kind, uint32_t 
     IPU_TRY(ipu_buf_append_zeros(b->ctx, &b->data, (8 - b->data.size % 8) % 8));
     pkg->records[pkg->record_count++] = (ipu_pkg_record){kind, stream, invocation, b->data.size, size};
     size_t at = b->data.size;
-    IPU_TRY(ipu_buf_append_zeros(b->ctx, &b->data, size));
+    /* A record may run to hundreds of megabytes: zeroed in pieces, looking at a cancel request between them. */
+    for (uint64_t done = 0; done < size; done += RECORD_PIECE) {
+        IPU_TRY(IPU_CHECK_CANCEL(b->ctx));
+        IPU_TRY(ipu_buf_append_zeros(b->ctx, &b->data, size - done < RECORD_PIECE ? size - done : RECORD_PIECE));
+    }
     *dst = b->data.data + at;
     return IPU_OK;
 }

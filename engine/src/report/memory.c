@@ -399,8 +399,10 @@ ipu_status ipu_memory_profile(ipu_ctx *ctx, const ipu_low_program *prog, const i
     if (status == IPU_OK)
         status = values_json(&b, values, alias_of);
     peak pk = {0};
+    /* A step group at a time, looking at a cancel request between them (1,472 tiles each). */
     for (uint32_t gi = 0; status == IPU_OK && gi < b.groups; gi++)
-        json_array_append_new(steps, step_json(&b, gi, values, &pk));
+        if ((status = IPU_CHECK_CANCEL(ctx)) == IPU_OK)
+            json_array_append_new(steps, step_json(&b, gi, values, &pk));
     if (status != IPU_OK) {
         json_decref(values), json_decref(alias_of), json_decref(steps);
         builder_free(&b);

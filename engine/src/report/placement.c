@@ -33,13 +33,13 @@ static int buffer_kind(const ipu_low_buffer *b)
     return b->pinned ? KIND_HOST_TENSOR : KIND_ACTIVATION;
 }
 
-static json_t *allocations(const ipu_low_program *prog, const ipu_graph *g, strings *names)
+static json_t *allocations(ipu_ctx *ctx, const ipu_low_program *prog, const ipu_graph *g, strings *names)
 {
     json_t *tile = json_array(), *address = json_array(), *size = json_array(), *first = json_array(),
            *last = json_array(), *name = json_array(), *kind = json_array(), *alias = json_array(),
            *members = json_array(), *shape = json_array();
     char text[IPU_LOW_SHAPE_MAX];
-    for (size_t i = 0; i < prog->buffer_count; i++) {
+    for (size_t i = 0; i < prog->buffer_count && (i % 4096 || IPU_CHECK_CANCEL(ctx) == IPU_OK); i++) {
         const ipu_low_buffer *b = &prog->buffers[i];
         ipu_low_buffer_shape(prog, b, text, sizeof text);
         json_array_append_new(tile, json_integer(b->tile));
@@ -178,7 +178,7 @@ static json_t *listing(ipu_ctx *ctx, const ipu_low_program *prog)
     uint32_t tiles = prog->profile.tiles;
     tile_summary *sum = ipu_calloc(ctx, tiles, sizeof *sum);
     char words[160];
-    for (size_t s = 0; sum && s < prog->step_count; s++) {
+    for (size_t s = 0; sum && s < prog->step_count && IPU_CHECK_CANCEL(ctx) == IPU_OK; s++) {
         const ipu_low_step *st = &prog->steps[s];
         if (st->kind == IPU_LOW_COMPUTE) {
             for (uint32_t n = 0; n < st->count; n++) {
@@ -284,7 +284,7 @@ json_t *ipu_placement_report(ipu_ctx *ctx, const ipu_low_program *prog, const ip
         (json_int_t)support->descriptor_base, "code_end", code_end, "runtime_state_bytes",
         (json_int_t)p->runtime_state_bytes, "descriptor_end", desc_end, "exchange_table_bytes", tables,
         "tensor_bytes_available", (json_int_t)support->tensor_bytes_available, "allocations",
-        allocations(prog, g, &names), "footprint", fp, "gaps", gaps, "listing", listing(ctx, prog),
+        allocations(ctx, prog, g, &names), "footprint", fp, "gaps", gaps, "listing", listing(ctx, prog),
         "repeat", "first", (json_int_t)prog->repeat_first, "count", (json_int_t)prog->repeat_count,
         "iterations", (json_int_t)prog->repeat_iterations);
     json_t *ops = json_array();
@@ -299,5 +299,9 @@ json_t *ipu_placement_report(ipu_ctx *ctx, const ipu_low_program *prog, const ip
     else
         json_decref(names.list);
     json_decref(names.index);
+    if (report && IPU_CHECK_CANCEL(ctx) != IPU_OK) { /* a loop stopped early: the report is not whole */
+        json_decref(report);
+        return NULL;
+    }
     return report;
 }

@@ -17,7 +17,7 @@
 #include "lower/program.h"
 #include "package/assemble.h"
 
-/* NULL when out of memory. */
+/* NULL when out of memory or cancelled (then ctx says so). */
 json_t *ipu_placement_report(ipu_ctx *ctx, const ipu_low_program *prog, const ipu_graph *g,
                              const ipu_support_map *support);
 
