@@ -67,8 +67,8 @@ def console_errors(driver):
     return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
 
 
-def dangling_links(driver, page):
-    """The hrefs of the open page (a Path) that name no file: every link of a
+def dangling_links(driver):
+    """The hrefs of the open page that name no file: every link of a
     report must resolve (its URL hash aside)."""
     from urllib.parse import unquote, urlparse
     from selenium.webdriver.common.by import By

@@ -142,18 +142,20 @@ def compare_exact(name, actual, expected, word_bytes=4):
     return check
 
 
-def run_checked(ctx, package, progress, reports, result, invocations=1, device_inject=None):
+def run_checked(ctx, package, progress, reports, result, invocations=1, device_inject=None, timing=None):
     """Run the package, write the cycle profile and the memory timeline
     where reports (run_reports.RunReports, or None) say, before any check, so
     a failed comparison still leaves something to inspect, and return (run
     result, outputs); on a device fault, record it in result and return None.
     With several invocations (a resident run) result["resident"] says whether
-    every invocation's outputs were identical and the parameters unchanged."""
+    every invocation's outputs were identical and the parameters unchanged.
+    timing: the package's static timing when the caller has it (a trace's
+    busiest tiles come from it)."""
     timeline = []
     keep = timeline.append if reports and (reports.run_profile or reports.trace) else None
     # A device mutation (a test's) is configured on the device, beside the memory events it needs.
     injected = {"inject": device_inject} if device_inject else {}
-    traced = traced_tiles(package) if reports and reports.trace else []
+    traced = traced_tiles(package, timing) if reports and reports.trace else []
     if traced:
         injected["traced_tiles"] = traced
     try:
@@ -183,12 +185,13 @@ def run_checked(ctx, package, progress, reports, result, invocations=1, device_i
     return run_result, outputs
 
 
-def traced_tiles(package):
+def traced_tiles(package, timing=None):
     """The tiles a trace gives tracks of their own: the busiest by compute
-    cycles in the package's exact static timing (none when the package has a
-    record the timing cannot read; the device will say what)."""
+    cycles in the package's exact static timing (timing, or computed here;
+    none when the package has a record the timing cannot read: the device
+    will say what)."""
     try:
-        return trace.busiest_tiles(package.timing()["tiles"]["compute"])
+        return trace.busiest_tiles((timing or package.timing())["tiles"]["compute"])
     except IpuError:
         return []
 

@@ -507,7 +507,7 @@ def execute(ctx, args, profile, package, progress, started, reports):
             result["op_cycles"] = op_cycles(compiled["plan"], winfo.get("repeat"), timing["steps"], "static")
         return compile_only(result, compiled)
     outcome = runner.run_checked(ctx, package, progress, reports, result,
-                                 args.reference_inferences, device_inject)
+                                 args.reference_inferences, device_inject, timing)
     if outcome is None:
         return EXIT_FAULT, result
     run_result, outputs = outcome

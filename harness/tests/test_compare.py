@@ -157,4 +157,4 @@ def test_the_page_draws_the_comparison_and_both_indexes_link_it(replays, tmp_pat
         report_checks.open_page(browser, folder / "index.html")
         hrefs = [x.get_attribute("href") for x in browser.find_elements(By.CSS_SELECTOR, "li[data-report='compare'] a")]
         assert sum(h.endswith("/cmp/compare.html") for h in hrefs) == 1  # (another test's comparison may be listed)
-        assert not report_checks.dangling_links(browser, folder / "index.html")
+        assert not report_checks.dangling_links(browser)

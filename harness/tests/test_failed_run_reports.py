@@ -87,7 +87,7 @@ def test_a_fault_runs_index_leads_with_the_fault_and_lands_on_it(fault_run, brow
     assert text.splitlines()[0] == printed.splitlines()[0] and text.startswith("FAULT " + fault["kind"])
     links = {a.get_attribute("data-report"): a for a in browser.find_elements(By.CSS_SELECTOR, "#failure-links a")}
     assert set(links) == {"placement", "run_profile"}
-    assert not report_checks.dangling_links(browser, folder / "index.html")
+    assert not report_checks.dangling_links(browser)
 
     click_through(browser, links["placement"])
     placement = placement_report.load(folder / "memory")

@@ -129,18 +129,28 @@ def test_the_heatmaps_scale_spans_the_values_it_shows(run, browser):
     assert not report_checks.console_errors(browser)
 
 
+def drag_zooms_and_resets(browser, chart, view, reset, start, end):
+    """Drags across the chart (a CSS selector) from start to end (fractions of its width): the range the page's
+    view (a script's expression, {lo, hi}) shows narrows inside the one before; the reset button (an id) restores
+    it.  Returns (before, after)."""
+    from selenium.webdriver.common.by import By
+    before = browser.execute_script(f"return {view}")
+    drag(browser, browser.find_element(By.CSS_SELECTOR, chart), start, end)
+    after = browser.execute_script(f"return {view}")
+    assert before["lo"] < after["lo"] < after["hi"] < before["hi"], (chart, before, after)
+    browser.find_element(By.ID, reset).click()
+    assert browser.execute_script(f"return {view}") == before, chart
+    return before, after
+
+
 def test_drag_zoom_narrows_and_reset_restores(run, browser):
     from selenium.webdriver.common.by import By
     report_checks.open_page(browser, run / "run" / "run-profile.html")
-    before = browser.execute_script("return runMemory.view()")
-    drag(browser, browser.find_element(By.CSS_SELECTOR, "#memory-chart rect.hit"), 0.3, 0.6)
-    after = browser.execute_script("return runMemory.view()")
+    before, after = drag_zooms_and_resets(browser, "#memory-chart rect.hit", "runMemory.view()", "memory-reset-zoom",
+                                          0.3, 0.6)
     width = before["hi"] - before["lo"]
-    assert before["lo"] < after["lo"] < after["hi"] < before["hi"]
     assert abs(after["lo"] - (before["lo"] + 0.3 * width)) <= 0.05 * width
     assert abs(after["hi"] - (before["lo"] + 0.6 * width)) <= 0.05 * width
-    browser.find_element(By.ID, "memory-reset-zoom").click()
-    assert browser.execute_script("return runMemory.view()") == before
 
     n = len(load(run / "run" / "run-profile.json")["steps"])
     assert browser.execute_script("return runProfile.view()")["span"] == n
@@ -151,20 +161,10 @@ def test_drag_zoom_narrows_and_reset_restores(run, browser):
     assert browser.execute_script("return runProfile.view()")["span"] == n
 
     report_checks.open_page(browser, run / "memory" / "memory-vit-small-1.html")
-    before = browser.execute_script("return memoryProfile.view()")
-    drag(browser, browser.find_element(By.CSS_SELECTOR, "#chart .chart-hit"), 0.2, 0.5)
-    after = browser.execute_script("return memoryProfile.view()")
-    assert before["lo"] < after["lo"] < after["hi"] < before["hi"]
-    browser.find_element(By.ID, "reset-zoom").click()
-    assert browser.execute_script("return memoryProfile.view()") == before
-
+    drag_zooms_and_resets(browser, "#chart .chart-hit", "memoryProfile.view()", "reset-zoom", 0.2, 0.5)
     report_checks.open_page(browser, run / "memory" / "placement.html")
-    before = browser.execute_script("return placementViewer.footprintView()")
-    drag(browser, browser.find_element(By.ID, "footprint-canvas"), 0.4, 0.8)
-    after = browser.execute_script("return placementViewer.footprintView()")
-    assert before["lo"] < after["lo"] < after["hi"] < before["hi"]
-    browser.find_element(By.ID, "footprint-reset-zoom").click()
-    assert browser.execute_script("return placementViewer.footprintView()") == before
+    drag_zooms_and_resets(browser, "#footprint-canvas", "placementViewer.footprintView()", "footprint-reset-zoom",
+                          0.4, 0.8)
     assert not report_checks.console_errors(browser)
 
 

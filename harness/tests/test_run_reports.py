@@ -158,7 +158,7 @@ def test_the_index_lists_every_report(small_run, browser):
     report_checks.open_page(browser, small_run / "index.html")
     listed = {li.get_attribute("data-report") for li in browser.find_elements(By.CSS_SELECTOR, "#reports li")}
     assert listed == {"placement", "memory", "run_profile", "result", "memory_timeline"}
-    assert not report_checks.dangling_links(browser, small_run / "index.html")
+    assert not report_checks.dangling_links(browser)
     assert not report_checks.console_errors(browser)
 
 

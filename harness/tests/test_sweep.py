@@ -197,16 +197,16 @@ def test_report_page_loads_without_console_errors_and_hovers(repo, small_sweep, 
         for case, labels in links.items():
             outcome = load(small_sweep / "cases" / case / "case.json")["outcome"]
             assert {"build", "log"} <= labels and ("run" in labels and "package" in labels) == (outcome == "passed")
-        assert not report_checks.dangling_links(driver, small_sweep / "sweep-report.html")
+        assert not report_checks.dangling_links(driver)
         # A replay's index leads back to its package and the build that saved it.
         report_checks.open_page(driver, small_sweep / "cases" / name / "run" / "index.html")
         listed = {li.get_attribute("data-report") for li in driver.find_elements(By.CSS_SELECTOR, "#reports li")}
         assert {"package", "build", "run_profile"} <= listed
-        assert not report_checks.dangling_links(driver, small_sweep / "cases" / name / "run" / "index.html")
+        assert not report_checks.dangling_links(driver)
         # and the build's index leads on to that run.
         report_checks.open_page(driver, small_sweep / "cases" / name / "index.html")
         assert browser_reports(driver) >= {"run", "placement", "memory"}
-        assert not report_checks.dangling_links(driver, small_sweep / "cases" / name / "index.html")
+        assert not report_checks.dangling_links(driver)
         severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         assert not severe, f"console errors: {severe}"
     finally:

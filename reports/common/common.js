@@ -40,6 +40,17 @@
                                the pointer to a position, zoom(lo, hi) gets
                                the range dragged over (hi exclusive), and a
                                press without a drag is click(index, event);
+     element(tag, attrs, parent, text)
+                               a new element with these attributes (and
+                               text), appended to parent when given;
+     svgElement(tag, attrs, parent)
+                               the same for an SVG element;
+     dataTable(node, head, rows)
+                               fills a table: head is [[name, cell class]],
+                               rows are arrays of cell texts;
+     tileTicks(ctx, tiles, x, height)
+                               labels a heatmap's tiles (rows) at its left,
+                               right-aligned at x, a round count apart;
      place()                   the place in the URL hash (#tile=17&phase=243&
                                iteration=3&address=642664): an object of
                                integers;
@@ -136,6 +147,45 @@
     return out;
   }
 
+  function element(tag, attrs, parent, text) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+    if (text !== undefined) node.textContent = text;
+    if (parent) parent.append(node);
+    return node;
+  }
+
+  function svgElement(tag, attrs, parent) {
+    const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+    if (parent) parent.append(node);
+    return node;
+  }
+
+  function dataTable(node, head, rows) {
+    node.textContent = "";
+    const tr = element("tr", {}, element("thead", {}, node));
+    for (const [name] of head) element("th", {}, tr, name);
+    const body = element("tbody", {}, node);
+    for (const row of rows) {
+      const line = element("tr", {}, body);
+      row.forEach((v, i) => element("td", { class: head[i][1] || "" }, line, v));
+    }
+  }
+
+  /* At least TILE_TICK_PIXELS apart: 1, 2, 4 ... tiles. */
+  const TILE_TICK_PIXELS = 26;
+
+  function tileTicks(ctx, tiles, x, height) {
+    ctx.font = "10px system-ui, sans-serif";
+    ctx.fillStyle = "#5d6773";
+    ctx.textAlign = "right";
+    ctx.textBaseline = "middle";
+    let every = 1;
+    while ((every * height) / tiles < TILE_TICK_PIXELS && every < tiles) every *= 2;
+    for (let t = 0; t < tiles; t += every) ctx.fillText(String(t), x, ((t + 0.5) * height) / tiles);
+  }
+
   const DRAG_PIXELS = 4;
 
   function dragZoom(node, toIndex, zoom, click) {
@@ -216,6 +266,6 @@
   }
 
   window.ipuReport = Object.freeze({ clamp, fail, fitCanvas, localPoint, showTip, bytes, count, ms, tick, shapeText, placeText,
-    axisTicks, dragZoom, place,
+    axisTicks, dragZoom, element, svgElement, dataTable, tileTicks, place,
     hashOf, embeddedJSON, onPlaceChange, setPlace, links });
 })();

@@ -9,32 +9,8 @@
   "use strict";
   const R = window.ipuReport;
   const $ = (id) => document.getElementById(id);
-  const SVG = "http://www.w3.org/2000/svg";
-
-  function el(tag, props, parent, text) {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(props || {})) node.setAttribute(k, v);
-    if (text !== undefined) node.textContent = text;
-    if (parent) parent.append(node);
-    return node;
-  }
-  function svg(tag, props, parent) {
-    const node = document.createElementNS(SVG, tag);
-    for (const [k, v] of Object.entries(props || {})) node.setAttribute(k, v);
-    parent.append(node);
-    return node;
-  }
+  const el = R.element, svg = R.svgElement, table = R.dataTable;
   const show = (v) => (typeof v === "number" ? (Number.isInteger(v) ? R.count(v) : v.toFixed(3)) : "\u2014");
-
-  function table(node, head, rows) {
-    const tr = el("tr", {}, el("thead", {}, node));
-    head.forEach(([name]) => el("th", {}, tr, name));
-    const body = el("tbody", {}, node);
-    for (const row of rows) {
-      const line = el("tr", {}, body);
-      row.forEach((v, i) => el("td", { class: head[i][1] || "" }, line, v));
-    }
-  }
 
   function opBars(c) {
     const box = $("op-bars"), widest = Math.max(1, ...c.ops.flatMap((o) => o.device.filter((v) => v != null)));

@@ -11,13 +11,7 @@
   const R = window.ipuReport;
   const $ = (id) => document.getElementById(id);
 
-  function el(tag, props, parent, text) {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(props || {})) node.setAttribute(k, v);
-    if (text !== undefined) node.textContent = text;
-    if (parent) parent.append(node);
-    return node;
-  }
+  const el = R.element;
 
   /* A figure against its baseline: "6,427,060 (x1.004)"; cosines as a change. */
   function figure(cell, key, figures, baseline, limits) {

@@ -177,12 +177,7 @@
 
     /* Tile ticks at the left (a round count apart), step ticks below (the reports' one rule and label). */
     function axes(ctx, g) {
-      ctx.font = "10px system-ui, sans-serif";
-      ctx.fillStyle = "#5d6773";
-      ctx.textAlign = "right";
-      ctx.textBaseline = "middle";
-      const every = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024].find((k) => (k * g.h) / NT >= 28) || 2048;
-      for (let t = 0; t < NT; t += every) ctx.fillText(String(t), g.x0 - 4, ((t + 0.5) * g.h) / NT);
+      window.ipuReport.tileTicks(ctx, NT, g.x0 - 4, g.h);
       ctx.textAlign = "center";
       ctx.textBaseline = "top";
       stepTicks = window.ipuReport.axisTicks((s) => ({ phase: phaseOf(s), iteration: null }), 0, NS,

@@ -47,12 +47,7 @@
         img.data[k] = 255 - 210 * f; img.data[k + 1] = 255 - 145 * f; img.data[k + 2] = 255 - 75 * f; img.data[k + 3] = 255;
       }
     ctx.putImageData(img, g.x0, 0);
-    ctx.font = "10px system-ui, sans-serif";
-    ctx.fillStyle = "#5d6773";
-    ctx.textAlign = "right";
-    ctx.textBaseline = "middle";
-    const every = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024].find((k) => (k * g.h) / NT >= 26) || 2048;
-    for (let t = 0; t < NT; t += every) ctx.fillText(String(t), g.x0 - 4, ((t + 0.5) * g.h) / NT);
+    window.ipuReport.tileTicks(ctx, NT, g.x0 - 4, g.h);
     /* The op band: one shaded run per compiler op, its name where it fits. */
     ctx.textAlign = "center";
     let start = 0;

@@ -8,7 +8,7 @@
    point's position (for tests); body[data-ready] is set once drawn. */
 (function () {
   "use strict";
-  const SVG = "http://www.w3.org/2000/svg";
+  const R = window.ipuReport, el = R.element, svg = R.svgElement, table = R.dataTable;
   const W = 640, H = 300, M = { left: 84, right: 40, top: 14, bottom: 42 };
   const points = {};  // chart id -> case name -> SVG element
   let data;
@@ -18,21 +18,6 @@
   const cssVar = (name) => getComputedStyle(document.documentElement).getPropertyValue(name).trim();
   const colour = (i) => cssVar("--s" + (i % 6));
 
-  function el(tag, attrs, parent, text) {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
-    if (text !== undefined) node.textContent = text;
-    if (parent) parent.appendChild(node);
-    return node;
-  }
-
-  function svg(tag, attrs, parent) {
-    const node = document.createElementNS(SVG, tag);
-    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
-    if (parent) parent.appendChild(node);
-    return node;
-  }
-
   function seriesLabel(r) {
     return r.precision ? r.precision + ", " + r.blocks + " block(s)" : "";
   }
@@ -41,17 +26,6 @@
     if (r.cycles !== null && r.outcome === "passed") return fmt(r.cycles);
     if (r.outcome === "rejected" && r.rejection) return "rejected (" + r.rejection.stage + ")";
     return r.outcome === "unfinished" ? "\u2014" : r.outcome;
-  }
-
-  function table(node, head, rows) {
-    node.textContent = "";
-    const tr = el("tr", {}, el("thead", {}, node));
-    head.forEach((h) => el("th", {}, tr, h[0]));
-    const body = el("tbody", {}, node);
-    rows.forEach((row) => {
-      const line = el("tr", {}, body);
-      row.forEach((v, i) => el("td", { class: head[i][1] || "" }, line, v));
-    });
   }
 
   function unique(values) {
