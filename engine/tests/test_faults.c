@@ -8,7 +8,8 @@
  * apply.  These packages declare no allocation table, so the allocation
  * checks are off (test_allocation_faults.c has those).  Further tests check
  * that a faulted device refuses to run (IPU_ERR_STATE) until it is
- * initialized again.
+ * initialized again, and that a device unloaded and loaded with another
+ * package keeps nothing of the first one's written bytes.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -840,11 +841,45 @@ static void test_fault_in_init_program(void **state)
     ipu_package_free(pkg);
 }
 
+/* A device unloaded and given another package keeps no written state of the
+ * first: tile T's bytes at X, all written by the first package, are
+ * unwritten for the second (which writes 16 of them), and the report of the
+ * unloaded device names no fault. */
+static void test_unloaded_device_forgets_written_bytes(void **state)
+{
+    fx *f = *state;
+    ipu_pkg_builder *b = tpkg_builder(f->ctx, &f->p);
+    uint32_t slot = ipu_pkg_new_slot(b);
+    tpkg_kernel fill = tpkg_fill(f->X, 64, 0x05060708u);
+    tpkg_compute_list(b, T, slot, &fill, 1, 1);
+    emit(f, b, 0, IPU_OP_STEP, slot, IPU_NO_SLOT, 0);
+    ipu_package *first = tpkg_build(f->ctx, b), *second = uninitialized_copy_package(f);
+    ipu_device *dev = tpkg_device(f->ctx, first);
+    assert_int_equal(ipu_device_initialize(f->ctx, dev, first), IPU_OK);
+    assert_int_equal(run_status(f, dev), IPU_OK);
+    ipu_device_unload(dev);
+    ipu_package_free(first);
+    char *text = NULL;
+    assert_int_equal(ipu_device_fault_json(f->ctx, dev, &text), IPU_OK);
+    json_t *none = keep(f, json_loads(text, 0, NULL));
+    ipu_free(text);
+    assert_string_equal(tpkg_fault_str(none, "kind"), "none");
+    assert_int_equal(ipu_device_initialize(f->ctx, dev, second), IPU_OK);
+    assert_int_equal(run_status(f, dev), IPU_ERR_DEVICE_FAULT);
+    assert_int_equal(ipu_device_fault_json(f->ctx, dev, &text), IPU_OK);
+    json_t *fault = keep(f, json_loads(text, 0, NULL));
+    ipu_free(text);
+    TPKG_EXPECT_FAULT(fault, "uninitialized_read", T, f->X + 16, f->X + 64);
+    ipu_device_free(dev);
+    ipu_package_free(second);
+}
+
 int main(void)
 {
 #define T_(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
         T_(test_uninitialized_read_kernel),
+        T_(test_unloaded_device_forgets_written_bytes),
         T_(test_uninitialized_read_after_full_chunks),
         T_(test_uninitialized_read_exchange_send),
         T_(test_protected_write_runtime_state),

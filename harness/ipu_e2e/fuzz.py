@@ -1,18 +1,31 @@
 """ipu-e2e-fuzz: builds the libFuzzer targets of engine/tests/fuzz/ with clang
 (CMake, -DIPU_FUZZ=ON, ASan and UBSan, in their own build folder) and runs
-each for a fixed time, one after the other (`make fuzz FUZZ_SECONDS=N` calls
-it).  A target starts from its input folders (seeds and reproducers, listed
-by CMake in BUILD/fuzz-targets.txt) and grows its corpus in
-BUILD/fuzz-corpus/<target>, never in the repository; a crashing, leaking,
-timed-out or out-of-memory input is written to BUILD/fuzz-artifacts/.
-Limits: 2 GiB RSS, 10 s per input.  It prints the executions each target did
-(libFuzzer's stat::number_of_executed_units) and, with --output, writes
-fuzz.json (per target: executions, what was found and where, the log; and
-targets_met, one entry per target, for ci/nightly).  Exit codes: 0 nothing
-found, 1 a target found something, 2 usage error (no clang, unknown target),
-3 the build failed.
+each in turn for --seconds, or until --executions (`make fuzz
+FUZZ_SECONDS=N` calls it).  A target starts from its kept corpus and its
+input folders (seeds and reproducers, listed by CMake in
+BUILD/fuzz-targets.txt).  The corpus is kept between runs, outside the
+build folder and the repository (--corpus, default
+~/.cache/ipu-e2e/fuzz-corpus/<target>): the inputs a run adds are merged
+into it and the whole minimized (libFuzzer's -merge=1) when the target ends.
+A crashing, leaking, timed-out or out-of-memory input is written to
+BUILD/fuzz-artifacts/; with --keep-findings each is also copied into the
+target's reproducer folder, fixtures/fuzz/<target>/, which `make test`
+replays through the target (ctest's fuzz_replay_<target>).  Limits: 2 GiB
+RSS, 10 s per input; ASan's quarantine of freed memory is sized to what one
+execution frees (QUARANTINE_MB).  It prints each target's
+executions and executions per second beside the rate it should reach on an
+idle core (PARSER_RATE for the targets that only read, DEVICE_RATE for those
+that run a device), and the package target's counts of inputs whose header
+checksum is right and of packages loaded.  With --output, fuzz.json: per
+target those figures, what was found and where, the log; and targets_met,
+one entry per target (nothing found; with --executions, that many done) for
+ci/nightly.  Exit codes: 0 nothing found, 1 a target found something (or did
+fewer than --executions), 2 usage error (no clang, unknown target), 3 the
+build failed.
 """
 import argparse
+import datetime
+import hashlib
 import os
 import re
 import shutil
@@ -21,12 +34,27 @@ import sys
 import time
 from pathlib import Path
 
+from . import artifacts
 from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, EXIT_USAGE, UsageError, output_folders, \
     positive_int, write_result
 from .progress import Progress
 
 REPO = Path(__file__).resolve().parents[2]
 RSS_LIMIT_MB, INPUT_TIMEOUT = 2048, 10
+CORPUS = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ipu-e2e" / "fuzz-corpus"
+# Executions per second a target reaches on one idle core: those that only
+# read an input, and those that run a device (or compile and run).
+PARSER_RATE, DEVICE_RATE = 20_000, 2_000
+PARSERS = {"profile", "graph"}
+# libFuzzer flags of one target: graph descriptions stay short (a parser's
+# time grows with its input; 2 KiB holds a graph of every op kind).
+TARGET_FLAGS = {"graph": ["-max_len=2048"]}
+# ASan's quarantine of freed memory, MB, for device targets and parsers: as
+# large as what one execution frees, so that a use after free within it is
+# caught (ASan's default, 256 MB, costs the targets a third of their speed).
+QUARANTINE_MB = {False: 16, True: 1}
+# What the package target prints at exit (fuzz_package.c).
+PACKAGE_COUNTS = ("package_inputs", "package_checksum_right", "package_loaded")
 # What a libFuzzer log says it found, first match wins.
 FINDINGS = (("leak", "ERROR: LeakSanitizer"), ("timeout", "ERROR: libFuzzer: timeout"),
             ("out of memory", "ERROR: libFuzzer: out-of-memory"), ("memory error", "ERROR: AddressSanitizer"),
@@ -39,7 +67,13 @@ def parser():
         description="Build the libFuzzer targets (clang, ASan, UBSan) and run each for --seconds. Exit codes: "
                     "0 nothing found, 1 a target found something, 2 usage error, 3 the build failed.")
     p.add_argument("--seconds", type=positive_int, default=60, metavar="N",
-                   help="fuzzing time per target (default: 60)")
+                   help="fuzzing time per target (default: 60; with --executions, the most it may take)")
+    p.add_argument("--executions", type=positive_int, metavar="N",
+                   help="fuzz each target for N executions (at most --seconds); fewer is a failure")
+    p.add_argument("--corpus", type=Path, default=CORPUS, metavar="DIR",
+                   help=f"the kept corpus, a folder per target (default: {CORPUS})")
+    p.add_argument("--keep-findings", action="store_true",
+                   help="copy every input that found something into fixtures/fuzz/<target>/ as a reproducer")
     p.add_argument("--targets", metavar="NAME[,NAME...]", help="run only these targets (default: all)")
     p.add_argument("--build-dir", type=Path, default=REPO / "build-fuzz", metavar="DIR",
                    help="the fuzz build folder (default: build-fuzz)")
@@ -74,44 +108,101 @@ def stat(log_text, name):
     return int(found[-1]) if found else None
 
 
-def run_target(build_dir, name, inputs, seconds):
-    corpus = build_dir / "fuzz-corpus" / name
-    artifacts = build_dir / "fuzz-artifacts"
-    corpus.mkdir(parents=True, exist_ok=True)
-    artifacts.mkdir(parents=True, exist_ok=True)
-    log = build_dir / f"fuzz-{name}.log"
-    before = set(artifacts.iterdir())
-    command = [str(build_dir / f"fuzz_{name}"), f"-max_total_time={seconds}", f"-rss_limit_mb={RSS_LIMIT_MB}",
-               f"-timeout={INPUT_TIMEOUT}", "-print_final_stats=1", f"-artifact_prefix={artifacts}/{name}-",
-               str(corpus), *inputs]
+def libfuzzer_env(name):
     # Device tiles run on 1 and on 2 threads (device_run.c); idle OpenMP threads sleep.
-    env = dict(os.environ, OMP_WAIT_POLICY="passive", OPENBLAS_NUM_THREADS="1")
+    quarantine = QUARANTINE_MB[name in PARSERS]
+    asan = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"), f"quarantine_size_mb={quarantine}"]))
+    return dict(os.environ, OMP_WAIT_POLICY="passive", OPENBLAS_NUM_THREADS="1", ASAN_OPTIONS=asan)
+
+
+def merge(build_dir, name, kept, log):
+    """Minimize the kept corpus (its inputs and those a run added to it):
+    libFuzzer keeps the fewest inputs that reach every feature; the folder
+    is replaced only when the merge succeeds."""
+    merged = kept.with_name(kept.name + ".merging")
+    shutil.rmtree(merged, ignore_errors=True)
+    merged.mkdir(parents=True)
+    command = [str(build_dir / f"fuzz_{name}"), "-merge=1", f"-rss_limit_mb={RSS_LIMIT_MB}",
+               f"-timeout={INPUT_TIMEOUT}", *TARGET_FLAGS.get(name, []), str(merged), str(kept)]
+    with open(log, "ab") as out:
+        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                              env=libfuzzer_env(name))
+    if done.returncode != 0:
+        shutil.rmtree(merged, ignore_errors=True)
+        return None
+    old = kept.with_name(kept.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    kept.rename(old)
+    merged.rename(kept)
+    shutil.rmtree(old, ignore_errors=True)
+    return sum(1 for _ in kept.iterdir())
+
+
+def run_target(build_dir, name, inputs, seconds, corpus=None, executions=None):
+    kept = (corpus or build_dir / "fuzz-corpus") / name
+    found_dir = build_dir / "fuzz-artifacts"
+    kept.mkdir(parents=True, exist_ok=True)
+    found_dir.mkdir(parents=True, exist_ok=True)
+    log = build_dir / f"fuzz-{name}.log"
+    before = set(found_dir.iterdir())
+    command = [str(build_dir / f"fuzz_{name}"), f"-max_total_time={seconds}", f"-rss_limit_mb={RSS_LIMIT_MB}",
+               f"-timeout={INPUT_TIMEOUT}", "-print_final_stats=1", f"-artifact_prefix={found_dir}/{name}-",
+               *([f"-runs={executions}"] if executions else []), *TARGET_FLAGS.get(name, []),
+               str(kept), *inputs]
     began = time.monotonic()
     with open(log, "wb") as out:
         code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                              env=env).returncode
+                              env=libfuzzer_env(name)).returncode
+    seconds_taken = round(time.monotonic() - began, 1)
     text = log.read_text(errors="replace")
     finding = None
     if code != 0:
         finding = next((kind for kind, marker in FINDINGS if marker in text), f"exit {code}")
-    written = sorted(str(p) for p in set(artifacts.iterdir()) - before)
-    return {"target": name, "executions": stat(text, "number_of_executed_units"),
-            "executions_per_second": stat(text, "average_exec_per_sec"),
-            "new_inputs": stat(text, "new_units_added"), "peak_rss_mb": stat(text, "peak_rss_mb"),
-            "seconds": round(time.monotonic() - began, 1), "found": finding, "artifacts": written,
-            "log": str(log)}
+    written = sorted(str(p) for p in set(found_dir.iterdir()) - before)
+    result = {"target": name, "executions": stat(text, "number_of_executed_units"),
+              "executions_per_second": stat(text, "average_exec_per_sec"),
+              "target_rate": PARSER_RATE if name in PARSERS else DEVICE_RATE,
+              "new_inputs": stat(text, "new_units_added"), "peak_rss_mb": stat(text, "peak_rss_mb"),
+              "seconds": seconds_taken, "found": finding, "artifacts": written, "log": str(log),
+              "corpus": str(kept), "corpus_inputs": None}
+    for count in PACKAGE_COUNTS:
+        if stat(text, count) is not None:
+            result[count] = stat(text, count)
+    if finding is None:
+        result["corpus_inputs"] = merge(build_dir, name, kept, log)
+    return result
+
+
+def keep_findings(result, reproducers=REPO / "fixtures" / "fuzz"):
+    """Copy a target's finding inputs into its reproducer folder; the paths written."""
+    folder = reproducers / result["target"]
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = []
+    for artifact in map(Path, result["artifacts"]):
+        data = artifact.read_bytes()
+        kind = re.sub(r"[^a-z]+", "-", result["found"] or "finding").strip("-")
+        path = folder / f"found-{datetime.date.today().isoformat()}-{kind}-{hashlib.sha256(data).hexdigest()[:12]}"
+        artifacts.write_bytes(path, data)
+        kept.append(str(path))
+    return kept
 
 
 def report(result, out):
     for t in result["targets"]:
         executions = "?" if t["executions"] is None else f"{t['executions']:,}"
+        rate = "?" if t["executions_per_second"] is None else f"{t['executions_per_second']:,}"
         if t["found"] is None:
-            print(f"fuzz_{t['target']}: {executions} executions in {result['seconds']} s, nothing found "
-                  f"({t['new_inputs']} new corpus inputs, peak RSS {t['peak_rss_mb']} MB)", file=out)
+            print(f"fuzz_{t['target']}: {executions} executions in {t['seconds']} s, {rate}/s "
+                  f"(an idle core: {t['target_rate']:,}/s), nothing found; {t['new_inputs']} new inputs, "
+                  f"corpus {t['corpus_inputs']} inputs after merging; peak RSS {t['peak_rss_mb']} MB", file=out)
         else:
-            where = ", ".join(t["artifacts"]) or "no input written"
+            where = ", ".join(t.get("kept") or t["artifacts"]) or "no input written"
             print(f"fuzz_{t['target']}: FOUND {t['found']} after {executions} executions: {where}; "
                   f"log {t['log']}", file=out)
+        if "package_inputs" in t:
+            print(f"  of {t['package_inputs']:,} inputs, {t['package_checksum_right']:,} had the header's size and "
+                  f"checksum right (they reach the section, record and validator checks) and "
+                  f"{t['package_loaded']:,} loaded", file=out)
 
 
 def main(argv=None):
@@ -121,7 +212,7 @@ def main(argv=None):
         print("ipu-e2e-fuzz: error: clang with its libFuzzer runtime is needed (Debian: clang)", file=sys.stderr)
         return EXIT_USAGE
     try:
-        output_folders(args, "output", "build_dir")
+        output_folders(args, "output", "build_dir", "corpus")
     except UsageError as error:
         print(f"ipu-e2e-fuzz: error: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -141,12 +232,20 @@ def main(argv=None):
                   f"(expected {', '.join(name for name, _ in targets)})", file=sys.stderr)
             return EXIT_USAGE
         targets = [t for t in targets if t[0] in wanted]
-    result = {"seconds": args.seconds, "targets": []}
+    result = {"seconds": args.seconds, "executions": args.executions, "targets": []}
     for index, (name, inputs) in enumerate(targets):
-        progress.update(f"fuzzing {name} for {args.seconds} s", index + 1, len(targets))
-        result["targets"].append(run_target(args.build_dir, name, inputs, args.seconds))
+        what = f"{args.executions:,} executions" if args.executions else f"{args.seconds} s"
+        progress.update(f"fuzzing {name} for {what}", index + 1, len(targets))
+        done = run_target(args.build_dir, name, inputs, args.seconds, args.corpus, args.executions)
+        if args.keep_findings and done["artifacts"]:
+            done["kept"] = keep_findings(done)
+        result["targets"].append(done)
     progress.done()
-    result["targets_met"] = {f"{t['target']}_nothing_found": t["found"] is None for t in result["targets"]}
+    result["targets_met"] = {}
+    for t in result["targets"]:
+        result["targets_met"][f"{t['target']}_nothing_found"] = t["found"] is None
+        if args.executions:
+            result["targets_met"][f"{t['target']}_executions"] = (t["executions"] or 0) >= args.executions
     report(result, sys.stdout)
     if args.output:
         failed = write_result("ipu-e2e-fuzz", args.output / "fuzz.json", result)

@@ -1,11 +1,13 @@
 """test_fuzz.py: ipu-e2e-fuzz's reading of a fuzz run and ci/nightly's reading
 of ipu-e2e-fuzz, without building the targets (`make fuzz` does that): a
 stand-in target executable prints what libFuzzer prints; a clean run gives its
-executions and nothing found, a leak report with an artifact gives the finding
-and the input's path; the nightly case of a run that found something fails
-naming the target, and one that found nothing has no problem.  The
-repository's nightly case list has a fuzz case running every target for
-minutes.
+executions, rate and (for the package target) its input counts, and its kept
+corpus is replaced by the merged one; a leak report with an artifact gives
+the finding and the input's path, and --keep-findings copies that input into
+the target's reproducer folder; the nightly case of a run that found
+something fails naming the target, and one that found nothing has no
+problem.  The repository's nightly case list fuzzes every target for a
+million executions into a kept corpus.
 """
 import json
 import stat
@@ -14,8 +16,11 @@ from ipu_e2e import fuzz, nightly
 
 
 def fake_target(build, name, output, code, artifact=None):
-    """A stand-in fuzz_<name>: prints output, optionally writes an artifact, exits code."""
-    lines = [f"cat <<'EOF'\n{output}\nEOF"]
+    """A stand-in fuzz_<name>: prints output, optionally writes an artifact, exits code.
+    Called with -merge=1 [flags] OUT KEPT, it writes one input into OUT and exits 0."""
+    lines = ['if [ "$1" = -merge=1 ]; then for a; do case $a in -*) ;; *) echo merged > "$a/merged-input"; exit 0;; '
+             'esac; done; fi',
+             f"cat <<'EOF'\n{output}\nEOF"]
     if artifact:
         lines.append(f"touch {build}/fuzz-artifacts/{name}-{artifact}")
     path = build / f"fuzz_{name}"
@@ -23,24 +28,47 @@ def fake_target(build, name, output, code, artifact=None):
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
 
 
-def test_clean_run_reports_executions(tmp_path):
-    fake_target(tmp_path, "profile", "INFO: ...\nDone 123 runs\nstat::number_of_executed_units: 123\n"
+def test_clean_run_reports_executions_and_merges_the_kept_corpus(tmp_path):
+    fake_target(tmp_path, "package", "INFO: ...\nDone 123 runs\nstat::number_of_executed_units: 123\n"
                 "stat::average_exec_per_sec:     41\nstat::new_units_added:          7\n"
-                "stat::peak_rss_mb:              50", 0)
-    result = fuzz.run_target(tmp_path, "profile", [], 3)
+                "stat::peak_rss_mb:              50\nstat::package_inputs: 123\n"
+                "stat::package_checksum_right: 120\nstat::package_loaded: 30", 0)
+    kept = tmp_path / "kept"
+    (kept / "package").mkdir(parents=True)
+    for i in range(3):
+        (kept / "package" / f"old-{i}").write_text("x")
+    result = fuzz.run_target(tmp_path, "package", [], 3, corpus=kept)
     assert (result["executions"], result["executions_per_second"], result["new_inputs"]) == (123, 41, 7)
+    assert (result["package_inputs"], result["package_checksum_right"], result["package_loaded"]) == (123, 120, 30)
+    assert result["target_rate"] == fuzz.DEVICE_RATE
     assert result["found"] is None and result["artifacts"] == []
-    assert (tmp_path / "fuzz-corpus" / "profile").is_dir()
+    # The merge's output replaced the kept inputs, and nothing of the merge is left beside it.
+    assert sorted(p.name for p in (kept / "package").iterdir()) == ["merged-input"]
+    assert result["corpus_inputs"] == 1
+    assert sorted(p.name for p in kept.iterdir()) == ["package"]
+    lines = []
+    fuzz.report({"targets": [result]}, type("Out", (), {"write": lambda self, t: lines.append(t)})())
+    text = "".join(lines)
+    assert "41/s (an idle core: 2,000/s)" in text and "120 had the header's size and checksum right" in text
 
 
 def test_leak_is_a_finding_with_its_input(tmp_path):
     (tmp_path / "fuzz-artifacts").mkdir()
     fake_target(tmp_path, "package", "==1==ERROR: LeakSanitizer: detected memory leaks\n"
                 "stat::number_of_executed_units: 9", 1, artifact="leak-abc")
+    (tmp_path / "fuzz-corpus" / "package").mkdir(parents=True)
+    (tmp_path / "fuzz-corpus" / "package" / "kept-input").write_text("x")
     result = fuzz.run_target(tmp_path, "package", [], 3)
     assert result["found"] == "leak"
     assert result["executions"] == 9
     assert result["artifacts"] == [str(tmp_path / "fuzz-artifacts" / "package-leak-abc")]
+    # A run that found something leaves the kept corpus as it was (no merge).
+    assert [p.name for p in (tmp_path / "fuzz-corpus" / "package").iterdir()] == ["kept-input"]
+    (tmp_path / "fuzz-artifacts" / "package-leak-abc").write_bytes(b"the input")
+    kept = fuzz.keep_findings(result, tmp_path / "reproducers")
+    assert len(kept) == 1 and kept[0].startswith(str(tmp_path / "reproducers" / "package" / "found-"))
+    assert "-leak-" in kept[0]
+    assert (tmp_path / "reproducers" / "package" / kept[0].rsplit("/", 1)[1]).read_bytes() == b"the input"
 
 
 def test_nightly_reads_fuzz_json(tmp_path):
@@ -59,5 +87,9 @@ def test_repository_nightly_fuzzes_every_target(repo):
     fuzz_cases = [c for c in cases if c["command"] == "fuzz"]
     assert len(fuzz_cases) == 1
     args = fuzz_cases[0]["args"]
-    assert "--targets" not in args
-    assert int(args[args.index("--seconds") + 1]) >= 120
+    assert "--targets" not in args and "--corpus" not in args  # the default corpus is kept between nights
+    assert int(args[args.index("--executions") + 1]) >= 10 ** 6
+    assert "--keep-findings" in args
+    # Time enough for a million executions at the slowest target's rate (about 1,000/s), every target in turn.
+    assert int(args[args.index("--seconds") + 1]) >= 1500
+    assert fuzz_cases[0]["timeout_seconds"] >= 7 * 1500

@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define IPU_ABI_VERSION 8u
+#define IPU_ABI_VERSION 9u
 
 /* Status codes: explicit values, append-only. */
 typedef enum ipu_status {
@@ -113,6 +113,11 @@ void ipu_package_free(ipu_package *pkg);
 /* ---- device ------------------------------------------------------------ */
 ipu_status ipu_device_create(ipu_ctx *ctx, const char *profile_json, ipu_device **out);
 void ipu_device_free(ipu_device *dev);
+/* Forget the package the device holds, before that package is freed: streams
+ * set after it wait for the next initialize, which may load another package
+ * built for the same profile.  The tiles' memory stays allocated, so a device
+ * that runs many packages maps its SRAM once. */
+void ipu_device_unload(ipu_device *dev);
 /* Host data for a stream, consumed by the next initialize (parameter streams)
  * or run (input streams). The bytes are copied. */
 ipu_status ipu_device_set_stream(ipu_ctx *ctx, ipu_device *dev, const char *stream,

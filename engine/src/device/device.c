@@ -19,6 +19,7 @@ struct ipu_device {
     const ipu_device_iface *iface;
     void *impl;
     ipu_profile profile;
+    uint64_t profile_digest; /* what a package built for this device carries */
     const ipu_package *pkg; /* borrowed: the caller keeps it alive */
     ipu_host_buffer *buffers;
     size_t buffer_count;
@@ -67,6 +68,7 @@ ipu_status ipu_device_create(ipu_ctx *ctx, const char *profile_json, ipu_device 
     if (!dev)
         return IPU_NO_MEMORY(ctx);
     ipu_status status = ipu_profile_parse(ctx, profile_json, 0, &dev->profile);
+    dev->profile_digest = ipu_profile_digest(&dev->profile);
     if (status == IPU_OK)
         status = ipu_sim_create(ctx, &dev->profile, &dev->iface, &dev->impl);
     if (status != IPU_OK) {
@@ -106,6 +108,19 @@ void ipu_device_free(ipu_device *dev)
     if (dev->iface)
         dev->iface->destroy(dev->impl);
     free(dev);
+}
+
+void ipu_device_unload(ipu_device *dev)
+{
+    if (!dev)
+        return;
+    free_buffers(dev);
+    free_pending(dev);
+    dev->iface->unload(dev->impl);
+    dev->pkg = NULL;
+    dev->faulted = 0;
+    json_decref(dev->fault_profile);
+    dev->fault_profile = NULL;
 }
 
 /* Move data into the buffer of the named package stream. */
@@ -226,7 +241,7 @@ ipu_status ipu_device_initialize(ipu_ctx *ctx, ipu_device *dev, const ipu_packag
 {
     if (!dev || !pkg)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_device_initialize: NULL argument");
-    if (pkg->profile_digest != ipu_profile_digest(&dev->profile))
+    if (pkg->profile_digest != dev->profile_digest)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                         "the package was built for device profile '%s' (%u tiles), this device is "
                         "'%s' (%u tiles)",
@@ -345,7 +360,9 @@ ipu_status ipu_device_fault_json(ipu_ctx *ctx, const ipu_device *dev, char **out
 {
     if (!dev || !out_json)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_device_fault_json: NULL argument");
-    const ipu_fault *f = dev->iface->fault(dev->impl);
+    /* An unloaded device holds no fault: the package it names is gone. */
+    static const ipu_fault none = {.kind = IPU_FAULT_NONE};
+    const ipu_fault *f = dev->pkg ? dev->iface->fault(dev->impl) : &none;
     json_t *o = json_object();
     json_object_set_new(o, "kind", json_string(ipu_fault_kind_name(f->kind)));
     if (f->kind != IPU_FAULT_NONE) {

@@ -92,6 +92,9 @@ typedef struct ipu_device_iface {
     /* Load SRAM and run the init program; buffers[i] serves package stream i. */
     ipu_status (*initialize)(void *impl, ipu_ctx *ctx, const ipu_package *pkg,
                              ipu_host_buffer *buffers);
+    /* Release what the device holds for the package it loaded (keeping the
+     * tiles' memory for the next initialize). */
+    void (*unload)(void *impl);
     /* Run the main program once; *result gets the cycle report. */
     ipu_status (*run)(void *impl, ipu_ctx *ctx, ipu_host_buffer *buffers, json_t **result);
     /* Check allocations and poison ended lives (on: the default) from the next initialize. */

@@ -46,28 +46,50 @@ static void free_tile_memory(sim *s)
     s->shadow = s->ended = s->full = s->poisoned = NULL;
 }
 
+/* Release what was made for the loaded package and grown while running it:
+ * per-tile exchange rows, kernel scratch, lives, events, the step records. */
+static void sim_unload(void *impl)
+{
+    sim *s = impl;
+    sim_replay_forget(s);
+    for (uint32_t t = 0; s->tiles && t < s->p.tiles; t++) {
+        sim_tile *tile = &s->tiles[t];
+        free(tile->sends);
+        free(tile->recvs);
+        free(tile->watched);
+        tile->sends = tile->recvs = NULL;
+        tile->watched = NULL;
+        tile->send_count = tile->recv_count = tile->send_capacity = tile->recv_capacity = 0;
+        tile->watched_count = tile->watched_capacity = 0;
+    }
+    for (int i = 0; s->scratch && i < s->threads; i++) {
+        free(s->scratch[i]);
+        s->scratch[i] = NULL;
+        s->scratch_floats[i] = 0;
+    }
+    free(s->dying_start);
+    free(s->dying);
+    free(s->op_compute);
+    s->dying_start = NULL;
+    s->dying = NULL;
+    s->op_compute = NULL;
+    s->op_compute_ops = 0;
+    sim_events_free(s);
+    json_decref(s->steps);
+    s->steps = NULL;
+    s->pkg = NULL;
+}
+
 static void sim_destroy(void *impl)
 {
     sim *s = impl;
     if (!s)
         return;
-    sim_replay_forget(s);
-    for (uint32_t t = 0; s->tiles && t < s->p.tiles; t++) {
-        free(s->tiles[t].sends);
-        free(s->tiles[t].recvs);
-        free(s->tiles[t].watched);
-    }
-    for (int i = 0; s->scratch && i < s->threads; i++)
-        free(s->scratch[i]);
+    sim_unload(s);
     free(s->scratch);
     free(s->scratch_floats);
     free(s->tiles);
     free_tile_memory(s);
-    free(s->dying_start);
-    free(s->dying);
-    free(s->op_compute);
-    sim_events_free(s);
-    json_decref(s->steps);
     free(s);
 }
 
@@ -664,7 +686,7 @@ static void sim_set_observer(void *impl, ipu_phase_observer observer, void *user
 }
 
 static const ipu_device_iface SIM_IFACE = {
-    "simulator", sim_initialize, sim_run, sim_set_allocation_checks, sim_set_observer, sim_set_memory_events,
+    "simulator", sim_initialize, sim_unload, sim_run, sim_set_allocation_checks, sim_set_observer, sim_set_memory_events,
     sim_memory_events, sim_set_traced_tiles, sim_fault_of, sim_read, sim_write, sim_destroy,
 };
 

@@ -710,7 +710,7 @@ ipu_status ipu_package_encode(ipu_ctx *ctx, ipu_low_program *prog, ipu_xprogram 
     for (size_t r = 0; r < record_count; r++)
         record_bytes += records[r].size + 8;
     if (status == IPU_OK)
-        status = ipu_pkg_reserve_records(b, record_bytes);
+        status = ipu_pkg_reserve_data(b, record_bytes);
     for (size_t r = 0; r < record_count && status == IPU_OK; r++) {
         if ((status = IPU_CHECK_CANCEL(ctx)) != IPU_OK)
             break;

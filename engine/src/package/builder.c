@@ -353,7 +353,7 @@ ipu_status ipu_pkg_add_record(ipu_pkg_builder *b, uint32_t kind, uint32_t stream
     return IPU_OK;
 }
 
-ipu_status ipu_pkg_reserve_records(ipu_pkg_builder *b, uint64_t bytes)
+ipu_status ipu_pkg_reserve_data(ipu_pkg_builder *b, uint64_t bytes)
 {
     return ipu_buf_reserve(b->ctx, &b->data, b->data.size + bytes);
 }

@@ -191,11 +191,12 @@ ipu_status ipu_pkg_add_stream(ipu_pkg_builder *b, const char *name, uint32_t dir
 ipu_status ipu_pkg_add_record(ipu_pkg_builder *b, uint32_t kind, uint32_t stream,
                               uint32_t invocation, const void *bytes, uint64_t size);
 /* A record of size zeroed bytes the caller fills at *dst (valid until the
- * builder's next addition); ipu_pkg_reserve_records makes room for `bytes`
- * of them up front, so the storage is not moved as it grows. */
+ * builder's next addition). */
 ipu_status ipu_pkg_add_record_space(ipu_pkg_builder *b, uint32_t kind, uint32_t stream, uint32_t invocation,
                                     uint64_t size, uint8_t **dst);
-ipu_status ipu_pkg_reserve_records(ipu_pkg_builder *b, uint64_t bytes);
+/* Room for `bytes` more of data (records and segment bytes) up front, so the
+ * storage is allocated once, not moved as it grows. */
+ipu_status ipu_pkg_reserve_data(ipu_pkg_builder *b, uint64_t bytes);
 /* Metadata (the builder takes the reference). */
 void ipu_pkg_set_meta(ipu_pkg_builder *b, json_t *meta);
 void ipu_pkg_set_invocations(ipu_pkg_builder *b, uint32_t invocations);

@@ -31,10 +31,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Is the package within the limits above (device_run.c)? */
 int fuzz_package_small(const ipu_package *pkg);
+/* Tiles the simulator's parallel loops hand out at a time, at least
+ * (device/sim_compute.c: dynamic chunks of 8; the exchange: static of 16). */
+#define FUZZ_ONE_CHUNK 8u
 /* Run a package as a user replays a saved one (device_run.c): a device for
  * its own profile, its recorded parameters and inputs, initialize, then up to
  * two invocations, reading every output stream and any fault; once with
- * device tiles on one thread, once on two, which must give the same results.
+ * device tiles on one thread and, for more than FUZZ_ONE_CHUNK tiles, once on
+ * two, which must give the same results.
  * Every call is held to fuzz_check; with must_not_fault, a device fault
  * aborts (printing it). */
 void fuzz_run_package(ipu_ctx *ctx, const ipu_package *pkg, int must_not_fault);
@@ -53,9 +57,17 @@ void fuzz_run_package(ipu_ctx *ctx, const ipu_package *pkg, int must_not_fault);
  * build(ctx, data, size, &pkg), then fuzz_run_package; always returns 0. */
 typedef ipu_status (*fuzz_build_fn)(ipu_ctx *ctx, const uint8_t *data, size_t size, ipu_package **out);
 int fuzz_build_and_run(const uint8_t *data, size_t size, fuzz_build_fn build);
+/* Bytes of data such a package usually holds: every tile's area at
+ * FUZZ_SRC and a few descriptors (kept under 128 KiB, the largest block
+ * ASan's allocator recycles rather than maps afresh). */
+#define FUZZ_DATA_BYTES (FUZZ_TILES * (FUZZ_MAX_AREA + 1024))
+/* The start of such a build: a builder for the profile profile_json (a
+ * constant of the target, parsed once) with the c600 layout above and room
+ * for FUZZ_DATA_BYTES, so its storage is allocated once. */
+struct ipu_pkg_builder;
+ipu_status fuzz_start_package(ipu_ctx *ctx, const char *profile_json, struct ipu_pkg_builder **out);
 /* The end of such a build: two invocations, then the package, or the
  * builder freed when status already failed. */
-struct ipu_pkg_builder;
 ipu_status fuzz_finish_package(struct ipu_pkg_builder *b, ipu_status status, ipu_package **out);
 /* Tile t's initial bytes at FUZZ_SRC (area bytes, at most FUZZ_MAX_AREA: FP16 and FP8 values of every
  * size and sign, a few infinite or NaN) and, with allocations, allocations

@@ -64,10 +64,8 @@ static ipu_status build(ipu_ctx *ctx, const uint8_t *data, size_t size, ipu_pack
 {
     reader r = {data, data + size};
     int allocations = take_byte(&r) & 1;
-    ipu_profile p;
-    IPU_TRY(ipu_profile_parse(ctx, "{\"name\":\"fuzz-compute\",\"tiles\":4}", 0, &p));
     ipu_pkg_builder *b = NULL;
-    IPU_TRY(ipu_pkg_builder_create(ctx, &p, FUZZ_CODE, FUZZ_DESC, FUZZ_DESC_END, &b));
+    IPU_TRY(fuzz_start_package(ctx, "{\"name\":\"fuzz-compute\",\"tiles\":4}", &b));
     uint32_t slot = ipu_pkg_new_slot(b);
     ipu_status status = IPU_OK;
     static uint8_t list[4 + MAX_DESCRIPTORS * 4 * (1 + IPU_KERNEL_MAX_ARGS)];

@@ -70,10 +70,8 @@ static ipu_status build(ipu_ctx *ctx, const uint8_t *data, size_t size, ipu_pack
     uint8_t flags = take_byte(&r);
     int allocations = flags & 1, patches = flags & 2, raw = flags & 16;
     uint32_t count = 1 + ((flags >> 2) & 3);
-    ipu_profile p;
-    IPU_TRY(ipu_profile_parse(ctx, "{\"name\":\"fuzz-exchange\",\"tiles\":4}", 0, &p));
     ipu_pkg_builder *b = NULL;
-    IPU_TRY(ipu_pkg_builder_create(ctx, &p, FUZZ_CODE, FUZZ_DESC, FUZZ_DESC_END, &b));
+    IPU_TRY(fuzz_start_package(ctx, "{\"name\":\"fuzz-exchange\",\"tiles\":4}", &b));
     uint32_t xslot = ipu_pkg_new_slot(b);
     uint32_t pslot = patches ? ipu_pkg_new_slot(b) : IPU_NO_SLOT;
     ipu_status status = IPU_OK;
