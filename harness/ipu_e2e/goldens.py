@@ -108,13 +108,17 @@ def run(name, args, folder):
     return figures(json.loads((folder / "result.json").read_text())), None
 
 
-def load(path):
-    if not path.exists():
+def load(path, update):
+    """The recorded goldens; a missing file is an empty record only for --update, which writes it."""
+    if update and not path.exists():
         return {}
     try:
         goldens = json.loads(path.read_text())["cases"]
         if not isinstance(goldens, dict):
             raise TypeError("\"cases\" is not an object")
+        bad = [name for name, figures in goldens.items() if not isinstance(figures, dict)]
+        if bad:
+            raise TypeError(f"the figures of case {bad[0]!r} are not an object")
         return goldens
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise UsageError(f"--goldens {path}: expected {{\"cases\": {{name: figures}}}}: {error}") from None
@@ -134,7 +138,7 @@ def work(args, extra, progress):
         return EXIT_OK
     if args.update and extra:
         raise UsageError("--update records the goldens of the cases as they are: it takes no flags after --")
-    goldens = load(args.goldens)
+    goldens = load(args.goldens, args.update)
     found, problems = {}, []
     with tempfile.TemporaryDirectory(prefix="ipu-e2e-goldens-") as scratch:
         for index, name in enumerate(names):

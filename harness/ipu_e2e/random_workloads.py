@@ -332,6 +332,11 @@ def work(args, extra, progress):
     if args.keep_failures and extra:
         raise UsageError(f"--keep-failures keeps generated cases as regressions; not with the flags after -- "
                          f"({' '.join(extra)}), which the kept case would not have")
+    if args.cases != REGRESSIONS and not (args.regressions or args.keep_failures):
+        raise UsageError(f"--cases {args.cases}: the kept cases are read by --regressions and written by "
+                         f"--keep-failures; give one of them")
+    if args.regressions and not args.cases.is_file():
+        raise UsageError(f"--cases {args.cases}: no such file of kept cases (--regressions reads it)")
     plan = planned(args, extra)
     if args.list:
         for case in plan:

@@ -74,6 +74,9 @@ def optional(path, what):
     return read_json(path, what) if path.exists() else None
 
 
+KIND_NAMES = {str: "a string", int: "an integer", float: "a number", dict: "an object", list: "a list"}
+
+
 def field(value, path, where, kinds):
     """value[path...] checked to be of kinds (None when a key is missing)."""
     for key in path:
@@ -81,7 +84,8 @@ def field(value, path, where, kinds):
             return None
         value = value[key]
     if value is not None and not isinstance(value, kinds) or isinstance(value, bool):
-        raise UsageError(f"{where}: field '{'.'.join(path)}': expected {kinds}, got {value!r}")
+        names = " or ".join(KIND_NAMES[k] for k in (kinds if isinstance(kinds, tuple) else (kinds,)))
+        raise UsageError(f"{where}: field '{'.'.join(path)}': expected {names}, got {value!r}")
     return value
 
 
@@ -114,8 +118,10 @@ def row_of(case, folder):
     row = {k: case.get(k) for k in ("name", "precision", "blocks", "batch", "budget")}
     row["outcome"] = record["outcome"] if record else "unfinished"
     for part in ("library", "cli") if record else ():  # the digests the case ran with (sweep_case.py)
-        digest = field(record, ("sha256", part, "sha256"), folder / "case.json", str)
-        if not digest or not re.fullmatch(r"[0-9a-f]{64}", digest):
+        digest = record
+        for key in ("sha256", part, "sha256"):
+            digest = digest.get(key) if isinstance(digest, dict) else None
+        if not isinstance(digest, str) or not re.fullmatch(r"[0-9a-f]{64}", digest):
             raise UsageError(f"{folder / 'case.json'}: field 'sha256.{part}.sha256': expected the 64 hex digits of "
                              f"a SHA-256, got {digest!r}")
     row["message"] = record.get("message") if record else None

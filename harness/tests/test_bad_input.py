@@ -1,5 +1,7 @@
 """test_bad_input.py: bad command lines and option files for ipu-e2e-test,
-ipu-e2e-bench, ci/nightly and ipu-e2e-fuzz (wrong types; zero, negative and huge numbers;
+ipu-e2e-bench, ci/nightly, ipu-e2e-fuzz, ipu-e2e-sweep, ipu-e2e-sweep-report,
+ipu-e2e-compare, ipu-e2e-random, ipu-e2e-goldens and ipu-e2e-onnx-tests
+(wrong types; zero, negative and huge numbers;
 missing, empty, non-UTF-8 and truncated files; directories for files;
 unwritable outputs; conflicting flags) each end with exit code 2, a message on
 stderr that names the flag, file or field and says what was expected, no
@@ -17,7 +19,10 @@ import pytest
 SMALL_MLP = ["--device", "tiles16", "--tokens", "64", "--channels", "64", "--hidden", "128"]
 SMALL_VIT = ["--workload", "vit-small", "--tiles", "64", "--layers", "1"]
 COMMANDS = {"test": "harness/bin/ipu-e2e-test", "bench": "harness/bin/ipu-e2e-bench", "nightly": "ci/nightly",
-            "fuzz": "harness/bin/ipu-e2e-fuzz"}
+            "fuzz": "harness/bin/ipu-e2e-fuzz", "sweep": "harness/bin/ipu-e2e-sweep",
+            "sweep-report": "harness/bin/ipu-e2e-sweep-report", "compare": "harness/bin/ipu-e2e-compare",
+            "random": "harness/bin/ipu-e2e-random", "goldens": "harness/bin/ipu-e2e-goldens",
+            "onnx-tests": "harness/bin/ipu-e2e-onnx-tests"}
 TRACES = ("Traceback", "AddressSanitizer", "runtime error:", "Segmentation")
 
 
@@ -48,7 +53,23 @@ def files(tmp_path_factory, repo):
         "baselines-list.json": b"[]",
         "baselines-latin1.json": b'{"caf\xe9": {}}',
     }
+    # Runs and sweeps read back: result.json with its objects replaced by numbers, a list, bytes not
+    # UTF-8; a sweep whose case record has a number for its SHA-256, one of another schema.
+    numbers = {"schema": "ipu-e2e/result", "version": 1, "workload": "mlp", "device": 3, "geometry": 4,
+               "per_op": 5, "cycles": 6}
+    contents.update({"run-numbers/result.json": json.dumps(numbers).encode(), "run-list/result.json": b"[]",
+                     "run-latin1/result.json": b'{"workload": "caf\xe9"}',
+                     "sweep-digest/sweep.json": json.dumps({"schema": "ipu-e2e/sweep", "version": 1,
+                                                            "planned": [{"name": "c1"}]}).encode(),
+                     "sweep-digest/cases/c1/case.json": json.dumps(
+                         {"outcome": "built", "sha256": {"library": {"sha256": 12345},
+                                                         "cli": {"sha256": "0" * 64}}}).encode(),
+                     "sweep-schema/sweep.json": json.dumps({"schema": "ipu-e2e/result", "version": 1}).encode(),
+                     "sweep-planned/sweep.json": json.dumps({"schema": "ipu-e2e/sweep", "version": 1,
+                                                             "planned": {"c1": 1}}).encode(),
+                     "goldens-numbers.json": json.dumps({"cases": {"mlp": 5}}).encode()})
     for name, data in contents.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_bytes(data)
     (folder / "a-folder.json").mkdir()
     (folder / "a-folder.pkg").mkdir()
@@ -192,6 +213,45 @@ CASES = [
     ("fuzz", ["--jobs", "many"], ["--jobs", "'many'"]),
     ("fuzz", ["--output", "{a-file}"], ["--output", "a-file"]),
     ("fuzz", ["--build-dir", "{a-file}"], ["--build-dir", "a-file"]),
+    ("fuzz", ["--executions", "0"], ["--executions", "positive integer"]),
+    ("fuzz", ["--corpus", "{a-file}"], ["--corpus", "a-file"]),
+    # ipu-e2e-sweep (refused before a case folder is made)
+    ("sweep", ["--output", "{OUT}", "--batches", "3"], ["--batches", "1, 2 and 4", "'3'"]),
+    ("sweep", ["--output", "{OUT}", "--batches", "x"], ["--batches", "'x'"]),
+    ("sweep", ["--output", "{OUT}", "--budgets", "abc"], ["--budgets", "'abc'"]),
+    ("sweep", ["--output", "{OUT}", "--jobs", "0"], ["--jobs", "got 0"]),
+    ("sweep", ["--output", "{OUT}", "--workload", "nope"], ["--workload", "'nope'"]),
+    ("sweep", ["--output", "{a-file}"], ["--output", "a-file"]),
+    # ipu-e2e-sweep-report
+    ("sweep-report", ["{sweep-digest}"], ["case.json", "sha256.library.sha256", "64 hex digits", "12345"]),
+    ("sweep-report", ["{sweep-schema}"], ["sweep.json", "ipu-e2e/sweep"]),
+    ("sweep-report", ["{sweep-planned}"], ["sweep.json", "planned"]),
+    ("sweep-report", ["{missing-folder}"], ["missing-folder", "sweep.json"]),
+    ("sweep-report", ["{a-file}"], ["a-file", "sweep.json"]),
+    # ipu-e2e-compare
+    ("compare", ["{run-numbers}", "{run-numbers}"], ["run-numbers", "result.json", "'geometry'", "object"]),
+    ("compare", ["{run-list}", "{run-numbers}"], ["run-list", "result.json"]),
+    ("compare", ["{run-latin1}", "{run-numbers}"], ["run-latin1", "result.json"]),
+    ("compare", ["{missing-folder}", "{run-numbers}"], ["missing-folder"]),
+    ("compare", ["{run-numbers}"], ["B"]),
+    # ipu-e2e-random
+    ("random", ["--seeds", "abc"], ["--seeds", "'abc'"]),
+    ("random", ["--seeds", "5-2"], ["--seeds", "'5-2'"]),
+    ("random", ["--fresh", "0"], ["--fresh"]),
+    ("random", ["--seeds", "0", "--jobs", "0"], ["--jobs", "got 0"]),
+    ("random", [], ["--seeds SPEC", "--fresh N", "--regressions"]),
+    ("random", ["--regressions", "--cases", "{missing.json}"], ["--cases", "missing.json", "no such file"]),
+    ("random", ["--seeds", "0", "--cases", "{missing.json}"], ["--cases", "--regressions", "--keep-failures"]),
+    ("random", ["--regressions", "--cases", "{array.json}"], ["--cases", "array.json"]),
+    # ipu-e2e-goldens
+    ("goldens", ["--only", "nope"], ["--only", "nope", "the cases are"]),
+    ("goldens", ["--goldens", "{missing.json}"], ["--goldens", "missing.json", "No such file"]),
+    ("goldens", ["--goldens", "{goldens-numbers.json}"], ["--goldens", "goldens-numbers.json", "'mlp'"]),
+    ("goldens", ["--goldens", "{truncated.json}"], ["--goldens", "truncated.json"]),
+    # ipu-e2e-onnx-tests
+    ("onnx-tests", ["--data", "{missing-folder}"], ["--data", "missing-folder", "no such folder"]),
+    ("onnx-tests", ["--ops", "NoSuchOp"], ["--ops", "NoSuchOp"]),
+    ("onnx-tests", ["--jobs", "-1"], ["--jobs", "got -1"]),
 ]
 
 
@@ -200,7 +260,8 @@ def case_id(case):
 
 
 def run(repo, files, out, command, args):
-    argv = [a.replace("{", str(files) + "/").replace("}", "") if a.startswith("{") else a for a in args]
+    argv = [str(out) if a == "{OUT}" else a.replace("{", str(files) + "/").replace("}", "") if a.startswith("{")
+            else a for a in args]
     if command != "bench" or argv:
         argv += ["--quiet"]
     if command == "nightly" and "--output" not in argv:
@@ -210,7 +271,7 @@ def run(repo, files, out, command, args):
 
 
 def test_the_matrix_is_large_enough():
-    assert len(CASES) >= 60
+    assert len(CASES) >= 124
     assert {c[0] for c in CASES} == set(COMMANDS)
 
 
@@ -238,4 +299,7 @@ def test_every_bad_input_exits_2_naming_what_is_wrong(repo, files, tmp_path):
             problems.append(f"wrote {written}")
         if problems:
             failures.append(f"{case_id(case)}: {'; '.join(problems)}\n    {done.stderr.strip()[-400:]}")
+    # Reports of the runs and sweeps read back are written beside them: none was.
+    beside = sorted(str(p) for pattern in ("sweep-report.*", "compare.*") for p in files.rglob(pattern))
+    assert not beside, f"reports written beside bad inputs: {beside}"
     assert not failures, f"{len(failures)} of {len(CASES)} bad inputs mishandled:\n" + "\n".join(failures)

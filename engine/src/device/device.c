@@ -68,7 +68,8 @@ ipu_status ipu_device_create(ipu_ctx *ctx, const char *profile_json, ipu_device 
     if (!dev)
         return IPU_NO_MEMORY(ctx);
     ipu_status status = ipu_profile_parse(ctx, profile_json, 0, &dev->profile);
-    dev->profile_digest = ipu_profile_digest(&dev->profile);
+    if (status == IPU_OK && !(dev->profile_digest = ipu_profile_digest(&dev->profile)))
+        status = IPU_NO_MEMORY(ctx); /* 0: its JSON could not be made (a real digest is 0 at odds of 2^-64) */
     if (status == IPU_OK)
         status = ipu_sim_create(ctx, &dev->profile, &dev->iface, &dev->impl);
     if (status != IPU_OK) {

@@ -62,7 +62,7 @@ static void sim_unload(void *impl)
         tile->send_count = tile->recv_count = tile->send_capacity = tile->recv_capacity = 0;
         tile->watched_count = tile->watched_capacity = 0;
     }
-    for (int i = 0; s->scratch && i < s->threads; i++) {
+    for (int i = 0; s->scratch && s->scratch_floats && i < s->threads; i++) {
         free(s->scratch[i]);
         s->scratch[i] = NULL;
         s->scratch_floats[i] = 0;
