@@ -686,8 +686,9 @@ static void sim_set_observer(void *impl, ipu_phase_observer observer, void *user
 }
 
 static const ipu_device_iface SIM_IFACE = {
-    "simulator", sim_initialize, sim_unload, sim_run, sim_set_allocation_checks, sim_set_observer, sim_set_memory_events,
-    sim_memory_events, sim_set_traced_tiles, sim_fault_of, sim_read, sim_write, sim_destroy,
+    "simulator", sim_initialize, sim_unload, sim_run, sim_set_allocation_checks, sim_set_observer,
+    sim_set_memory_events, sim_memory_events, sim_set_traced_tiles, sim_fault_of, sim_read, sim_write,
+    sim_destroy,
 };
 
 ipu_status ipu_sim_create(ipu_ctx *ctx, const ipu_profile *profile, const ipu_device_iface **iface,
