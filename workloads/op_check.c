@@ -1,5 +1,5 @@
-/* op_check.c: the per-op check (ipu_check_ops).  The package runs once on a
- * fresh simulator that calls back at the end of every program phase; at the
+/* op_check.c: the per-op check (ipu_check_ops, ipu_check_ops_on).  The
+ * package runs once on a fresh simulator (or one the caller keeps) that calls back at the end of every program phase; at the
  * phase where the package's capture table says an op's output is complete
  * (every iteration, for an op of the Repeat body) its blocks are read from
  * tile memory and decoded into the tensor.  The device-precision reference
@@ -248,16 +248,23 @@ static ipu_status type_values(checker *k)
     return IPU_OK;
 }
 
-/* A device for the package's profile with its recorded inputs and parameters. */
-static ipu_status prepare_device(checker *k)
+/* The device, its profile made from the package's. */
+static ipu_status create_device(ipu_ctx *ctx, const ipu_package *pkg, ipu_device **out)
 {
-    json_t *profile = ipu_profile_to_json(&k->pkg->profile);
+    json_t *profile = ipu_profile_to_json(&pkg->profile);
     char *text = profile ? json_dumps(profile, JSON_COMPACT) : NULL;
     json_decref(profile);
     if (!text)
-        return IPU_NO_MEMORY(k->ctx);
-    ipu_status status = ipu_device_create(k->ctx, text, &k->dev);
+        return IPU_NO_MEMORY(ctx);
+    ipu_status status = ipu_device_create(ctx, text, out);
     free(text);
+    return status;
+}
+
+/* The package's recorded inputs and parameters, given to the device. */
+static ipu_status upload_inputs(checker *k)
+{
+    ipu_status status = IPU_OK;
     for (size_t i = 0; i < k->pkg->record_count && status == IPU_OK; i++) {
         const ipu_pkg_record *r = &k->pkg->records[i];
         if (r->kind == IPU_RECORD_INPUT && r->invocation == 0)
@@ -296,10 +303,10 @@ static json_t *summary(const checker *k)
                      k->first ? k->first : json_null());
 }
 
-ipu_status ipu_check_ops(ipu_ctx *ctx, const ipu_workload *w, const ipu_package *pkg,
-                         const char *criteria_json, char **out_json)
+ipu_status ipu_check_ops_on(ipu_ctx *ctx, ipu_device *dev, const ipu_workload *w, const ipu_package *pkg,
+                            const char *criteria_json, char **out_json)
 {
-    if (!w || !pkg || !out_json)
+    if (!dev || !w || !pkg || !out_json)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_check_ops: NULL argument");
     const ipu_graph *g = &w->graph;
     if (pkg->compiler_op_count != g->op_count)
@@ -307,7 +314,7 @@ ipu_status ipu_check_ops(ipu_ctx *ctx, const ipu_workload *w, const ipu_package 
                         "op check: the package names %zu compiler ops, the workload has %zu: it was "
                         "not compiled from this workload",
                         pkg->compiler_op_count, g->op_count);
-    checker k = {ctx, w, pkg, NULL, {0, 0, 0, 0}, NULL, NULL, {0}, NULL, NULL, NULL, NULL, 0, NULL, 0};
+    checker k = {ctx, w, pkg, dev, {0, 0, 0, 0}, NULL, NULL, {0}, NULL, NULL, NULL, NULL, 0, NULL, 0};
     IPU_TRY(ipu_check_parse_criteria(ctx, criteria_json, "atol_rms", &k.c));
     size_t largest = 1, slots = g->tensor_count ? g->tensor_count : 1;
     for (size_t i = 0; i < g->op_count; i++)
@@ -330,15 +337,17 @@ ipu_status ipu_check_ops(ipu_ctx *ctx, const ipu_workload *w, const ipu_package 
     if (status == IPU_OK)
         status = type_values(&k);
     if (status == IPU_OK)
-        status = prepare_device(&k);
+        status = upload_inputs(&k);
     if (status == IPU_OK) {
-        ipu_device_observe(k.dev, observe, &k);
-        status = ipu_device_initialize(ctx, k.dev, pkg);
+        ipu_device_observe(dev, observe, &k);
+        status = ipu_device_initialize(ctx, dev, pkg);
     }
     char *cycles = NULL;
     if (status == IPU_OK)
-        status = ipu_device_run(ctx, k.dev, &cycles);
+        status = ipu_device_run(ctx, dev, &cycles);
     ipu_free(cycles);
+    ipu_device_observe(dev, NULL, NULL);
+    ipu_device_unload(dev);
     json_t *result = status == IPU_OK ? summary(&k) : NULL;
     if (status == IPU_OK && !result)
         status = IPU_NO_MEMORY(ctx);
@@ -357,6 +366,18 @@ ipu_status ipu_check_ops(ipu_ctx *ctx, const ipu_workload *w, const ipu_package 
     }
     free(k.latest), free(k.typed), free(k.keys), free(k.stats), free(k.expected), free(k.block);
     ipu_reference_plan_free(&k.plan);
-    ipu_device_free(k.dev);
+    return status;
+}
+
+ipu_status ipu_check_ops(ipu_ctx *ctx, const ipu_workload *w, const ipu_package *pkg,
+                         const char *criteria_json, char **out_json)
+{
+    if (!pkg)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_check_ops: NULL argument");
+    ipu_device *dev = NULL;
+    ipu_status status = create_device(ctx, pkg, &dev);
+    if (status == IPU_OK)
+        status = ipu_check_ops_on(ctx, dev, w, pkg, criteria_json, out_json);
+    ipu_device_free(dev);
     return status;
 }

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from . import interrupts
 
-ABI_VERSION = 9
+ABI_VERSION = 10
 # Bytes per element of each device type.
 DTYPE_BYTES = {"f32": 4, "f16": 2, "f143": 1, "f152": 1}
 

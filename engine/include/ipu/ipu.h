@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define IPU_ABI_VERSION 9u
+#define IPU_ABI_VERSION 10u
 
 /* Status codes: explicit values, append-only. */
 typedef enum ipu_status {
@@ -247,6 +247,11 @@ ipu_status ipu_check_outputs(ipu_ctx *ctx, const float *reference, const void *d
  * that element; null when every op passed). */
 ipu_status ipu_check_ops(ipu_ctx *ctx, const ipu_workload *w, const ipu_package *pkg,
                          const char *criteria_json, char **out_json);
+/* The same on a device the caller keeps, made for the package's profile:
+ * the package is loaded, run once and unloaded (ipu_device_unload), so one
+ * device serves many checks without mapping its memory again. */
+ipu_status ipu_check_ops_on(ipu_ctx *ctx, ipu_device *dev, const ipu_workload *w, const ipu_package *pkg,
+                            const char *criteria_json, char **out_json);
 
 /* ---- the compiler ------------------------------------------------------ */
 /* Compile a workload for a device: plan, lower, schedule exchange, place and

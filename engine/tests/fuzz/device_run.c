@@ -157,12 +157,10 @@ static void check_timing(const ipu_package *pkg, const char *cycles)
     ipu_ctx_free(ctx);
 }
 
-/* The device a replay on threads threads runs on (1 or 2), kept from one
- * execution to the next: a device maps its tiles' SRAM at its first
- * initialize, so one kept per thread count for the profile of the packages
- * fuzzed maps it once, not every execution.  A package of another profile
- * replaces it.  NULL with a status when no device can be made. */
-static ipu_device *kept_device(ipu_ctx *ctx, const ipu_package *pkg, int threads, ipu_status *status)
+/* A device maps its tiles' SRAM at its first initialize, so one kept per
+ * thread count for the profile of the packages fuzzed maps it once, not
+ * every execution.  A package of another profile replaces it. */
+ipu_device *fuzz_kept_device(ipu_ctx *ctx, const ipu_package *pkg, int threads, ipu_status *status)
 {
     static struct {
         ipu_device *dev;
@@ -192,7 +190,7 @@ static void replay(ipu_ctx *ctx, const ipu_package *pkg, int must_not_fault, int
     ipu_ctx_set_threads(ctx, threads);
     ipu_ctx_clear_error(ctx);
     ipu_status status;
-    ipu_device *dev = kept_device(ctx, pkg, threads, &status);
+    ipu_device *dev = fuzz_kept_device(ctx, pkg, threads, &status);
     if (status == IPU_OK)
         status = upload(ctx, dev, pkg, 0);
     if (status == IPU_OK) {

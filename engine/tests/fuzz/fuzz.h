@@ -42,6 +42,10 @@ int fuzz_package_small(const ipu_package *pkg);
  * Every call is held to fuzz_check; with must_not_fault, a device fault
  * aborts (printing it). */
 void fuzz_run_package(ipu_ctx *ctx, const ipu_package *pkg, int must_not_fault);
+/* The device kept between executions for the package's profile, its tiles
+ * run on threads threads (1 or 2); NULL with a status when none can be made.
+ * The caller unloads what it loads (ipu_device_unload). */
+ipu_device *fuzz_kept_device(ipu_ctx *ctx, const ipu_package *pkg, int threads, ipu_status *status);
 
 /* The 4-tile c600 layout of the packages the exchange and compute targets
  * build around their input. */

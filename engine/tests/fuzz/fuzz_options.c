@@ -4,9 +4,10 @@
  * newline).  They go through ipu_workload_create, ipu_compile and a device
  * run of the package (device_run.c), every call held to fuzz_check;
  * a package compiled without a mutation ("inject") must run without a device
- * fault (a fault is a compiler bug) and pass the per-op check (ipu_check_ops
- * with the harness's default criteria, harness/ipu_e2e/tolerances.py: every
- * op's output against the device-precision reference of that op).
+ * fault (a fault is a compiler bug) and pass the per-op check
+ * (ipu_check_ops_on, on the device the replay keeps, with the harness's
+ * default criteria, harness/ipu_e2e/tolerances.py: every op's output against
+ * the device-precision reference of that op).
  * Executions stay in milliseconds by keeping models and devices tiny: a
  * geometry option the input leaves out takes a tiny value here (8 tokens, 16
  * channels, 32 hidden, 1 layer of 2 heads of 8), one it sets above a cap
@@ -126,7 +127,10 @@ static int injected(const char *compile_json)
 static void check_ops(ipu_ctx *ctx, const ipu_workload *w, const ipu_package *pkg)
 {
     char *result = NULL;
-    ipu_status status = fuzz_check(ctx, ipu_check_ops(ctx, w, pkg, OP_CRITERIA, &result), "ipu_check_ops");
+    ipu_status status;
+    ipu_device *dev = fuzz_kept_device(ctx, pkg, 1, &status);
+    if (dev)
+        status = fuzz_check(ctx, ipu_check_ops_on(ctx, dev, w, pkg, OP_CRITERIA, &result), "ipu_check_ops_on");
     json_t *r = status == IPU_OK ? json_loads(result, 0, NULL) : NULL;
     if ((status != IPU_OK && status != IPU_ERR_NO_MEMORY) || (r && !json_is_true(json_object_get(r, "passed")))) {
         fprintf(stderr, "a package compiled without a mutation fails the per-op check: %s\n%s\n",
