@@ -57,19 +57,22 @@ WORKLOAD_MODULES = {"exchange-stress": stress, "graph": transformer,
 
 
 def load_package(ctx, args, progress):
-    """The saved package and the name of the workload its metadata records."""
-    progress.update(f"loading {args.package}")
-    package = Package.load_file(ctx, args.package)
-    info = package.info()
-    if args.tiles and args.tiles != info["tiles"]:
-        raise UsageError(f"--tiles {args.tiles}: the package {args.package} was built for {info['tiles']} tiles")
-    workload = info["meta"].get("workload")
-    if args.graph or args.model:
-        return package, "graph"
-    if workload not in WORKLOAD_MODULES or workload == "graph":
-        raise UsageError(f"--package {args.package}: workload '{workload}' in its metadata is not built in: "
+    """The saved package and the name of the workload its metadata records.  The file's streams are checked
+    against the recorded workload before the package is loaded (transformer.replayed_workload, kept on args),
+    so a package whose streams its workload cannot hold is refused before its data is read."""
+    progress.update(f"reading {args.package}")
+    peeked = Package.peek_file(ctx, args.package)
+    if args.tiles and args.tiles != peeked["tiles"]:
+        raise UsageError(f"--tiles {args.tiles}: the package {args.package} was built for {peeked['tiles']} tiles")
+    recorded = peeked["meta"].get("workload")
+    workload = "graph" if args.graph or args.model else recorded if isinstance(recorded, str) else None
+    if workload not in WORKLOAD_MODULES or (workload == "graph" and not (args.graph or args.model)):
+        raise UsageError(f"--package {args.package}: workload '{recorded}' in its metadata is not built in: "
                          f"give its description with --graph FILE or its model with --model FILE")
-    return package, workload
+    if WORKLOAD_MODULES[workload] is transformer:
+        args.replayed = transformer.replayed_workload(ctx, args, workload, peeked, progress)
+    progress.update(f"loading {args.package}")
+    return Package.load_file(ctx, args.package), workload
 
 
 def execute(args, progress, reports):

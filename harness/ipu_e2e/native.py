@@ -77,6 +77,7 @@ def _declare(lib):
         "ipu_profile_resolve": (st, [vp, cp, u32, out_str]),
         "ipu_package_load": (st, [vp, vp, sz, ctypes.POINTER(vp)]),
         "ipu_package_load_file": (st, [vp, cp, ctypes.POINTER(vp)]),
+        "ipu_package_peek_file": (st, [vp, cp, out_str]),
         "ipu_package_serialize": (st, [vp, vp, ctypes.POINTER(vp), ctypes.POINTER(sz)]),
         "ipu_package_save_file": (st, [vp, vp, cp]),
         "ipu_package_info_json": (st, [vp, vp, out_str]),
@@ -222,6 +223,14 @@ class Package:
         handle = ctypes.c_void_p()
         ctx.check(lib().ipu_package_load_file(ctx.handle, str(path).encode(), ctypes.byref(handle)))
         return cls(ctx, handle)
+
+    @staticmethod
+    def peek_file(ctx, path):
+        """What the file says of its tiles, streams and metadata, read without loading its data
+        (ipu_package_peek_file): a replay checks the streams before it loads."""
+        out = ctypes.c_void_p()
+        ctx.check(lib().ipu_package_peek_file(ctx.handle, str(path).encode(), ctypes.byref(out)))
+        return json.loads(ctx.take_string(out))
 
     @classmethod
     def load_bytes(cls, ctx, data):

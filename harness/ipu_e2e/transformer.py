@@ -389,6 +389,31 @@ def check_streams(info, winfo, path):
                              f"{want:,} bytes")
 
 
+def replayed_workload(ctx, args, name, peeked, progress):
+    """The workload a saved package records (the one --graph or --model describes, which must be it), its
+    streams checked against the file's (Package.peek_file) before the package is loaded."""
+    meta, where = peeked["meta"], f"--package {args.package}"
+    try:
+        recorded = json.loads(meta["options"])
+        if not isinstance(recorded, dict) or not isinstance(meta["workload"], str):
+            raise ValueError
+    except (KeyError, TypeError, ValueError):
+        raise UsageError(f"{where}: its metadata's 'workload' must be a name and 'options' a JSON object "
+                         f"as text") from None
+    progress.update(f"rebuilding the recorded {meta['workload']} workload")
+    if name == "graph":
+        workload = source_workload(ctx, args)
+        described, given = workload.info(), f"--graph {args.graph}" if args.graph else f"--model {args.model}"
+        if (described["name"], described["options"]) != (meta["workload"], recorded):
+            raise UsageError(f"{given} gives workload '{described['name']}' with options "
+                             f"{json.dumps(described['options'])}; the package {args.package} was built from "
+                             f"'{meta['workload']}' with {json.dumps(recorded)}")
+    else:
+        workload = Workload(ctx, dict(recorded, workload=meta["workload"]))
+    check_streams(peeked, workload.info(), args.package)
+    return workload
+
+
 def source_workload(ctx, args):
     """The workload of --graph FILE or --model FILE (kept on args for the expected-output check)."""
     if args.model:
@@ -451,21 +476,9 @@ def execute(ctx, args, profile, package, progress, started, reports):
             if not args.placement_json:
                 placement.unlink()  # the page holds the report (placement_report.load reads it)
     else:
-        meta = package.info()["meta"]
-        recorded = json.loads(meta["options"])
-        progress.update(f"rebuilding the recorded {meta['workload']} workload")
-        if family(args.workload) == "graph":
-            workload = source_workload(ctx, args)
-            described, given = workload.info(), f"--graph {args.graph}" if args.graph else f"--model {args.model}"
-            if (described["name"], described["options"]) != (meta["workload"], recorded):
-                raise UsageError(f"{given} gives workload '{described['name']}' with options "
-                                 f"{json.dumps(described['options'])}; the package {args.package} was built from "
-                                 f"'{meta['workload']}' with {json.dumps(recorded)}")
-        else:
-            workload = Workload(ctx, dict(recorded, workload=meta["workload"]))
+        workload = args.replayed
         if args.export_graph:
             graphs.export(workload, args.export_graph)
-        check_streams(package.info(), workload.info(), args.package)
         compiled = attention = None
         args.reference_run = args.reference_fp32 = True
     info = package.info()

@@ -2,7 +2,11 @@
 fixtures/packages (written by fixtures/packages/make_malformed.py) with exit
 code 2 and a message naming the defect, replays the valid fixture, and
 survives random corruption of a valid package: loading either succeeds or
-raises IpuError with status MALFORMED, never another error or a crash.  The
+raises IpuError with status MALFORMED, never another error or a crash, and
+reading the file without loading it (Package.peek_file) refuses no package
+the loader takes and says of every package it takes what the loaded one
+says.  A replayed package whose streams its recorded workload cannot hold is
+refused by their sizes before it is loaded.  The
 random cases take their seed from IPU_TEST_SEED (default: the clock); the seed
 is printed on failure and, in case of a crash, left in pytest's cache
 (.pytest_cache/v/ipu_e2e/malformed-fuzz-seed).
@@ -142,7 +146,7 @@ def corrupt(rng, base, fix):
     return bytes(data), ", ".join(done)
 
 
-def test_random_corruption_loads_or_is_malformed(request):
+def test_random_corruption_loads_or_is_malformed(request, tmp_path):
     env = os.environ.get("IPU_TEST_SEED")
     seed = int(env, 0) if env else (time.time_ns() ^ os.getpid()) & 0xFFFFFFFF
     cache = getattr(request.config, "cache", None)
@@ -152,15 +156,28 @@ def test_random_corruption_loads_or_is_malformed(request):
     base = VALID.read_bytes()
     ctx = Context()
     Package.load_bytes(ctx, base).close()  # the base itself must load
+    peek_path = tmp_path / "case.pkg"
     loaded = rejected = deep = 0
     shallow_words = ("truncated", "bad magic", "version", "checksum", "header size")
     for case in range(CASES):
         fix = case % 2 == 1
         data, what = corrupt(rng, base, fix)
         context = f"seed {seed} (IPU_TEST_SEED={seed}), case {case}: {what}"
+        peek_path.write_bytes(data)
         try:
-            Package.load_bytes(ctx, data).close()
+            peeked = Package.peek_file(ctx, peek_path)
+        except IpuError as error:
+            assert error.status == MALFORMED and str(peek_path) in error.message, f"{context}: {error}"
+            peeked = None
+        try:
+            package = Package.load_bytes(ctx, data)
+            info = package.info()
+            package.close()
             loaded += 1
+            assert peeked is not None, f"{context}: the loader takes a package peek_file refuses"
+            assert peeked["tiles"] == info["tiles"] and peeked["meta"] == info["meta"], context
+            assert peeked["streams"] == [{k: s[k] for k in ("name", "direction", "size")} for s in info["streams"]], \
+                context
         except IpuError as error:
             assert error.status == MALFORMED, f"{context}: status {error.name}: {error.message}"
             assert error.message.strip(), f"{context}: empty message"
@@ -172,3 +189,45 @@ def test_random_corruption_loads_or_is_malformed(request):
     # The recomputed-CRC half must reach the checks past the checksum.
     assert deep >= CASES // 10, (f"seed {seed}: only {deep} of {CASES // 2} recomputed cases reached "
                                  f"the structural checks ({loaded} loaded, {rejected} rejected)")
+
+
+# ---- streams larger than the recorded workload's ---------------------------
+
+def stream_sized(data, name, size):
+    """The package with stream `name` declared `size` bytes (its records left as they were) and the CRC-32
+    made consistent, read from the section table as the format documents it (package/format.h)."""
+    data = bytearray(data)
+    sections = {}
+    for i in range(struct.unpack_from("<I", data, 28)[0]):
+        kind, _, offset, length = struct.unpack_from("<IIQQ", data, HEADER_SIZE + 24 * i)
+        sections[kind] = (offset, length)
+    (streams, count), (strings, _) = sections[9], sections[6]  # IPU_SEC_STREAMS, IPU_SEC_STRINGS
+    for at in range(streams, streams + count, 16):
+        offset = struct.unpack_from("<I", data, at + 4)[0]
+        if data[strings + offset:data.index(0, strings + offset)] == name.encode():
+            struct.pack_into("<Q", data, at + 8, size)
+    recompute_header(data)
+    return bytes(data)
+
+
+def test_replay_refuses_streams_larger_than_the_workload_before_loading(cli, tmp_path):
+    """A saved MLP whose parameter stream is declared larger than the workload's w1: the loader would refuse
+    the file for its record (the record's bytes no longer match the stream), but the replay refuses it first,
+    by the stream's size against the recorded workload, naming the file and the stream; an output stream
+    declared at the validator's cap (the device's 4 tiles of 637,872 bytes) likewise."""
+    saved = tmp_path / "mlp.pkg"
+    done = cli("--workload", "mlp", "--tiles", "4", "--tokens", "8", "--channels", "32", "--hidden", "48",
+               "--compile-only", "--save-package", saved, "--quiet")
+    assert done.returncode == 0, done.stderr
+    ctx = Context()
+    with pytest.raises(IpuError, match="record .* for stream 'w1'"):
+        Package.load_bytes(ctx, stream_sized(saved.read_bytes(), "w1", 1 << 20))
+    for name, size, what in (("w1", 1 << 20, "param stream 'w1' holds 1,048,576 bytes; the recorded workload's "
+                                              "parameter 'w1' is 32 x 48 f143, 1,536 bytes"),
+                             ("y", 4 * 637872, "output stream 'y' holds 2,551,488 bytes; the recorded workload's "
+                                               "output 'y' is 8 x 32 f16, 512 bytes")):
+        hostile = tmp_path / f"{name}.pkg"
+        hostile.write_bytes(stream_sized(saved.read_bytes(), name, size))
+        done = cli("--package", hostile, "--quiet")
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert f"--package {hostile}: {what}" in done.stderr, done.stderr

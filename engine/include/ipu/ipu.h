@@ -84,6 +84,12 @@ ipu_status ipu_profile_resolve(ipu_ctx *ctx, const char *profile_json, uint32_t 
 /* ---- packages ---------------------------------------------------------- */
 ipu_status ipu_package_load(ipu_ctx *ctx, const void *bytes, size_t size, ipu_package **out);
 ipu_status ipu_package_load_file(ipu_ctx *ctx, const char *path, ipu_package **out);
+/* What a package file says without loading it: the header and section table
+ * pass the loader's checks, the checksum is computed over the whole file a
+ * chunk at a time, and only the streams, strings and meta sections are read.
+ * *out_json: {"tiles", "streams": [{name, direction, size}], "meta"}.  A
+ * replay checks the streams against its workload before it loads. */
+ipu_status ipu_package_peek_file(ipu_ctx *ctx, const char *path, char **out_json);
 /* Serialize; *out_bytes is released with ipu_free. */
 ipu_status ipu_package_serialize(ipu_ctx *ctx, const ipu_package *pkg, void **out_bytes,
                                  size_t *out_size);

@@ -219,7 +219,6 @@ ipu_status ipu_package_save_file(ipu_ctx *ctx, const ipu_package *pkg, const cha
 typedef struct section_view {
     const uint8_t *data;
     uint64_t size;
-    int present;
 } section_view;
 
 static ipu_status copy_out(ipu_ctx *ctx, const section_view *s, void **out, size_t *out_size)
@@ -353,67 +352,84 @@ static ipu_status parse_sections(ipu_ctx *ctx, const section_view *sec, ipu_pack
     return copy_out(ctx, &sec[IPU_SEC_DATA], (void **)&pkg->data, &pkg->data_size);
 }
 
-static ipu_status load(ipu_ctx *ctx, const uint8_t *bytes, size_t size, ipu_package *pkg)
+ipu_status ipu_pkg_check_header(ipu_ctx *ctx, const uint8_t *head, size_t head_size, uint64_t file_size)
 {
-    if (size == 0)
+    if (file_size == 0)
         return BAD("truncated: the file is empty (a package starts with a %u-byte header)", IPU_PKG_HEADER_SIZE);
-    if (memcmp(bytes, IPU_PKG_MAGIC, size < 8 ? size : 8) != 0)
+    if (memcmp(head, IPU_PKG_MAGIC, head_size < 8 ? head_size : 8) != 0)
         return BAD("bad magic: this is not an ipu-e2e package");
-    if (size < IPU_PKG_HEADER_SIZE)
-        return BAD("truncated: %zu bytes, shorter than the %u-byte header", size, IPU_PKG_HEADER_SIZE);
-    uint32_t version = ipu_load_u32(bytes + 8);
+    if (file_size < IPU_PKG_HEADER_SIZE || head_size < IPU_PKG_HEADER_SIZE)
+        return BAD("truncated: %llu bytes, shorter than the %u-byte header", (unsigned long long)file_size,
+                   IPU_PKG_HEADER_SIZE);
+    uint32_t version = ipu_load_u32(head + 8);
     if (version != IPU_PKG_VERSION)
         return BAD("unsupported version %u (this library reads version %u)", version,
                    IPU_PKG_VERSION);
-    if (ipu_load_u32(bytes + 12) != IPU_PKG_HEADER_SIZE)
-        return BAD("header size %u, expected %u", ipu_load_u32(bytes + 12), IPU_PKG_HEADER_SIZE);
-    uint64_t total = ipu_load_u64(bytes + 16);
-    if (total != size)
-        return BAD("truncated or padded: the header says %llu bytes, the file has %zu",
-                   (unsigned long long)total, size);
-    uLong crc = crc32(0L, Z_NULL, 0);
-    for (size_t done = IPU_PKG_HEADER_SIZE; done < size;) {
-        size_t chunk = size - done > (1u << 30) ? (1u << 30) : size - done;
-        crc = crc32(crc, bytes + done, (uInt)chunk);
-        done += chunk;
-    }
-    if ((uint32_t)crc != ipu_load_u32(bytes + 24))
-        return BAD("bad checksum: CRC-32 0x%08X in the header, 0x%08X computed",
-                   ipu_load_u32(bytes + 24), (uint32_t)crc);
+    if (ipu_load_u32(head + 12) != IPU_PKG_HEADER_SIZE)
+        return BAD("header size %u, expected %u", ipu_load_u32(head + 12), IPU_PKG_HEADER_SIZE);
+    uint64_t total = ipu_load_u64(head + 16);
+    if (total != file_size)
+        return BAD("truncated or padded: the header says %llu bytes, the file has %llu",
+                   (unsigned long long)total, (unsigned long long)file_size);
+    return IPU_OK;
+}
+
+ipu_status ipu_pkg_read_table(ipu_ctx *ctx, const uint8_t *head, size_t head_size, uint64_t file_size,
+                              uint32_t crc, ipu_pkg_section_entry sec[IPU_SEC_END])
+{
+    if (crc != ipu_load_u32(head + 24))
+        return BAD("bad checksum: CRC-32 0x%08X in the header, 0x%08X computed", ipu_load_u32(head + 24), crc);
     for (size_t i = 52; i < IPU_PKG_HEADER_SIZE; i++)
-        if (bytes[i])
+        if (head[i])
             return BAD("nonzero byte %zu in the header's reserved tail", i);
-    uint32_t sections = ipu_load_u32(bytes + 28);
-    if (sections == 0 || sections > 64 ||
-        IPU_PKG_HEADER_SIZE + (uint64_t)sections * IPU_PKG_SECTION_ENTRY_SIZE > size)
-        return BAD("section table of %u entries does not fit the file", sections);
-    section_view sec[IPU_SEC_END];
-    memset(sec, 0, sizeof sec);
+    uint32_t sections = ipu_load_u32(head + 28);
     uint64_t table_end = IPU_PKG_HEADER_SIZE + (uint64_t)sections * IPU_PKG_SECTION_ENTRY_SIZE;
+    if (sections == 0 || sections > 64 || table_end > file_size || table_end > head_size)
+        return BAD("section table of %u entries does not fit the file", sections);
+    memset(sec, 0, IPU_SEC_END * sizeof *sec);
     uint64_t starts[64], ends[64];
     for (uint32_t i = 0; i < sections; i++) {
-        const uint8_t *e = bytes + IPU_PKG_HEADER_SIZE + i * IPU_PKG_SECTION_ENTRY_SIZE;
+        const uint8_t *e = head + IPU_PKG_HEADER_SIZE + i * IPU_PKG_SECTION_ENTRY_SIZE;
         uint32_t type = ipu_load_u32(e);
         uint64_t offset = ipu_load_u64(e + 8), length = ipu_load_u64(e + 16);
         if (type == 0 || type >= IPU_SEC_END || ipu_load_u32(e + 4) != 0)
             return BAD("section %u has unknown type %u", i, type);
         if (sec[type].present)
             return BAD("section '%s' appears twice", SECTION_NAMES[type]);
-        if (offset % 8 || offset < table_end || offset > size || length > size - offset)
-            return BAD("section '%s' at [%llu, +%llu) lies outside the file (%zu bytes) or is "
+        if (offset % 8 || offset < table_end || offset > file_size || length > file_size - offset)
+            return BAD("section '%s' at [%llu, +%llu) lies outside the file (%llu bytes) or is "
                        "misaligned",
                        SECTION_NAMES[type], (unsigned long long)offset, (unsigned long long)length,
-                       size);
+                       (unsigned long long)file_size);
         for (uint32_t j = 0; j < i; j++)
             if (offset < ends[j] && starts[j] < offset + length)
                 return BAD("section '%s' overlaps another section", SECTION_NAMES[type]);
         starts[i] = offset;
         ends[i] = offset + length;
-        sec[type] = (section_view){bytes + offset, length, 1};
+        sec[type] = (ipu_pkg_section_entry){offset, length, 1};
     }
     for (int type = 1; type < IPU_SEC_END; type++)
         if (!sec[type].present)
             return BAD("the '%s' section is missing", SECTION_NAMES[type]);
+    return IPU_OK;
+}
+
+const char *ipu_pkg_section_name(int type) { return SECTION_NAMES[type]; }
+
+static ipu_status load(ipu_ctx *ctx, const uint8_t *bytes, size_t size, ipu_package *pkg)
+{
+    IPU_TRY(ipu_pkg_check_header(ctx, bytes, size, size));
+    uLong crc = crc32(0L, Z_NULL, 0);
+    for (size_t done = IPU_PKG_HEADER_SIZE; done < size;) {
+        size_t chunk = size - done > (1u << 30) ? (1u << 30) : size - done;
+        crc = crc32(crc, bytes + done, (uInt)chunk);
+        done += chunk;
+    }
+    ipu_pkg_section_entry table[IPU_SEC_END];
+    IPU_TRY(ipu_pkg_read_table(ctx, bytes, size, size, (uint32_t)crc, table));
+    section_view sec[IPU_SEC_END] = {{NULL, 0}};
+    for (int type = 1; type < IPU_SEC_END; type++)
+        sec[type] = (section_view){bytes + table[type].offset, table[type].size};
     pkg->invocations = ipu_load_u32(bytes + 44);
     pkg->slots = ipu_load_u32(bytes + 48);
     if (pkg->slots > (1u << 24))
@@ -445,11 +461,15 @@ ipu_status ipu_package_load_file(ipu_ctx *ctx, const char *path, ipu_package **o
     IPU_TRY(ipu_read_file(ctx, path, &bytes, &size));
     ipu_status status = ipu_package_load(ctx, bytes, size, out);
     free(bytes);
-    if (status == IPU_ERR_MALFORMED) { /* name the file */
-        char found[sizeof ctx->errmsg];
-        snprintf(found, sizeof found, "%s", ipu_ctx_errmsg(ctx));
-        ipu_ctx_clear_error(ctx);
-        status = IPU_FAIL(ctx, status, "%s: %s", path, found);
-    }
-    return status;
+    return ipu_pkg_name_file(ctx, status, path);
+}
+
+ipu_status ipu_pkg_name_file(ipu_ctx *ctx, ipu_status status, const char *path)
+{
+    if (status != IPU_ERR_MALFORMED)
+        return status;
+    char found[sizeof ctx->errmsg];
+    snprintf(found, sizeof found, "%s", ipu_ctx_errmsg(ctx));
+    ipu_ctx_clear_error(ctx);
+    return IPU_FAIL(ctx, status, "%s: %s", path, found);
 }

@@ -130,6 +130,24 @@ ipu_status ipu_pkg_index_allocs(ipu_ctx *ctx, ipu_package *pkg);
 /* Structural validation; builds the per-tile segment and allocation indexes. */
 ipu_status ipu_pkg_validate(ipu_ctx *ctx, ipu_package *pkg);
 
+/* A section's place in a package file (file.c). */
+typedef struct ipu_pkg_section_entry {
+    uint64_t offset, size;
+    int present;
+} ipu_pkg_section_entry;
+/* The header's magic, version, size and the file's length (file_size bytes,
+ * head: its first head_size of them); IPU_ERR_MALFORMED when wrong. */
+ipu_status ipu_pkg_check_header(ipu_ctx *ctx, const uint8_t *head, size_t head_size, uint64_t file_size);
+/* Then the checksum (crc: the CRC-32 of every byte after the header), the
+ * reserved tail and the section table, which head must hold: every section
+ * present once, inside the file, aligned, none overlapping another. */
+ipu_status ipu_pkg_read_table(ipu_ctx *ctx, const uint8_t *head, size_t head_size, uint64_t file_size,
+                              uint32_t crc, ipu_pkg_section_entry sec[IPU_SEC_END]);
+/* A section type's name ("streams"). */
+const char *ipu_pkg_section_name(int type);
+/* A malformed package's message prefixed with the file it came from. */
+ipu_status ipu_pkg_name_file(ipu_ctx *ctx, ipu_status status, const char *path);
+
 /* ---- builder ---------------------------------------------------------- */
 /* A builder lays out each tile's descriptor area from desc_base (growing up to
  * desc_limit) and its kernel code from code_base (region 0).  Slot tables are
