@@ -36,7 +36,7 @@ import json
 import sys
 from pathlib import Path
 
-from . import artifacts, native, report, run_reports, trace
+from . import artifacts, native, report, run_reports, schema, trace
 from .command import EXIT_OK, UsageError, guarded, output_folders
 from .progress import Progress
 
@@ -63,42 +63,7 @@ def parser():
 def load_run(path, flag):
     """(result, folder) of a run folder or result.json; UsageError naming the argument otherwise."""
     result_path = path / "result.json" if path.is_dir() else path
-    try:
-        result = json.loads(result_path.read_text())
-    except OSError as error:
-        raise UsageError(f"{flag} {path}: cannot read {result_path}: {error.strerror}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UsageError(f"{flag} {path}: {result_path} is not JSON: {error}") from None
-    if not isinstance(result, dict) or result.get("schema") != "ipu-e2e/result":
-        raise UsageError(f"{flag} {path}: {result_path} is not an ipu-e2e-test result.json (expected "
-                         f"\"schema\": \"ipu-e2e/result\")")
-    wrong = shape_error(result)
-    if wrong:
-        raise UsageError(f"{flag} {path}: {result_path}: {wrong}")
-    return result, result_path.parent
-
-
-# The fields a comparison reads, and what each must be when present.
-OBJECT_FIELDS = ("library", "geometry", "estimate", "tile_peaks", "plan", "reports")
-NUMBER_FIELDS = ("cycles", "tiles")
-OP_FIELDS = ("op", "kind", "output")
-
-
-def shape_error(result):
-    """What is wrong with the fields a comparison reads, or None."""
-    for key in OBJECT_FIELDS:
-        if key in result and not isinstance(result[key], dict):
-            return f"field '{key}' must be an object, not {type(result[key]).__name__}"
-    for key in NUMBER_FIELDS:
-        if result.get(key) is not None and (not isinstance(result[key], (int, float)) or
-                                            isinstance(result[key], bool)):
-            return f"field '{key}' must be a number, not {type(result[key]).__name__}"
-    for where, rows in (("op_cycles", result.get("op_cycles", [])),
-                        ("plan.ops", result.get("plan", {}).get("ops", []))):
-        if not isinstance(rows, list) or not all(isinstance(r, dict) and all(k in r for k in OP_FIELDS)
-                                                 for r in rows):
-            return f"field '{where}' must be a list of objects with {', '.join(OP_FIELDS)}"
-    return None
+    return schema.load(result_path, schema.RESULT, flag), result_path.parent
 
 
 def timeline_peaks(result, folder):
@@ -132,12 +97,8 @@ def beside(folder, where):
 def run_profile(result, folder):
     """The run's run-profile.json (beside the page result.json lists), or None."""
     page = result.get("reports", {}).get("run_profile")
-    if not isinstance(page, str):
-        return None
-    try:
-        return json.loads(beside(folder, page).with_name("run-profile.json").read_text())
-    except (OSError, ValueError):
-        return None
+    path = beside(folder, page).with_name("run-profile.json") if isinstance(page, str) else None
+    return schema.load(path, schema.RUN_PROFILE) if path and path.is_file() else None
 
 
 def op_rows(result, folder):
@@ -148,7 +109,7 @@ def op_rows(result, folder):
     if result.get("op_cycles"):
         return result["op_cycles"]
     profile = run_profile(result, folder)
-    if not profile or not isinstance(profile.get("ops"), list):
+    if not profile:
         return []
     charged, received = {}, {}
     for step in profile["steps"]:

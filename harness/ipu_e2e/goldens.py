@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import artifacts, child
+from . import artifacts, child, schema
 from .command import EXIT_CHECK_FAILED, EXIT_OK, UsageError, guarded, split_argv
 from .progress import Progress
 
@@ -112,16 +112,7 @@ def load(path, update):
     """The recorded goldens; a missing file is an empty record only for --update, which writes it."""
     if update and not path.exists():
         return {}
-    try:
-        goldens = json.loads(path.read_text())["cases"]
-        if not isinstance(goldens, dict):
-            raise TypeError("\"cases\" is not an object")
-        bad = [name for name, figures in goldens.items() if not isinstance(figures, dict)]
-        if bad:
-            raise TypeError(f"the figures of case {bad[0]!r} are not an object")
-        return goldens
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise UsageError(f"--goldens {path}: expected {{\"cases\": {{name: figures}}}}: {error}") from None
+    return schema.load(path, schema.GOLDENS, "--goldens")["cases"]
 
 
 def work(args, extra, progress):

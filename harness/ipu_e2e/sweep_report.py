@@ -13,11 +13,9 @@ as far as it got.  Exit codes: 0 written, 2 DIR is not a sweep's folder (or a
 record in it is malformed), 3 internal error.
 """
 import argparse
-import json
-import re
 from pathlib import Path
 
-from . import artifacts, report
+from . import artifacts, report, schema
 from .command import EXIT_OK, UsageError, guarded
 from .progress import Progress
 
@@ -58,44 +56,23 @@ def parser():
     return p
 
 
-def read_json(path, what):
-    try:
-        value = json.loads(path.read_text())
-    except OSError as error:
-        raise UsageError(f"{path}: cannot read the {what}: {error.strerror}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UsageError(f"{path}: the {what} is not JSON: {error}") from None
-    if not isinstance(value, dict):
-        raise UsageError(f"{path}: the {what}: expected a JSON object")
-    return value
+def optional(path, shape):
+    return schema.load(path, shape) if path.exists() else None
 
 
-def optional(path, what):
-    return read_json(path, what) if path.exists() else None
-
-
-KIND_NAMES = {str: "a string", int: "an integer", float: "a number", dict: "an object", list: "a list"}
-
-
-def field(value, path, where, kinds):
-    """value[path...] checked to be of kinds (None when a key is missing)."""
-    for key in path:
-        if not isinstance(value, dict) or key not in value:
-            return None
-        value = value[key]
-    if value is not None and not isinstance(value, kinds) or isinstance(value, bool):
-        names = " or ".join(KIND_NAMES[k] for k in (kinds if isinstance(kinds, tuple) else (kinds,)))
-        raise UsageError(f"{where}: field '{'.'.join(path)}': expected {names}, got {value!r}")
-    return value
-
-
-def largest(values, where, name):
-    if values is None:
+def largest(values):
+    """(the largest value, its tile) of a per-tile list, (None, None) for none."""
+    if not values:
         return None, None
-    if not isinstance(values, list) or not values or not all(isinstance(v, int) for v in values):
-        raise UsageError(f"{where}: field '{name}': expected a list of integers per tile")
     peak = max(values)
     return peak, values.index(peak)
+
+
+def inner(value, *path):
+    """value[path...], None where a key is missing."""
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
 
 
 # A case's files the reports link to, by label, relative to the case's folder.
@@ -111,55 +88,38 @@ def case_links(folder, sweep_folder):
 
 def row_of(case, folder):
     """One case's figures, from its record and result files."""
-    record = optional(folder / "case.json", "case record")
-    build = optional(folder / "result.json", "build's result.json")
-    run = optional(folder / "run" / "result.json", "run's result.json")
-    where = folder / "result.json"
+    record = optional(folder / "case.json", schema.CASE_RECORD)
+    build = optional(folder / "result.json", schema.BUILD_RESULT)
+    run = optional(folder / "run" / "result.json", schema.RUN_RESULT)
     row = {k: case.get(k) for k in ("name", "precision", "blocks", "batch", "budget")}
     row["outcome"] = record["outcome"] if record else "unfinished"
-    for part in ("library", "cli") if record else ():  # the digests the case ran with (sweep_case.py)
-        digest = record
-        for key in ("sha256", part, "sha256"):
-            digest = digest.get(key) if isinstance(digest, dict) else None
-        if not isinstance(digest, str) or not re.fullmatch(r"[0-9a-f]{64}", digest):
-            raise UsageError(f"{folder / 'case.json'}: field 'sha256.{part}.sha256': expected the 64 hex digits of "
-                             f"a SHA-256, got {digest!r}")
     row["message"] = record.get("message") if record else None
     budget = case.get("budget")
-    row["budget_bytes"] = budget if isinstance(budget, int) else field(build, ("estimate", "budget"), where, int)
-    row["estimated_peak"] = field(build, ("estimate", "peak_bytes"), where, int)
-    peaks = field(build, ("tile_peaks",), where, dict)
-    row["placed_tensor_peak"], row["placed_tensor_tile"] = largest(
-        peaks and peaks.get("peak_bytes"), where, "tile_peaks.peak_bytes")
-    row["placed_total_peak"], row["placed_total_tile"] = largest(
-        peaks and peaks.get("high_water"), where, "tile_peaks.high_water")
-    stages = field(build, ("build", "stages"), where, dict) or {}
+    row["budget_bytes"] = budget if isinstance(budget, int) else inner(build, "estimate", "budget")
+    row["estimated_peak"] = inner(build, "estimate", "peak_bytes")
+    row["placed_tensor_peak"], row["placed_tensor_tile"] = largest(inner(build, "tile_peaks", "peak_bytes"))
+    row["placed_total_peak"], row["placed_total_tile"] = largest(inner(build, "tile_peaks", "high_water"))
+    stages = inner(build, "build", "stages") or {}
     row["build_stages"] = {k: v for k, v in stages.items() if isinstance(v, (int, float))}
-    row["build_seconds"] = field(build, ("build", "seconds"), where, (int, float))
-    row["peak_rss_bytes"] = field(build, ("build", "peak_rss_bytes"), where, int)
-    process = record.get("build") if record else None
-    row["build_process_seconds"] = process.get("seconds") if isinstance(process, dict) else None
-    run_where = folder / "run" / "result.json"
-    row["cycles"] = field(run, ("cycles",), run_where, int)
-    checks = field(run, ("checks",), run_where, list) or []
-    cosines = [c["min_cosine"] for c in checks if isinstance(c, dict) and isinstance(c.get("min_cosine"), float)]
+    row["build_seconds"] = inner(build, "build", "seconds")
+    row["peak_rss_bytes"] = inner(build, "build", "peak_rss_bytes")
+    row["build_process_seconds"] = inner(record, "build", "seconds")
+    row["cycles"] = inner(run, "cycles")
+    cosines = [c["min_cosine"] for c in inner(run, "checks") or [] if isinstance(c.get("min_cosine"), float)]
     row["min_cosine"] = min(cosines) if cosines else None
-    row["device_seconds"] = field(run, ("wall_seconds", "device"), run_where, (int, float))
-    rejection = record.get("rejection") if record else None
-    row["rejection"] = ({k: rejection.get(k) for k in ("stage", "seconds", "lower_bound_bytes", "reason")} if isinstance(rejection, dict) else None)
+    row["device_seconds"] = inner(run, "wall_seconds", "device")
+    rejection = inner(record, "rejection")
+    row["rejection"] = {k: rejection.get(k) for k in ("stage", "seconds", "lower_bound_bytes", "reason")} \
+        if rejection else None
     return row
 
 
 def collect(folder):
-    sweep = read_json(folder / "sweep.json", "sweep record (sweep.json: is this an ipu-e2e-sweep --output?)")
-    if sweep.get("schema") != "ipu-e2e/sweep" or sweep.get("version") != 1 or not isinstance(
-            sweep.get("planned"), list):
-        raise UsageError(f"{folder / 'sweep.json'}: expected \"schema\": \"ipu-e2e/sweep\", \"version\": 1 and "
-                         f"a \"planned\" list")
+    sweep = schema.load(folder / "sweep.json", schema.SWEEP)
+    if sweep["version"] != 1:
+        raise UsageError(f"{folder / 'sweep.json'}: field 'version': expected 1, found {sweep['version']}")
     rows = []
     for case in sweep["planned"]:
-        if not isinstance(case, dict) or not isinstance(case.get("name"), str):
-            raise UsageError(f"{folder / 'sweep.json'}: field 'planned': expected objects with a 'name'")
         row = row_of(case, folder / "cases" / case["name"])
         row["links"] = case_links(folder / "cases" / case["name"], folder)
         rows.append(row)

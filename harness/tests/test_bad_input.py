@@ -246,7 +246,7 @@ CASES = [
     # ipu-e2e-goldens
     ("goldens", ["--only", "nope"], ["--only", "nope", "the cases are"]),
     ("goldens", ["--goldens", "{missing.json}"], ["--goldens", "missing.json", "No such file"]),
-    ("goldens", ["--goldens", "{goldens-numbers.json}"], ["--goldens", "goldens-numbers.json", "'mlp'"]),
+    ("goldens", ["--goldens", "{goldens-numbers.json}"], ["--goldens", "goldens-numbers.json", "'cases.mlp'"]),
     ("goldens", ["--goldens", "{truncated.json}"], ["--goldens", "truncated.json"]),
     # ipu-e2e-onnx-tests
     ("onnx-tests", ["--data", "{missing-folder}"], ["--data", "missing-folder", "no such folder"]),

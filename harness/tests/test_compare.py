@@ -72,15 +72,19 @@ def test_bad_arguments_exit_2_naming_them(runs, tmp_path):
     assert done.returncode == 2 and "B " in done.stderr and "missing" in done.stderr
     (tmp_path / "other.json").write_text(json.dumps({"cases": []}))
     done = compare(tmp_path / "other.json", runs[1])
-    assert done.returncode == 2 and "not an ipu-e2e-test result.json" in done.stderr
+    assert done.returncode == 2 and "field 'schema': expected \"ipu-e2e/result\" (an ipu-e2e-test result.json), " \
+        "missing" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
     # A result.json whose objects are numbers is refused naming the field, not a traceback.
     result = json.loads((runs[1] / "result.json").read_text())
-    for field, value in (("geometry", 3), ("cycles", "many"), ("op_cycles", [1, 2])):
+    for field, value, message in (("geometry", 3, "field 'geometry': expected an object, found 3"),
+                                  ("cycles", "many", "field 'cycles': expected a number, found \"many\""),
+                                  ("op_cycles", [1, 2], "field 'op_cycles[0]': expected an object with \"op\", \"kind\", "
+                                                          "\"output\", found 1")):
         broken = dict(result, **{field: value})
         (tmp_path / "broken.json").write_text(json.dumps(broken))
         done = compare(runs[0], tmp_path / "broken.json")
-        assert done.returncode == 2 and f"field '{field}' must be" in done.stderr, done.stderr
+        assert done.returncode == 2 and f"B {tmp_path / 'broken.json'}: {message}" in done.stderr, done.stderr
         assert "Traceback" not in done.stderr
 
 

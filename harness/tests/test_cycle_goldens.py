@@ -65,7 +65,8 @@ def test_update_records_what_a_check_reads(tmp_path):
 def test_bad_input_is_a_usage_error(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("[1, 2]")
-    for args, words in ((["--only", "nope"], "no case named nope"), (["--goldens", bad], "expected {\"cases\""),
+    for args, words in ((["--only", "nope"], "no case named nope"),
+                        (["--goldens", bad], "the file: expected an object with \"cases\""),
                         (["--update", "--", "--inject", "gemm-rows-short"], "takes no flags after --")):
         done = goldens_run("--quiet", *args)
         assert done.returncode == 2 and words in done.stderr, (args, done.stderr)
