@@ -41,7 +41,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import artifacts, child, fanout, mutation_catalogue, onnx_tests, report, run_reports
+from . import artifacts, child, fanout, mutation_catalogue, onnx_tests, report, run_reports, schema
 from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError, guarded, output_folders
 from .progress import Progress
 
@@ -147,14 +147,22 @@ def load_baselines(path):
 
 
 def figures_of(case, folder):
-    """The figures a case's command wrote, and the problems found reading them."""
+    """The figures a case's command wrote, and the problems found reading them (a file that is missing or
+    not of its shape is the case's problem, named with its field)."""
+    try:
+        return read_figures(case, folder)
+    except UsageError as error:
+        return {}, [str(error)]
+
+
+def read_figures(case, folder):
     if case["command"] == "test":
         path = folder / "result.json"
         if not path.exists():
             return {}, ["no result.json was written"]
-        result = json.loads(path.read_text())
-        figures = {"cycles": result["cycles"]} if isinstance(result.get("cycles"), int) else {}
-        cosines = [c["min_cosine"] for c in result.get("checks", []) if "min_cosine" in c]
+        result = schema.load(path, schema.RUN_RESULT)
+        figures = {"cycles": result["cycles"]} if result.get("cycles") is not None else {}
+        cosines = [c["min_cosine"] for c in result.get("checks") or [] if "min_cosine" in c]
         if cosines:
             figures["min_cosine"] = min(cosines)
         return figures, []
@@ -162,15 +170,15 @@ def figures_of(case, folder):
         path = folder / "onnx-tests.json"
         if not path.exists():
             return {}, ["no onnx-tests.json was written"]
-        result = json.loads(path.read_text())
+        result = schema.load(path, schema.ONNX_TESTS)
         return {k: result[k] for k in ("passed", "failed", "not_supported")}, [
-            f"ONNX node test {e['name']} ({e['op_type']}) failed: {e['detail']}" for e in result["cases"]
+            f"ONNX node test {e['name']} ({e['op_type']}) failed: {e.get('detail')}" for e in result["cases"]
             if e["status"] == "failed"]
     if case["command"] == "random":
         path = folder / "random.json"
         if not path.exists():
             return {}, ["no random.json was written"]
-        result = json.loads(path.read_text())
+        result = schema.load(path, schema.RANDOM)
         failed = [e for e in result["cases"] if e["status"] == "failed"]
         return {"cases": len(result["cases"]), "passed": result["passed"]}, [
             f"{e['name']} failed ({'; '.join(e['problems'])}); reproduce: {' '.join(e['reproduce'])}" for e in failed]
@@ -178,12 +186,12 @@ def figures_of(case, folder):
     found = sorted(folder.glob(pattern))
     if not found:
         return {}, [f"the {case['command']} wrote no {pattern}"]
-    result = json.loads(found[0].read_text())
+    result = schema.load(found[0], schema.BENCH)
     figures = {}
     for key, name in (("simulated_cycles_per_inference", "cycles"), ("min_cosine", "min_cosine")):
-        if key in result:
+        if result.get(key) is not None:
             figures[name] = result[key]
-    missed = [k for k, met in result.get("targets_met", {}).items() if not met]
+    missed = [k for k, met in (result.get("targets_met") or {}).items() if not met]
     return figures, [f"bench target not met: {', '.join(missed)}"] if missed else []
 
 
@@ -285,12 +293,14 @@ def run_case(case, output, baseline):
             problems = [f"cannot read the figures the command wrote: {error}"]
     figures["wall_seconds"] = wall
     entry["figures"] = figures
-    table = folder / "bench-mutations.json"
-    if table.exists():
-        entry["mutations"] = json.loads(table.read_text())["mutations"]
-    node_tests = folder / "onnx-tests.json"
-    if node_tests.exists():
-        entry["onnx_tests"] = onnx_tests.op_type_table(json.loads(node_tests.read_text()))
+    table, node_tests = folder / "bench-mutations.json", folder / "onnx-tests.json"
+    try:
+        if table.exists():
+            entry["mutations"] = schema.load(table, schema.MUTATIONS)["mutations"]
+        if node_tests.exists():
+            entry["onnx_tests"] = onnx_tests.op_type_table(schema.load(node_tests, schema.ONNX_TESTS))
+    except UsageError as error:
+        problems.append(str(error))
     entry["problems"] += problems
     entry["links"] = case_links(folder, output, log_path)
     entry["regressions"] = compare(figures, baseline or {}) if not entry["problems"] else []

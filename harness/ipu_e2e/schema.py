@@ -1,5 +1,5 @@
-"""schema.py: the shapes of the JSON files the tools read back (a run's result.json, a sweep case's
-case.json, the goldens, the nightly's case list, baselines and summary) and one reader that checks a file
+"""schema.py: the shapes of the JSON files the tools read back (a run's result.json and run profile, a
+sweep's records, the goldens, the summaries of the nightly's cases) and one reader that checks a file
 against its shape, naming the file and the field that is wrong ("field 'estimate.peak_bytes': expected an
 integer, found \"ten\"").  Only what a reader relies on is described: other fields may be anything.
 
@@ -30,7 +30,7 @@ class Text:
 
 
 NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false", dict: "an object",
-         list: "a list"}
+         list: "a list", object: "anything"}
 
 
 def describe(shape):
@@ -95,7 +95,7 @@ def problem(value, shape, where=""):
             name, optional = key.removesuffix("?"), key.endswith("?")
             field = f"{where}.{name}" if where else name
             if value.get(name) is None:
-                if optional:
+                if optional or (inner is object and name in value):  # anything, null too, but present
                     continue
                 found = "missing" if name not in value else "found null"
                 return f"{quoted(field)}: expected {describe(inner)}, {found}"
@@ -143,6 +143,15 @@ BUILD_RESULT = {"estimate?": {"budget?": int, "peak_bytes?": int},
                 "tile_peaks?": {"peak_bytes?": [int], "high_water?": [int]},
                 "build?": {"stages?": dict, "seconds?": NUMBER, "peak_rss_bytes?": int}}
 RUN_RESULT = {"cycles?": int, "checks?": [dict], "wall_seconds?": {"device?": NUMBER}}
+
+# What the nightly reads of its cases' outputs (besides a test's result.json, RUN_RESULT): the ONNX node
+# tests' and random workloads' summaries, the mutation table, a benchmark's or the fuzzer's figures.
+ONNX_TESTS = {"passed": int, "failed": int, "not_supported": int,
+              "cases": [{"name": str, "op_type": str, "status": str}]}
+RANDOM = {"passed": int, "cases": [{"name": str, "status": str, "problems": [str], "reproduce": [str]}]}
+MUTATIONS = {"mutations": [{"name": str, "stage": str, "workload": str, "exit": object, "caught": bool,
+                            "how": object, "where": object, "op": object}]}
+BENCH = {"simulated_cycles_per_inference?": NUMBER, "min_cosine?": NUMBER, "targets_met?": Map(bool)}
 
 # The goldens file: figures per case.
 GOLDENS = {"cases": Map(dict)}

@@ -300,3 +300,16 @@ def test_short_wall_times_regress_by_ratio_beyond_half_a_second():
         "wall 8.4 s > baseline 2.0 s x 1.5"]
     assert nightly_module.compare({"wall_seconds": 0.2}, {"wall_seconds": 0.1}) == []
     assert nightly_module.compare({"wall_seconds": 2.9}, {"wall_seconds": 2.0}) == []
+
+
+def test_outputs_not_of_their_shape_are_the_cases_problem(tmp_path):
+    """A case's output that is not of its shape becomes that case's problem, naming the file and field,
+    not an error of the whole matrix."""
+    (tmp_path / "result.json").write_text(json.dumps({"cycles": 5, "checks": 3}))
+    assert nightly_module.figures_of({"command": "test"}, tmp_path) == (
+        {}, [f"{tmp_path / 'result.json'}: field 'checks': expected a list, each an object, found 3"])
+    (tmp_path / "random.json").write_text(json.dumps({"passed": 1, "cases": [{"name": "seed-1", "status": "ok"}]}))
+    assert nightly_module.figures_of({"command": "random"}, tmp_path) == (
+        {}, [f"{tmp_path / 'random.json'}: field 'cases[0].problems': expected a list, each a string, missing"])
+    (tmp_path / "result.json").write_text(json.dumps({"cycles": 5, "checks": [{"min_cosine": 0.5}, {}]}))
+    assert nightly_module.figures_of({"command": "test"}, tmp_path) == ({"cycles": 5, "min_cosine": 0.5}, [])

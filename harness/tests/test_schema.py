@@ -42,3 +42,9 @@ def test_files_are_named_with_their_flag(tmp_path):
         with pytest.raises(UsageError) as error:
             schema.load(path, SHAPE, "--run")
         assert str(error.value).startswith(message), str(error.value)
+
+
+def test_a_field_of_any_value_may_be_null_but_not_missing():
+    shape = {"how": object}
+    assert schema.problem({"how": None}, shape) is None and schema.problem({"how": [1]}, shape) is None
+    assert schema.problem({}, shape) == "field 'how': expected anything, missing"
