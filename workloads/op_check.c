@@ -1,8 +1,9 @@
 /* op_check.c: the per-op check (ipu_check_ops, ipu_check_ops_on).  The
- * package runs once on a fresh simulator (or one the caller keeps) that calls back at the end of every program phase; at the
- * phase where the package's capture table says an op's output is complete
- * (every iteration, for an op of the Repeat body) its blocks are read from
- * tile memory and decoded into the tensor.  The device-precision reference
+ * package runs once on a fresh simulator (or one the caller keeps) that
+ * calls back at the end of every program phase; at the phase where the
+ * package's capture table says an op's output is complete (every iteration,
+ * for an op of the Repeat body) its blocks are read from tile memory and
+ * decoded into the tensor.  The device-precision reference
  * computes the same op from the device's own inputs (the values the device
  * computed for them; inputs and parameters at their device types; attention
  * modes and matmul blocks as the package's meta records the plan's), so

@@ -5,13 +5,19 @@
  * (fuzz.h: at most 16 tiles of at most 1 MiB SRAM, 512 executed control ops
  * over initialize and two invocations, 16 MiB of streams, so an execution
  * stays in milliseconds), run on a device of its own profile with its
- * recorded inputs.  Under libFuzzer, inputs come from the structure-aware
+ * recorded inputs.  The same bytes read as a file without loading
+ * (ipu_package_peek_file) must not be refused when the loader takes them,
+ * and must say what the loaded package says (tiles, streams, metadata).
+ * Under libFuzzer, inputs come from the structure-aware
  * mutator (package_mutator.c), which keeps the header's size and CRC-32
  * right so that mutations reach the checks behind them; the counts printed
  * at exit show how many did.  Seeds: fixtures/packages/ and
  * fixtures/fuzz/package/.
  */
+#define _GNU_SOURCE /* memfd_create */
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "fuzz.h"
@@ -29,11 +35,54 @@ static void print_counts(void)
             (unsigned long long)inputs, (unsigned long long)checksum_right, (unsigned long long)loaded);
 }
 
+/* The input as a file for ipu_package_peek_file: a memory file, rewritten
+ * at every execution. */
+static int input_file = -1;
+static char input_path[64];
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
     atexit(print_counts);
+    input_file = memfd_create("fuzz-package", 0);
+    snprintf(input_path, sizeof input_path, "/proc/self/fd/%d", input_file);
     return 0;
+}
+
+/* The streams of an info or peek summary, without what only info has. */
+static json_t *streams_of(json_t *summary)
+{
+    json_t *streams = json_array(), *s;
+    size_t i;
+    json_array_foreach(json_object_get(summary, "streams"), i, s)
+        json_array_append_new(streams, json_pack("{s:O, s:O, s:O}", "name", json_object_get(s, "name"), "direction",
+                                                 json_object_get(s, "direction"), "size", json_object_get(s, "size")));
+    return streams;
+}
+
+/* Peek agrees with the loader: refuses what it refuses, else says the same. */
+static void check_peek(ipu_ctx *ctx, const uint8_t *data, size_t size, const char *info)
+{
+    if (input_file < 0 || ftruncate(input_file, 0) || pwrite(input_file, data, size, 0) != (ssize_t)size)
+        return;
+    char *text = NULL;
+    ipu_status status = fuzz_check(ctx, ipu_package_peek_file(ctx, input_path, &text), "ipu_package_peek_file");
+    if (!info || status == IPU_ERR_NO_MEMORY) {
+        ipu_free(text);
+        return;
+    }
+    json_t *peeked = text ? json_loads(text, 0, NULL) : NULL, *loaded_info = json_loads(info, 0, NULL);
+    json_t *a = streams_of(peeked), *b = streams_of(loaded_info);
+    int same = peeked && json_equal(a, b) &&
+               json_equal(json_object_get(peeked, "tiles"), json_object_get(loaded_info, "tiles")) &&
+               json_equal(json_object_get(peeked, "meta"), json_object_get(loaded_info, "meta"));
+    if (!same) {
+        fprintf(stderr, "peek disagrees with the loaded package (%s)\npeek: %s\ninfo: %s\n",
+                status == IPU_OK ? "both read it" : ipu_ctx_errmsg(ctx), text ? text : "refused", info);
+        abort();
+    }
+    json_decref(a), json_decref(b), json_decref(peeked), json_decref(loaded_info);
+    ipu_free(text);
 }
 
 /* Are the header's total size and CRC-32 those of the input? */
@@ -81,10 +130,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     checksum_right += frame_right(data, size);
     if (fuzz_check(ctx, ipu_package_load(ctx, data, size, &pkg), "ipu_package_load") == IPU_OK)
         loaded++;
-    if (pkg) {
-        char *info = NULL;
+    char *info = NULL;
+    if (pkg)
         fuzz_check(ctx, ipu_package_info_json(ctx, pkg, &info), "ipu_package_info_json");
-        ipu_free(info);
+    check_peek(ctx, data, size, info);
+    ipu_free(info);
+    if (pkg) {
         round_trip(ctx, pkg);
         if (fuzz_package_small(pkg))
             fuzz_run_package(ctx, pkg, 0);
