@@ -20,10 +20,11 @@
 #include "reference/reference.h"
 #include "workloads/workload.h"
 
-static const char *role_name(int role)
+/* "a parameter", "an output". */
+static const char *role_with_article(int role)
 {
-    static const char *names[] = {"input", "parameter", "activation", "output"};
-    return role >= IPU_ROLE_INPUT && role <= IPU_ROLE_OUTPUT ? names[role] : "unknown";
+    static const char *names[] = {"an input", "a parameter", "an activation", "an output"};
+    return role >= IPU_ROLE_INPUT && role <= IPU_ROLE_OUTPUT ? names[role] : "of an unknown role";
 }
 
 static ipu_status parse_options(ipu_ctx *ctx, const char *text, const char *what, json_t **out)
@@ -72,8 +73,8 @@ static ipu_status find_value_tensor(ipu_ctx *ctx, const ipu_workload *w, const c
     const ipu_ir_tensor *t = &w->graph.tensors[*id];
     if (t->role != IPU_ROLE_INPUT && t->role != IPU_ROLE_PARAM)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                        "tensor '%s' is an %s: only inputs and parameters have values", name,
-                        role_name(t->role));
+                        "tensor '%s' is %s: only inputs and parameters have values", name,
+                        role_with_article(t->role));
     return IPU_OK;
 }
 
@@ -175,6 +176,8 @@ ipu_status ipu_workload_info_json(ipu_ctx *ctx, const ipu_workload *w, char **ou
 ipu_status ipu_workload_values(ipu_ctx *ctx, const ipu_workload *w, const char *tensor,
                                const float **out_data, size_t *out_count)
 {
+    if (!out_data || !out_count)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_workload_values: missing output");
     uint32_t id = 0;
     return find_values(ctx, w, tensor, &id, out_data, out_count);
 }
@@ -182,6 +185,8 @@ ipu_status ipu_workload_values(ipu_ctx *ctx, const ipu_workload *w, const char *
 ipu_status ipu_workload_device_bytes(ipu_ctx *ctx, const ipu_workload *w, const char *tensor,
                                      void **out_bytes, size_t *out_size)
 {
+    if (!out_bytes || !out_size)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_workload_device_bytes: missing output");
     uint32_t id = 0;
     IPU_TRY(find_value_tensor(ctx, w, tensor, &id));
     const ipu_ir_tensor *t = &w->graph.tensors[id];
@@ -213,7 +218,13 @@ ipu_status ipu_workload_set_values(ipu_ctx *ctx, ipu_workload *w, const char *te
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                         "tensor '%s': its values are generated (normal, stream %llu), not given", tensor,
                         (unsigned long long)w->specs[id].stream);
-    if (!data || count != expected)
+    if (w->specs[id].read)
+        return IPU_FAIL(ctx, IPU_ERR_STATE,
+                        "tensor '%s': its values were read already (by a compile, a reference or "
+                        "ipu_workload_values): give them before anything reads them", tensor);
+    if (!data)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "tensor '%s': no values given (NULL data)", tensor);
+    if (count != expected)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                         "tensor '%s' takes %llu values (%u x %u x %u members), not %zu", tensor,
                         (unsigned long long)expected, t->rows, t->cols, t->sequence, count);
@@ -310,13 +321,15 @@ ipu_status ipu_reference_run(ipu_ctx *ctx, ipu_workload *w, const char *options_
 ipu_status ipu_reference_output(ipu_ctx *ctx, const ipu_workload *w, const char *tensor,
                                 const float **out_data, size_t *out_count)
 {
+    if (!out_data || !out_count)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_reference_output: missing output");
     uint32_t id = 0;
     IPU_TRY(find_tensor(ctx, w, tensor, &id));
     const ipu_ir_tensor *t = &w->graph.tensors[id];
     if (t->role != IPU_ROLE_OUTPUT)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                        "tensor '%s' is an %s: the reference keeps only outputs", tensor,
-                        role_name(t->role));
+                        "tensor '%s' is %s: the reference keeps only outputs", tensor,
+                        role_with_article(t->role));
     if (!w->reference || !w->reference[id])
         return IPU_FAIL(ctx, IPU_ERR_STATE, "the reference has not run (ipu_reference_run)");
     *out_data = w->reference[id];

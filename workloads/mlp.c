@@ -19,10 +19,13 @@ typedef struct mlp_options {
     uint64_t seed;
 } mlp_options;
 
+static const char *const KNOWN[] = {"batch", "blocks", "tokens", "channels", "hidden", "seed", "precision"};
+
 static ipu_status parse(ipu_ctx *ctx, const json_t *o, mlp_options *m)
 {
     if (!json_is_object(o))
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "mlp options: expected a JSON object");
+    IPU_TRY(ipu_options_known(ctx, o, "mlp options", KNOWN, sizeof KNOWN / sizeof *KNOWN));
     IPU_TRY(ipu_option_uint(ctx, o, "batch", 1, 1, 64, "--batch", &m->batch));
     IPU_TRY(ipu_option_uint(ctx, o, "blocks", 1, 1, 64, "--blocks", &m->blocks));
     IPU_TRY(ipu_option_uint(ctx, o, "tokens", 729, 1, 100000, "tokens", &m->tokens));
@@ -32,7 +35,10 @@ static ipu_status parse(ipu_ctx *ctx, const json_t *o, mlp_options *m)
     if (seed && (!json_is_integer(seed) || json_integer_value(seed) < 0))
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "--seed: expected a non-negative integer");
     m->seed = seed ? (uint64_t)json_integer_value(seed) : 0;
-    const char *precision = json_string_value(json_object_get(o, "precision"));
+    json_t *given = json_object_get(o, "precision");
+    const char *precision = json_string_value(given);
+    if (given && !precision)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "--precision: expected fp8 or fp16 as a string");
     if (precision && strcmp(precision, "fp8") && strcmp(precision, "fp16"))
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "--precision: expected fp8 or fp16, got '%s'",
                         precision);

@@ -9,6 +9,7 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "numerics/numerics.h"
 #include "workloads/workload.h"
@@ -138,6 +139,8 @@ static ipu_status check_value_tensor(ipu_ctx *ctx, const ipu_workload *w, uint32
                         "workload values: %s '%s' takes given values (ipu_workload_set_values) and none "
                         "were given",
                         t->role == IPU_ROLE_INPUT ? "input" : "parameter", t->name);
+    if (w->specs) /* the values are read from here on: they may no longer change */
+        w->specs[id].read = 1;
     return IPU_OK;
 }
 
@@ -223,6 +226,27 @@ ipu_status ipu_workload_typed_values_of(ipu_ctx *ctx, const ipu_workload *w, uin
     return status;
 }
 
+ipu_status ipu_options_known(ipu_ctx *ctx, const json_t *o, const char *what, const char *const *known,
+                             size_t count)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)o, key, value)
+    {
+        size_t k = 0;
+        while (k < count && strcmp(key, known[k]))
+            k++;
+        if (k < count)
+            continue;
+        char list[256] = "";
+        for (size_t i = 0; i < count; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? (i + 1 < count ? ", " : " or ") : "",
+                     known[i]);
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "%s: unknown option '%s' (expected %s)", what, key, list);
+    }
+    return IPU_OK;
+}
+
 ipu_status ipu_option_uint(ipu_ctx *ctx, const json_t *o, const char *key, uint32_t fallback,
                            uint32_t lo, uint32_t hi, const char *flag, uint32_t *out)
 {
@@ -233,8 +257,13 @@ ipu_status ipu_option_uint(ipu_ctx *ctx, const json_t *o, const char *key, uint3
     }
     if (!json_is_integer(v) || json_integer_value(v) < (json_int_t)lo ||
         json_integer_value(v) > (json_int_t)hi)
-        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "%s: expected an integer in %u..%u", flag, lo,
-                        hi);
+    {
+        char *given = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        ipu_status status = IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "%s: expected an integer in %u..%u, got %.40s",
+                                     flag, lo, hi, given ? given : "?");
+        free(given);
+        return status;
+    }
     *out = (uint32_t)json_integer_value(v);
     return IPU_OK;
 }

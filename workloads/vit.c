@@ -60,19 +60,9 @@ static ipu_status parse(ipu_ctx *ctx, const char *name, const json_t *o, vit_opt
 {
     if (!json_is_object(o))
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "vit options: expected a JSON object");
-    const char *key;
-    json_t *value;
-    json_object_foreach((json_t *)o, key, value)
-    {
-        size_t k = 0;
-        while (k < sizeof KNOWN / sizeof *KNOWN && strcmp(key, KNOWN[k]))
-            k++;
-        if (k == sizeof KNOWN / sizeof *KNOWN)
-            return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                            "%s options: unknown option '%s' (expected batch, layers, seed, "
-                            "tokens, channels, hidden, heads, head_dim or input)",
-                            name, key);
-    }
+    char what[32];
+    snprintf(what, sizeof what, "%s options", name);
+    IPU_TRY(ipu_options_known(ctx, o, what, KNOWN, sizeof KNOWN / sizeof *KNOWN));
     int small = strcmp(name, "vit-small") == 0;
     IPU_TRY(ipu_option_uint(ctx, o, "batch", 1, 1, 64, "vit option 'batch'", &m->batch));
     IPU_TRY(ipu_option_uint(ctx, o, "layers", small ? 3 : 27, 1, 64, "vit option 'layers'",
@@ -84,6 +74,10 @@ static ipu_status parse(ipu_ctx *ctx, const char *name, const json_t *o, vit_opt
     IPU_TRY(ipu_option_uint(ctx, o, "head_dim", small ? 64 : 72, 1, 1024, "vit option 'head_dim'",
                             &m->head_dim));
     uint32_t width = m->heads * m->head_dim;
+    if (width > 21845)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "%s options: heads x head_dim = %u x %u = %u channels, expected at most 21845", name,
+                        m->heads, m->head_dim, width);
     IPU_TRY(ipu_option_uint(ctx, o, "channels", width, 1, 21845, "vit option 'channels'",
                             &m->channels));
     if (m->channels != width)

@@ -19,6 +19,7 @@ typedef struct ipu_value_spec {
     float scale, offset;
     uint64_t stream;
     int given;
+    int read; /* read since made (random.c): ipu_workload_set_values refuses it then */
 } ipu_value_spec;
 
 struct ipu_workload {
@@ -39,8 +40,12 @@ typedef struct ipu_workload ipu_workload;
  * as a trained layer's weights are scaled. */
 void ipu_default_values(const ipu_ir_tensor *t, float *scale, float *offset);
 
+/* A builder's options hold only the known keys (count of them); a message
+ * names what (e.g. "mlp options") and lists them otherwise. */
+ipu_status ipu_options_known(ipu_ctx *ctx, const json_t *o, const char *what, const char *const *known,
+                             size_t count);
 /* An unsigned integer option of a builder: fallback when absent, else an
- * integer in lo..hi (the message names flag). */
+ * integer in lo..hi (the message names flag and the value given). */
 ipu_status ipu_option_uint(ipu_ctx *ctx, const json_t *o, const char *key, uint32_t fallback,
                            uint32_t lo, uint32_t hi, const char *flag, uint32_t *out);
 

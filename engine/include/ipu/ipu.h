@@ -204,8 +204,9 @@ void ipu_workload_free(ipu_workload *w);
  * name, and their fields) and repeat (null when none). */
 ipu_status ipu_workload_info_json(ipu_ctx *ctx, const ipu_workload *w, char **out_json);
 /* The values of an input or parameter whose description says "given":
- * rows * cols * sequence finite floats, copied; before any compile or
- * reference reads them (IPU_ERR_STATE then, naming the tensor). */
+ * rows * cols * sequence finite floats, copied; before anything reads them
+ * (a compile, a reference, ipu_workload_values: IPU_ERR_STATE then, naming
+ * the tensor). */
 ipu_status ipu_workload_set_values(ipu_ctx *ctx, ipu_workload *w, const char *tensor, const float *data,
                                    size_t count);
 /* Unquantized FP32 values of an input or parameter: rows * cols * sequence
