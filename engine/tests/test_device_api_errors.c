@@ -102,8 +102,8 @@ static void pattern(uint8_t *bytes, uint8_t seed)
 }
 
 /* Unload whatever the device holds, set w and in, initialize, run: "out"
- * must hold in's bytes.  (The unload matters: a stream set while a package
- * is loaded is bound at once, and initialize drops the bound buffers.) */
+ * must hold in's bytes.  (The unload matters: an input set while a package
+ * is loaded is bound at once, and an initialize drops the bound buffers.) */
 static void run_ok(fx *f, uint8_t seed)
 {
     uint8_t w[BYTES], in[BYTES];
@@ -203,6 +203,31 @@ static void test_streams_set_before_initialize_are_checked_there(void **state)
     TSEED_OK(ctx, ipu_device_set_stream(ctx, dev, "in", NULL, 0));
     EXPECT(ipu_device_initialize(ctx, dev, f->pkg), INVALID, "stream 'in' got 0 bytes, the package expects 16");
     run_ok(f, 11);
+}
+
+/* A parameter set while a package is loaded waits for the next initialize,
+ * the only step that reads it, and is checked against the loaded package at
+ * once: a run after initializing again finds it. */
+static void test_parameter_set_while_loaded_is_read_by_the_next_initialize(void **state)
+{
+    fx *f = *state;
+    ipu_ctx *ctx = f->ctx;
+    run_ok(f, 5);
+    uint8_t w[BYTES], in[BYTES];
+    pattern(w, 1), pattern(in, 9);
+    EXPECT(ipu_device_set_stream(f->ctx, f->dev, "w", w, BYTES - 1), IPU_ERR_INVALID_ARGUMENT,
+           "stream 'w' got 15 bytes, the package expects 16");
+    TSEED_OK(f->ctx, ipu_device_set_stream(f->ctx, f->dev, "w", w, BYTES));
+    TSEED_OK(f->ctx, ipu_device_initialize(f->ctx, f->dev, f->pkg));
+    TSEED_OK(f->ctx, ipu_device_set_stream(f->ctx, f->dev, "in", in, BYTES));
+    char *report = NULL;
+    TSEED_OK(f->ctx, ipu_device_run(f->ctx, f->dev, &report));
+    ipu_free(report);
+    const void *out = NULL;
+    size_t size = 0;
+    TSEED_OK(f->ctx, ipu_device_stream(f->ctx, f->dev, "out", &out, &size));
+    assert_int_equal(size, BYTES);
+    assert_memory_equal(out, in, BYTES);
 }
 
 static void test_configure_refuses_bad_options(void **state)
@@ -407,6 +432,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create_refuses_bad_profiles_and_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_set_stream_refuses_bad_streams, setup, teardown),
         cmocka_unit_test_setup_teardown(test_streams_set_before_initialize_are_checked_there, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_parameter_set_while_loaded_is_read_by_the_next_initialize, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_configure_refuses_bad_options, setup, teardown),
         cmocka_unit_test_setup_teardown(test_configure_options_take_effect, setup, teardown),
         cmocka_unit_test_setup_teardown(test_calls_out_of_order_and_null_arguments, setup, teardown),

@@ -135,8 +135,13 @@ static void test_profile_values_out_of_range(void **state)
         {"{\"tiles\": 65536}", "profile field 'tiles': expected 1..65535, got 65536"},
         {"{\"clock_hz\": 0}", "profile field 'clock_hz': expected > 0"},
         {"{\"clock_hz\": -1.5e9}", "profile field 'clock_hz': expected > 0"},
-        {"{\"element_bytes\": 32}", "'element_bytes': expected a power of two >= 64, got 32"},
-        {"{\"element_bytes\": 24576}", "'element_bytes': expected a power of two >= 64, got 24576"},
+        {"{\"element_bytes\": 32}", "'element_bytes': expected a power of two in 64..2^30, got 32"},
+        {"{\"element_bytes\": 24576}", "'element_bytes': expected a power of two in 64..2^30, got 24576"},
+        /* Twice 2^31 wraps to 0 in 32 bits (a division by zero once). */
+        {"{\"element_bytes\": 2147483648, \"sram_base\": 0, \"sram_end\": 2147483648}",
+         "'element_bytes': expected a power of two in 64..2^30, got 2147483648"},
+        /* sram_base + runtime_state_bytes wraps past 2^32 (accepted once). */
+        {"{\"runtime_state_bytes\": 4294967288}", STATE "4294967288"},
         {"{\"sram_base\": 311312}", sram},                       /* 0x4C010: not on an element */
         {"{\"sram_end\": 950288}", sram},                        /* 0xE8010 */
         {"{\"sram_base\": 950272}", sram},                       /* base == end */

@@ -125,7 +125,9 @@ void ipu_device_free(ipu_device *dev);
  * that runs many packages maps its SRAM once. */
 void ipu_device_unload(ipu_device *dev);
 /* Host data for a stream, consumed by the next initialize (parameter streams)
- * or run (input streams). The bytes are copied. */
+ * or run (input streams; one set before an initialize is dropped by it).
+ * With a package loaded it is checked against that package at once.  The
+ * bytes are copied. */
 ipu_status ipu_device_set_stream(ipu_ctx *ctx, ipu_device *dev, const char *stream,
                                  const void *data, size_t size);
 /* Device options, taking effect at the next initialize.  options_json:

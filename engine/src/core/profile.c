@@ -75,8 +75,8 @@ void ipu_profile_default(ipu_profile *p)
 uint32_t ipu_profile_default_budget(const ipu_profile *p)
 {
     uint32_t accessible = ipu_profile_access_end(p) - p->sram_base;
-    uint32_t used = p->runtime_state_bytes + p->support_reserve;
-    return accessible > used ? accessible - used : 0;
+    uint64_t used = (uint64_t)p->runtime_state_bytes + p->support_reserve;
+    return accessible > used ? (uint32_t)(accessible - used) : 0;
 }
 
 uint64_t ipu_profile_host_cycles(const ipu_profile *p, uint64_t bytes)
@@ -95,8 +95,10 @@ static ipu_status check_consistent(ipu_ctx *ctx, const ipu_profile *p)
     REQUIRE(p->tiles >= 1 && p->tiles <= 65535, "profile field 'tiles': expected 1..65535, got %u",
             p->tiles);
     REQUIRE(p->clock_hz > 0 && isfinite(p->clock_hz), "profile field 'clock_hz': expected > 0");
-    REQUIRE(p->element_bytes >= 64 && (p->element_bytes & (p->element_bytes - 1)) == 0,
-            "profile field 'element_bytes': expected a power of two >= 64, got %u",
+    /* Sums are taken in 64 bits: no field may wrap another past the SRAM. */
+    REQUIRE(p->element_bytes >= 64 && p->element_bytes <= (1u << 30) &&
+                (p->element_bytes & (p->element_bytes - 1)) == 0,
+            "profile field 'element_bytes': expected a power of two in 64..2^30, got %u",
             p->element_bytes);
     REQUIRE(p->sram_base % p->element_bytes == 0 && p->sram_end % p->element_bytes == 0 &&
                 p->sram_base < p->sram_end,
@@ -105,12 +107,12 @@ static ipu_status check_consistent(ipu_ctx *ctx, const ipu_profile *p)
             "profile field 'inaccessible_tail': expected a multiple of 16 below the SRAM size, got %u",
             p->inaccessible_tail);
     REQUIRE(p->region1_base >= p->sram_base && p->region1_base <= p->sram_end &&
-                p->region1_base % (2 * p->element_bytes) == 0,
+                p->region1_base % (2 * (uint64_t)p->element_bytes) == 0,
             "profile field 'region1_base': expected an address inside SRAM on an element-pair "
             "boundary, got 0x%X",
             p->region1_base);
     REQUIRE(p->runtime_state_bytes % 8 == 0 &&
-                p->sram_base + p->runtime_state_bytes <= p->aperture_base,
+                (uint64_t)p->sram_base + p->runtime_state_bytes <= p->aperture_base,
             "profile field 'runtime_state_bytes': expected a multiple of 8 ending at or below the "
             "aperture, got %u",
             p->runtime_state_bytes);

@@ -124,23 +124,29 @@ void ipu_device_unload(ipu_device *dev)
     dev->fault_profile = NULL;
 }
 
+/* The loaded package's stream that takes size bytes from the host, by name. */
+static ipu_status host_stream(ipu_ctx *ctx, const ipu_device *dev, const char *name, size_t size, int *index)
+{
+    *index = ipu_pkg_find_stream(dev->pkg, name);
+    if (*index < 0)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "the package has no stream named '%s'", name);
+    const ipu_pkg_stream *s = &dev->pkg->streams[*index];
+    if (s->direction == IPU_STREAM_OUTPUT)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "stream '%s' is an output; the host cannot supply it", name);
+    if (s->size != size)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "stream '%s' got %zu bytes, the package expects %llu", name,
+                        size, (unsigned long long)s->size);
+    return IPU_OK;
+}
+
 /* Move data into the buffer of the named package stream. */
 static ipu_status bind(ipu_ctx *ctx, ipu_device *dev, const char *name, uint8_t *data, size_t size)
 {
-    int index = ipu_pkg_find_stream(dev->pkg, name);
-    if (index < 0) {
+    int index;
+    ipu_status status = host_stream(ctx, dev, name, size, &index);
+    if (status != IPU_OK) {
         free(data);
-        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "the package has no stream named '%s'", name);
-    }
-    const ipu_pkg_stream *s = &dev->pkg->streams[index];
-    if (s->direction == IPU_STREAM_OUTPUT || s->size != size) {
-        free(data);
-        if (s->direction == IPU_STREAM_OUTPUT)
-            return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                            "stream '%s' is an output; the host cannot supply it", name);
-        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
-                        "stream '%s' got %zu bytes, the package expects %llu", name, size,
-                        (unsigned long long)s->size);
+        return status;
     }
     free(dev->buffers[index].data);
     dev->buffers[index] = (ipu_host_buffer){data, size, 1};
@@ -157,8 +163,19 @@ ipu_status ipu_device_set_stream(ipu_ctx *ctx, ipu_device *dev, const char *stre
         return IPU_NO_MEMORY(ctx);
     if (size)
         memcpy(copy, data, size);
-    if (dev->pkg)
-        return bind(ctx, dev, stream, copy, size);
+    /* With a package loaded, an input binds now (a run consumes it); a
+     * parameter waits for the next initialize, the only step that reads it,
+     * which binds the package's streams again. */
+    if (dev->pkg) {
+        int index;
+        ipu_status status = host_stream(ctx, dev, stream, size, &index);
+        if (status != IPU_OK) {
+            free(copy);
+            return status;
+        }
+        if (dev->pkg->streams[index].direction != IPU_STREAM_PARAM)
+            return bind(ctx, dev, stream, copy, size);
+    }
     ipu_status status = IPU_GROW(ctx, dev->pending, dev->pending_count, dev->pending_capacity);
     char *name = status == IPU_OK ? ipu_strdup(ctx, stream) : NULL;
     if (!name) {
