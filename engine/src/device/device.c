@@ -382,27 +382,33 @@ ipu_status ipu_device_fault_json(ipu_ctx *ctx, const ipu_device *dev, char **out
     static const ipu_fault none = {.kind = IPU_FAULT_NONE};
     const ipu_fault *f = dev->pkg ? dev->iface->fault(dev->impl) : &none;
     json_t *o = json_object();
-    json_object_set_new(o, "kind", json_string(ipu_fault_kind_name(f->kind)));
+    int bad = !o; /* a field jansson could not add */
+    bad |= json_object_set_new(o, "kind", json_string(ipu_fault_kind_name(f->kind)));
     if (f->kind != IPU_FAULT_NONE) {
-        json_object_set_new(o, "tile", json_integer(f->tile));
-        json_object_set_new(o, "address_lo", json_integer(f->address_lo));
-        json_object_set_new(o, "address_hi", json_integer(f->address_hi));
-        json_object_set_new(o, "program", json_string(f->program ? f->program : ""));
-        json_object_set_new(o, "op_index", json_integer(f->op_index));
-        json_object_set_new(o, "step", json_integer((json_int_t)f->step));
-        json_object_set_new(o, "kernel", f->entry > 0 && ipu_kernel_name(f->entry)
-                                             ? json_string(ipu_kernel_name(f->entry))
-                                             : json_null());
-        json_object_set_new(o, "descriptor", f->descriptor >= 0 ? json_integer(f->descriptor) : json_null());
-        json_object_set_new(o, "row", f->row >= 0 ? json_integer(f->row) : json_null());
-        json_object_set_new(o, "detail", json_string(f->detail));
-        json_object_set_new(o, "phase", json_integer(f->phase));
-        json_object_set_new(o, "iteration",
-                            f->iteration == IPU_NO_ITERATION ? json_null() : json_integer(f->iteration));
-        json_object_set_new(o, "op", compiler_op_json(dev->pkg, f->origin));
-        json_object_set_new(o, "allocation", allocation_json(dev->pkg, f->alloc));
-        json_object_set_new(o, "nearest_allocation", allocation_json(dev->pkg, f->nearest));
-        json_object_set_new(o, "other_allocation", allocation_json(dev->pkg, f->other));
+        bad |= json_object_set_new(o, "tile", json_integer(f->tile));
+        bad |= json_object_set_new(o, "address_lo", json_integer(f->address_lo));
+        bad |= json_object_set_new(o, "address_hi", json_integer(f->address_hi));
+        bad |= json_object_set_new(o, "program", json_string(f->program ? f->program : ""));
+        bad |= json_object_set_new(o, "op_index", json_integer(f->op_index));
+        bad |= json_object_set_new(o, "step", json_integer((json_int_t)f->step));
+        bad |= json_object_set_new(o, "kernel", f->entry > 0 && ipu_kernel_name(f->entry)
+                                                    ? json_string(ipu_kernel_name(f->entry))
+                                                    : json_null());
+        bad |= json_object_set_new(o, "descriptor",
+                                   f->descriptor >= 0 ? json_integer(f->descriptor) : json_null());
+        bad |= json_object_set_new(o, "row", f->row >= 0 ? json_integer(f->row) : json_null());
+        bad |= json_object_set_new(o, "detail", json_string(f->detail));
+        bad |= json_object_set_new(o, "phase", json_integer(f->phase));
+        bad |= json_object_set_new(o, "iteration",
+                                   f->iteration == IPU_NO_ITERATION ? json_null() : json_integer(f->iteration));
+        bad |= json_object_set_new(o, "op", compiler_op_json(dev->pkg, f->origin));
+        bad |= json_object_set_new(o, "allocation", allocation_json(dev->pkg, f->alloc));
+        bad |= json_object_set_new(o, "nearest_allocation", allocation_json(dev->pkg, f->nearest));
+        bad |= json_object_set_new(o, "other_allocation", allocation_json(dev->pkg, f->other));
+    }
+    if (bad) {
+        json_decref(o);
+        return IPU_NO_MEMORY(ctx);
     }
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
