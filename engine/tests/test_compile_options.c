@@ -38,10 +38,11 @@ typedef struct bad_case {
 
 static const bad_case BAD[] = {
     {"not json", IPU_ERR_INVALID_ARGUMENT, "compile options: invalid JSON"},
-    {"[4]", IPU_ERR_INVALID_ARGUMENT, "compile options"},
+    {"[4]", IPU_ERR_INVALID_ARGUMENT, "compile options: expected a JSON object"},
     {"{}", IPU_ERR_MALFORMED, "device profile"},
     {"{\"profile\": {\"tiles\": 0}}", IPU_ERR_MALFORMED, "'tiles'"},
-    {"{" P4 ", \"memory_budget\": 0}", IPU_ERR_INVALID_ARGUMENT, "--memory-budget"},
+    {"{" P4 ", \"memory_budget\": 0}", IPU_ERR_INVALID_ARGUMENT,
+     "--memory-budget (compile option 'memory_budget'): expected a positive number of bytes below 2^32, or null"},
     {"{" P4 ", \"memory_budget\": -4096}", IPU_ERR_INVALID_ARGUMENT, "--memory-budget"},
     {"{" P4 ", \"memory_budget\": 4294967296}", IPU_ERR_INVALID_ARGUMENT, "--memory-budget"},
     {"{" P4 ", \"memory_budget\": 4096.5}", IPU_ERR_INVALID_ARGUMENT, "--memory-budget"},

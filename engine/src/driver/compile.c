@@ -58,8 +58,10 @@ static ipu_status budget_option(ipu_ctx *ctx, json_t *o, const char *key, const 
     else if (json_is_integer(b) && json_integer_value(b) > 0 && json_integer_value(b) <= 0xFFFFFFFF)
         *out = (uint32_t)json_integer_value(b);
     else
-        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "%s: expected a positive number of bytes or 'default'",
-                        flag);
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "%s (compile option '%s'): expected a positive number of bytes below 2^32, or null for "
+                        "the default",
+                        flag, key);
     return IPU_OK;
 }
 
@@ -82,9 +84,11 @@ static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, compile_
     memset(c, 0, sizeof *c);
     json_error_t error;
     json_t *o = json_loads(options_json, 0, &error);
+    if (!o)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "compile options: invalid JSON: %s", error.text);
     if (!json_is_object(o)) {
         json_decref(o);
-        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "compile options: invalid JSON: %s", error.text);
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "compile options: expected a JSON object");
     }
     ipu_status status = ipu_profile_from_json(ctx, json_object_get(o, "profile"), 0, &c->profile);
     if (status == IPU_OK)
