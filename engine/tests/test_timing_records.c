@@ -329,6 +329,59 @@ static void test_slot_word_patched_to_data(void **state)
     }
 }
 
+/* Repeat 2 (patch slot 2) { step(compute slot 0, exchange slot 1) } on
+ * tiles 0 and 1, tile 0's patch list shrinking itself: entry 0 sets the
+ * list's count to 2 - iteration, entry 1 rewrites a word of its own.  The
+ * list's address is known once built: built twice, same layout; *list gets
+ * it. */
+static ipu_package *shrinking_package(fixture *f, uint32_t *list)
+{
+    uint32_t L = f->p.exchange_latency;
+    ipu_pkg_builder *b = tpkg_builder(f->ctx, &f->p);
+    uint32_t compute = ipu_pkg_new_slot(b), exchange = ipu_pkg_new_slot(b), patches = ipu_pkg_new_slot(b);
+    tpkg_data(b, 0, f->x, 64, 1);
+    tpkg_kernel fill = tpkg_fill(f->z, 64, 0);
+    tpkg_compute_list(b, 0, compute, &fill, 1, 1);
+    tpkg_xrow send = tpkg_send(0, 4, f->x), recv = tpkg_recv(0, L, 4, f->y);
+    tpkg_exchange_table(b, 0, exchange, &send, 1);
+    tpkg_exchange_table(b, 1, exchange, &recv, 1);
+    uint32_t at = *list ? *list : tpkg_desc_base(&f->p); /* the first build only measures */
+    tpkg_patch shrink[2] = {{IPU_PATCH_PROGRESSION, at, 2, 0xFFFFFFFFu},
+                            {IPU_PATCH_PROGRESSION, at + 4 + IPU_PATCH_SIZE + 8, 5, 0}};
+    *list = tpkg_patch_list(b, 0, patches, shrink, 2);
+    TPKG_OK(f->ctx, ipu_pkg_emit(b, 0, IPU_OP_REPEAT, 2, 1, patches));
+    TPKG_OK(f->ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, compute, exchange, 0));
+    return tpkg_build(f->ctx, b);
+}
+
+/* The patch step is charged for the entries its list holds before they
+ * apply: 2 at both iterations, though the second leaves 1 (the device reads
+ * the count first; the timing did once read it after). */
+static void test_patch_list_that_shrinks_itself(void **state)
+{
+    fixture *f = *state;
+    uint32_t list = 0, again;
+    ipu_package_free(shrinking_package(f, &list));
+    again = list;
+    ipu_package *pkg = shrinking_package(f, &again);
+    assert_int_equal(again, list);
+    json_t *timing = timing_of(f, pkg), *ran = NULL;
+    TSEED_OK(f->ctx, device_run(f, pkg, &ran));
+    json_t *steps = json_object_get(timing, "steps");
+    assert_true(json_equal(steps, ran));
+    size_t patch_steps = 0, i;
+    json_t *s;
+    json_array_foreach(steps, i, s)
+        if (strcmp(json_string_value(json_object_get(s, "kind")), "patch") == 0) {
+            assert_int_equal(field(s, "control"), 2 * IPU_PATCH_CYCLES);
+            patch_steps++;
+        }
+    assert_int_equal(patch_steps, 2);
+    json_decref(ran);
+    json_decref(timing);
+    ipu_package_free(pkg);
+}
+
 /* Repeats without patch slots: init Repeat 2 { compute }, main Repeat 3 {
  * compute; step with SET_BASE, a relative send and RESET_BASE on tile 0 }. */
 static void test_repeats_without_patches_and_base_rows(void **state)
@@ -446,6 +499,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_host_transfers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_table_patches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slot_word_patched_to_data, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_patch_list_that_shrinks_itself, setup, teardown),
         cmocka_unit_test_setup_teardown(test_repeats_without_patches_and_base_rows, setup, teardown),
         cmocka_unit_test_setup_teardown(test_null_cancel_and_out_of_memory, setup, teardown),
     };

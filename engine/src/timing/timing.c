@@ -488,8 +488,9 @@ static ipu_status execute(timer *tm, size_t begin, size_t end)
             for (uint32_t it = 0; it < op->a; it++) {
                 tm->loop_iteration[tm->depth - 1] = it;
                 if (op->c != IPU_NO_SLOT) {
-                    IPU_TRY(apply_patches(tm, op->c, it));
+                    /* Charged for the entries the list has before they apply, as the device does. */
                     IPU_TRY(measure_slot(tm, measure_patches, op->c, 0, &cost, NULL));
+                    IPU_TRY(apply_patches(tm, op->c, it));
                     IPU_TRY(record(tm, (uint32_t)i, op, "patch", 0, 0, 0, none, none, cost.cycles * IPU_PATCH_CYCLES));
                 }
                 IPU_TRY(execute(tm, i + 1, i + 1 + op->b));
