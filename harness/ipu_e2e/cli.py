@@ -56,10 +56,9 @@ WORKLOAD_MODULES = {"exchange-stress": stress, "graph": transformer,
                     **{name: transformer for name in transformer.WORKLOADS}}
 
 
-def load_package(ctx, args, progress):
-    """The saved package and the name of the workload its metadata records.  The file's streams are checked
-    against the recorded workload before the package is loaded (transformer.replayed_workload, kept on args),
-    so a package whose streams its workload cannot hold is refused before its data is read."""
+def peek_package(ctx, args, progress):
+    """What the saved package's file says (Package.peek_file, its data not read) and the name of the
+    workload its metadata records."""
     progress.update(f"reading {args.package}")
     peeked = Package.peek_file(ctx, args.package)
     if args.tiles and args.tiles != peeked["tiles"]:
@@ -69,10 +68,17 @@ def load_package(ctx, args, progress):
     if workload not in WORKLOAD_MODULES or (workload == "graph" and not (args.graph or args.model)):
         raise UsageError(f"--package {args.package}: workload '{recorded}' in its metadata is not built in: "
                          f"give its description with --graph FILE or its model with --model FILE")
-    if WORKLOAD_MODULES[workload] is transformer:
-        args.replayed = transformer.replayed_workload(ctx, args, workload, peeked, progress)
+    return peeked, workload
+
+
+def load_package(ctx, args, module, peeked, progress):
+    """The saved package, loaded once the file's streams are checked against the recorded workload
+    (transformer.replayed_workload, kept on args): a package whose streams its workload cannot hold is
+    refused before its data is read."""
+    if module is transformer:
+        args.replayed = transformer.replayed_workload(ctx, args, args.workload, peeked, progress)
     progress.update(f"loading {args.package}")
-    return Package.load_file(ctx, args.package), workload
+    return Package.load_file(ctx, args.package)
 
 
 def execute(args, progress, reports):
@@ -87,7 +93,7 @@ def execute(args, progress, reports):
                          f"(a saved package replays as it was built)")
     if args.package:
         # A replay runs the workload the package records, whatever --workload says.
-        package, args.workload = load_package(ctx, args, progress)
+        peeked, args.workload = peek_package(ctx, args, progress)
     else:
         source = f"--graph {args.graph}" if args.graph else f"--model {args.model}" if args.model else None
         if args.graph and args.model:
@@ -103,6 +109,8 @@ def execute(args, progress, reports):
         raise UsageError(f"--inject: no mutation is named '{args.inject}' (ipu-e2e-bench mutations --list lists "
                          "them)")
     module.check_flags(args, PARSER_DEFAULTS)
+    if args.package:
+        package = load_package(ctx, args, module, peeked, progress)
     code, result = module.execute(ctx, args, profile, package, progress, started, reports)
     return code, result, module
 
