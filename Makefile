@@ -3,7 +3,7 @@
 # every test: ctest (C), pytest (harness, CLI) and the browser checks.
 #   make test IPU_SANITIZE=ON   the same under ASan+UBSan (build-sanitize/)
 #   make test CC=clang          the same built with clang (build-clang/)
-#   make coverage               instrumented build, all tests, gcovr summary
+#   make coverage               instrumented build, all tests, coverage per part (fails under 95% lines, 85% branches)
 #   make coverage-random        the same build, only the random workloads: what they reach
 #   make fuzz FUZZ_SECONDS=N    libFuzzer targets built with clang (build-fuzz/), N s each
 #   make deps-models            torch and torchvision, for exporting models (the nightly's model case)
@@ -78,10 +78,15 @@ test-python: build
 
 test: test-c test-python
 
+# The figures asked of make coverage (it fails below them).
+COVERAGE_LINES ?= 95
+COVERAGE_BRANCHES ?= 85
 coverage:
 	$(MAKE) test BUILD_DIR=build-coverage BUILD_TYPE=Debug CMAKE_FLAGS=-DIPU_COVERAGE=ON
-	gcovr --root . --object-directory build-coverage --exclude 'engine/tests/.*' --print-summary \
-		build-coverage | tail -n 5
+	gcovr --root . --object-directory build-coverage --exclude 'engine/tests/.*' \
+		--json build-coverage/coverage.json build-coverage
+	PYTHONPATH=harness $(PYTHON) -m ipu_e2e.coverage_summary build-coverage/coverage.json \
+		--fail-under-line $(COVERAGE_LINES) --fail-under-branch $(COVERAGE_BRANCHES)
 
 # Which compiler paths the random workloads reach on their own: the counters
 # are zeroed, then only ipu-e2e-random runs (make test's seeds and the kept
