@@ -377,7 +377,8 @@ ipu_status ipu_graph_canonical_order(ipu_ctx *ctx, ipu_graph *g, uint32_t *moved
             moved_to[t] = (uint32_t)next, order[next++] = (uint32_t)t;
     for (size_t t = 0; t < n; t++)
         tensors[t] = g->tensors[order[t]];
-    memcpy(g->tensors, tensors, n * sizeof *tensors);
+    if (n) /* an empty graph has no tensor array */
+        memcpy(g->tensors, tensors, n * sizeof *tensors);
 #define MOVE(x) ((x) = (x) < n ? moved_to[x] : (x))
     for (size_t i = 0; i < g->op_count; i++) {
         ipu_ir_op *op = &g->ops[i];
