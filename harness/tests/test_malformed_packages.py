@@ -231,3 +231,23 @@ def test_replay_refuses_streams_larger_than_the_workload_before_loading(cli, tmp
         done = cli("--package", hostile, "--quiet")
         assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
         assert f"--package {hostile}: {what}" in done.stderr, done.stderr
+
+
+def test_a_stream_name_that_is_not_utf8_is_refused_read_or_loaded(tmp_path):
+    """A stream's name is JSON text wherever it is reported: one that is not UTF-8 is malformed, to the
+    loader and to peek_file alike (peek once said 'out of memory' for it)."""
+    data = bytearray(VALID.read_bytes())
+    sections = {}
+    for i in range(struct.unpack_from("<I", data, 28)[0]):
+        kind, _, offset, length = struct.unpack_from("<IIQQ", data, HEADER_SIZE + 24 * i)
+        sections[kind] = offset
+    name = struct.unpack_from("<I", data, sections[9] + 4)[0]  # the first stream's name offset
+    data[sections[6] + name] = 0xFF  # IPU_SEC_STRINGS: its first byte
+    recompute_header(data)
+    path = tmp_path / "latin.pkg"
+    path.write_bytes(bytes(data))
+    ctx = Context()
+    for read in (lambda: Package.load_bytes(ctx, bytes(data)), lambda: Package.peek_file(ctx, path)):
+        with pytest.raises(IpuError, match="stream 0: its name is not UTF-8 text") as error:
+            read()
+        assert error.value.status == MALFORMED

@@ -416,6 +416,14 @@ ipu_status ipu_pkg_read_table(ipu_ctx *ctx, const uint8_t *head, size_t head_siz
 
 const char *ipu_pkg_section_name(int type) { return SECTION_NAMES[type]; }
 
+int ipu_pkg_utf8(const char *text)
+{
+    json_t *probe = json_string(text); /* jansson refuses text that is not UTF-8 */
+    int valid = probe != NULL;
+    json_decref(probe);
+    return valid;
+}
+
 static ipu_status load(ipu_ctx *ctx, const uint8_t *bytes, size_t size, ipu_package *pkg)
 {
     IPU_TRY(ipu_pkg_check_header(ctx, bytes, size, size));

@@ -143,6 +143,8 @@ ipu_status ipu_pkg_check_header(ipu_ctx *ctx, const uint8_t *head, size_t head_s
  * present once, inside the file, aligned, none overlapping another. */
 ipu_status ipu_pkg_read_table(ipu_ctx *ctx, const uint8_t *head, size_t head_size, uint64_t file_size,
                               uint32_t crc, ipu_pkg_section_entry sec[IPU_SEC_END]);
+/* Is text valid UTF-8 (what a JSON string holds: stream names are)? */
+int ipu_pkg_utf8(const char *text);
 /* A section type's name ("streams"). */
 const char *ipu_pkg_section_name(int type);
 /* A malformed package's message prefixed with the file it came from. */

@@ -87,6 +87,10 @@ static ipu_status summarize(ipu_ctx *ctx, const uint8_t *head, const ipu_pkg_sec
             return BAD("stream %llu has an unknown direction %u or a name offset %u outside the strings (%llu "
                        "bytes)", (unsigned long long)i, direction, name, (unsigned long long)strings_size);
         }
+        if (!ipu_pkg_utf8(strings + name)) {
+            json_decref(summary);
+            return BAD("stream %llu: its name is not UTF-8 text", (unsigned long long)i);
+        }
         if (json_array_append_new(list, json_pack("{s:s, s:s, s:I}", "name", strings + name, "direction",
                                                   DIRECTIONS[direction], "size", (json_int_t)ipu_load_u64(d + 8)))) {
             json_decref(summary);

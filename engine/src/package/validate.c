@@ -171,6 +171,8 @@ static ipu_status check_tables(ipu_ctx *ctx, const ipu_package *pkg)
         const ipu_pkg_stream *s = &pkg->streams[i];
         if (!valid_string(pkg, s->name_offset) || !*ipu_pkg_string(pkg, s->name_offset))
             return BAD("stream %zu has no valid name", i);
+        if (!ipu_pkg_utf8(ipu_pkg_string(pkg, s->name_offset)))
+            return BAD("stream %zu: its name is not UTF-8 text", i);
         if (s->direction > IPU_STREAM_OUTPUT)
             return BAD("stream '%s' has unknown direction %u", ipu_pkg_string(pkg, s->name_offset),
                        s->direction);
