@@ -197,9 +197,12 @@ class Context:
 
     def close(self):
         interrupts.unregister(self)
-        if self.handle:
-            lib().ipu_ctx_free(self.handle)
-            self.handle = None
+        # The handle is forgotten before it is freed: a signal's Interrupted
+        # raised between the two would otherwise leave it for __del__ to free
+        # again (a double free at exit; no call runs between load and store).
+        handle, self.handle = self.handle, None
+        if handle:
+            lib().ipu_ctx_free(handle)
 
     def __del__(self):
         self.close()
@@ -293,9 +296,9 @@ class Package:
         return _bytes_at(data.value, size.value)
 
     def close(self):
-        if self.handle:
-            lib().ipu_package_free(self.handle)
-            self.handle = None
+        handle, self.handle = self.handle, None  # see Context.close
+        if handle:
+            lib().ipu_package_free(handle)
 
     def __del__(self):
         self.close()
@@ -361,9 +364,9 @@ class Device:
         self.ctx.check(lib().ipu_device_write(self.ctx.handle, self.handle, tile, address, data, len(data)))
 
     def close(self):
-        if self.handle:
-            lib().ipu_device_free(self.handle)
-            self.handle = None
+        handle, self.handle = self.handle, None  # see Context.close
+        if handle:
+            lib().ipu_device_free(handle)
 
     def __del__(self):
         self.close()
@@ -475,9 +478,9 @@ class Workload:
         return json.loads(self.ctx.take_string(out))
 
     def close(self):
-        if self.handle:
-            lib().ipu_workload_free(self.handle)
-            self.handle = None
+        handle, self.handle = self.handle, None  # see Context.close
+        if handle:
+            lib().ipu_workload_free(handle)
 
     def __del__(self):
         self.close()
