@@ -146,6 +146,25 @@ static void test_rows_the_device_cannot_run(void **state)
     }
 }
 
+/* The step the Repeat packages below run (slots 0, 1 and 2: compute,
+ * exchange, patches): tile 0 fills 64 bytes and sends 4 words at cycle 0,
+ * tile 1 receives them.  *list, *sent, *received: where the compute list
+ * and the two exchange tables went. */
+static ipu_pkg_builder *step_builder(fixture *f, uint32_t *list, uint32_t *sent, uint32_t *received)
+{
+    uint32_t L = f->p.exchange_latency;
+    ipu_pkg_builder *b = tpkg_builder(f->ctx, &f->p);
+    uint32_t compute = ipu_pkg_new_slot(b), exchange = ipu_pkg_new_slot(b);
+    ipu_pkg_new_slot(b); /* patches */
+    tpkg_data(b, 0, f->x, 64, 1);
+    tpkg_kernel fill = tpkg_fill(f->z, 64, 0);
+    *list = tpkg_compute_list(b, 0, compute, &fill, 1, 1);
+    tpkg_xrow send = tpkg_send(0, 4, f->x), recv = tpkg_recv(0, L, 4, f->y);
+    *sent = tpkg_exchange_table(b, 0, exchange, &send, 1);
+    *received = tpkg_exchange_table(b, 1, exchange, &recv, 1);
+    return b;
+}
+
 enum patched_case { BAD_OP, BAD_FLAGS, BAD_PEER, BAD_ARGS, CASES };
 
 /* Repeat 2 (patch slot 2) { step(compute slot 0, exchange slot 1) }: tile
@@ -154,16 +173,9 @@ enum patched_case { BAD_OP, BAD_FLAGS, BAD_PEER, BAD_ARGS, CASES };
 static void test_patches_that_break_a_record(void **state)
 {
     fixture *f = *state;
-    uint32_t L = f->p.exchange_latency;
     for (int c = 0; c < CASES; c++) {
-        ipu_pkg_builder *b = tpkg_builder(f->ctx, &f->p);
-        uint32_t compute = ipu_pkg_new_slot(b), exchange = ipu_pkg_new_slot(b), patches = ipu_pkg_new_slot(b);
-        tpkg_data(b, 0, f->x, 64, 1);
-        tpkg_kernel fill = tpkg_fill(f->z, 64, 0);
-        uint32_t list = tpkg_compute_list(b, 0, compute, &fill, 1, 1);
-        tpkg_xrow send = tpkg_send(0, 4, f->x), recv = tpkg_recv(0, L, 4, f->y);
-        uint32_t sent = tpkg_exchange_table(b, 0, exchange, &send, 1);
-        uint32_t received = tpkg_exchange_table(b, 1, exchange, &recv, 1);
+        uint32_t compute = 0, exchange = 1, patches = 2, list, sent, received;
+        ipu_pkg_builder *b = step_builder(f, &list, &sent, &received);
         char what[160];
         tpkg_patch patch;
         uint32_t tile = c == BAD_PEER ? 1 : 0;
@@ -294,15 +306,8 @@ static void test_table_patches(void **state)
  * built twice, same layout). */
 static ipu_package *slot_package(fixture *f, uint32_t which, uint32_t target, uint32_t *slot_word)
 {
-    uint32_t L = f->p.exchange_latency;
-    ipu_pkg_builder *b = tpkg_builder(f->ctx, &f->p);
-    uint32_t compute = ipu_pkg_new_slot(b), exchange = ipu_pkg_new_slot(b), patches = ipu_pkg_new_slot(b);
-    tpkg_data(b, 0, f->x, 64, 1);
-    tpkg_kernel fill = tpkg_fill(f->z, 64, 0);
-    uint32_t list = tpkg_compute_list(b, 0, compute, &fill, 1, 1);
-    tpkg_xrow send = tpkg_send(0, 4, f->x), recv = tpkg_recv(0, L, 4, f->y);
-    uint32_t table = tpkg_exchange_table(b, 0, exchange, &send, 1);
-    tpkg_exchange_table(b, 1, exchange, &recv, 1);
+    uint32_t compute = 0, exchange = 1, patches = 2, list, table, received;
+    ipu_pkg_builder *b = step_builder(f, &list, &table, &received);
     uint32_t record = which == compute ? list : table;
     tpkg_patch move = {IPU_PATCH_PROGRESSION, target ? target : list, record, f->x - record};
     tpkg_patch_list(b, 0, patches, &move, 1);
@@ -336,15 +341,8 @@ static void test_slot_word_patched_to_data(void **state)
  * it. */
 static ipu_package *shrinking_package(fixture *f, uint32_t *list)
 {
-    uint32_t L = f->p.exchange_latency;
-    ipu_pkg_builder *b = tpkg_builder(f->ctx, &f->p);
-    uint32_t compute = ipu_pkg_new_slot(b), exchange = ipu_pkg_new_slot(b), patches = ipu_pkg_new_slot(b);
-    tpkg_data(b, 0, f->x, 64, 1);
-    tpkg_kernel fill = tpkg_fill(f->z, 64, 0);
-    tpkg_compute_list(b, 0, compute, &fill, 1, 1);
-    tpkg_xrow send = tpkg_send(0, 4, f->x), recv = tpkg_recv(0, L, 4, f->y);
-    tpkg_exchange_table(b, 0, exchange, &send, 1);
-    tpkg_exchange_table(b, 1, exchange, &recv, 1);
+    uint32_t compute = 0, exchange = 1, patches = 2, step_list, sent, received;
+    ipu_pkg_builder *b = step_builder(f, &step_list, &sent, &received);
     uint32_t at = *list ? *list : tpkg_desc_base(&f->p); /* the first build only measures */
     tpkg_patch shrink[2] = {{IPU_PATCH_PROGRESSION, at, 2, 0xFFFFFFFFu},
                             {IPU_PATCH_PROGRESSION, at + 4 + IPU_PATCH_SIZE + 8, 5, 0}};
