@@ -13,10 +13,11 @@ target's reproducer folder, fixtures/fuzz/<target>/, which `make test`
 replays through the target (ctest's fuzz_replay_<target>).  Limits: 2 GiB
 RSS, 10 s per input; ASan's quarantine of freed memory is sized to what one
 execution frees (QUARANTINE_MB).  It prints each target's
-executions and executions per second beside the rate it should reach on an
-idle core (PARSER_RATE for the targets that only read, DEVICE_RATE for those
-that run a device), and the package target's counts of inputs whose header
-checksum is right and of packages loaded.  With --output, fuzz.json: per
+executions, how long replaying its kept corpus and input folders took, and
+its executions per second after that (fuzzing proper) beside the rate it
+should reach on an idle core (PARSER_RATE for the targets that only read,
+DEVICE_RATE for those that run a device), and how deep the package and
+options targets' inputs went (checksum right, loaded, compiled, ran).  With --output, fuzz.json: per
 target those figures, what was found and where, the log; and targets_met,
 one entry per target (nothing found; with --executions, that many done) for
 ci/nightly.  Exit codes: 0 nothing found, 1 a target found something (or did
@@ -53,8 +54,10 @@ TARGET_FLAGS = {"graph": ["-max_len=2048"]}
 # large as what one execution frees, so that a use after free within it is
 # caught (ASan's default, 256 MB, costs the targets a third of their speed).
 QUARANTINE_MB = {False: 16, True: 1}
-# What the package target prints at exit (fuzz_package.c).
-PACKAGE_COUNTS = ("package_inputs", "package_checksum_right", "package_loaded")
+# What the package and options targets print at exit (fuzz_package.c,
+# fuzz_options.c): how deep their inputs went.
+COUNTS = ("package_inputs", "package_checksum_right", "package_loaded", "package_ran", "options_compiled",
+          "options_ran")
 # What a libFuzzer log says it found, first match wins.
 FINDINGS = (("leak", "ERROR: LeakSanitizer"), ("timeout", "ERROR: libFuzzer: timeout"),
             ("out of memory", "ERROR: libFuzzer: out-of-memory"), ("memory error", "ERROR: AddressSanitizer"),
@@ -138,6 +141,40 @@ def merge(build_dir, name, kept, log):
     return sum(1 for _ in kept.iterdir())
 
 
+def run_libfuzzer(command, log, env):
+    """Run a libFuzzer command, its output into log.  Returns its exit code,
+    the seconds it took, and when it had replayed its corpus and input
+    folders (its INITED line): (inputs replayed, seconds from the start), or
+    None when it never got there."""
+    began = time.monotonic()
+    replayed = None
+    with open(log, "wb") as out:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, env=env)
+        try:
+            for line in process.stdout:
+                out.write(line)
+                found = replayed is None and re.match(rb"#(\d+)\s+INITED ", line)
+                if found:
+                    replayed = (int(found.group(1)), time.monotonic() - began)
+            code = process.wait()
+        except BaseException:
+            process.kill()
+            process.wait()
+            raise
+        finally:
+            process.stdout.close()
+    return code, time.monotonic() - began, replayed
+
+
+def fuzzing_rate(executions, seconds, replayed):
+    """Executions per second after the corpus replay: the rate of fuzzing
+    proper (replaying a kept corpus runs its deepest inputs, each in full)."""
+    if executions is None or replayed is None or seconds - replayed[1] <= 0:
+        return None
+    return round((executions - replayed[0]) / (seconds - replayed[1]))
+
+
 def run_target(build_dir, name, inputs, seconds, corpus=None, executions=None):
     kept = (corpus or build_dir / "fuzz-corpus") / name
     found_dir = build_dir / "fuzz-artifacts"
@@ -149,23 +186,22 @@ def run_target(build_dir, name, inputs, seconds, corpus=None, executions=None):
                f"-timeout={INPUT_TIMEOUT}", "-print_final_stats=1", f"-artifact_prefix={found_dir}/{name}-",
                *([f"-runs={executions}"] if executions else []), *TARGET_FLAGS.get(name, []),
                str(kept), *inputs]
-    began = time.monotonic()
-    with open(log, "wb") as out:
-        code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                              env=libfuzzer_env(name)).returncode
-    seconds_taken = round(time.monotonic() - began, 1)
+    code, seconds_taken, replayed = run_libfuzzer(command, log, libfuzzer_env(name))
     text = log.read_text(errors="replace")
     finding = None
     if code != 0:
         finding = next((kind for kind, marker in FINDINGS if marker in text), f"exit {code}")
     written = sorted(str(p) for p in set(found_dir.iterdir()) - before)
-    result = {"target": name, "executions": stat(text, "number_of_executed_units"),
-              "executions_per_second": stat(text, "average_exec_per_sec"),
+    executed = stat(text, "number_of_executed_units")
+    result = {"target": name, "executions": executed,
+              "executions_per_second": fuzzing_rate(executed, seconds_taken, replayed),
+              "average_executions_per_second": stat(text, "average_exec_per_sec"),
+              "replayed": None if replayed is None else {"inputs": replayed[0], "seconds": round(replayed[1], 1)},
               "target_rate": PARSER_RATE if name in PARSERS else DEVICE_RATE,
               "new_inputs": stat(text, "new_units_added"), "peak_rss_mb": stat(text, "peak_rss_mb"),
-              "seconds": seconds_taken, "found": finding, "artifacts": written, "log": str(log),
+              "seconds": round(seconds_taken, 1), "found": finding, "artifacts": written, "log": str(log),
               "corpus": str(kept), "corpus_inputs": None}
-    for count in PACKAGE_COUNTS:
+    for count in COUNTS:
         if stat(text, count) is not None:
             result[count] = stat(text, count)
     if finding is None:
@@ -191,8 +227,11 @@ def report(result, out):
     for t in result["targets"]:
         executions = "?" if t["executions"] is None else f"{t['executions']:,}"
         rate = "?" if t["executions_per_second"] is None else f"{t['executions_per_second']:,}"
+        replay = t.get("replayed")
         if t["found"] is None:
-            print(f"fuzz_{t['target']}: {executions} executions in {t['seconds']} s, {rate}/s "
+            replayed = "" if replay is None else \
+                f"{replay['inputs']:,} kept and seed inputs replayed in {replay['seconds']} s, then "
+            print(f"fuzz_{t['target']}: {executions} executions in {t['seconds']} s: {replayed}{rate}/s "
                   f"(an idle core: {t['target_rate']:,}/s), nothing found; {t['new_inputs']} new inputs, "
                   f"corpus {t['corpus_inputs']} inputs after merging; peak RSS {t['peak_rss_mb']} MB", file=out)
         else:
@@ -201,8 +240,12 @@ def report(result, out):
                   f"log {t['log']}", file=out)
         if "package_inputs" in t:
             print(f"  of {t['package_inputs']:,} inputs, {t['package_checksum_right']:,} had the header's size and "
-                  f"checksum right (they reach the section, record and validator checks) and "
-                  f"{t['package_loaded']:,} loaded", file=out)
+                  f"checksum right (they reach the section, record and validator checks), "
+                  f"{t['package_loaded']:,} loaded and {t.get('package_ran', 0):,} ran on a device (new packages "
+                  f"within the size limits)", file=out)
+        if "options_compiled" in t:
+            print(f"  {t['options_compiled']:,} inputs compiled to a package within the size limits; "
+                  f"{t['options_ran']:,} of those packages were new and ran", file=out)
 
 
 def main(argv=None):

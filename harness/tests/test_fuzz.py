@@ -15,12 +15,15 @@ import stat
 from ipu_e2e import fuzz, nightly
 
 
-def fake_target(build, name, output, code, artifact=None):
-    """A stand-in fuzz_<name>: prints output, optionally writes an artifact, exits code.
+def fake_target(build, name, output, code, artifact=None, after_a_second=None):
+    """A stand-in fuzz_<name>: prints output (then, a second later, after_a_second),
+    optionally writes an artifact, exits code.
     Called with -merge=1 [flags] OUT KEPT, it writes one input into OUT and exits 0."""
     lines = ['if [ "$1" = -merge=1 ]; then for a; do case $a in -*) ;; *) echo merged > "$a/merged-input"; exit 0;; '
              'esac; done; fi',
              f"cat <<'EOF'\n{output}\nEOF"]
+    if after_a_second:
+        lines.append(f"sleep 1\ncat <<'EOF'\n{after_a_second}\nEOF")
     if artifact:
         lines.append(f"touch {build}/fuzz-artifacts/{name}-{artifact}")
     path = build / f"fuzz_{name}"
@@ -29,17 +32,23 @@ def fake_target(build, name, output, code, artifact=None):
 
 
 def test_clean_run_reports_executions_and_merges_the_kept_corpus(tmp_path):
-    fake_target(tmp_path, "package", "INFO: ...\nDone 123 runs\nstat::number_of_executed_units: 123\n"
+    fake_target(tmp_path, "package", "INFO: ...\n#23\tINITED cov: 5 ft: 9 corp: 20/1Kb exec/s: 0 rss: 40Mb",
+                0, after_a_second="Done 123 runs\nstat::number_of_executed_units: 123\n"
                 "stat::average_exec_per_sec:     41\nstat::new_units_added:          7\n"
                 "stat::peak_rss_mb:              50\nstat::package_inputs: 123\n"
-                "stat::package_checksum_right: 120\nstat::package_loaded: 30", 0)
+                "stat::package_checksum_right: 120\nstat::package_loaded: 30\nstat::package_ran: 12")
     kept = tmp_path / "kept"
     (kept / "package").mkdir(parents=True)
     for i in range(3):
         (kept / "package" / f"old-{i}").write_text("x")
     result = fuzz.run_target(tmp_path, "package", [], 3, corpus=kept)
-    assert (result["executions"], result["executions_per_second"], result["new_inputs"]) == (123, 41, 7)
-    assert (result["package_inputs"], result["package_checksum_right"], result["package_loaded"]) == (123, 120, 30)
+    assert (result["executions"], result["average_executions_per_second"], result["new_inputs"]) == (123, 41, 7)
+    assert (result["package_inputs"], result["package_checksum_right"], result["package_loaded"],
+            result["package_ran"]) == (123, 120, 30, 12)
+    # The rate of fuzzing proper leaves out the 23 replayed inputs and the time
+    # they took: 100 executions after them, over at least the second slept.
+    assert result["replayed"]["inputs"] == 23 and result["replayed"]["seconds"] < result["seconds"] - 0.9
+    assert 0 < result["executions_per_second"] <= 100
     assert result["target_rate"] == fuzz.DEVICE_RATE
     assert result["found"] is None and result["artifacts"] == []
     # The merge's output replaced the kept inputs, and nothing of the merge is left beside it.
@@ -49,7 +58,9 @@ def test_clean_run_reports_executions_and_merges_the_kept_corpus(tmp_path):
     lines = []
     fuzz.report({"targets": [result]}, type("Out", (), {"write": lambda self, t: lines.append(t)})())
     text = "".join(lines)
-    assert "41/s (an idle core: 2,000/s)" in text and "120 had the header's size and checksum right" in text
+    assert f"23 kept and seed inputs replayed in {result['replayed']['seconds']} s, then " \
+           f"{result['executions_per_second']}/s (an idle core: 2,000/s)" in text
+    assert "120 had the header's size and checksum right" in text and "30 loaded and 12 ran on a device" in text
 
 
 def test_leak_is_a_finding_with_its_input(tmp_path):
