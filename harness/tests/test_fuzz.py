@@ -36,15 +36,14 @@ def test_clean_run_reports_executions_and_merges_the_kept_corpus(tmp_path):
                 0, after_a_second="Done 123 runs\nstat::number_of_executed_units: 123\n"
                 "stat::average_exec_per_sec:     41\nstat::new_units_added:          7\n"
                 "stat::peak_rss_mb:              50\nstat::package_inputs: 123\n"
-                "stat::package_checksum_right: 120\nstat::package_loaded: 30\nstat::package_ran: 12")
+                "stat::package_checksum_right: 120\nstat::package_loaded: 30")
     kept = tmp_path / "kept"
     (kept / "package").mkdir(parents=True)
     for i in range(3):
         (kept / "package" / f"old-{i}").write_text("x")
     result = fuzz.run_target(tmp_path, "package", [], 3, corpus=kept)
     assert (result["executions"], result["average_executions_per_second"], result["new_inputs"]) == (123, 41, 7)
-    assert (result["package_inputs"], result["package_checksum_right"], result["package_loaded"],
-            result["package_ran"]) == (123, 120, 30, 12)
+    assert (result["package_inputs"], result["package_checksum_right"], result["package_loaded"]) == (123, 120, 30)
     # The rate of fuzzing proper leaves out the 23 replayed inputs and the time
     # they took: 100 executions after them, over at least the second slept.
     assert result["replayed"]["inputs"] == 23 and result["replayed"]["seconds"] < result["seconds"] - 0.9
@@ -60,7 +59,19 @@ def test_clean_run_reports_executions_and_merges_the_kept_corpus(tmp_path):
     text = "".join(lines)
     assert f"23 kept and seed inputs replayed in {result['replayed']['seconds']} s, then " \
            f"{result['executions_per_second']}/s (an idle core: 2,000/s)" in text
-    assert "120 had the header's size and checksum right" in text and "30 loaded and 12 ran on a device" in text
+    assert "120 had the header's size and checksum right" in text and "and 30 loaded" in text
+
+
+def test_options_run_reports_how_many_compiled_and_ran(tmp_path):
+    fake_target(tmp_path, "options", "#4\tINITED cov: 5 ft: 9 corp: 4/1Kb exec/s: 0 rss: 40Mb\n"
+                "stat::number_of_executed_units: 50\nstat::options_compiled: 20\nstat::options_ran: 8", 0)
+    result = fuzz.run_target(tmp_path, "options", [], 3, corpus=tmp_path / "kept")
+    assert (result["options_compiled"], result["options_ran"], result["replayed"]["inputs"]) == (20, 8, 4)
+    assert "package_inputs" not in result
+    lines = []
+    fuzz.report({"targets": [result]}, type("Out", (), {"write": lambda self, t: lines.append(t)})())
+    assert "20 inputs compiled to a package within the size limits; 8 of those packages were new and ran" \
+        in "".join(lines)
 
 
 def test_leak_is_a_finding_with_its_input(tmp_path):

@@ -42,13 +42,6 @@ int fuzz_package_small(const ipu_package *pkg);
  * Every call is held to fuzz_check; with must_not_fault, a device fault
  * aborts (printing it). */
 void fuzz_run_package(ipu_ctx *ctx, const ipu_package *pkg, int must_not_fault);
-/* Was this package run before in this process, with the same extra bytes
- * (what else the run depends on; NULL when nothing)?  The device and the
- * checks are deterministic, so a target skips a package seen before: most
- * mutations of a kept input that still build a package build one run
- * already.  Keyed by a 64-bit digest of the serialized package and extra;
- * remembers up to 32,768 packages, then starts afresh. */
-int fuzz_ran_before(ipu_ctx *ctx, const ipu_package *pkg, const void *extra, size_t extra_size);
 /* The device kept between executions for the package's profile, its tiles
  * run on threads threads (1 or 2); NULL with a status when none can be made.
  * The caller unloads what it loads (ipu_device_unload). */
