@@ -3,7 +3,9 @@
  * rule (one condition at a time) are refused with IPU_ERR_MALFORMED naming
  * the field; valid edge profiles resolve to the values written here, the
  * DEVICE.md c600 figures filling the rest, and the default planner budget is
- * DEVICE.md's 586,960 B (0 once the reserves use the accessible SRAM up).
+ * DEVICE.md's 586,960 B (0 once the reserves use the accessible SRAM up); at
+ * the slowest host link allowed, a host exchange takes 2^20 cycles a byte
+ * and a count past 2^64 saturates.
  * jansson running out of memory while a profile is made canonical is
  * IPU_ERR_NO_MEMORY.  Contexts: status names, thread clamping, the first
  * error winning with its short source location, log and progress callbacks,
@@ -133,8 +135,11 @@ static void test_profile_values_out_of_range(void **state)
     } bad[] = {
         {"{\"tiles\": 0}", "profile field 'tiles': expected 1..65535, got 0"},
         {"{\"tiles\": 65536}", "profile field 'tiles': expected 1..65535, got 65536"},
-        {"{\"clock_hz\": 0}", "profile field 'clock_hz': expected > 0"},
-        {"{\"clock_hz\": -1.5e9}", "profile field 'clock_hz': expected > 0"},
+        {"{\"clock_hz\": 0}", "profile field 'clock_hz': expected > 0 and at most 1e12, got 0"},
+        {"{\"clock_hz\": -1.5e9}", "profile field 'clock_hz': expected > 0 and at most 1e12, got -1.5e+09"},
+        /* A clock of 1.5e42 Hz made a host transfer's cycles overflow their conversion to an integer
+         * (undefined; found by the package fuzz target). */
+        {"{\"clock_hz\": 1.5e42}", "profile field 'clock_hz': expected > 0 and at most 1e12, got 1.5e+42"},
         {"{\"element_bytes\": 32}", "'element_bytes': expected a power of two in 64..2^30, got 32"},
         {"{\"element_bytes\": 24576}", "'element_bytes': expected a power of two in 64..2^30, got 24576"},
         /* Twice 2^31 wraps to 0 in 32 bits (a division by zero once). */
@@ -157,7 +162,9 @@ static void test_profile_values_out_of_range(void **state)
         {"{\"aperture_base\": 327688}", aperture},               /* 0x50008 */
         {"{\"aperture_end\": 360440}", aperture},                /* 0x57FF8 */
         {"{\"exchange_latency\": 0}", "profile field 'exchange_latency': expected >= 1"},
-        {"{\"host_bytes_per_second\": 0}", "profile field 'host_bytes_per_second': expected > 0"},
+        {"{\"host_bytes_per_second\": 0}", "'host_bytes_per_second': expected at least clock_hz / 2^20 (1430.51), got 0"},
+        /* 1.5e9 / 2^20 = 1430.51 bytes a second, a byte per 2^20 cycles of the 1.5 GHz clock. */
+        {"{\"host_bytes_per_second\": 1430}", "'host_bytes_per_second': expected at least clock_hz / 2^20 (1430.51), got 1430"},
         {"{\"amp_macs_fp8\": 0}", macs},
         {"{\"amp_macs_fp16_fp16\": 0}", macs},
         {"{\"amp_macs_fp16_fp32\": 0}", macs},
@@ -224,6 +231,26 @@ static void test_profile_default_budget(void **state)
     assert_int_equal(ipu_profile_default_budget(&p), 0);
     TSEED_OK(ctx, ipu_profile_parse(ctx, "{\"support_reserve\": 700000}", 0, &p));
     assert_int_equal(ipu_profile_default_budget(&p), 0);
+    ipu_ctx_free(ctx);
+}
+
+static void test_profile_host_link_at_its_slowest(void **state)
+{
+    (void)state;
+    ipu_ctx *ctx = ipu_ctx_create();
+    /* The fastest clock with the slowest host link the rules allow: a byte
+     * per 2^20 cycles (1e12 / 2^20 = 953,674.31640625 bytes a second). */
+    const char *slowest = "{\"clock_hz\": 1e12, \"host_bytes_per_second\": 953674.31640625}";
+    const expected_field fields[] = {{"clock_hz", 1e12}, {"host_bytes_per_second", 953674.31640625}};
+    expect_resolved(ctx, slowest, 0, "c600", fields, 2);
+    ipu_profile p;
+    TSEED_OK(ctx, ipu_profile_parse(ctx, slowest, 0, &p));
+    assert_true(ipu_profile_host_cycles(&p, 1) == 1u << 20);
+    assert_true(ipu_profile_host_cycles(&p, 3) == 3u << 20);
+    /* 2^44 bytes take 2^64 cycles, one past the largest count: it saturates. */
+    assert_true(ipu_profile_host_cycles(&p, (uint64_t)1 << 43) == (uint64_t)1 << 63);
+    assert_true(ipu_profile_host_cycles(&p, (uint64_t)1 << 44) == UINT64_MAX);
+    assert_true(ipu_profile_host_cycles(&p, UINT64_MAX) == UINT64_MAX);
     ipu_ctx_free(ctx);
 }
 
@@ -425,6 +452,7 @@ int main(void)
         cmocka_unit_test(test_profile_values_out_of_range),
         cmocka_unit_test(test_profile_edges_resolve),
         cmocka_unit_test(test_profile_default_budget),
+        cmocka_unit_test(test_profile_host_link_at_its_slowest),
         cmocka_unit_test(test_status_names_and_threads),
         cmocka_unit_test(test_first_error_wins_with_its_location),
         cmocka_unit_test(test_callbacks_and_cancel),

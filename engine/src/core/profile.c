@@ -2,7 +2,6 @@
  * JSON parsing with messages naming the field, consistency checks, canonical
  * JSON and its digest.
  */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,7 +81,8 @@ uint32_t ipu_profile_default_budget(const ipu_profile *p)
 uint64_t ipu_profile_host_cycles(const ipu_profile *p, uint64_t bytes)
 {
     double per_cycle = p->host_bytes_per_second / p->clock_hz;
-    return (uint64_t)((double)bytes / per_cycle + 0.999999);
+    double cycles = (double)bytes / per_cycle + 0.999999;
+    return cycles < 0x1p64 ? (uint64_t)cycles : UINT64_MAX;
 }
 
 static ipu_status check_consistent(ipu_ctx *ctx, const ipu_profile *p)
@@ -94,7 +94,8 @@ static ipu_status check_consistent(ipu_ctx *ctx, const ipu_profile *p)
     } while (0)
     REQUIRE(p->tiles >= 1 && p->tiles <= 65535, "profile field 'tiles': expected 1..65535, got %u",
             p->tiles);
-    REQUIRE(p->clock_hz > 0 && isfinite(p->clock_hz), "profile field 'clock_hz': expected > 0");
+    REQUIRE(p->clock_hz > 0 && p->clock_hz <= 1e12, "profile field 'clock_hz': expected > 0 and at most 1e12, got %g",
+            p->clock_hz);
     /* Sums are taken in 64 bits: no field may wrap another past the SRAM. */
     REQUIRE(p->element_bytes >= 64 && p->element_bytes <= (1u << 30) &&
                 (p->element_bytes & (p->element_bytes - 1)) == 0,
@@ -121,7 +122,10 @@ static ipu_status check_consistent(ipu_ctx *ctx, const ipu_profile *p)
             "profile fields 'aperture_base'/'aperture_end': expected a 16-byte aligned range in "
             "region 0");
     REQUIRE(p->exchange_latency >= 1, "profile field 'exchange_latency': expected >= 1");
-    REQUIRE(p->host_bytes_per_second > 0, "profile field 'host_bytes_per_second': expected > 0");
+    /* At least a byte per 2^20 cycles: a host exchange of every stream's bytes stays far below 2^64 cycles. */
+    REQUIRE(p->host_bytes_per_second > 0 && p->host_bytes_per_second / p->clock_hz >= 0x1p-20,
+            "profile field 'host_bytes_per_second': expected at least clock_hz / 2^20 (%g), got %g",
+            p->clock_hz * 0x1p-20, p->host_bytes_per_second);
     REQUIRE(p->amp_macs_fp8 && p->amp_macs_fp16_fp16 && p->amp_macs_fp16_fp32 && p->amp_macs_fp32,
             "profile fields 'amp_macs_*': expected > 0");
     REQUIRE(p->vector_bytes_per_cycle && p->copy_bytes_per_cycle && p->workers,

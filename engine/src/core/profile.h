@@ -47,7 +47,7 @@ static inline uint32_t ipu_profile_access_end(const ipu_profile *p)
 uint32_t ipu_profile_default_budget(const ipu_profile *p);
 
 /* Cycles a host exchange of bytes (the whole device's) takes: the host
- * link's share per cycle, rounded up. */
+ * link's share per cycle, rounded up (at most UINT64_MAX). */
 uint64_t ipu_profile_host_cycles(const ipu_profile *p, uint64_t bytes);
 
 void ipu_profile_default(ipu_profile *p);
