@@ -8,7 +8,8 @@
  * word into a data address, or read past a patch table's entries (in the
  * main program and in the init program).  Each has no timing:
  * IPU_ERR_MALFORMED naming the tile, slot and record, and the device
- * faults on it too.  And on packages it does time: a TABLE patch,
+ * faults on it too, as on a TABLE patch whose table is a tensor's initial
+ * bytes rather than a descriptor.  And on packages it does time: a TABLE patch,
  * OUTGOING_BASE rows, Repeats without patch slots (in the init and main
  * programs), two exchange phases of one compiler op and host transfers
  * give the figures worked out here and the device's steps.
@@ -256,16 +257,23 @@ static void test_host_transfers(void **state)
 }
 
 /* Repeat 2 { FILL on tile 0 } whose byte count a TABLE patch takes from
- * {64, 192} (entries words); the table holds `entries` of them.  With init
- * the Repeat is the init program's and the main program runs the FILL. */
-static ipu_package *table_package(fixture *f, uint32_t entries, int init, uint32_t *list)
+ * {64, 192} (entries words); the table holds `entries` of them, in
+ * descriptor storage, or with in_data at the start of region 0's data as a
+ * tensor's initial bytes.  With init the Repeat is the init program's and
+ * the main program runs the FILL. */
+static ipu_package *table_package_at(fixture *f, uint32_t entries, int init, int in_data, uint32_t *list)
 {
     ipu_pkg_builder *b = tpkg_builder(f->ctx, &f->p);
     uint32_t compute = ipu_pkg_new_slot(b), patches = ipu_pkg_new_slot(b);
     tpkg_kernel fill = tpkg_fill(f->z, 64, 0);
     *list = tpkg_compute_list(b, 0, compute, &fill, 1, 1);
     const uint32_t values[2] = {64, 192};
-    uint32_t table = tpkg_put_words(b, 0, values, 2);
+    const uint8_t bytes_of_values[8] = {64, 0, 0, 0, 192, 0, 0, 0};
+    uint32_t table = tpkg_data0(&f->p);
+    if (in_data)
+        TPKG_OK(f->ctx, ipu_pkg_add_data(b, 0, table, bytes_of_values, sizeof bytes_of_values));
+    else
+        table = tpkg_put_words(b, 0, values, 2);
     tpkg_patch bytes = {IPU_PATCH_TABLE, *list + 4 + 4 + 4, table, entries};
     tpkg_patch_list(b, 0, patches, &bytes, 1);
     TPKG_OK(f->ctx, ipu_pkg_emit(b, init, IPU_OP_REPEAT, 2, 1, patches));
@@ -273,6 +281,11 @@ static ipu_package *table_package(fixture *f, uint32_t entries, int init, uint32
     if (init)
         TPKG_OK(f->ctx, ipu_pkg_emit(b, 0, IPU_OP_STEP, compute, IPU_NO_SLOT, 0));
     return tpkg_build(f->ctx, b);
+}
+
+static ipu_package *table_package(fixture *f, uint32_t entries, int init, uint32_t *list)
+{
+    return table_package_at(f, entries, init, 0, list);
 }
 
 static void test_table_patches(void **state)
@@ -298,6 +311,21 @@ static void test_table_patches(void **state)
         pkg = table_package(f, 1, init, &list);
         expect_malformed(f, pkg, "tile 0, slot 1: patch entry 0 (kind 1, table of 1 at 0x");
     }
+
+    /* The same table as a tensor's initial bytes: a kernel could rewrite it,
+     * so neither the timer nor the device reads a patch value there (the
+     * device ran it once and the timer did not; the exchange fuzz target
+     * found it). */
+    pkg = table_package_at(f, 2, 0, 1, &list);
+    char what[128];
+    snprintf(what, sizeof what, "tile 0, slot 1: patch entry 0 (kind 1, table of 2 at 0x%X)", tpkg_data0(&f->p));
+    tpkg_outcome run_data = tpkg_execute(f->ctx, pkg);
+    assert_int_equal(run_data.run, IPU_ERR_DEVICE_FAULT);
+    TPKG_EXPECT_FAULT(run_data.fault, "malformed_descriptor", 0, tpkg_data0(&f->p), tpkg_data0(&f->p) + 4);
+    assert_non_null(strstr(tpkg_fault_str(run_data.fault, "detail"), "patch table"));
+    tpkg_outcome_free(&run_data);
+    ipu_ctx_clear_error(f->ctx);
+    expect_malformed(f, pkg, what);
 }
 
 /* Repeat 2 (patch slot 2) { step(compute slot 0, exchange slot 1) } on

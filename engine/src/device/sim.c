@@ -297,15 +297,17 @@ static int patch_phase(sim *s, uint32_t slot, uint32_t iteration, uint64_t *cycl
                      b = ipu_load_u32(d + 12), value;
             if (kind == IPU_PATCH_PROGRESSION) {
                 value = a + iteration * b;
-            } else if (kind == IPU_PATCH_TABLE && iteration < b) {
-                if (sim_check(s, t, a + 4 * iteration, 4, 1u, 4, 0, "patch table", NULL)) {
+            } else if (kind == IPU_PATCH_TABLE && iteration < b &&
+                       (uint64_t)a + 4 * (uint64_t)iteration <= 0xFFFFFFFFu - 4) {
+                /* A patch table is a descriptor (DEVICE.md): read from descriptor storage, as the static
+                 * timing reads it, never from tensor data a kernel may have written. */
+                if (sim_fetch_u32(s, t, a + 4 * iteration, &value, "patch table")) {
                     s->tiles[t].fault.row = (int)e;
                     break;
                 }
-                value = ipu_load_u32(sim_ptr(s, t, a + 4 * iteration));
             } else {
                 sim_fault(s, t, IPU_FAULT_MALFORMED_DESCRIPTOR, list, list + 4 + count * IPU_PATCH_SIZE,
-                          "patch entry %u: kind %u with %u table entries at iteration %u", e, kind, b,
+                          "patch entry %u: kind %u with %u table entries at 0x%X at iteration %u", e, kind, b, a,
                           iteration);
                 s->tiles[t].fault.row = (int)e;
                 break;
