@@ -17,8 +17,9 @@ executions, how long replaying its kept corpus and input folders took, and
 its executions per second after that (fuzzing proper) beside the rate it
 should reach on an idle core (PARSER_RATE for the targets that only read,
 DEVICE_RATE for those that run a device), and how deep the package and
-options targets' inputs went (checksum right, loaded, compiled, ran).  With --output, fuzz.json: per
-target those figures, what was found and where, the log; and targets_met,
+options targets' inputs went (checksum right, loaded, compiled, ran).
+With --output, fuzz.json: per target those figures (and libFuzzer's own
+average rate, replay included), what was found and where, the log; and targets_met,
 one entry per target (nothing found; with --executions, that many done) for
 ci/nightly.  Exit codes: 0 nothing found, 1 a target found something (or did
 fewer than --executions), 2 usage error (no clang, unknown target), 3 the
