@@ -15,7 +15,7 @@
  * head_dim 32) skips the input; the device is 4 tiles unless the compile
  * options' profile says otherwise, and a profile of more than 16 tiles or
  * 1 MiB of SRAM skips the input.  The options that write files
- * (placement_report, memory_profile_directory) are removed.  Most mutations
+ * (placement_report, memory_profile_directory) are removed.  Many mutations
  * of a kept input compile to a package already run: the device and the
  * per-op check are deterministic, so a package whose bytes, workload options
  * and check were all seen before is not run again (the counts printed at
