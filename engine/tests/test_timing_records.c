@@ -261,19 +261,22 @@ static void test_host_transfers(void **state)
  * descriptor storage, or with in_data at the start of region 0's data as a
  * tensor's initial bytes.  With init the Repeat is the init program's and
  * the main program runs the FILL. */
-static ipu_package *table_package_at(fixture *f, uint32_t entries, int init, int in_data, uint32_t *list)
+static ipu_package *table_package(fixture *f, uint32_t entries, int init, int in_data, uint32_t *list)
 {
     ipu_pkg_builder *b = tpkg_builder(f->ctx, &f->p);
     uint32_t compute = ipu_pkg_new_slot(b), patches = ipu_pkg_new_slot(b);
     tpkg_kernel fill = tpkg_fill(f->z, 64, 0);
     *list = tpkg_compute_list(b, 0, compute, &fill, 1, 1);
     const uint32_t values[2] = {64, 192};
-    const uint8_t bytes_of_values[8] = {64, 0, 0, 0, 192, 0, 0, 0};
     uint32_t table = tpkg_data0(&f->p);
-    if (in_data)
-        TPKG_OK(f->ctx, ipu_pkg_add_data(b, 0, table, bytes_of_values, sizeof bytes_of_values));
-    else
+    if (in_data) {
+        uint8_t bytes[sizeof values];
+        for (size_t i = 0; i < 2; i++)
+            ipu_store_u32(bytes + 4 * i, values[i]);
+        TPKG_OK(f->ctx, ipu_pkg_add_data(b, 0, table, bytes, sizeof bytes));
+    } else {
         table = tpkg_put_words(b, 0, values, 2);
+    }
     tpkg_patch bytes = {IPU_PATCH_TABLE, *list + 4 + 4 + 4, table, entries};
     tpkg_patch_list(b, 0, patches, &bytes, 1);
     TPKG_OK(f->ctx, ipu_pkg_emit(b, init, IPU_OP_REPEAT, 2, 1, patches));
@@ -283,16 +286,11 @@ static ipu_package *table_package_at(fixture *f, uint32_t entries, int init, int
     return tpkg_build(f->ctx, b);
 }
 
-static ipu_package *table_package(fixture *f, uint32_t entries, int init, uint32_t *list)
-{
-    return table_package_at(f, entries, init, 0, list);
-}
-
 static void test_table_patches(void **state)
 {
     fixture *f = *state;
     uint32_t list;
-    ipu_package *pkg = table_package(f, 2, 0, &list);
+    ipu_package *pkg = table_package(f, 2, 0, 0, &list);
     tpkg_outcome run = tpkg_execute(f->ctx, pkg);
     assert_int_equal(run.run, IPU_OK);
     json_t *timing = timing_of(f, pkg);
@@ -308,7 +306,7 @@ static void test_table_patches(void **state)
     /* One entry for two iterations: nothing to read at iteration 1, in the
      * main program and in the init program (applied before the main). */
     for (int init = 0; init < 2; init++) {
-        pkg = table_package(f, 1, init, &list);
+        pkg = table_package(f, 1, init, 0, &list);
         expect_malformed(f, pkg, "tile 0, slot 1: patch entry 0 (kind 1, table of 1 at 0x");
     }
 
@@ -316,7 +314,7 @@ static void test_table_patches(void **state)
      * so neither the timer nor the device reads a patch value there (the
      * device ran it once and the timer did not; the exchange fuzz target
      * found it). */
-    pkg = table_package_at(f, 2, 0, 1, &list);
+    pkg = table_package(f, 2, 0, 1, &list);
     char what[128];
     snprintf(what, sizeof what, "tile 0, slot 1: patch entry 0 (kind 1, table of 2 at 0x%X)", tpkg_data0(&f->p));
     tpkg_outcome run_data = tpkg_execute(f->ctx, pkg);
@@ -482,7 +480,7 @@ static void test_null_cancel_and_out_of_memory(void **state)
 {
     fixture *f = *state;
     uint32_t list;
-    ipu_package *pkg = table_package(f, 2, 0, &list);
+    ipu_package *pkg = table_package(f, 2, 0, 0, &list);
     char *text = NULL;
     assert_int_equal(ipu_package_timing_json(f->ctx, NULL, &text), IPU_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(ipu_ctx_errmsg(f->ctx), "ipu_package_timing_json: NULL argument"));
