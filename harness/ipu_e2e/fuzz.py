@@ -51,13 +51,19 @@ PARSERS = {"profile", "graph"}
 # libFuzzer flags of one target: graph descriptions stay short (a parser's
 # time grows with its input; 2 KiB holds a graph of every op kind).
 TARGET_FLAGS = {"graph": ["-max_len=2048"]}
+# libFuzzer flags of every run: no purge of ASan's allocator every second
+# (libfuzzer_env), no rereading of the corpus folder every second (one
+# process writes it).
+LIBFUZZER_FLAGS = [f"-rss_limit_mb={RSS_LIMIT_MB}", f"-timeout={INPUT_TIMEOUT}", "-purge_allocator_interval=-1",
+                   "-reload=0"]
 # ASan's quarantine of freed memory, MB, for device targets and parsers: as
 # large as what one execution frees, so that a use after free within it is
 # caught (ASan's default, 256 MB, costs the targets a third of their speed).
 QUARANTINE_MB = {False: 16, True: 1}
 # What the package and options targets print at exit (fuzz_package.c,
 # fuzz_options.c): how deep their inputs went.
-COUNTS = ("package_inputs", "package_checksum_right", "package_loaded", "options_compiled", "options_ran")
+COUNTS = ("package_inputs", "package_checksum_right", "package_loaded", "options_repeated", "options_compiled",
+          "options_ran")
 # What a libFuzzer log says it found, first match wins.
 FINDINGS = (("leak", "ERROR: LeakSanitizer"), ("timeout", "ERROR: libFuzzer: timeout"),
             ("out of memory", "ERROR: libFuzzer: out-of-memory"), ("memory error", "ERROR: AddressSanitizer"),
@@ -111,10 +117,19 @@ def stat(log_text, name):
     return int(found[-1]) if found else None
 
 
-def libfuzzer_env(name):
-    # Device tiles run on 1 and on 2 threads (device_run.c); idle OpenMP threads sleep.
+def libfuzzer_env(name, allocation_stacks=False):
+    """The environment of a target's run.  Device tiles run on 1 and on 2
+    threads (device_run.c); idle OpenMP threads sleep.  ASan keeps the pages
+    it frees rather than giving them back to the system every few seconds:
+    returning them cost the package target a fifth of its time in madvise and
+    the page faults after it (libFuzzer's own purge is off too:
+    LIBFUZZER_FLAGS); the rss limit still holds.  Fuzzing records no stack
+    for each allocation (a tenth of the package target's time); a finding is
+    run again with them (rerun_with_allocation_stacks)."""
     quarantine = QUARANTINE_MB[name in PARSERS]
-    asan = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"), f"quarantine_size_mb={quarantine}"]))
+    asan = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"), f"quarantine_size_mb={quarantine}",
+                                  "allocator_release_to_os_interval_ms=-1",
+                                  None if allocation_stacks else "malloc_context_size=0"]))
     return dict(os.environ, OMP_WAIT_POLICY="passive", OPENBLAS_NUM_THREADS="1", ASAN_OPTIONS=asan)
 
 
@@ -125,8 +140,8 @@ def merge(build_dir, name, kept, log):
     merged = kept.with_name(kept.name + ".merging")
     shutil.rmtree(merged, ignore_errors=True)
     merged.mkdir(parents=True)
-    command = [str(build_dir / f"fuzz_{name}"), "-merge=1", f"-rss_limit_mb={RSS_LIMIT_MB}",
-               f"-timeout={INPUT_TIMEOUT}", *TARGET_FLAGS.get(name, []), str(merged), str(kept)]
+    command = [str(build_dir / f"fuzz_{name}"), "-merge=1", *LIBFUZZER_FLAGS, *TARGET_FLAGS.get(name, []),
+               str(merged), str(kept)]
     with open(log, "ab") as out:
         done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                               env=libfuzzer_env(name))
@@ -139,6 +154,20 @@ def merge(build_dir, name, kept, log):
     merged.rename(kept)
     shutil.rmtree(old, ignore_errors=True)
     return sum(1 for _ in kept.iterdir())
+
+
+def rerun_with_allocation_stacks(build_dir, name, finding, log):
+    """Run a target once more on a finding's input, with ASan's stacks of
+    where each block was allocated and freed, its report added to log."""
+    command = [str(build_dir / f"fuzz_{name}"), *LIBFUZZER_FLAGS, *TARGET_FLAGS.get(name, []), finding]
+    with open(log, "ab") as out:
+        out.write(f"\n==== {finding} run again with allocation stacks ====\n".encode())
+        out.flush()
+        try:
+            subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                           env=libfuzzer_env(name, allocation_stacks=True), timeout=3 * INPUT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            out.write(f"\n==== stopped after {3 * INPUT_TIMEOUT} s ====\n".encode())
 
 
 def run_libfuzzer(command, log, env):
@@ -182,8 +211,8 @@ def run_target(build_dir, name, inputs, seconds, corpus=None, executions=None):
     found_dir.mkdir(parents=True, exist_ok=True)
     log = build_dir / f"fuzz-{name}.log"
     before = set(found_dir.iterdir())
-    command = [str(build_dir / f"fuzz_{name}"), f"-max_total_time={seconds}", f"-rss_limit_mb={RSS_LIMIT_MB}",
-               f"-timeout={INPUT_TIMEOUT}", "-print_final_stats=1", f"-artifact_prefix={found_dir}/{name}-",
+    command = [str(build_dir / f"fuzz_{name}"), f"-max_total_time={seconds}", *LIBFUZZER_FLAGS,
+               "-print_final_stats=1", f"-artifact_prefix={found_dir}/{name}-",
                *([f"-runs={executions}"] if executions else []), *TARGET_FLAGS.get(name, []),
                str(kept), *inputs]
     code, seconds_taken, replayed = run_libfuzzer(command, log, libfuzzer_env(name))
@@ -192,6 +221,8 @@ def run_target(build_dir, name, inputs, seconds, corpus=None, executions=None):
     if code != 0:
         finding = next((kind for kind, marker in FINDINGS if marker in text), f"exit {code}")
     written = sorted(str(p) for p in set(found_dir.iterdir()) - before)
+    if finding is not None and written:
+        rerun_with_allocation_stacks(build_dir, name, written[0], log)
     executed = stat(text, "number_of_executed_units")
     result = {"target": name, "executions": executed,
               "executions_per_second": fuzzing_rate(executed, seconds_taken, replayed),
@@ -243,7 +274,8 @@ def report(result, out):
                   f"checksum right (they reach the section, record and validator checks) and "
                   f"{t['package_loaded']:,} loaded", file=out)
         if "options_compiled" in t:
-            print(f"  {t['options_compiled']:,} inputs compiled to a package within the size limits; "
+            print(f"  {t.get('options_repeated', 0):,} inputs repeated options compiled before; "
+                  f"{t['options_compiled']:,} compiled to a package within the size limits; "
                   f"{t['options_ran']:,} of those packages were new and ran", file=out)
 
 

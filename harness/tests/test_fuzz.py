@@ -11,6 +11,7 @@ million executions into a kept corpus.
 """
 import json
 import stat
+from pathlib import Path
 
 from ipu_e2e import fuzz, nightly
 
@@ -64,14 +65,16 @@ def test_clean_run_reports_executions_and_merges_the_kept_corpus(tmp_path):
 
 def test_options_run_reports_how_many_compiled_and_ran(tmp_path):
     fake_target(tmp_path, "options", "#4\tINITED cov: 5 ft: 9 corp: 4/1Kb exec/s: 0 rss: 40Mb\n"
-                "stat::number_of_executed_units: 50\nstat::options_compiled: 20\nstat::options_ran: 8", 0)
+                "stat::number_of_executed_units: 50\nstat::options_repeated: 11\nstat::options_compiled: 20\n"
+                "stat::options_ran: 8", 0)
     result = fuzz.run_target(tmp_path, "options", [], 3, corpus=tmp_path / "kept")
-    assert (result["options_compiled"], result["options_ran"], result["replayed"]["inputs"]) == (20, 8, 4)
+    assert (result["options_repeated"], result["options_compiled"], result["options_ran"],
+            result["replayed"]["inputs"]) == (11, 20, 8, 4)
     assert "package_inputs" not in result
     lines = []
     fuzz.report({"targets": [result]}, type("Out", (), {"write": lambda self, t: lines.append(t)})())
-    assert "20 inputs compiled to a package within the size limits; 8 of those packages were new and ran" \
-        in "".join(lines)
+    assert "11 inputs repeated options compiled before; 20 compiled to a package within the size limits; " \
+        "8 of those packages were new and ran" in "".join(lines)
 
 
 def test_leak_is_a_finding_with_its_input(tmp_path):
@@ -91,6 +94,23 @@ def test_leak_is_a_finding_with_its_input(tmp_path):
     assert len(kept) == 1 and kept[0].startswith(str(tmp_path / "reproducers" / "package" / "found-"))
     assert "-leak-" in kept[0]
     assert (tmp_path / "reproducers" / "package" / kept[0].rsplit("/", 1)[1]).read_bytes() == b"the input"
+
+
+def test_a_finding_runs_again_with_allocation_stacks(tmp_path):
+    (tmp_path / "fuzz-artifacts").mkdir()
+    # The stand-in prints ASan's options each time it runs: the fuzzing run's,
+    # then the rerun's on the finding (its last argument).
+    fake_target(tmp_path, "exchange", "==1==ERROR: AddressSanitizer: heap-use-after-free\n"
+                "options: $ASAN_OPTIONS\nlast argument: ${@: -1}", 1, artifact="crash-abc")
+    path = tmp_path / "fuzz_exchange"
+    path.write_text(path.read_text().replace("#!/bin/sh", "#!/bin/bash").replace("<<'EOF'", "<<EOF"))
+    result = fuzz.run_target(tmp_path, "exchange", [], 3)
+    assert result["found"] == "memory error"
+    log = Path(result["log"]).read_text()
+    first, rerun = log.split(f"==== {result['artifacts'][0]} run again with allocation stacks ====")
+    assert "malloc_context_size=0" in first and "quarantine_size_mb=16" in first
+    assert "malloc_context_size" not in rerun and "quarantine_size_mb=16" in rerun
+    assert f"last argument: {result['artifacts'][0]}" in rerun
 
 
 def test_nightly_reads_fuzz_json(tmp_path):

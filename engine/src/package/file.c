@@ -265,19 +265,12 @@ static ipu_status parse_sections(ipu_ctx *ctx, const section_view *sec, ipu_pack
                    (unsigned long long)digest, (unsigned long long)pkg->profile_digest);
     if (pkg->profile.tiles != tiles)
         return BAD("header says %u tiles, the profile section %u", tiles, pkg->profile.tiles);
-    /* Metadata: must be a JSON object. */
+    /* Metadata (check_meta reads it). */
     pkg->meta_json = ipu_malloc(ctx, sec[IPU_SEC_META].size + 1);
     if (!pkg->meta_json)
         return IPU_NO_MEMORY(ctx);
     memcpy(pkg->meta_json, sec[IPU_SEC_META].data, sec[IPU_SEC_META].size);
     pkg->meta_json[sec[IPU_SEC_META].size] = 0;
-    json_error_t error;
-    json_t *meta = json_loads(pkg->meta_json, 0, &error);
-    int is_object = json_is_object(meta);
-    json_decref(meta);
-    if (!is_object)
-        return BAD("the meta section is not a JSON object%s%s", meta ? "" : ": ",
-                   meta ? "" : error.text);
     /* Tiles. */
     if (sec[IPU_SEC_TILES].size != (uint64_t)tiles * 4)
         return BAD("the tiles section has %llu bytes, expected %u (4 per tile)",
@@ -424,6 +417,20 @@ int ipu_pkg_utf8(const char *text)
     return valid;
 }
 
+/* The metadata must be a JSON object.  Checked after the records: parsing
+ * it is the dearest check of a package with few records, so a package its
+ * records refuse does not pay for it. */
+static ipu_status check_meta(ipu_ctx *ctx, const ipu_package *pkg)
+{
+    json_error_t error;
+    json_t *meta = json_loads(pkg->meta_json, 0, &error);
+    int is_object = json_is_object(meta);
+    json_decref(meta);
+    if (!is_object)
+        return BAD("the meta section is not a JSON object%s%s", meta ? "" : ": ", meta ? "" : error.text);
+    return IPU_OK;
+}
+
 static ipu_status load(ipu_ctx *ctx, const uint8_t *bytes, size_t size, ipu_package *pkg)
 {
     IPU_TRY(ipu_pkg_check_header(ctx, bytes, size, size));
@@ -443,7 +450,8 @@ static ipu_status load(ipu_ctx *ctx, const uint8_t *bytes, size_t size, ipu_pack
     if (pkg->slots > (1u << 24))
         return BAD("%u slots, more than 2^24", pkg->slots);
     IPU_TRY(parse_sections(ctx, sec, pkg, ipu_load_u32(bytes + 40), ipu_load_u64(bytes + 32)));
-    return ipu_pkg_validate(ctx, pkg);
+    IPU_TRY(ipu_pkg_validate(ctx, pkg));
+    return check_meta(ctx, pkg);
 }
 
 ipu_status ipu_package_load(ipu_ctx *ctx, const void *bytes, size_t size, ipu_package **out)

@@ -157,31 +157,39 @@ static void check_timing(const ipu_package *pkg, const char *cycles)
     ipu_ctx_free(ctx);
 }
 
-/* A device maps its tiles' SRAM at its first initialize, so one kept per
- * thread count for the profile of the packages fuzzed maps it once, not
- * every execution.  A package of another profile replaces it. */
+/* A device maps its tiles' SRAM at its first initialize, so devices kept
+ * between executions, per thread count, for the last few profiles of the
+ * packages fuzzed map it once, not every execution (a corpus mixes a few
+ * profiles; replacing a device also leaves more allocations than frees,
+ * which sends libFuzzer to look for a leak).  A package of a profile not
+ * kept replaces the oldest kept. */
+#define KEPT_PROFILES 4
 ipu_device *fuzz_kept_device(ipu_ctx *ctx, const ipu_package *pkg, int threads, ipu_status *status)
 {
     static struct {
         ipu_device *dev;
         uint64_t digest;
-    } kept[2];
+    } kept[2][KEPT_PROFILES];
+    static unsigned oldest[2];
     uint64_t digest = pkg->profile_digest;
     int i = threads - 1;
-    if (kept[i].dev && kept[i].digest == digest) {
-        *status = IPU_OK;
-        return kept[i].dev;
-    }
-    ipu_device_free(kept[i].dev);
-    kept[i].dev = NULL;
+    for (unsigned k = 0; k < KEPT_PROFILES; k++)
+        if (kept[i][k].dev && kept[i][k].digest == digest) {
+            *status = IPU_OK;
+            return kept[i][k].dev;
+        }
+    unsigned k = oldest[i];
+    oldest[i] = (k + 1) % KEPT_PROFILES;
+    ipu_device_free(kept[i][k].dev);
+    kept[i][k].dev = NULL;
     json_t *profile = ipu_profile_to_json(&pkg->profile);
     char *text = profile ? json_dumps(profile, JSON_COMPACT) : NULL;
     json_decref(profile);
-    *status = text ? fuzz_check(ctx, ipu_device_create(ctx, text, &kept[i].dev), "ipu_device_create")
+    *status = text ? fuzz_check(ctx, ipu_device_create(ctx, text, &kept[i][k].dev), "ipu_device_create")
                    : IPU_ERR_NO_MEMORY;
     free(text);
-    kept[i].digest = digest;
-    return kept[i].dev;
+    kept[i][k].digest = digest;
+    return kept[i][k].dev;
 }
 
 /* One replay on the kept device running tiles on threads threads. */

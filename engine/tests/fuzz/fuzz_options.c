@@ -19,7 +19,8 @@
  * of a kept input compile to a package already run: the device and the
  * per-op check are deterministic, so a package whose bytes, workload options
  * and check were all seen before is not run again (the counts printed at
- * exit say how many were).  Seeds: fixtures/fuzz/options/.
+ * exit say how many were), and options seen before (once made tiny, in
+ * compact form) are not compiled again.  Seeds: fixtures/fuzz/options/.
  */
 #include <string.h>
 
@@ -28,15 +29,16 @@
 
 #include <jansson.h>
 
-/* Inputs compiled to a package within the run limits, and of those the ones
- * run (the others compiled to a package run before); printed at exit in
+/* Inputs whose options were compiled before (not compiled again), inputs
+ * compiled to a package within the run limits, and of those the ones run
+ * (the others compiled to a package run before); printed at exit in
  * libFuzzer's stat:: form. */
-static uint64_t compiled, ran;
+static uint64_t repeated, compiled, ran;
 
 static void print_counts(void)
 {
-    fprintf(stderr, "stat::options_compiled: %llu\nstat::options_ran: %llu\n", (unsigned long long)compiled,
-            (unsigned long long)ran);
+    fprintf(stderr, "stat::options_repeated: %llu\nstat::options_compiled: %llu\nstat::options_ran: %llu\n",
+            (unsigned long long)repeated, (unsigned long long)compiled, (unsigned long long)ran);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -163,25 +165,14 @@ static void check_ops(ipu_ctx *ctx, const ipu_workload *w, const ipu_package *pk
     ipu_free(result);
 }
 
-/* Was this package run before in this process, with the same extra bytes
- * (what else the run depends on)?  Keyed by a 64-bit digest of the
- * serialized package and extra; remembers up to 32,768 packages, then
- * starts afresh. */
-static int ran_before(ipu_ctx *ctx, const ipu_package *pkg, const void *extra, size_t extra_size)
+/* Was key seen before in this process?  An open-addressed set of up to
+ * 32,768 keys (0 marks a free slot), then it starts afresh. */
+static int seen_before(uint64_t key)
 {
-    /* An open-addressed set of digests, 0 marking a free slot. */
     enum { SLOTS = 1 << 16 };
     static uint64_t seen[SLOTS];
     static size_t count;
-    void *bytes = NULL;
-    size_t size = 0;
-    if (ipu_package_serialize(ctx, pkg, &bytes, &size) != IPU_OK) {
-        ipu_ctx_clear_error(ctx);
-        return 0;
-    }
-    uint64_t parts[2] = {ipu_digest64(bytes, size), ipu_digest64(extra, extra_size)};
-    ipu_free(bytes);
-    uint64_t key = ipu_digest64(parts, sizeof parts) | 1;
+    key |= 1;
     size_t i = key % SLOTS;
     for (; seen[i]; i = (i + 1) % SLOTS)
         if (seen[i] == key)
@@ -194,6 +185,37 @@ static int ran_before(ipu_ctx *ctx, const ipu_package *pkg, const void *extra, s
     seen[i] = key;
     count++;
     return 0;
+}
+
+/* The key of what a step depends on: a tag naming the step and the digests
+ * of its inputs. */
+static uint64_t key_of(uint64_t tag, const void *a, size_t a_size, const void *b, size_t b_size)
+{
+    uint64_t parts[3] = {tag, ipu_digest64(a, a_size), ipu_digest64(b, b_size)};
+    return ipu_digest64(parts, sizeof parts);
+}
+
+/* Were these workload and compile options (as made tiny, so in jansson's
+ * compact form) compiled before?  Creating the workload and compiling are
+ * deterministic, so they would build what they built then. */
+static int compiled_before(const char *workload_json, const char *compile_json)
+{
+    return seen_before(key_of(1, workload_json, strlen(workload_json), compile_json, strlen(compile_json)));
+}
+
+/* Was this package run before, with the same extra bytes (what else the run
+ * depends on)?  Keyed by the serialized package and extra. */
+static int ran_before(ipu_ctx *ctx, const ipu_package *pkg, const void *extra, size_t extra_size)
+{
+    void *bytes = NULL;
+    size_t size = 0;
+    if (ipu_package_serialize(ctx, pkg, &bytes, &size) != IPU_OK) {
+        ipu_ctx_clear_error(ctx);
+        return 0;
+    }
+    uint64_t key = key_of(2, bytes, size, extra, extra_size);
+    ipu_free(bytes);
+    return seen_before(key);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -211,7 +233,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     *second = 0;
     char *workload_json = workload_options(text);
     char *compile_json = workload_json ? compile_options(rest) : NULL;
-    ipu_ctx *ctx = compile_json ? fuzz_context() : NULL;
+    int repeat = compile_json && compiled_before(workload_json, compile_json);
+    repeated += repeat;
+    ipu_ctx *ctx = compile_json && !repeat ? fuzz_context() : NULL;
     ipu_workload *w = NULL;
     ipu_package *pkg = NULL;
     char *report = NULL;

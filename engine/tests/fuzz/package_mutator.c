@@ -13,11 +13,13 @@
  *     the section may grow or shrink);
  *   - a header field (tiles, invocations, slots) set likewise;
  * then writes the package again with each section 8-byte aligned, the
- * section table and total size updated, the profile digest and tile count
- * made those of the profile section (when it parses) and the CRC-32
- * recomputed.  One mutation in 16 is a plain libFuzzer byte mutation left
+ * section table and total size updated, the CRC-32 recomputed and, when the
+ * profile section was the one edited, the profile digest and tile count made
+ * those of the profile section (when it parses; a header field edit is
+ * kept).  One mutation in 16 is a plain libFuzzer byte mutation left
  * unrepaired, so the header's own checks keep being fuzzed; an input whose
- * section table cannot be read gets a byte mutation and a repaired header.
+ * section table cannot be read gets a byte mutation and, when that makes the
+ * table readable, a repaired header.
  */
 #include <string.h>
 #include <zlib.h>
@@ -93,24 +95,28 @@ static uint32_t breaking_value(uint64_t *rng, uint32_t value, uint32_t other)
     }
 }
 
-/* Make the header's profile digest and tile count those of the profile
+/* Make the header's profile digest and tile count those of a profile
  * section, when it parses. */
-static void fix_profile(uint8_t *data, const section *sec, uint32_t count)
+static void fix_profile(uint8_t *data, const section *profile)
 {
-    for (uint32_t i = 0; i < count; i++) {
-        if (sec[i].type != IPU_SEC_PROFILE)
-            continue;
-        char *text = fuzz_text(data + sec[i].offset, (size_t)sec[i].length);
-        ipu_ctx *ctx = ipu_ctx_create();
-        ipu_profile p;
-        if (text && ctx && ipu_profile_parse(ctx, text, 0, &p) == IPU_OK) {
-            ipu_store_u64(data + 32, ipu_profile_digest(&p));
-            ipu_store_u32(data + 40, p.tiles);
-        }
-        ipu_ctx_free(ctx);
-        free(text);
-        return;
+    char *text = fuzz_text(data + profile->offset, (size_t)profile->length);
+    ipu_ctx *ctx = ipu_ctx_create();
+    ipu_profile p;
+    if (text && ctx && ipu_profile_parse(ctx, text, 0, &p) == IPU_OK) {
+        ipu_store_u64(data + 32, ipu_profile_digest(&p));
+        ipu_store_u32(data + 40, p.tiles);
     }
+    ipu_ctx_free(ctx);
+    free(text);
+}
+
+/* The first profile section of a table of count entries, or NULL. */
+static const section *profile_section(const section *sec, uint32_t count)
+{
+    for (uint32_t i = 0; i < count; i++)
+        if (sec[i].type == IPU_SEC_PROFILE)
+            return &sec[i];
+    return NULL;
 }
 
 /* The header's total size and CRC-32 made right for size bytes. */
@@ -157,12 +163,16 @@ size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsi
     uint64_t rng = seed;
     section sec[MAX_SECTIONS];
     uint32_t count = read_table(data, size, sec);
-    if (next(&rng) % 16 == 0 || !count) {
+    if (next(&rng) % 16 == 0)
+        return LLVMFuzzerMutate(data, size, max_size);
+    if (!count) {
         size = LLVMFuzzerMutate(data, size, max_size);
-        if (count && (count = read_table(data, size, sec)))
-            fix_profile(data, sec, count);
-        if (count)
+        if ((count = read_table(data, size, sec))) {
+            const section *profile = profile_section(sec, count);
+            if (profile)
+                fix_profile(data, profile);
             fix_frame(data, size);
+        }
         return size;
     }
     /* The package written again into out, with one section edited. */
@@ -202,7 +212,8 @@ size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsi
         free(out);
         return size;
     }
-    fix_profile(out, sec, count);
+    if (action != 0 && sec[chosen].type == IPU_SEC_PROFILE && profile_section(sec, count) == &sec[chosen])
+        fix_profile(out, &sec[chosen]);
     fix_frame(out, (size_t)at);
     memcpy(data, out, (size_t)at);
     free(out);
