@@ -16,7 +16,7 @@ BUDGETS = ["default", 393216, 262144, 131072, 65536]
 @pytest.mark.parametrize("budget", BUDGETS)
 def test_each_case_passes_or_is_rejected_with_a_profile(cli, tmp_path, batch, budget):
     # The timeout only stops a hang: batch 4 at 64 KiB took 1,039 s with the
-    # cores oversubscribed 4x (stress-ng --cpu 8), about 2 minutes idle.
+    # cores oversubscribed 4x (stress-ng --cpu 8), 359 s in the coverage build.
     done = cli("--quiet", "--workload", "mlp", "--batch", batch, "--memory-budget", budget, "--reference-run",
                "--memory-profile-directory", tmp_path, "--output", tmp_path, timeout=3600)
     found = sorted(tmp_path.glob("memory-*.json"))
