@@ -119,16 +119,17 @@ def stat(log_text, name):
 
 def libfuzzer_env(name, allocation_stacks=False):
     """The environment of a target's run.  Device tiles run on 1 and on 2
-    threads (device_run.c); idle OpenMP threads sleep.  ASan keeps the pages
-    it frees rather than giving them back to the system every few seconds:
-    returning them cost the package target a fifth of its time in madvise and
-    the page faults after it (libFuzzer's own purge is off too:
-    LIBFUZZER_FLAGS); the rss limit still holds.  Fuzzing records no stack
-    for each allocation (a tenth of the package target's time); a finding is
-    run again with them (rerun_with_allocation_stacks)."""
+    threads (device_run.c); idle OpenMP threads sleep.  The package target's
+    ASan keeps the pages it frees rather than giving them back to the system
+    every few seconds: returning them cost it a seventh of its speed in
+    madvise and the page faults after it (the options target, measured the
+    same way, ran a quarter slower keeping them; libFuzzer's own purge is off
+    for all: LIBFUZZER_FLAGS); the rss limit still holds.  Fuzzing records no
+    stack for each allocation (a tenth of a device target's time); a finding
+    is run again with them (rerun_with_allocation_stacks)."""
     quarantine = QUARANTINE_MB[name in PARSERS]
     asan = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"), f"quarantine_size_mb={quarantine}",
-                                  "allocator_release_to_os_interval_ms=-1",
+                                  "allocator_release_to_os_interval_ms=-1" if name == "package" else None,
                                   None if allocation_stacks else "malloc_context_size=0"]))
     return dict(os.environ, OMP_WAIT_POLICY="passive", OPENBLAS_NUM_THREADS="1", ASAN_OPTIONS=asan)
 
