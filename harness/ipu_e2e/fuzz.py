@@ -62,8 +62,8 @@ LIBFUZZER_FLAGS = [f"-rss_limit_mb={RSS_LIMIT_MB}", f"-timeout={INPUT_TIMEOUT}",
 QUARANTINE_MB = {False: 16, True: 1}
 # What the package and options targets print at exit (fuzz_package.c,
 # fuzz_options.c): how deep their inputs went.
-COUNTS = ("package_inputs", "package_checksum_right", "package_loaded", "options_repeated", "options_compiled",
-          "options_ran")
+COUNTS = ("package_inputs", "package_checksum_right", "package_loaded", "package_peeked", "options_repeated",
+          "options_compiled", "options_ran")
 # What a libFuzzer log says it found, first match wins.
 FINDINGS = (("leak", "ERROR: LeakSanitizer"), ("timeout", "ERROR: libFuzzer: timeout"),
             ("out of memory", "ERROR: libFuzzer: out-of-memory"), ("memory error", "ERROR: AddressSanitizer"),
@@ -273,7 +273,8 @@ def report(result, out):
         if "package_inputs" in t:
             print(f"  of {t['package_inputs']:,} inputs, {t['package_checksum_right']:,} had the header's size and "
                   f"checksum right (they reach the section, record and validator checks) and "
-                  f"{t['package_loaded']:,} loaded", file=out)
+                  f"{t['package_loaded']:,} loaded; {t.get('package_peeked', 0):,} were read without loading "
+                  f"(the others were refused by the loader and held only bytes peek had read before)", file=out)
         if "options_compiled" in t:
             print(f"  {t.get('options_repeated', 0):,} inputs repeated options compiled before; "
                   f"{t['options_compiled']:,} compiled to a package within the size limits; "

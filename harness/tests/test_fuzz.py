@@ -37,7 +37,7 @@ def test_clean_run_reports_executions_and_merges_the_kept_corpus(tmp_path):
                 0, after_a_second="Done 123 runs\nstat::number_of_executed_units: 123\n"
                 "stat::average_exec_per_sec:     41\nstat::new_units_added:          7\n"
                 "stat::peak_rss_mb:              50\nstat::package_inputs: 123\n"
-                "stat::package_checksum_right: 120\nstat::package_loaded: 30")
+                "stat::package_checksum_right: 120\nstat::package_loaded: 30\nstat::package_peeked: 77")
     kept = tmp_path / "kept"
     (kept / "package").mkdir(parents=True)
     for i in range(3):
@@ -60,7 +60,8 @@ def test_clean_run_reports_executions_and_merges_the_kept_corpus(tmp_path):
     text = "".join(lines)
     assert f"23 kept and seed inputs replayed in {result['replayed']['seconds']} s, then " \
            f"{result['executions_per_second']}/s (an idle core: 2,000/s)" in text
-    assert "120 had the header's size and checksum right" in text and "and 30 loaded" in text
+    assert "120 had the header's size and checksum right" in text and "and 30 loaded; 77 were read without " \
+        "loading" in text
 
 
 def test_options_run_reports_how_many_compiled_and_ran(tmp_path):

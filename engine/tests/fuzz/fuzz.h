@@ -78,6 +78,10 @@ ipu_status fuzz_finish_package(struct ipu_pkg_builder *b, ipu_status status, ipu
  * over them and over as many destination bytes at FUZZ_DST. */
 ipu_status fuzz_add_areas(struct ipu_pkg_builder *b, uint32_t t, uint32_t area, int allocations);
 
+/* Was key (a digest of what a deterministic step reads) seen before in
+ * this process (seen.c)?  Remembers it if not. */
+int fuzz_seen_before(uint64_t key);
+
 /* Abort unless status is one the API defines and a failure left a message. */
 static inline ipu_status fuzz_check(const ipu_ctx *ctx, ipu_status status, const char *call)
 {

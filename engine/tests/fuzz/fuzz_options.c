@@ -151,28 +151,6 @@ static void check_ops(ipu_ctx *ctx, const ipu_workload *w, const ipu_package *pk
     ipu_free(result);
 }
 
-/* Was key seen before in this process?  An open-addressed set of up to
- * 32,768 keys (0 marks a free slot), then it starts afresh. */
-static int seen_before(uint64_t key)
-{
-    enum { SLOTS = 1 << 16 };
-    static uint64_t seen[SLOTS];
-    static size_t count;
-    key |= 1;
-    size_t i = key % SLOTS;
-    for (; seen[i]; i = (i + 1) % SLOTS)
-        if (seen[i] == key)
-            return 1;
-    if (count == SLOTS / 2) {
-        memset(seen, 0, sizeof seen);
-        count = 0;
-        i = key % SLOTS;
-    }
-    seen[i] = key;
-    count++;
-    return 0;
-}
-
 /* The key of what a step depends on: a tag naming the step and the digests
  * of its inputs. */
 static uint64_t key_of(uint64_t tag, const void *a, size_t a_size, const void *b, size_t b_size)
@@ -186,7 +164,7 @@ static uint64_t key_of(uint64_t tag, const void *a, size_t a_size, const void *b
  * deterministic, so they would build what they built then. */
 static int compiled_before(const char *workload_json, const char *compile_json)
 {
-    return seen_before(key_of(1, workload_json, strlen(workload_json), compile_json, strlen(compile_json)));
+    return fuzz_seen_before(key_of(1, workload_json, strlen(workload_json), compile_json, strlen(compile_json)));
 }
 
 /* Was this package run before, with the same extra bytes (what else the run
@@ -201,7 +179,7 @@ static int ran_before(ipu_ctx *ctx, const ipu_package *pkg, const void *extra, s
     }
     uint64_t key = key_of(2, bytes, size, extra, extra_size);
     ipu_free(bytes);
-    return seen_before(key);
+    return fuzz_seen_before(key);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
