@@ -274,7 +274,7 @@ def report(result, out):
             print(f"  of {t['package_inputs']:,} inputs, {t['package_checksum_right']:,} had the header's size and "
                   f"checksum right (they reach the section, record and validator checks) and "
                   f"{t['package_loaded']:,} loaded; {t.get('package_peeked', 0):,} were read without loading "
-                  f"(the others were refused by the loader and held only bytes peek had read before)", file=out)
+                  f"(the others were refused by the loader and peek would have read what it read before)", file=out)
         if "options_compiled" in t:
             print(f"  {t.get('options_repeated', 0):,} inputs repeated options compiled before; "
                   f"{t['options_compiled']:,} compiled to a package within the size limits; "

@@ -63,29 +63,36 @@ static json_t *streams_of(json_t *summary)
     return streams;
 }
 
-/* What peek reads of an input (peek.c), as a digest: its size, its header
- * and section table (the bytes peek reads first) with the CRC-32 field
- * replaced by whether it is right (header_right: size and CRC-32), and the
- * streams, strings and meta sections when the table locates them. */
+/* What peek's result depends on (peek.c), as a digest.  When the header
+ * and section table pass its checks: the tile count in the header and the
+ * bytes of the streams, strings and meta sections (nothing else is read
+ * after the table).  Otherwise: the input's size, whether its size and
+ * CRC-32 fields are right (header_right) and its header and section table
+ * (the bytes peek reads first) with the CRC-32 field left out. */
 static uint64_t peek_key(ipu_ctx *ctx, const uint8_t *data, size_t size, int header_right)
 {
     uint8_t head[IPU_PKG_HEADER_SIZE + 64 * IPU_PKG_SECTION_ENTRY_SIZE];
     size_t head_size = size < sizeof head ? size : sizeof head;
+    ipu_pkg_section_entry sec[IPU_SEC_END];
+    uint64_t parts[2 + 2 * 3];
+    if (header_right && ipu_pkg_check_header(ctx, data, head_size, size) == IPU_OK &&
+        ipu_pkg_read_table(ctx, data, head_size, size, ipu_load_u32(data + 24), sec) == IPU_OK) {
+        const int read[] = {IPU_SEC_STREAMS, IPU_SEC_STRINGS, IPU_SEC_META};
+        parts[0] = 1;
+        parts[1] = ipu_load_u32(data + 40);
+        for (int i = 0; i < 3; i++) {
+            parts[2 + 2 * i] = sec[read[i]].size;
+            parts[3 + 2 * i] = ipu_digest64(data + sec[read[i]].offset, (size_t)sec[read[i]].size);
+        }
+        return ipu_digest64(parts, sizeof parts);
+    }
+    ipu_ctx_clear_error(ctx);
     if (head_size)
         memcpy(head, data, head_size);
     if (head_size >= 28)
         ipu_store_u32(head + 24, 0);
-    uint64_t parts[2 + 2 * 3] = {size, ipu_digest64(head, head_size)}, n = 2;
-    ipu_pkg_section_entry sec[IPU_SEC_END];
-    if (header_right && ipu_pkg_read_table(ctx, data, head_size, size, ipu_load_u32(data + 24), sec) == IPU_OK) {
-        const int read[] = {IPU_SEC_STREAMS, IPU_SEC_STRINGS, IPU_SEC_META};
-        for (int i = 0; i < 3; i++) {
-            parts[n++] = sec[read[i]].size;
-            parts[n++] = ipu_digest64(data + sec[read[i]].offset, (size_t)sec[read[i]].size);
-        }
-    }
-    ipu_ctx_clear_error(ctx);
-    return ipu_digest64(parts, n * sizeof *parts) ^ (uint64_t)header_right;
+    uint64_t other[4] = {0, size, (uint64_t)header_right, ipu_digest64(head, head_size)};
+    return ipu_digest64(other, sizeof other);
 }
 
 /* Peek agrees with the loader: refuses what it refuses, else says the same.
