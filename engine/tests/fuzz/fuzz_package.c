@@ -86,7 +86,6 @@ static uint64_t peek_key(ipu_ctx *ctx, const uint8_t *data, size_t size, int hea
         }
         return ipu_digest64(parts, sizeof parts);
     }
-    ipu_ctx_clear_error(ctx);
     if (head_size)
         memcpy(head, data, head_size);
     if (head_size >= 28)
@@ -107,6 +106,7 @@ static void check_peek(ipu_ctx *ctx, const uint8_t *data, size_t size, int heade
     if (input_file < 0 || ftruncate(input_file, 0) || pwrite(input_file, data, size, 0) != (ssize_t)size)
         return;
     char *text = NULL;
+    ipu_ctx_clear_error(ctx); /* the loader's message: peek must leave its own */
     ipu_status status = fuzz_check(ctx, ipu_package_peek_file(ctx, input_path, &text), "ipu_package_peek_file");
     if (!info || status == IPU_ERR_NO_MEMORY) {
         ipu_free(text);
