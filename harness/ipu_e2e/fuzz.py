@@ -56,6 +56,8 @@ TARGET_FLAGS = {"graph": ["-max_len=2048"]}
 # process writes it).
 LIBFUZZER_FLAGS = [f"-rss_limit_mb={RSS_LIMIT_MB}", f"-timeout={INPUT_TIMEOUT}", "-purge_allocator_interval=-1",
                    "-reload=0"]
+# Targets whose ASan keeps the pages it frees (libfuzzer_env).
+KEEP_FREED_PAGES = {"package"}
 # ASan's quarantine of freed memory, MB, for device targets and parsers: as
 # large as what one execution frees, so that a use after free within it is
 # caught (ASan's default, 256 MB, costs the targets a third of their speed).
@@ -129,7 +131,7 @@ def libfuzzer_env(name, allocation_stacks=False):
     is run again with them (rerun_with_allocation_stacks)."""
     quarantine = QUARANTINE_MB[name in PARSERS]
     asan = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"), f"quarantine_size_mb={quarantine}",
-                                  "allocator_release_to_os_interval_ms=-1" if name == "package" else None,
+                                  "allocator_release_to_os_interval_ms=-1" if name in KEEP_FREED_PAGES else None,
                                   None if allocation_stacks else "malloc_context_size=0"]))
     return dict(os.environ, OMP_WAIT_POLICY="passive", OPENBLAS_NUM_THREADS="1", ASAN_OPTIONS=asan)
 
@@ -141,8 +143,7 @@ def merge(build_dir, name, kept, log):
     merged = kept.with_name(kept.name + ".merging")
     shutil.rmtree(merged, ignore_errors=True)
     merged.mkdir(parents=True)
-    command = [str(build_dir / f"fuzz_{name}"), "-merge=1", *LIBFUZZER_FLAGS, *TARGET_FLAGS.get(name, []),
-               str(merged), str(kept)]
+    command = target_command(build_dir, name, "-merge=1", str(merged), str(kept))
     with open(log, "ab") as out:
         done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                               env=libfuzzer_env(name))
@@ -157,10 +158,16 @@ def merge(build_dir, name, kept, log):
     return sum(1 for _ in kept.iterdir())
 
 
+def target_command(build_dir, name, *args):
+    """A libFuzzer command line of target name: its binary, the flags of
+    every run and of the target, then args."""
+    return [str(build_dir / f"fuzz_{name}"), *LIBFUZZER_FLAGS, *TARGET_FLAGS.get(name, []), *args]
+
+
 def rerun_with_allocation_stacks(build_dir, name, finding, log):
     """Run a target once more on a finding's input, with ASan's stacks of
     where each block was allocated and freed, its report added to log."""
-    command = [str(build_dir / f"fuzz_{name}"), *LIBFUZZER_FLAGS, *TARGET_FLAGS.get(name, []), finding]
+    command = target_command(build_dir, name, finding)
     with open(log, "ab") as out:
         out.write(f"\n==== {finding} run again with allocation stacks ====\n".encode())
         out.flush()
@@ -212,10 +219,9 @@ def run_target(build_dir, name, inputs, seconds, corpus=None, executions=None):
     found_dir.mkdir(parents=True, exist_ok=True)
     log = build_dir / f"fuzz-{name}.log"
     before = set(found_dir.iterdir())
-    command = [str(build_dir / f"fuzz_{name}"), f"-max_total_time={seconds}", *LIBFUZZER_FLAGS,
-               "-print_final_stats=1", f"-artifact_prefix={found_dir}/{name}-",
-               *([f"-runs={executions}"] if executions else []), *TARGET_FLAGS.get(name, []),
-               str(kept), *inputs]
+    command = target_command(build_dir, name, f"-max_total_time={seconds}", "-print_final_stats=1",
+                             f"-artifact_prefix={found_dir}/{name}-",
+                             *([f"-runs={executions}"] if executions else []), str(kept), *inputs)
     code, seconds_taken, replayed = run_libfuzzer(command, log, libfuzzer_env(name))
     text = log.read_text(errors="replace")
     finding = None
@@ -273,10 +279,10 @@ def report(result, out):
         if "package_inputs" in t:
             print(f"  of {t['package_inputs']:,} inputs, {t['package_checksum_right']:,} had the header's size and "
                   f"checksum right (they reach the section, record and validator checks) and "
-                  f"{t['package_loaded']:,} loaded; {t.get('package_peeked', 0):,} were read without loading "
+                  f"{t['package_loaded']:,} loaded; {t['package_peeked']:,} were read without loading "
                   f"(the others were refused by the loader and peek would have read what it read before)", file=out)
         if "options_compiled" in t:
-            print(f"  {t.get('options_repeated', 0):,} inputs repeated options compiled before; "
+            print(f"  {t['options_repeated']:,} inputs repeated options compiled before; "
                   f"{t['options_compiled']:,} compiled to a package within the size limits; "
                   f"{t['options_ran']:,} of those packages were new and ran", file=out)
 

@@ -19,9 +19,9 @@ from ipu_e2e import fuzz, nightly
 def fake_target(build, name, output, code, artifact=None, after_a_second=None):
     """A stand-in fuzz_<name>: prints output (then, a second later, after_a_second),
     optionally writes an artifact, exits code.
-    Called with -merge=1 [flags] OUT KEPT, it writes one input into OUT and exits 0."""
-    lines = ['if [ "$1" = -merge=1 ]; then for a; do case $a in -*) ;; *) echo merged > "$a/merged-input"; exit 0;; '
-             'esac; done; fi',
+    Called with -merge=1 among its flags, then OUT KEPT, it writes one input into OUT and exits 0."""
+    lines = ['case " $* " in *" -merge=1 "*) for a; do case $a in -*) ;; *) echo merged > "$a/merged-input"; exit 0;; '
+             'esac; done;; esac',
              f"cat <<'EOF'\n{output}\nEOF"]
     if after_a_second:
         lines.append(f"sleep 1\ncat <<'EOF'\n{after_a_second}\nEOF")
