@@ -262,6 +262,53 @@ static void test_valid_variants_are_accepted(void **state)
     ipu_ctx_free(ctx);
 }
 
+/* An FP8 carried tensor: c = x before the body, n = c.w, c8 = cast(n) is
+ * carried_next.  The Repeat copies bytes, so x, c and c8 must share their
+ * scale: each one changed alone is refused, naming all three scales. */
+static void test_fp8_carried_scales_agree(void **state)
+{
+    (void)state;
+    ipu_ctx *ctx = ipu_ctx_create();
+    ipu_graph g0, *g = &g0;
+    ipu_graph_init(g);
+    const int F8 = IPU_DT_F143;
+    uint32_t x, c, w, n, c8, y;
+    TSEED_OK(ctx, ipu_graph_tensor(ctx, g, "x", 2, 4, F8, -2, IPU_ROLE_INPUT, &x));
+    TSEED_OK(ctx, ipu_graph_tensor(ctx, g, "c", 2, 4, F8, -2, IPU_ROLE_ACTIVATION, &c));
+    TSEED_OK(ctx, ipu_graph_tensor(ctx, g, "w", 4, 4, F8, -2, IPU_ROLE_PARAM, &w));
+    TSEED_OK(ctx, ipu_graph_tensor(ctx, g, "n", 2, 4, IPU_DT_F16, 0, IPU_ROLE_ACTIVATION, &n));
+    TSEED_OK(ctx, ipu_graph_tensor(ctx, g, "c8", 2, 4, F8, -2, IPU_ROLE_ACTIVATION, &c8));
+    TSEED_OK(ctx, ipu_graph_tensor(ctx, g, "y", 2, 4, IPU_DT_F16, 0, IPU_ROLE_OUTPUT, &y));
+    TSEED_OK(ctx, ipu_graph_op(ctx, g, IPU_IR_MATMUL, c, w, n));
+    TSEED_OK(ctx, ipu_graph_op(ctx, g, IPU_IR_CAST, n, 0, c8));
+    TSEED_OK(ctx, ipu_graph_op(ctx, g, IPU_IR_COPY, n, 0, y));
+    R = (ipu_ir_repeat){0, 2, 2, c, c8, x};
+    TSEED_OK(ctx, ipu_graph_validate(ctx, g));
+    const uint32_t changed[3] = {x, c, c8};
+    const char *expect[3] = {"the Repeat carries 'c' (scale -2), but 'c8' has scale -2 and 'x' scale 0",
+                             "the Repeat carries 'c' (scale 0), but 'c8' has scale -2 and 'x' scale -2",
+                             "the Repeat carries 'c' (scale -2), but 'c8' has scale 0 and 'x' scale -2"};
+    for (int i = 0; i < 3; i++) {
+        T(changed[i]).scale = 0;
+        assert_int_equal(ipu_graph_validate(ctx, g), IPU_ERR_INVALID_ARGUMENT);
+        if (!strstr(ipu_ctx_errmsg(ctx), expect[i]))
+            TSEED_FAIL("scale of tensor %u: message '%s', expected '%s'", changed[i], ipu_ctx_errmsg(ctx), expect[i]);
+        ipu_ctx_clear_error(ctx);
+        T(changed[i]).scale = -2;
+    }
+    /* FP16 ignores the scale field, so an FP16 carry may differ in it. */
+    ipu_graph_free(g);
+    TSEED_OK(ctx, ipu_graph_tensor(ctx, g, "x", 2, 4, IPU_DT_F16, 3, IPU_ROLE_INPUT, &x));
+    TSEED_OK(ctx, ipu_graph_tensor(ctx, g, "c", 2, 4, IPU_DT_F16, 0, IPU_ROLE_ACTIVATION, &c));
+    TSEED_OK(ctx, ipu_graph_tensor(ctx, g, "w", 4, 4, IPU_DT_F16, 0, IPU_ROLE_PARAM, &w));
+    TSEED_OK(ctx, ipu_graph_tensor(ctx, g, "y", 2, 4, IPU_DT_F16, 0, IPU_ROLE_OUTPUT, &y));
+    TSEED_OK(ctx, ipu_graph_op(ctx, g, IPU_IR_MATMUL, c, w, y));
+    R = (ipu_ir_repeat){0, 1, 2, c, y, x};
+    TSEED_OK(ctx, ipu_graph_validate(ctx, g));
+    ipu_graph_free(g);
+    ipu_ctx_free(ctx);
+}
+
 static void test_names_kinds_and_arity(void **state)
 {
     (void)state;
@@ -394,6 +441,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_validation_refuses_bad_graphs),
         cmocka_unit_test(test_valid_variants_are_accepted),
+        cmocka_unit_test(test_fp8_carried_scales_agree),
         cmocka_unit_test(test_names_kinds_and_arity),
         cmocka_unit_test(test_canonical_order),
         cmocka_unit_test(test_describe_hand_made_workload),

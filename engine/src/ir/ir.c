@@ -329,6 +329,12 @@ ipu_status ipu_graph_validate(ipu_ctx *ctx, const ipu_graph *g)
             c->rows != i0->rows || c->cols != i0->cols || c->dtype != i0->dtype)
             return BAD("the Repeat carries '%s', but '%s' and '%s' differ in shape or type",
                        c->name, n->name, i0->name);
+        /* The Repeat copies bytes: an FP8 value means the same only at the same scale. */
+        int f8 = c->dtype == IPU_DT_F143 || c->dtype == IPU_DT_F152;
+        if (f8 && (c->scale != n->scale || c->scale != i0->scale))
+            return BAD("the Repeat carries '%s' (scale %d), but '%s' has scale %d and '%s' scale %d "
+                       "(the Repeat copies FP8 bytes, so the scales must agree)",
+                       c->name, c->scale, n->name, n->scale, i0->name, i0->scale);
         for (size_t i = 0; i < g->tensor_count; i++)
             if (g->tensors[i].sequence != 1 && g->tensors[i].sequence != r->iterations)
                 return BAD("parameter sequence '%s' has %u members for %u iterations",
