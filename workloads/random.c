@@ -238,7 +238,7 @@ ipu_status ipu_options_known(ipu_ctx *ctx, const json_t *o, const char *what, co
             k++;
         if (k < count)
             continue;
-        char list[256] = "";
+        char list[512] = "";
         for (size_t i = 0; i < count; i++)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? (i + 1 < count ? ", " : " or ") : "",
                      known[i]);

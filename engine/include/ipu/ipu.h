@@ -267,7 +267,12 @@ ipu_status ipu_check_ops_on(ipu_ctx *ctx, ipu_device *dev, const ipu_workload *w
  * package.  options_json: {"profile": {...}, "memory_budget": bytes|null
  * (null: the profile's default budget), "attention": "auto" (default),
  * "flash" or "materialized" (how attention and MAP pooling compute), "inject": for tests only, one
- * mutation (a seeded bug) in one stage's product, named as ipu_mutations_json lists}.  The package records the workload's
+ * mutation (a seeded bug) in one stage's product, named as ipu_mutations_json lists}, and the
+ * search, exchange and file options of ipu-e2e-test's flags of the same names (search_budget,
+ * catalogue_budget, frontier_cap, catalogue_group, search_seconds, search_beam, search_steps,
+ * probe_capacity, exchange_stream_words, exchange_rank, balance_streams, attention_key_bands,
+ * placement_report, memory_profile_directory); any other key is refused (IPU_ERR_INVALID_ARGUMENT
+ * naming it).  The package records the workload's
  * device-typed inputs and parameters.  *out_report: the plan (per op: grid,
  * candidates, cycles, footprint; total cycles), the estimate (liveness peak
  * per tile), the package support sizes and each stage's wall time.  When

@@ -90,7 +90,15 @@ static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, compile_
         json_decref(o);
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "compile options: expected a JSON object");
     }
-    ipu_status status = ipu_profile_from_json(ctx, json_object_get(o, "profile"), 0, &c->profile);
+    /* A misspelt option would otherwise leave its default in place unseen. */
+    static const char *const KNOWN[] = {"profile", "memory_budget", "search_budget", "catalogue_budget",
+                                        "frontier_cap", "catalogue_group", "exchange_stream_words",
+                                        "search_seconds", "search_beam", "search_steps", "probe_capacity",
+                                        "exchange_rank", "balance_streams", "placement_report",
+                                        "memory_profile_directory", "attention", "attention_key_bands", "inject"};
+    ipu_status status = ipu_options_known(ctx, o, "compile options", KNOWN, sizeof KNOWN / sizeof *KNOWN);
+    if (status == IPU_OK)
+        status = ipu_profile_from_json(ctx, json_object_get(o, "profile"), 0, &c->profile);
     if (status == IPU_OK)
         status = budget_option(ctx, o, "memory_budget", "--memory-budget",
                                ipu_profile_default_budget(&c->profile), &c->budget);
