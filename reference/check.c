@@ -250,7 +250,7 @@ ipu_status ipu_check_parse_criteria(ipu_ctx *ctx, const char *text, const char *
                                     ipu_check_criteria *c)
 {
     json_error_t error;
-    json_t *o = text ? json_loads(text, 0, &error) : NULL;
+    json_t *o = text ? json_loads(text, JSON_REJECT_DUPLICATES, &error) : NULL;
     if (!json_is_object(o)) {
         json_decref(o);
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "check criteria: expected a JSON object%s%s",

@@ -30,7 +30,7 @@ static const char *role_with_article(int role)
 static ipu_status parse_options(ipu_ctx *ctx, const char *text, const char *what, json_t **out)
 {
     json_error_t error;
-    json_t *o = json_loads(text && *text ? text : "{}", 0, &error);
+    json_t *o = json_loads(text && *text ? text : "{}", JSON_REJECT_DUPLICATES, &error);
     if (!o)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "%s: %s (line %d, column %d)", what,
                         error.text, error.line, error.column);

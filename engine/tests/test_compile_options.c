@@ -43,6 +43,8 @@ static const bad_case BAD[] = {
     {"{\"profile\": {\"tiles\": 0}}", IPU_ERR_MALFORMED, "'tiles'"},
     {"{" P4 ", \"memory_budjet\": 65536}", IPU_ERR_INVALID_ARGUMENT,
      "compile options: unknown option 'memory_budjet' (expected profile, memory_budget, search_budget"},
+    {"{" P4 ", \"memory_budget\": 65536, \"memory_budget\": null}", IPU_ERR_INVALID_ARGUMENT,
+     "compile options: invalid JSON: duplicate object key"},
     {"{\"profile\": {\"tiles\": 4}, \"Profile\": {}}", IPU_ERR_INVALID_ARGUMENT,
      "unknown option 'Profile' (expected profile, "},
     {"{" P4 ", \"memory_budget\": 0}", IPU_ERR_INVALID_ARGUMENT,

@@ -104,6 +104,7 @@ static void test_profile_documents_of_the_wrong_shape(void **state)
         const char *text, *words;
     } bad[] = {
         {"{\n  \"tiles\": 4,\n  oops\n}", "device profile: invalid JSON at line 3"},
+        {"{\"tiles\": 4, \"tiles\": 8}", "device profile: invalid JSON at line 1: duplicate object key"},
         {"[{\"tiles\": 4}]", "device profile: expected a JSON object"},
         {"{\"tiles\": 4, \"colour\": \"red\"}", "device profile: unknown field 'colour'"},
         {"{\"name\": 600}", "profile field 'name': expected a string under 64 bytes"},

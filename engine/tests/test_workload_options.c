@@ -43,6 +43,7 @@ static const bad_case BAD_CASES[] = {
     {"", {"\"workload\" must name a workload"}},
     {"{\"workload\": ", {"workload options: ", "line 1"}},
     {"[\"mlp\"]", {"workload options: expected a JSON object"}},
+    {"{\"workload\": \"mlp\", \"tokens\": 8, \"tokens\": 16}", {"workload options: duplicate object key"}},
     {"{}", {"\"workload\" must name a workload"}},
     {"{\"workload\": 3}", {"\"workload\" must name a workload"}},
     {"{\"workload\": \"resnet\"}", {"unknown workload 'resnet'", "expected mlp, vit, vit-small or graph"}},

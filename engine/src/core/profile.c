@@ -181,7 +181,7 @@ ipu_status ipu_profile_parse(ipu_ctx *ctx, const char *json_text, uint32_t tiles
                              ipu_profile *out)
 {
     json_error_t error;
-    json_t *root = json_loads(json_text, 0, &error);
+    json_t *root = json_loads(json_text, JSON_REJECT_DUPLICATES, &error);
     if (!root)
         return IPU_FAIL(ctx, IPU_ERR_MALFORMED, "device profile: invalid JSON at line %d: %s",
                         error.line, error.text);

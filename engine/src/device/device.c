@@ -196,7 +196,7 @@ ipu_status ipu_device_configure(ipu_ctx *ctx, ipu_device *dev, const char *optio
     if (!dev || !options_json)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_device_configure: NULL argument");
     json_error_t error;
-    json_t *o = json_loads(options_json, 0, &error);
+    json_t *o = json_loads(options_json, JSON_REJECT_DUPLICATES, &error);
     if (!json_is_object(o)) {
         json_decref(o);
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "device options: expected a JSON object%s%s",

@@ -83,7 +83,7 @@ static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, compile_
 {
     memset(c, 0, sizeof *c);
     json_error_t error;
-    json_t *o = json_loads(options_json, 0, &error);
+    json_t *o = json_loads(options_json, JSON_REJECT_DUPLICATES, &error);
     if (!o)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "compile options: invalid JSON: %s", error.text);
     if (!json_is_object(o)) {

@@ -321,7 +321,7 @@ ipu_status ipu_package_exchange_replay(ipu_ctx *ctx, const ipu_package *pkg, con
     if (!pkg || !options_json || !out_json)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "ipu_package_exchange_replay: NULL argument");
     json_error_t error;
-    json_t *options = json_loads(options_json, 0, &error);
+    json_t *options = json_loads(options_json, JSON_REJECT_DUPLICATES, &error);
     json_t *phases = options ? json_object_get(options, "phases") : NULL;
     size_t i;
     json_t *v;
