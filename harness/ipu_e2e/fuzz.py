@@ -280,7 +280,8 @@ def report(result, out):
             print(f"  of {t['package_inputs']:,} inputs, {t['package_checksum_right']:,} had the header's size and "
                   f"checksum right (they reach the section, record and validator checks) and "
                   f"{t['package_loaded']:,} loaded; {t['package_peeked']:,} were read without loading "
-                  f"(the others were refused by the loader and peek would have read what it read before)", file=out)
+                  f"(for the others peek would have read what it read before, for an input loaded as this "
+                  f"one was or refused as this one was)", file=out)
         if "options_compiled" in t:
             print(f"  {t['options_repeated']:,} inputs repeated options compiled before; "
                   f"{t['options_compiled']:,} compiled to a package within the size limits; "

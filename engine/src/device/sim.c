@@ -75,8 +75,11 @@ static void sim_unload(void *impl)
     s->op_compute = NULL;
     s->op_compute_ops = 0;
     sim_events_free(s);
-    json_decref(s->steps);
+    free(s->steps);
+    free(s->step_tiles);
     s->steps = NULL;
+    s->step_tiles = NULL;
+    s->step_capacity = s->step_traced = 0;
     s->pkg = NULL;
 }
 
@@ -329,53 +332,51 @@ static int patch_phase(sim *s, uint32_t slot, uint32_t iteration, uint64_t *cycl
     return sim_collect_fault(s);
 }
 
-/* A compiler op index as JSON, null for none. */
-static json_t *origin_json(uint32_t origin)
+/* Room for step record s->step (and its traced tiles' cycles); 0 when out of memory. */
+static int step_room(sim *s)
 {
-    return origin == IPU_NO_OP ? json_null() : json_integer(origin);
+    if (s->step < s->step_capacity)
+        return 1;
+    size_t capacity = s->step_capacity ? 2 * s->step_capacity : 64;
+    sim_step *steps = ipu_realloc(s->ctx, s->steps, capacity * sizeof *steps);
+    if (steps)
+        s->steps = steps;
+    uint64_t *tiles = steps && s->traced_count
+                          ? ipu_realloc(s->ctx, s->step_tiles, capacity * s->traced_count * sizeof *tiles)
+                          : s->step_tiles;
+    if (!steps || (s->traced_count && !tiles))
+        return 0;
+    s->step_tiles = tiles;
+    s->step_capacity = capacity;
+    return 1;
 }
 
 /* One executed step of control op op: its cycles, the bytes its exchange
  * phase sent and received and its host transfer moved, and the compiler ops
- * its compute (or host) phase and its exchange phase lower. */
-static void record_step(sim *s, const ipu_pkg_op *op, const char *kind, uint64_t compute, uint32_t compute_tile,
+ * its compute (or host) phase and its exchange phase lower.  Returns 1 (the
+ * device stops) when out of memory. */
+static int record_step(sim *s, const ipu_pkg_op *op, const char *kind, uint64_t compute, uint32_t compute_tile,
                         uint64_t sync, sim_exchange_cost xc, uint64_t host, uint64_t host_bytes, uint64_t control)
 {
-    uint64_t exchange = xc.cycles;
     s->totals[SIM_COMPUTE] += compute;
     s->totals[SIM_SYNC] += sync;
-    s->totals[SIM_EXCHANGE] += exchange;
+    s->totals[SIM_EXCHANGE] += xc.cycles;
     s->totals[SIM_HOST] += host;
     s->totals[SIM_CONTROL] += control;
-    json_array_append_new(
-        s->steps, json_pack("{s:I, s:s, s:s, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "index",
-                            (json_int_t)s->step, "kind", kind, "program", s->program, "op",
-                            (json_int_t)s->op_index, "compiler_op", origin_json(op->origin[0]),
-                            "exchange_compiler_op",
-                            origin_json(op->op == IPU_OP_STEP && op->b != IPU_NO_SLOT ? op->origin[1] : IPU_NO_OP),
-                            "compute", (json_int_t)compute,
-                            "compute_tile", (json_int_t)compute_tile, "sync", (json_int_t)sync,
-                            "exchange", (json_int_t)exchange, "host", (json_int_t)host, "control",
-                            (json_int_t)control, "cycles",
-                            (json_int_t)(compute + sync + exchange + host + control)));
+    if (!step_room(s))
+        return sim_out_of_memory(s, 0);
     /* The step as reports number it: its op's first phase, and the Repeat iteration it belongs to. */
-    json_t *record = json_array_get(s->steps, json_array_size(s->steps) - 1);
-    json_object_set_new(record, "phase", json_integer(2 * ((json_int_t)s->program_base + s->op_index)));
-    json_object_set_new(record, "iteration",
-                        s->depth ? json_integer(s->loops[s->depth - 1].iteration) : json_null());
-    json_object_set_new(record, "sent_bytes", json_integer((json_int_t)xc.sent));
-    json_object_set_new(record, "received_bytes", json_integer((json_int_t)xc.received));
-    json_object_set_new(record, "host_bytes", json_integer((json_int_t)host_bytes));
-    if (s->traced_count) {
-        /* A step's own compute cycles on each traced tile (0 when the step computes nothing). */
-        int computed = op->op == IPU_OP_STEP && op->a != IPU_NO_SLOT;
-        json_t *traced = json_array();
-        for (size_t k = 0; k < s->traced_count; k++)
-            json_array_append_new(traced,
-                                  json_integer(computed ? (json_int_t)s->tiles[s->traced[k]].step_cycles : 0));
-        json_object_set_new(record, "tile_compute", traced);
-    }
+    s->steps[s->step] = (sim_step){
+        kind, s->program, s->op_index, op->origin[0],
+        op->op == IPU_OP_STEP && op->b != IPU_NO_SLOT ? op->origin[1] : IPU_NO_OP,
+        2 * (s->program_base + s->op_index), s->depth ? s->loops[s->depth - 1].iteration : IPU_NO_ITERATION,
+        compute_tile, compute, sync, xc.cycles, host, control, xc.sent, xc.received, host_bytes};
+    /* A step's own compute cycles on each traced tile (0 when the step computes nothing). */
+    int computed = op->op == IPU_OP_STEP && op->a != IPU_NO_SLOT;
+    for (size_t k = 0; k < s->traced_count; k++)
+        s->step_tiles[s->step * s->traced_count + k] = computed ? s->tiles[s->traced[k]].step_cycles : 0;
     s->step++;
+    return 0;
 }
 
 /* Enter phase half (0: compute or host, 1: exchange) of the current op. */
@@ -427,9 +428,8 @@ static int run_step(sim *s, const ipu_pkg_op *op, ipu_status *status)
         return 1;
     if (end_phase(s, status))
         return 1;
-    record_step(s, op, op->b != IPU_NO_SLOT ? "step" : "compute", compute, slowest, s->p.sync_cycles,
-                exchange, 0, 0, 0);
-    return 0;
+    return record_step(s, op, op->b != IPU_NO_SLOT ? "step" : "compute", compute, slowest, s->p.sync_cycles,
+                       exchange, 0, 0, 0);
 }
 
 static int execute(sim *s, ipu_ctx *ctx, const ipu_pkg_op *ops, size_t begin, size_t end,
@@ -454,8 +454,9 @@ static int execute(sim *s, ipu_ctx *ctx, const ipu_pkg_op *ops, size_t begin, si
                 return 1;
             sim_end_lives(s, s->phase + 1);
             uint64_t cycles = ipu_profile_host_cycles(&s->p, bytes);
-            record_step(s, op, op->op == IPU_OP_HOST_IN ? "host_in" : "host_out", 0, 0,
-                        s->p.sync_cycles, (sim_exchange_cost){0, 0, 0}, cycles, bytes, 0);
+            if (record_step(s, op, op->op == IPU_OP_HOST_IN ? "host_in" : "host_out", 0, 0, s->p.sync_cycles,
+                            (sim_exchange_cost){0, 0, 0}, cycles, bytes, 0))
+                return 1;
             break;
         }
         case IPU_OP_REPEAT:
@@ -469,7 +470,8 @@ static int execute(sim *s, ipu_ctx *ctx, const ipu_pkg_op *ops, size_t begin, si
                     uint64_t cycles = 0;
                     if (patch_phase(s, op->c, it, &cycles))
                         return 1;
-                    record_step(s, op, "patch", 0, 0, 0, (sim_exchange_cost){0, 0, 0}, 0, 0, cycles);
+                    if (record_step(s, op, "patch", 0, 0, 0, (sim_exchange_cost){0, 0, 0}, 0, 0, cycles))
+                        return 1;
                 }
                 sim_end_lives(s, s->phase);
                 sim_end_lives(s, s->phase + 1);
@@ -506,8 +508,12 @@ static ipu_status execute_program(sim *s, ipu_ctx *ctx, const char *name, const 
         }
         buffers[i].present = 1;
     }
-    json_decref(s->steps);
-    s->steps = json_array();
+    if (s->step_traced != s->traced_count) { /* the traced tiles changed: room for as many per step */
+        free(s->step_tiles);
+        s->step_tiles = NULL;
+        s->step_capacity = 0;
+        s->step_traced = s->traced_count;
+    }
     memset(s->totals, 0, sizeof s->totals);
     s->program = name;
     s->program_base = ops == pkg->main_ops ? (uint32_t)pkg->init_count : 0;
@@ -575,9 +581,52 @@ static ipu_status sim_initialize(void *impl, ipu_ctx *ctx, const ipu_package *pk
     return run_program(s, ctx, "init", pkg->init_ops, pkg->init_count, buffers);
 }
 
-/* The cycle report of the steps run so far in this invocation. */
+/* A compiler op index or a Repeat iteration as JSON, null for none. */
+static json_t *index_json(uint32_t index, uint32_t none)
+{
+    return index == none ? json_null() : json_integer(index);
+}
+
+/* The steps run so far in this invocation, as the cycle report lists them. */
+static json_t *steps_json(const sim *s)
+{
+    json_t *steps = json_array();
+    for (uint64_t i = 0; steps && i < s->step; i++) {
+        const sim_step *p = &s->steps[i];
+        json_t *step = json_pack(
+            "{s:I, s:s, s:s, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I}", "index",
+            (json_int_t)i, "kind", p->kind, "program", p->program, "op", (json_int_t)p->op, "compiler_op",
+            index_json(p->compiler_op, IPU_NO_OP), "exchange_compiler_op",
+            index_json(p->exchange_compiler_op, IPU_NO_OP), "compute", (json_int_t)p->compute, "compute_tile",
+            (json_int_t)p->compute_tile, "sync", (json_int_t)p->sync, "exchange", (json_int_t)p->exchange, "host",
+            (json_int_t)p->host, "control", (json_int_t)p->control, "cycles",
+            (json_int_t)(p->compute + p->sync + p->exchange + p->host + p->control), "phase", (json_int_t)p->phase,
+            "iteration", index_json(p->iteration, IPU_NO_ITERATION), "sent_bytes", (json_int_t)p->sent,
+            "received_bytes", (json_int_t)p->received, "host_bytes", (json_int_t)p->host_bytes);
+        if (step && s->traced_count) {
+            json_t *traced = json_array();
+            for (size_t k = 0; traced && k < s->traced_count; k++)
+                json_array_append_new(traced, json_integer((json_int_t)s->step_tiles[i * s->traced_count + k]));
+            if (json_object_set_new(step, "tile_compute", traced)) {
+                json_decref(step);
+                step = NULL;
+            }
+        }
+        if (json_array_append_new(steps, step)) {
+            json_decref(steps);
+            return NULL;
+        }
+    }
+    return steps;
+}
+
+/* The cycle report of the steps run so far in this invocation; NULL when
+ * out of memory. */
 static json_t *cycle_report(const sim *s)
 {
+    json_t *steps = steps_json(s);
+    if (!steps)
+        return NULL;
     uint64_t cycles = 0;
     for (int i = 0; i < 5; i++)
         cycles += s->totals[i];
@@ -601,12 +650,12 @@ static json_t *cycle_report(const sim *s)
         json_array_append_new(ops, json_integer((json_int_t)op));
         json_array_append_new(cycles_by_op, row);
     }
-    return json_pack("{s:I, s:f, s:f, s:{s:I, s:I, s:I, s:I, s:I}, s:O, s:{s:o, s:o, s:{s:o, s:o}}}", "cycles",
+    return json_pack("{s:I, s:f, s:f, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:{s:o, s:o, s:{s:o, s:o}}}", "cycles",
                      (json_int_t)cycles, "ms", (double)cycles / s->p.clock_hz * 1e3, "clock_hz", s->p.clock_hz,
                      "totals", "compute", (json_int_t)s->totals[SIM_COMPUTE], "sync",
                      (json_int_t)s->totals[SIM_SYNC], "exchange", (json_int_t)s->totals[SIM_EXCHANGE], "host",
                      (json_int_t)s->totals[SIM_HOST], "control", (json_int_t)s->totals[SIM_CONTROL], "steps",
-                     s->steps, "tiles", "compute", compute, "wait", wait, "compute_by_op", "op", ops, "cycles",
+                     steps, "tiles", "compute", compute, "wait", wait, "compute_by_op", "op", ops, "cycles",
                      cycles_by_op);
 }
 

@@ -53,6 +53,17 @@ typedef struct sim_replay {
  * per-byte bits, which are the simulator's coldest memory. */
 #define SIM_CHUNK 512u
 
+/* One executed step of a control op, as the cycle report lists it: the
+ * program, op and compiler ops (IPU_NO_OP: none) it ran, the Repeat
+ * iteration (IPU_NO_ITERATION outside one), its cycles by part, the
+ * slowest computing tile, and the bytes its exchange sent and received and
+ * its host transfer moved. */
+typedef struct sim_step {
+    const char *kind, *program;
+    uint32_t op, compiler_op, exchange_compiler_op, phase, iteration, compute_tile;
+    uint64_t compute, sync, exchange, host, control, sent, received, host_bytes;
+} sim_step;
+
 typedef struct sim_tile {
     uint8_t *mem;       /* SRAM bytes, index = address - sram_base */
     uint64_t *written;  /* one bit per byte: written since load, in the live allocation's life */
@@ -149,8 +160,12 @@ typedef struct sim {
     uint64_t *op_compute;
     size_t op_compute_ops;
     ipu_fault fault; /* the fault that stopped the device */
-    /* The current run's cycle report; each step lists the traced tiles' compute cycles. */
-    json_t *steps;
+    /* The current program's executed steps, made into the cycle report's
+     * JSON only when a report is asked for (sim.c), and for each the traced
+     * tiles' compute cycles (traced_count per step). */
+    sim_step *steps;
+    uint64_t *step_tiles;
+    size_t step_capacity, step_traced; /* step_tiles holds step_traced per step */
     uint32_t traced[IPU_MAX_TRACED_TILES];
     size_t traced_count;
     uint64_t totals[5]; /* compute, sync, exchange, host, control */

@@ -95,12 +95,15 @@ static uint64_t peek_key(ipu_ctx *ctx, const uint8_t *data, size_t size, int hea
 }
 
 /* Peek agrees with the loader: refuses what it refuses, else says the same.
- * Peek is deterministic in the bytes it reads, so an input the loader
- * refused is not peeked when those bytes were peeked before (most mutations
+ * Peek is deterministic in the bytes it reads, and what it is compared with
+ * (the loaded package's tiles, streams and metadata) comes from the same
+ * bytes, so an input is not peeked when those bytes were peeked before in
+ * the same case: loader refused, or loaded and compared (most mutations
  * edit records peek never reads). */
 static void check_peek(ipu_ctx *ctx, const uint8_t *data, size_t size, int header_right, const char *info)
 {
-    if (!info && fuzz_seen_before(peek_key(ctx, data, size, header_right)))
+    uint64_t key[2] = {peek_key(ctx, data, size, header_right), info != NULL};
+    if (fuzz_seen_before(ipu_digest64(key, sizeof key)))
         return;
     peeks++;
     if (input_file < 0 || ftruncate(input_file, 0) || pwrite(input_file, data, size, 0) != (ssize_t)size)
