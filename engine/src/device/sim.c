@@ -47,10 +47,14 @@ static void free_tile_memory(sim *s)
 }
 
 /* Release what was made for the loaded package and grown while running it:
- * per-tile exchange rows, kernel scratch, lives, events, the step records. */
+ * per-tile exchange rows, kernel scratch, lives, events, the step records.
+ * None of it exists while no package is loaded (so a device freed unused
+ * walks none of its tiles). */
 static void sim_unload(void *impl)
 {
     sim *s = impl;
+    if (!s->pkg)
+        return;
     sim_replay_forget(s);
     for (uint32_t t = 0; s->tiles && t < s->p.tiles; t++) {
         sim_tile *tile = &s->tiles[t];
