@@ -280,8 +280,8 @@ def report(result, out):
             print(f"  of {t['package_inputs']:,} inputs, {t['package_checksum_right']:,} had the header's size and "
                   f"checksum right (they reach the section, record and validator checks) and "
                   f"{t['package_loaded']:,} loaded; {t['package_peeked']:,} were read without loading "
-                  f"(for the others peek would have read what it read before, for an input loaded as this "
-                  f"one was or refused as this one was)", file=out)
+                  f"(the rest were not: peek had read the same bytes before, from an input the loader "
+                  f"loaded or refused as it did this one)", file=out)
         if "options_compiled" in t:
             print(f"  {t['options_repeated']:,} inputs repeated options compiled before; "
                   f"{t['options_compiled']:,} compiled to a package within the size limits; "
