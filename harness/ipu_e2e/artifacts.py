@@ -1,11 +1,14 @@
 """Artifacts written atomically: a temporary file in the same folder, flushed
 and synced, then renamed over the target, so an interrupted run never leaves a
-half-written file.
+half-written file.  The target must be a regular file or not yet exist
+(files.replaceable): a device or a FIFO is never replaced.
 """
 import json
 import os
 import tempfile
 from pathlib import Path
+
+from .files import replaceable
 
 
 def _umask():
@@ -16,6 +19,7 @@ def _umask():
 
 def write_bytes(path, data):
     path = Path(path)
+    replaceable(path, "output")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:

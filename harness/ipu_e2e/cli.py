@@ -104,6 +104,8 @@ def execute(args, progress, reports):
             args.workload = "graph"
         profile = profiles.load(ctx, args.device, args.tiles or 0)
         progress.update(f"building {args.graph or args.workload} for {profile['tiles']} tiles")
+    # What a model's values and arrays may claim on the host: what the device holds.
+    args.value_limit = profiles.device_bytes(profile)
     module = WORKLOAD_MODULES[args.workload]
     if args.inject is not None and args.inject not in {m["name"] for m in native.mutations(ctx)}:
         raise UsageError(f"--inject: no mutation is named '{args.inject}' (ipu-e2e-bench mutations --list lists "

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from . import profiles
+from . import files, profiles
 from .runner import DeviceFault
 from .native import INVALID_ARGUMENT, IO, MALFORMED, IpuError
 
@@ -84,6 +84,7 @@ def output_file(args, name):
     flag = f"--{name.replace('_', '-')} {path}"
     if path.is_dir():
         raise UsageError(f"{flag}: is a directory; expected a file path")
+    files.replaceable(path, f"--{name.replace('_', '-')}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as error:

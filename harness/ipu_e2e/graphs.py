@@ -1,20 +1,29 @@
 """Workloads from graph descriptions, on the harness side (`ipu-e2e-test
 --graph FILE`, `--export-graph FILE`).  A description is the JSON document
 the library reads and writes (workloads/description.c); the tensors whose
-values it marks "given" take them from .npy files, one per tensor named
-after it (`<tensor>.npy`, FP32 or FP16, rows x cols, or members x rows x
-cols for a sequence), in the folder --values names (default: the
-description's own name with `.values` for `.json`, beside it).  Every error
+values it marks "given" take them from .npy files, one per tensor (FP32 or
+FP16, rows x cols, or members x rows x cols for a sequence), in the folder
+--values names (default: the description's own name with `.values` for
+`.json`, beside it).  A file is named after its tensor only when the name is a
+plain file name (files.file_name: `<tensor>.npy`; any other name gets a safe
+file name and the folder's tensors.json keeps the tensor's name), so no name
+becomes a path.  A description is at most DESCRIPTION_BYTES, and each array
+exactly its tensor's shape, both checked before they are read.  Every error
 names the file and what is wrong, and exits 2.
 """
 import array
-import json
+import os
 import struct
 from pathlib import Path
 
-from . import artifacts, npy
+from . import artifacts, files, npy
 from .command import UsageError
 from .native import INVALID_ARGUMENT, IpuError, Workload
+
+
+# A description holds names and shapes, not values: 32 MiB is about 200,000 tensors, far more than
+# any model's graph has, and parses in well under a second.
+DESCRIPTION_BYTES = 32 << 20
 
 
 def values_folder(path, values=None):
@@ -24,15 +33,7 @@ def values_folder(path, values=None):
 
 def load(path):
     """The description at path, parsed (not yet checked by the library)."""
-    try:
-        text = path.read_text()
-    except UnicodeDecodeError:
-        raise UsageError(f"--graph {path}: not a text file (a graph description is JSON)") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise UsageError(f"--graph {path}: not JSON: {error.msg} (line {error.lineno}, column {error.colno})") \
-            from None
+    return files.read_json(path, "--graph", DESCRIPTION_BYTES)
 
 
 def given_values(workload, folder):
@@ -41,13 +42,13 @@ def given_values(workload, folder):
         if tensor.get("values") != "given":
             continue
         name, members = tensor["name"], tensor["sequence"]
-        path = folder / f"{name}.npy"
-        if not path.is_file():
+        path = folder / files.file_name(name, ".npy")
+        if not os.path.lexists(path):
             raise UsageError(f"{path}: missing: tensor '{name}' takes given values ({members} x "
                              f"{tensor['rows']} x {tensor['cols']} floats)")
-        dtype, shape, data = npy.read_npy(path)
         rows, cols = tensor["rows"], tensor["cols"]
         expected = (members, rows, cols) if members > 1 else (rows, cols)
+        dtype, shape, data = npy.read_npy(path, "--values", limit=members * rows * cols * 4)
         if shape not in ((rows, cols) if members == 1 else (), (members, rows, cols)) or dtype == "uint8":
             raise UsageError(f"{path}: a {dtype} array of shape {shape}; tensor '{name}' takes float32 or float16 "
                              f"values of shape {expected}")
@@ -61,13 +62,16 @@ def given_values(workload, folder):
 
 def workload(ctx, path, values=None):
     """The workload of the description at path, its given values set."""
+    folder = values_folder(path, values)
+    if values and not folder.is_dir():
+        raise UsageError(f"--values {folder}: {'no such folder' if not folder.exists() else 'not a folder'}")
     try:
         built = Workload(ctx, {"workload": "graph", "graph": load(path)})
     except IpuError as error:
         if error.status != INVALID_ARGUMENT:
             raise
         raise UsageError(f"--graph {path}: {error.message}") from None
-    given_values(built, values_folder(path, values))
+    given_values(built, folder)
     return built
 
 
@@ -76,9 +80,11 @@ def export(workload, path):
     values beside it, as workload() reads them back."""
     info = workload.info()
     folder = values_folder(path)
-    for tensor in info["tensors"]:
-        if tensor.get("values") == "given":
-            members, shape = tensor["sequence"], (tensor["rows"], tensor["cols"])
-            npy.write_npy(folder / f"{tensor['name']}.npy", workload.values(tensor["name"]), "float32",
-                          (members,) + shape if members > 1 else shape)
+    given = [t for t in info["tensors"] if t.get("values") == "given"]
+    for tensor in given:
+        members, shape = tensor["sequence"], (tensor["rows"], tensor["cols"])
+        npy.write_npy(folder / files.file_name(tensor["name"], ".npy"), workload.values(tensor["name"]), "float32",
+                      (members,) + shape if members > 1 else shape)
+    if given:
+        artifacts.write_json(folder / files.MANIFEST, files.manifest([t["name"] for t in given]))
     artifacts.write_json(path, info)

@@ -14,11 +14,14 @@ selection of a tensor's elements is read out of the device's output the
 same way.  The check against expected outputs uses the output check's
 criteria for an FP32 reference.  Errors name the file and exit 2.
 """
+import math
+import os
+import re
 import time
 
 import numpy as np
 
-from . import tolerances
+from . import files, npy, tolerances
 from .command import UsageError
 from .native import INVALID_ARGUMENT, IpuError, Workload, check_outputs
 
@@ -37,34 +40,84 @@ def beside(model, what):
     return model.with_name(f"{model.stem}.{what}.npy")
 
 
-def read_array(path):
-    """An array from a .pb TensorProto or a .npy file."""
+# What an array a model reads may hold (.npy descrs and TensorProto types): real floats and integers.
+NPY_DESCRS = {f"{order}{kind}{size}": f"{name}{8 * size}" for kind, name, sizes in
+              (("f", "float", (2, 4, 8)), ("i", "int", (1, 2, 4, 8)), ("u", "uint", (1, 2, 4, 8)))
+              for size in sizes for order in ("<", ">", "|")}
+PB_TYPES = {1: "float32", 10: "float16", 11: "float64", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32",
+            7: "int64", 12: "uint32", 13: "uint64"}
+ARRAY_FILE = re.compile(r"(input|output)_(\d{1,6})\.pb")
+
+
+def read_array(path, what, limit):
+    """(array, the name a .pb TensorProto gives it or '') of a .npy file or a .pb TensorProto holding
+    real floats or integers, at most `limit` bytes: sizes checked before the data is read."""
     if path.suffix == ".npy":
-        try:
-            return np.load(path, allow_pickle=False)
-        except (ValueError, OSError) as error:
-            raise UsageError(f"{path}: not a .npy array ({error})") from None
+        dtype, shape, data = npy.read_npy(path, what, limit, NPY_DESCRS)
+        return np.frombuffer(data, dtype=dtype).reshape(shape), ""
+    if path.suffix != ".pb":
+        raise UsageError(f"{what} {path}: expected a .npy array or a .pb TensorProto (by its suffix)")
     import onnx
     from onnx import numpy_helper
+    data = files.read_bytes(path, what, 16 * limit + (1 << 20))  # an integer's varint takes up to 10 bytes
     tensor = onnx.TensorProto()
     try:
-        tensor.ParseFromString(path.read_bytes())
-        return numpy_helper.to_array(tensor)
-    except Exception as error:  # protobuf's DecodeError, a tensor numpy cannot hold
-        raise UsageError(f"{path}: not an ONNX TensorProto ({type(error).__name__})") from None
+        tensor.ParseFromString(data)
+    except Exception as error:  # protobuf's DecodeError
+        raise UsageError(f"{what} {path}: not an ONNX TensorProto ({type(error).__name__})") from None
+    where = f"{what} {path}: tensor '{tensor.name}'"
+    dims = list(tensor.dims)
+    if tensor.data_type not in PB_TYPES:
+        raise UsageError(f"{where} has ONNX data type {tensor.data_type}; expected real floats or integers "
+                         f"({', '.join(sorted(set(PB_TYPES.values())))})")
+    count = math.prod(dims) if all(d >= 0 for d in dims) else -1
+    if count < 0 or count * np.dtype(PB_TYPES[tensor.data_type]).itemsize > limit:
+        raise UsageError(f"{where} has dims {dims}; expected non-negative dims of at most {limit:,} bytes")
+    if tensor.data_location == onnx.TensorProto.EXTERNAL:
+        raise UsageError(f"{where} keeps its data in an external file; an input file holds its own data")
+    try:
+        return numpy_helper.to_array(tensor), tensor.name
+    except Exception as error:  # data that does not fill the dims
+        raise UsageError(f"{where}: its data does not hold dims {dims} ({type(error).__name__})") from None
 
 
-def arrays(paths, names, what):
-    """{name: array} from the paths given, in order; a folder holds <what>_N.pb."""
+def arrays(paths, names, what, limit, shapes):
+    """{name: array} from the paths given, in order, each of the shape `shapes` gives its name (a tuple of
+    sizes, None where the model leaves one open, or None: any); a folder holds <what>_N.pb."""
+    flag = f"--{what}s" if what == "input" else "--expected"
     if len(paths) == 1 and paths[0].is_dir():
         folder = paths[0]
-        paths = sorted(folder.glob(f"{what}_*.pb"), key=lambda p: int(p.stem.split("_")[-1]))
-        if len(paths) != len(names):
-            raise UsageError(f"{folder}: {len(paths)} {what}_N.pb files for the model's {len(names)} {what}s "
-                             f"({', '.join(names)})")
+        found = {int(m.group(2)): folder / m.group(0) for m in map(ARRAY_FILE.fullmatch, os.listdir(folder))
+                 if m and m.group(1) == what}
+        paths = [found[k] for k in sorted(found)]
+        if len(paths) != len(names) or sorted(found) != list(range(len(names))):
+            raise UsageError(f"{flag} {folder}: {what}_N.pb files numbered {sorted(found)} for the model's "
+                             f"{len(names)} {what}s ({', '.join(names)}); expected 0 to {len(names) - 1}")
     elif len(paths) != len(names):
-        raise UsageError(f"{len(paths)} {what} files for the model's {len(names)} {what}s ({', '.join(names)})")
-    return {name: read_array(path) for name, path in zip(names, paths)}
+        raise UsageError(f"{flag}: {len(paths)} files for the model's {len(names)} {what}s ({', '.join(names)})")
+    given = {}
+    for name, path in zip(names, paths):
+        array, recorded = read_array(path, flag, limit)
+        where = f"{flag} {path}"
+        if recorded and recorded != name:
+            raise UsageError(f"{where} holds tensor '{recorded}'; the model's {what} in its place is '{name}'")
+        want = shapes.get(name)
+        if want is not None and (len(want) != array.ndim or any(w not in (None, d) for w, d in zip(want, array.shape))):
+            raise UsageError(f"{where}: an array of shape {array.shape}; the model's {what} '{name}' has shape "
+                             f"{tuple('?' if w is None else w for w in want)}")
+        if array.dtype.kind == "f" and not np.isfinite(array).all():
+            bad = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
+            raise UsageError(f"{where}: element {bad} is {array[bad]}; expected finite values")
+        given[name] = array
+    return given
+
+
+def declared_shape(value_info):
+    """The shape an ONNX graph input or output declares: sizes, None for an open one; None without a shape."""
+    kind = value_info.type.tensor_type
+    if not kind.HasField("shape"):
+        return None
+    return tuple(d.dim_value if d.HasField("dim_value") else None for d in kind.shape.dim)
 
 
 class Model:
@@ -73,23 +126,27 @@ class Model:
     def __init__(self, ctx, args):
         started = time.perf_counter()
         onnx_import = onnx_modules()
+        limit = args.value_limit
         try:
-            model = onnx_import.load_model(args.model)
+            model = onnx_import.load_model(args.model, limit)
         except onnx_import.ModelError as error:
             raise UsageError(str(error)) from None
-        graph_inputs = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+        initialized = {t.name for t in model.graph.initializer}
+        graph_inputs = [i.name for i in model.graph.input if i.name not in initialized]
         outputs = [o.name for o in model.graph.output]
+        shapes = {v.name: declared_shape(v) for v in list(model.graph.input) + list(model.graph.output)}
         inputs, expected_paths = args.inputs, args.expected
         if not inputs and beside(args.model, "input").is_file():  # as ipu-e2e-export-model writes them
             inputs = [beside(args.model, "input")]
             expected_paths = expected_paths or ([beside(args.model, "expected")]
                                                 if beside(args.model, "expected").is_file() else None)
         self.files = {"inputs": [str(p) for p in inputs or []], "expected": [str(p) for p in expected_paths or []]}
-        given = arrays(inputs, graph_inputs, "input") if inputs else self.generated(model, graph_inputs, args.seed)
+        given = arrays(inputs, graph_inputs, "input", limit, shapes) if inputs else \
+            self.generated(model, graph_inputs, args.seed, limit)
         folder = inputs[0] if inputs and inputs[0].is_dir() else None
         expected_paths = expected_paths or ([folder] if folder and any(folder.glob("output_*.pb")) else [])
-        self.expected = arrays(expected_paths, outputs, "output") if expected_paths else {}
-        importer = onnx_import.Importer(model, args.precision, args.model.stem, given)
+        self.expected = arrays(expected_paths, outputs, "output", limit, shapes) if expected_paths else {}
+        importer = onnx_import.Importer(model, args.precision, args.model.stem, given, limit)
         try:
             description = importer.run()
         except (onnx_import.Unsupported, onnx_import.ModelError) as error:
@@ -110,7 +167,7 @@ class Model:
                 data = np.where(picks >= 0, flat[np.maximum(picks, 0)], np.float32(0))  # -1: a zero row
                 self.workload.set_values(name, data.astype(np.float32).tobytes())
 
-    def generated(self, model, names, seed):
+    def generated(self, model, names, seed, limit):
         """Standard normal values (numpy, seeded) for the model's float inputs, in the model's own
         shapes: the host lays them out as it would given ones (a class token's zero rows stay zero)."""
         from . import onnx_import
@@ -120,7 +177,7 @@ class Model:
             if given.type.tensor_type.elem_type not in onnx_import.ONNX_FLOAT:
                 continue  # an integer input is a constant the importer asks --inputs for
             try:
-                shape = onnx_import.Importer.static_shape(given)
+                shape = onnx_import.Importer.static_shape(given, limit)
             except onnx_import.ModelError as error:
                 raise UsageError(f"--model {model.graph.name or 'the model'}: {error}") from None
             values[given.name] = rng.standard_normal(shape).astype(np.float32)

@@ -1,13 +1,16 @@
 """NumPy .npy files written and read with the standard library only (the
 harness does not depend on numpy): format version 1.0, little-endian, C order,
 for float32, float16 and uint8 arrays (uint8 holds raw FP8 codes: F143/F152 bytes as the
-device stores them).  The data arrives as bytes in the host's byte order (as
+device stores them); read_npy takes other plain numeric descrs when asked.  A file
+read is checked (its header bounded, its data size against its shape) before its
+data is read.  The data arrives as bytes in the host's byte order (as
 the library returns them) and is written atomically through
 artifacts.write_bytes.  The header is the magic string, the version, a 2-byte
 little-endian header length and a Python-literal dict padded with spaces to a
 multiple of 64 bytes and ended by a newline, as numpy.lib.format writes it.
 """
 import ast
+import os
 import sys
 
 from .artifacts import write_bytes
@@ -68,32 +71,69 @@ def write_npy(path, data, dtype, shape):
     write_bytes(path, npy_bytes(data, dtype, shape))
 
 
-def read_npy(path):
-    """(dtype name, shape, host-order bytes) of the .npy file at `path`: format
-    1.0 to 3.0, C order, a dtype of DTYPES (float32, float16 or uint8, either
-    byte order); ValueError naming the file and what is wrong otherwise."""
-    raw = path.read_bytes()
-    if raw[:6] != MAGIC or len(raw) < 10 or raw[6] not in (1, 2, 3):
-        raise ValueError(f"{path}: not a .npy file (format 1.0 to 3.0)")
-    length, start = (int.from_bytes(raw[8:10], "little"), 10) if raw[6] == 1 else \
-        (int.from_bytes(raw[8:12], "little"), 12)
+# A header of format 2.0 or 3.0 may claim 4 GiB; numpy writes about 128 bytes.
+HEADER_BYTES = 1 << 16
+# The descr of each dtype read_npy returns by default, and its name.
+FLOAT_DESCRS = {"<f4": "float32", ">f4": "float32", "<f2": "float16", ">f2": "float16", "|u1": "uint8"}
+
+
+def _either(names):
+    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+
+
+def read_header(handle, where):
+    """(descr, fortran_order, shape, offset of the data) of the .npy file open as `handle`: format 1.0
+    to 3.0, the header a dict of exactly descr, fortran_order and shape, shape a tuple of non-negative
+    ints; ValueError naming `where` otherwise."""
+    prefix = handle.read(12)
+    if prefix[:6] != MAGIC or len(prefix) < 10 or prefix[6] not in (1, 2, 3):
+        raise ValueError(f"{where}: not a .npy file (format 1.0 to 3.0)")
+    length, start = (int.from_bytes(prefix[8:10], "little"), 10) if prefix[6] == 1 else \
+        (int.from_bytes(prefix[8:12], "little"), 12)
+    if length > HEADER_BYTES:
+        raise ValueError(f"{where}: a .npy header of {length:,} bytes (at most {HEADER_BYTES:,} are read)")
+    handle.seek(start)
+    text = handle.read(length)
     try:
-        header = ast.literal_eval(raw[start:start + length].decode("latin1"))
-        descr, fortran, shape = header["descr"], header["fortran_order"], tuple(header["shape"])
-    except (ValueError, SyntaxError, KeyError, TypeError, MemoryError, RecursionError):
-        raise ValueError(f"{path}: the .npy header is not a dict with descr, fortran_order and shape") from None
-    names = {"<f4": "float32", ">f4": "float32", "<f2": "float16", ">f2": "float16", "|u1": "uint8"}
-    if descr not in names or fortran is not False or not all(isinstance(d, int) and d >= 0 for d in shape):
-        raise ValueError(f"{path}: an array of {descr!r} in {'Fortran' if fortran else 'C'} order with shape "
-                         f"{shape}; expected C order and float32, float16 or uint8")
-    size = DTYPES[names[descr]][1]
-    count = 1
-    for d in shape:
-        count *= d
-    data = raw[start + length:]
-    if len(data) != count * size:
-        raise ValueError(f"{path}: {len(data)} bytes of data for shape {shape} of {descr} ({count * size} "
-                         f"expected)")
+        header = ast.literal_eval(text.decode("latin1"))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        header = None
+    if not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"}:
+        raise ValueError(f"{where}: the .npy header is not a dict with descr, fortran_order and shape")
+    descr, fortran, shape = header["descr"], header["fortran_order"], header["shape"]
+    if not isinstance(descr, str):
+        raise ValueError(f"{where}: an array of a structured dtype ({str(descr)[:80]}); expected plain numbers")
+    if not isinstance(shape, tuple) or not all(type(d) is int and d >= 0 for d in shape):
+        raise ValueError(f"{where}: the .npy shape {str(shape)[:80]} is not a tuple of non-negative integers")
+    return descr, fortran, shape, start + length
+
+
+def read_npy(path, what=None, limit=None, descrs=None):
+    """(dtype name, shape, host-order bytes) of the .npy file at `path`: format 1.0 to 3.0, C order, a
+    descr of `descrs` ({descr: name}, default FLOAT_DESCRS: float32, float16 or uint8, either byte
+    order).  The file is a regular file (files.open_regular) whose data is exactly what its header's
+    shape needs, at most `limit` bytes: checked before the data is read.  ValueError naming the file
+    (after `what`, a flag) and what is wrong otherwise."""
+    from .files import open_regular
+    where = f"{what} {path}" if what else str(path)
+    descrs = descrs or FLOAT_DESCRS
+    with open_regular(path, what or "file") as handle:
+        descr, fortran, shape, offset = read_header(handle, where)
+        if descr not in descrs or fortran is not False:
+            raise ValueError(f"{where}: an array of {descr!r} in {'Fortran' if fortran else 'C'} order with "
+                             f"shape {shape}; expected C order and {_either(list(dict.fromkeys(descrs.values())))}")
+        size = int(descr[2:])
+        count = 1
+        for d in shape:
+            count *= d
+        stored = os.fstat(handle.fileno()).st_size - offset
+        if stored != count * size:
+            raise ValueError(f"{where}: {stored:,} bytes of data for shape {shape} of {descr} ({count * size:,} "
+                             f"expected)")
+        if limit is not None and count * size > limit:
+            raise ValueError(f"{where}: shape {shape} of {descr} is {count * size:,} bytes; at most {limit:,} "
+                             f"are read")
+        data = handle.read(count * size)
     if size > 1 and (descr[0] == ">") == (sys.byteorder == "little"):
         data = _swap(data, size)
-    return names[descr], shape, data
+    return descrs[descr], shape, data

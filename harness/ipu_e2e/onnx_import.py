@@ -37,18 +37,27 @@ Precision (`--precision`): fp8 gives the built-in ViT's types (weights F143
 with scale -4, every activation that a matmul reads cast to F143 with scale
 -2 first, as `<name>_f8`; FP16 elsewhere), fp16 all FP16.
 """
-import json
 import math
+import os
 import re
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from . import files
 from .onnx_views import View, ViewError
+from .profiles import C600_BYTES as DEVICE_BYTES
 
 OPSETS = range(13, 18)
+MODEL_BYTES = (2 << 30) - 1  # protobuf's own limit on a message
+# What an unexpected error inside an op handler means: the node's inputs or attributes are not what its
+# op takes (an index out of range, shapes that do not fit); reported naming the node, never a traceback.
+NODE_ERRORS = (ArithmeticError, AttributeError, IndexError, KeyError, TypeError, ValueError, ViewError)
 WEIGHT_SCALE, ACT_SCALE = -4, -2
+# The library's name limits, in bytes of UTF-8: a workload's name (char[32]) and a tensor's (IPU_IR_NAME 64,
+# engine/src/ir/ir.h), each with its terminating zero.
+WORKLOAD_NAME_BYTES, TENSOR_NAME_BYTES = 31, 63
 # What the importer takes, as the unsupported-op message lists it.
 SUPPORTED = ("MatMul and Gemm with constant weights (and their bias Add); Conv with its stride as its kernel on "
              "a model input (a patch embedding) and constant rows concatenated before its tokens (a class "
@@ -141,16 +150,24 @@ def gelu_erf(x):
     return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
 
 
+def utf8_prefix(text, limit):
+    """The longest prefix of text whose UTF-8 takes at most `limit` bytes, cut on a character boundary (the
+    library counts a name's bytes, not its characters); a character UTF-8 cannot encode (a file name's
+    undecodable byte) becomes '?'."""
+    return text.encode("utf-8", "replace")[:limit].decode("utf-8", "ignore")
+
+
 SAMPLES = np.linspace(-6, 6, 97)
 
 
 class Importer:
-    def __init__(self, model, precision="fp8", name=None, given_inputs=None):
-        self.model, self.precision = model, precision
+    def __init__(self, model, precision="fp8", name=None, given_inputs=None, limit=DEVICE_BYTES):
+        self.model, self.precision, self.limit = model, precision, limit
         self.given_inputs = given_inputs or {}
         self.name = name or model.graph.name or "model"
         self.values = {}                        # ONNX value name -> constant, Tensor, Pointwise, Mean, Normalized
         self.tensors, self.ops, self.params = [], [], {}
+        self.entries, self.readers = {}, {}     # tensor name -> its entry; -> how many ops read it
         self.names, self.producer, self.casts = set(), {}, {}
         self.host_inputs, self.readouts = {}, {}
         self.ops_repeat, self.iterations = None, 0
@@ -170,11 +187,12 @@ class Importer:
     # ---- the graph being written ---------------------------------------
 
     def unique(self, name):
-        name = re.sub(r"[^A-Za-z0-9_.:/-]", "_", name)[-63:] or "t"
+        # Every character kept is ASCII (one byte of UTF-8), so cutting characters keeps the library's byte limit.
+        name = re.sub(r"[^A-Za-z0-9_.:/-]", "_", name)[-TENSOR_NAME_BYTES:] or "t"
         base, n = name, 1
         while name in self.names:
             n += 1
-            name = base[:63 - len(str(n)) - 1] + f"~{n}"
+            name = base[:TENSOR_NAME_BYTES - len(str(n)) - 1] + f"~{n}"
         self.names.add(name)
         return name
 
@@ -195,27 +213,35 @@ class Importer:
         if values is not None:
             self.params[name] = np.ascontiguousarray(np.asarray(values, dtype=np.float32).reshape(int(rows), int(cols)))
         self.tensors.append(entry)
+        self.entries[name] = entry
         return name
 
     def entry(self, name):
-        return next(t for t in self.tensors if t["name"] == name)
+        return self.entries[name]
 
     def shape_of(self, name):
         t = self.entry(name)
         return t["rows"], t["cols"]
 
     def op(self, kind, inputs, output, **fields):
-        self.ops.append({"op": kind, "inputs": list(inputs), "output": output, **fields})
+        self.ops.append({"op": kind, "inputs": [], "output": output, **fields})
+        for name in inputs:
+            self.add_input(self.ops[-1], name)
         self.producer[output] = len(self.ops) - 1
 
+    def add_input(self, op, name):
+        op["inputs"].append(name)
+        self.readers[name] = self.readers.get(name, 0) + 1
+
     def read_by_ops(self, tensor):
-        return any(tensor in op["inputs"] for op in self.ops)
+        return self.readers.get(tensor, 0) > 0
 
     def rename(self, old, new):
         """Give a tensor no op reads yet its final name (a matmul's output once its bias is found)."""
         new = self.unique(new)
         self.names.discard(old)
-        self.entry(old)["name"] = new
+        self.entries[new] = self.entries.pop(old)
+        self.entries[new]["name"] = new
         self.ops[self.producer[old]]["output"] = new
         self.producer[new] = self.producer.pop(old)
         for value in self.values.values():
@@ -335,7 +361,7 @@ class Importer:
         if opset not in OPSETS:
             raise ModelError(f"opset {opset}: the importer reads opsets 13 to 17")
         for init in graph.initializer:
-            self.values[init.name] = self.array(numpy_helper.to_array(init), init.data_type)
+            self.values[init.name] = self.initializer(init)
         weights = self.weight_inputs()
         for given in graph.input:
             if given.name in self.values:
@@ -349,7 +375,7 @@ class Importer:
                 value = np.asarray(self.given_inputs[given.name])
                 self.values[given.name] = value.astype(np.float32) if floating else value
                 continue
-            shape = self.static_shape(given)
+            shape = self.static_shape(given, self.limit)
             rows, cols = (int(np.prod(shape[:-1])), shape[-1]) if shape else (1, 1)
             name = self.tensor(given.name, rows, cols, "input")
             self.host_inputs[name] = (given.name, np.arange(rows * cols, dtype=np.int64).reshape(rows, cols))
@@ -361,14 +387,16 @@ class Importer:
         kept = {self.ops_repeat["carried_init"]} if self.ops_repeat else set()
         for name in [n for n in self.host_inputs if not self.read_by_ops(n) and n not in kept]:
             del self.host_inputs[name]
-            self.tensors.remove(self.entry(name))
+            self.tensors.remove(self.entries.pop(name))
         # A model this project exported keeps the name and options its package records.
         props = {p.key: p.value for p in self.model.metadata_props}
         name = props.get("ipu-e2e.workload", self.name)
-        options = json.loads(props["ipu-e2e.options"]) if "ipu-e2e.options" in props else \
-            {"model": self.name, "precision": self.precision}
-        return {"format": "ipu-e2e-graph", "version": 1, "name": name[:31], "seed": 0, "options": options,
-                "tensors": self.tensors, "ops": self.ops, "repeat": self.ops_repeat}
+        options = files.parse_json(props["ipu-e2e.options"], "the model's metadata 'ipu-e2e.options'") \
+            if "ipu-e2e.options" in props else {"model": self.name, "precision": self.precision}
+        if not isinstance(options, dict) or not isinstance(name, str):
+            raise ModelError("the model's metadata 'ipu-e2e.options' must be a JSON object")
+        return {"format": "ipu-e2e-graph", "version": 1, "name": utf8_prefix(name, WORKLOAD_NAME_BYTES), "seed": 0,
+                "options": options, "tensors": self.tensors, "ops": self.ops, "repeat": self.ops_repeat}
 
     def visit(self, node):
         if node.domain not in ("", "ai.onnx"):
@@ -376,27 +404,74 @@ class Importer:
         handler = getattr(self, f"op_{node.op_type}", None)
         if handler is None:
             raise Unsupported(node, "not an op the importer knows")
-        outputs = handler(node)
+        try:
+            outputs = handler(node)
+        except (Unsupported, ModelError):
+            raise
+        except NODE_ERRORS as error:
+            raise ModelError(f"node '{node.name or (node.output[0] if node.output else '?')}' ({node.op_type}): "
+                             f"its inputs or attributes are not what {node.op_type} takes "
+                             f"({type(error).__name__}: {str(error)[:200]})") from None
         for name, value in zip(node.output, outputs if isinstance(outputs, list) else [outputs]):
             if name:
                 if isinstance(value, Pointwise):
                     value.name = name
                 self.values[name] = value
 
+    def initializer(self, init):
+        """An initializer's values, its dims checked against its data and what the device holds."""
+        if init.data_type not in onnx.mapping.TENSOR_TYPE_TO_NP_TYPE or init.data_type == onnx.TensorProto.STRING:
+            raise ModelError(f"initializer '{init.name}': ONNX data type {init.data_type} is not numeric")
+        dims = list(init.dims)
+        if any(d < 0 for d in dims) or math.prod(dims) * 4 > self.limit:
+            raise ModelError(f"initializer '{init.name}': dims {dims}; expected non-negative dims of at most "
+                             f"{self.limit // 4:,} values (what the device holds)")
+        try:
+            return self.array(numpy_helper.to_array(init), init.data_type)
+        except (TypeError, ValueError) as error:
+            raise ModelError(f"initializer '{init.name}': its data does not hold dims {dims} "
+                             f"({type(error).__name__})") from None
+
     @staticmethod
     def array(value, data_type):
         return value.astype(np.float32) if data_type in ONNX_FLOAT else value
 
     @staticmethod
-    def static_shape(value_info):
+    def static_shape(value_info, limit=DEVICE_BYTES):
+        """The static shape of a model input of FP32 values, checked against what the device holds."""
         kind = value_info.type.tensor_type
         dims = []
         for d in kind.shape.dim:
-            if not d.HasField("dim_value") or d.dim_value <= 0:
+            if not d.HasField("dim_value") or d.dim_value < 0:
                 raise ModelError(f"input '{value_info.name}' has a dimension '{d.dim_param or '?'}' without a "
                                  f"static size")
+            if d.dim_value == 0:
+                raise ModelError(f"input '{value_info.name}' has a dimension of 0 (an empty input)")
             dims.append(d.dim_value)
+        if math.prod(dims) * 4 > limit:
+            raise ModelError(f"input '{value_info.name}' of shape {tuple(dims)} is {math.prod(dims) * 4:,} bytes of "
+                             f"FP32 values; the device holds {limit:,}")
         return tuple(dims)
+
+    def claim(self, node, shape, itemsize=8):
+        """Refuse a constant of `shape` (items of `itemsize` bytes) the node would compute when it is larger
+        than the device holds, before it is allocated."""
+        dims = [int(d) for d in shape]
+        if any(d < 0 for d in dims):
+            raise ModelError(f"node '{node.name or node.output[0]}' ({node.op_type}): a negative dimension in "
+                             f"shape {tuple(dims)}")
+        if math.prod(dims) * itemsize > self.limit:
+            raise ModelError(f"node '{node.name or node.output[0]}' ({node.op_type}): a constant of shape "
+                             f"{tuple(dims)} ({math.prod(dims):,} values) is larger than the device holds "
+                             f"({self.limit:,} bytes)")
+        return tuple(dims)
+
+    def axis(self, node, a, rank, what="axis"):
+        """An axis attribute or input in -rank..rank-1, as a non-negative axis."""
+        if not -rank <= int(a) < max(rank, 1):
+            raise ModelError(f"node '{node.name or node.output[0]}' ({node.op_type}): {what} {int(a)} is out of "
+                             f"range for rank {rank} (expected {-rank}..{rank - 1})")
+        return int(a) % max(rank, 1)
 
     def weight_inputs(self):
         """Graph inputs read where the importer needs a constant: a weight, a bias, a LayerNorm's scale or bias."""
@@ -463,8 +538,12 @@ class Importer:
         return f(*inputs)
 
     def op_Constant(self, node):
+        if len(node.attribute) != 1:
+            raise ModelError(f"node '{node.name or node.output[0]}' (Constant): {len(node.attribute)} attributes; "
+                             f"a Constant has one")
         a = node.attribute[0]
         if a.name == "value":
+            self.claim(node, a.t.dims, 8)
             return self.array(numpy_helper.to_array(a.t), a.t.data_type)
         kinds = {"value_float": np.float32, "value_floats": np.float32, "value_int": np.int64, "value_ints": np.int64}
         if a.name not in kinds:
@@ -489,29 +568,45 @@ class Importer:
     def op_ConstantOfShape(self, node):
         value = self.attr(node, "value")
         fill = numpy_helper.to_array(value).reshape(-1)[0] if value is not None else np.float32(0)
-        return self.folded(node, lambda shape: np.full(tuple(int(d) for d in shape), fill), "a non-constant shape")
+        return self.folded(node, lambda shape: np.full(self.claim(node, shape.reshape(-1)), fill), "a non-constant shape")
 
     def op_Cast(self, node):
         x, to = self.value(node, 0), self.attr(node, "to")
+        if to not in onnx.mapping.TENSOR_TYPE_TO_NP_TYPE or to in (onnx.TensorProto.STRING,):
+            raise ModelError(f"node '{node.name or node.output[0]}' (Cast): 'to' {to} is not an ONNX numeric type")
         if isinstance(x, np.ndarray):
             return x.astype(onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[to])
         if to not in ONNX_FLOAT:
             raise Unsupported(node, "a cast of a tensor to a type that is not floating point")
         return x
 
+    def broadcast(self, node, f):
+        """f of constant inputs broadcast together, its size checked first."""
+        def checked(*inputs):
+            self.claim(node, np.broadcast_shapes(*(x.shape for x in inputs)))
+            return f(*inputs)
+        return checked
+
     def op_Equal(self, node):
-        return self.folded(node, np.equal, "a comparison of tensors (only of constants)")
+        return self.folded(node, self.broadcast(node, np.equal), "a comparison of tensors (only of constants)")
 
     def op_Where(self, node):
-        return self.folded(node, np.where, "a selection between tensors (only between constants)")
+        return self.folded(node, self.broadcast(node, np.where), "a selection between tensors (only between constants)")
 
     def op_Range(self, node):
-        return self.folded(node, np.arange, "a range with bounds that are not constants")
+        def arange(start, limit, delta):
+            if any(v.size != 1 for v in (start, limit, delta)) or float(delta) == 0:
+                raise ModelError(f"node '{node.name or node.output[0]}' (Range): start, limit and delta must be "
+                                 f"scalars and delta not 0")
+            self.claim(node, (max(math.ceil((float(limit) - float(start)) / float(delta)), 0),))
+            return np.arange(start.reshape(()), limit.reshape(()), delta.reshape(()))
+        return self.folded(node, arange, "a range with bounds that are not constants")
 
     def op_Concat(self, node):
         axis = self.attr(node, "axis")
         parts = [self.value(node, k) for k in range(len(node.input))]
         if all(isinstance(p, np.ndarray) for p in parts):
+            self.claim(node, (sum(p.size for p in parts),))
             return np.concatenate(parts, axis=axis)
         if len(parts) == 2 and isinstance(parts[0], np.ndarray) and isinstance(parts[1], Tensor):
             return self.prepend_rows(node, parts[0], parts[1], axis)
@@ -533,7 +628,7 @@ class Importer:
         host = self.ops[self.producer[source]]["inputs"][0] if source in self.producer and \
             self.ops[self.producer[source]]["op"] == "cast" else source
         if len(shape) != 3 or axis != 1 or not whole or host not in self.host_inputs or self.read_by_ops(tensor) or \
-                sum(host in op["inputs"] for op in self.ops) != 1 or len(rows_before.shape) != 3:
+                self.readers.get(host) != 1 or len(rows_before.shape) != 3:
             raise Unsupported(node, "a concatenation of constant rows with a tensor that is not a whole matmul "
                                     "result of a host-laid input (a patch embedding)")
         images, tokens, width = shape
@@ -553,8 +648,10 @@ class Importer:
         return Shifted(grown, shift)
 
     def op_Expand(self, node):
-        return self.folded(node, lambda x, shape: x * np.ones(tuple(int(d) for d in shape), dtype=x.dtype),
-                           "an expansion of a tensor (only of constants)")
+        def expand(x, shape):
+            shape = self.claim(node, np.broadcast_shapes(x.shape, self.claim(node, shape.reshape(-1))))
+            return np.broadcast_to(x, shape).copy()
+        return self.folded(node, expand, "an expansion of a tensor (only of constants)")
 
     def reshape(self, node, x, shape):
         if isinstance(x, np.ndarray):
@@ -569,19 +666,30 @@ class Importer:
         for i, d in enumerate(new):
             if d == 0 and not self.attr(node, "allowzero", 0):
                 new[i] = old[i]
+        known = math.prod(d for d in new if d != -1)
+        if new.count(-1) > 1 or any(d < -1 for d in new) or (-1 in new and known == 0):
+            raise ModelError(f"node '{node.name or node.output[0]}' (Reshape): shape {shape.tolist()} for an input "
+                             f"of shape {tuple(old)}")
         if -1 in new:
-            new[new.index(-1)] = int(np.prod(old)) // max(1, int(np.prod([d for d in new if d != -1])))
+            new[new.index(-1)] = math.prod(old) // known
+        if math.prod(new) != math.prod(old):
+            raise ModelError(f"node '{node.name or node.output[0]}' (Reshape): shape {shape.tolist()} does not hold "
+                             f"the {math.prod(old):,} values of shape {tuple(old)}")
         return self.reshape(node, x, tuple(new))
 
     def op_Flatten(self, node):
         x = self.value(node, 0)
         shape = self.shape(node, x)
-        axis = self.attr(node, "axis", 1) % (len(shape) + 1)
+        axis = self.axis(node, self.attr(node, "axis", 1), len(shape) + 1)
         return self.reshape(node, x, (int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))))
 
     def op_Transpose(self, node):
         x = self.value(node, 0)
-        perm = self.attr(node, "perm", list(reversed(range(len(self.shape(node, x))))))
+        rank = len(self.shape(node, x))
+        perm = self.attr(node, "perm", list(reversed(range(rank))))
+        if sorted(perm) != list(range(rank)):
+            raise ModelError(f"node '{node.name or node.output[0]}' (Transpose): perm {list(perm)} is not a "
+                             f"permutation of the {rank} axes")
         return x.transpose(perm) if isinstance(x, np.ndarray) else self.on_view(node, x, lambda v: v.transpose(perm))
 
     def axes_of(self, node, k):
@@ -595,7 +703,10 @@ class Importer:
     def op_Unsqueeze(self, node):
         x = self.value(node, 0)
         axes = self.axes_of(node, 1)
-        axes = sorted(a % (len(self.shape(node, x)) + len(axes)) for a in axes)
+        rank = len(self.shape(node, x)) + len(axes)
+        axes = sorted(self.axis(node, a, rank, "axis") for a in axes)
+        if len(set(axes)) != len(axes):
+            raise ModelError(f"node '{node.name or node.output[0]}' (Unsqueeze): axes {axes} repeat an axis")
         if isinstance(x, np.ndarray):
             return np.expand_dims(x, tuple(axes))
         for a in axes:
@@ -605,8 +716,11 @@ class Importer:
     def op_Squeeze(self, node):
         x = self.value(node, 0)
         shape = self.shape(node, x)
-        axes = sorted((a % len(shape) for a in self.axes_of(node, 1) or
-                       [i for i, d in enumerate(shape) if d == 1]), reverse=True)
+        axes = sorted({self.axis(node, a, len(shape)) for a in self.axes_of(node, 1) or
+                       [i for i, d in enumerate(shape) if d == 1]}, reverse=True)
+        if any(shape[a] != 1 for a in axes):
+            raise ModelError(f"node '{node.name or node.output[0]}' (Squeeze): axes {axes} of shape {tuple(shape)} "
+                             f"are not all of size 1")
         if isinstance(x, np.ndarray):
             return np.squeeze(x, tuple(axes))
         for a in axes:
@@ -620,7 +734,10 @@ class Importer:
         if starts is None or ends is None or (len(node.input) > 3 and node.input[3] and axes is None) or \
                 (len(node.input) > 4 and node.input[4] and steps is None):
             raise Unsupported(node, "its starts, ends, axes or steps are not constants")
-        axes = range(len(starts)) if axes is None else [int(a) % len(shape) for a in axes]
+        axes = range(len(starts)) if axes is None else [self.axis(node, a, len(shape)) for a in axes]
+        if len(ends) != len(starts) or len(axes) != len(starts) or (steps is not None and len(steps) != len(starts)):
+            raise ModelError(f"node '{node.name or node.output[0]}' (Slice): starts, ends, axes and steps of "
+                             f"different lengths")
         steps = [1] * len(starts) if steps is None else [int(s) for s in steps]
         if isinstance(x, np.ndarray):
             index = [slice(None)] * len(shape)
@@ -637,7 +754,7 @@ class Importer:
     def op_Split(self, node):
         x = self.value(node, 0)
         shape = self.shape(node, x)
-        axis = self.attr(node, "axis", 0) % len(shape)
+        axis = self.axis(node, self.attr(node, "axis", 0), len(shape))
         split = self.const(node, 1)
         if split is None:
             split = self.attr(node, "split") or [shape[axis] // len(node.output)] * len(node.output)
@@ -650,7 +767,8 @@ class Importer:
     def op_Gather(self, node):
         x, index = self.value(node, 0), self.const(node, 1)
         if isinstance(self.value(node, 1), Iteration):
-            if not isinstance(x, np.ndarray) or self.attr(node, "axis", 0) != 0 or len(x) != self.iterations:
+            if not isinstance(x, np.ndarray) or x.ndim == 0 or self.attr(node, "axis", 0) != 0 or \
+                    len(x) != self.iterations:
                 raise Unsupported(node, f"a Gather by the Loop's iteration number of anything but a constant of "
                                         f"{self.iterations} members along axis 0")
             member = np.ascontiguousarray(x[0]).view(Members)
@@ -659,8 +777,12 @@ class Importer:
         if index is None:
             raise Unsupported(node, "its indices are not a constant")
         shape = self.shape(node, x)
-        axis = self.attr(node, "axis", 0) % len(shape)
+        axis = self.axis(node, self.attr(node, "axis", 0), len(shape))
+        if index.dtype.kind not in "iu" or ((index < -shape[axis]) | (index >= shape[axis])).any():
+            raise ModelError(f"node '{node.name or node.output[0]}' (Gather): indices {index.reshape(-1)[:8].tolist()} "
+                             f"outside -{shape[axis]}..{shape[axis] - 1} (axis {axis} of shape {tuple(shape)})")
         if isinstance(x, np.ndarray):
+            self.claim(node, index.shape + x.shape[:axis] + x.shape[axis + 1:])
             return np.take(x, index, axis=axis)
         if index.ndim != 0:
             raise Unsupported(node, "indices that are not one scalar, on a tensor")
@@ -703,7 +825,7 @@ class Importer:
         if isinstance(x, np.ndarray):
             return np.mean(x, axis=tuple(axes) if axes else None, keepdims=bool(keep))
         rank = len(self.shape(node, x))
-        if [a % rank for a in axes] != [rank - 1] or not keep:
+        if [self.axis(node, a, rank) for a in axes] != [rank - 1] or not keep:
             raise Unsupported(node, "a mean over other than the last axis (the importer reads it in a LayerNorm)")
         if isinstance(x, Normalized) and x.stage == "squared":
             return Normalized(x.x, "variance")
@@ -768,6 +890,7 @@ class Importer:
         """f(a, b): of constants; of a tensor (or a pointwise function of one) and a scalar; or of two
         pointwise functions of one tensor."""
         if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+            self.claim(node, np.broadcast_shapes(a.shape, b.shape))
             return f(a, b).astype(np.result_type(a, b))
         if isinstance(a, Scores) and not a.softmax and isinstance(b, np.ndarray) and b.size == 1 and step in "*/":
             c = float(b.reshape(-1)[0])  # (q c) k^T = c (q k^T): the scale moves to the queries
@@ -832,7 +955,7 @@ class Importer:
             raise Unsupported(node, "its Mean and InvStdDev outputs are read (the importer computes Y only)")
         x = self.value(node, 0)
         shape = self.shape(node, x)
-        axis = self.attr(node, "axis", -1) % len(shape)
+        axis = self.axis(node, self.attr(node, "axis", -1), len(shape))
         gamma, beta = self.const(node, 1), self.const(node, 2)
         if gamma is None or (len(node.input) > 2 and node.input[2] and beta is None):
             raise Unsupported(node, "its scale or bias is not a constant")
@@ -1053,7 +1176,7 @@ class Importer:
         if fold and period == 1 and made and made["op"] == "matmul" and len(made["inputs"]) == 2 and \
                 self.consumers.get(source) == 1 and not self.read_by_ops(tensor):
             bias = c if getattr(c, "stacked", None) is not None and c.size == cols else laid[:1]
-            made["inputs"].append(self.tensor(c_name, 1, cols, "parameter", values=bias))
+            self.add_input(made, self.tensor(c_name, 1, cols, "parameter", values=bias))
             self.rename(tensor, node.output[0])
             return a
         if getattr(c, "stacked", None) is not None:
@@ -1105,15 +1228,73 @@ class Importer:
         return Tensor(View.whole(name, (period, cols)))
 
 
-def load_model(path):
-    """The model at path, checked; ModelError naming the file otherwise."""
-    if not path.is_file():
-        raise ModelError(f"{path}: no such file")
+def load_model(path, limit=DEVICE_BYTES):
+    """The model at path (a regular file), its external data read through the file boundary, checked;
+    ModelError or files.InputError naming the file otherwise."""
+    data = files.read_bytes(path, "--model", MODEL_BYTES)
     try:
-        model = onnx.load(str(path))
+        model = onnx.load_model_from_string(data)
+    except Exception as error:  # protobuf's DecodeError and friends
+        raise ModelError(f"{path}: not an ONNX model ({type(error).__name__})") from None
+    del data
+    load_external_data(model, path, limit)
+    try:
         onnx.checker.check_model(model)
     except (onnx.checker.ValidationError, onnx.onnx_cpp2py_export.checker.ValidationError) as error:
         raise ModelError(f"{path}: not a valid ONNX model: {str(error).splitlines()[0]}") from None
-    except Exception as error:  # protobuf's DecodeError and friends
-        raise ModelError(f"{path}: not an ONNX model ({type(error).__name__})") from None
+    except Exception as error:  # a model the checker cannot serialize (over 2 GB with its data)
+        raise ModelError(f"{path}: not a valid ONNX model ({type(error).__name__})") from None
     return model
+
+
+def tensors_of(graph):
+    """Every TensorProto of a graph and its subgraphs (initializers and attributes)."""
+    yield from graph.initializer
+    for node in graph.node:
+        for a in node.attribute:
+            if a.HasField("t"):
+                yield a.t
+            yield from a.tensors
+            if a.HasField("g"):
+                yield from tensors_of(a.g)
+            for g in a.graphs:
+                yield from tensors_of(g)
+
+
+def load_external_data(model, path, limit):
+    """Read each tensor's external data into the tensor: its location a regular file inside the model's
+    folder (files.inside: no '..', no symbolic link out), its length what the tensor's dims need (each at
+    most `limit` bytes, all together at most twice that), its range inside the file, checked before a
+    byte is read."""
+    total = 0
+    for tensor in tensors_of(model.graph):
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        what = f"--model {path}: external data of tensor '{tensor.name}'"
+        fields = {entry.key: entry.value for entry in tensor.external_data}
+        dtype = onnx.mapping.TENSOR_TYPE_TO_NP_TYPE.get(tensor.data_type)
+        if dtype is None or tensor.data_type == onnx.TensorProto.STRING:
+            raise ModelError(f"{what}: ONNX data type {tensor.data_type} is not numeric")
+        dims = list(tensor.dims)
+        size = math.prod(dims) * np.dtype(dtype).itemsize if all(d >= 0 for d in dims) else -1
+        if size < 0 or size > limit or total + size > 2 * limit:
+            raise ModelError(f"{what}: dims {dims} need {size:,} bytes; at most {limit:,} a tensor and "
+                             f"{2 * limit:,} in all (what the device holds)")
+        try:
+            offset, length = int(fields.get("offset", "0")), int(fields.get("length", str(size)))
+        except ValueError:
+            raise ModelError(f"{what}: offset {fields.get('offset')!r} and length {fields.get('length')!r} must be "
+                             f"integers") from None
+        if length != size or offset < 0:
+            raise ModelError(f"{what}: {length:,} bytes at offset {offset:,}; dims {dims} need {size:,}")
+        source = files.inside(path.parent, fields.get("location", ""), what)
+        with files.open_regular(source, what) as handle:
+            stored = os.fstat(handle.fileno()).st_size
+            if offset + length > stored:
+                raise ModelError(f"{what}: bytes {offset:,} to {offset + length:,} of {source}, which holds "
+                                 f"{stored:,}")
+            handle.seek(offset)
+            tensor.raw_data = handle.read(length)
+        del tensor.external_data[:]
+        tensor.data_location = onnx.TensorProto.DEFAULT
+        total += size

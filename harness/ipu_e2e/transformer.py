@@ -13,7 +13,7 @@ import resource
 import time
 from pathlib import Path
 
-from . import failure, graphs, memory_report, models, native, npy, placement_report, runner, tolerances
+from . import artifacts, failure, files, graphs, memory_report, models, native, npy, placement_report, runner, tolerances
 from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError, int_in, number_in, positive_int
 from .native import Workload, check_outputs
 
@@ -337,13 +337,15 @@ def macs(info, profile):
 
 
 def dump(directory, workload, outputs):
+    """--dump-tensors DIR: every input, parameter and output as DIR/<file stem>.npy, and tensors.json
+    naming the tensor of each stem (files.file_name: a name never becomes a path)."""
     info = workload.info()
-    for t in info["tensors"]:
+    dumped = [t for t in info["tensors"] if t["role"] in ("input", "parameter", "output")]
+    for t in dumped:
         shape = (t["sequence"], t["rows"], t["cols"]) if t["sequence"] > 1 else (t["rows"], t["cols"])
-        if t["role"] in ("input", "parameter"):
-            npy.write_npy(directory / f"{t['name']}.npy", workload.device_bytes(t["name"]), t["dtype"], shape)
-        elif t["role"] == "output":
-            npy.write_npy(directory / f"{t['name']}.npy", outputs[t["name"]], t["dtype"], shape)
+        data = outputs[t["name"]] if t["role"] == "output" else workload.device_bytes(t["name"])
+        npy.write_npy(directory / files.file_name(t["name"], ".npy"), data, t["dtype"], shape)
+    artifacts.write_json(directory / files.MANIFEST, files.manifest([t["name"] for t in dumped]))
 
 
 def search_options(args):
@@ -571,7 +573,7 @@ def execute(ctx, args, profile, package, progress, started, reports):
         check["op"] = producing_op(winfo, t["name"])
         checks.append(check)
         if args.dump_tensors:
-            npy.write_npy(args.dump_tensors / f"{t['name']}.reference.npy", ref, "f32", (t["rows"], t["cols"]))
+            npy.write_npy(args.dump_tensors / files.file_name(t["name"], ".reference.npy"), ref, "f32", (t["rows"], t["cols"]))
     if expected and args.reference_fp32:
         checks += expected.check_reference(ctx, workload)
     result["checks"] = expected_checks + checks
