@@ -41,7 +41,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import artifacts, child, fanout, mutation_catalogue, onnx_tests, report, run_reports, schema
+from . import artifacts, child, fanout, files, mutation_catalogue, onnx_tests, report, run_reports, schema
 from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError, guarded, output_folders
 from .progress import Progress
 
@@ -92,15 +92,11 @@ def parser():
 
 
 def read_json(path, what):
+    """The JSON of the case list or baselines at path (files.read_json: a regular file, bounded)."""
     try:
-        return json.loads(Path(path).read_text())
-    except OSError as error:
-        raise UsageError(f"{path}: cannot read the {what}: {error.strerror}") from None
-    except UnicodeDecodeError as error:
-        raise UsageError(f"{path}: the {what} is not UTF-8 text (byte 0x{error.object[error.start]:02x} at "
-                         f"offset {error.start}): expected JSON") from None
-    except json.JSONDecodeError as error:
-        raise UsageError(f"{path}: the {what} is not JSON: {error}") from None
+        return files.read_json(path, f"the {what}")
+    except files.InputError as error:
+        raise UsageError(f"{error} (expected JSON)") from None
 
 
 def load_cases(path):

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import artifacts, child, fanout, run_reports
+from . import artifacts, child, fanout, files, run_reports
 from .command import (EXIT_CHECK_FAILED, EXIT_OK, UsageError, guarded, output_folders, positive_int,
                       split_argv)
 from .progress import Progress
@@ -160,8 +160,8 @@ def load_regressions(path):
     if not path.exists():
         return []
     try:
-        cases = json.loads(path.read_text())["cases"]
-    except (OSError, ValueError, KeyError, TypeError) as error:
+        cases = files.read_json(path, "--cases")["cases"]
+    except (ValueError, KeyError, TypeError) as error:
         raise UsageError(f"--cases {path}: expected {{\"cases\": [{{\"name\", \"args\"}}, ...]}}: {error}") from None
     bad = [c for c in cases if not isinstance(c, dict) or not isinstance(c.get("name"), str)
            or not isinstance(c.get("args"), list) or not all(isinstance(a, str) for a in c["args"])]

@@ -9,9 +9,10 @@ a key written "key?" may be missing or null), Map(shape) (an object whose every 
 Text(pattern, description) (a string matching the regular expression).
 """
 import json
+import os
 import re
-from pathlib import Path
 
+from . import files
 from .command import UsageError
 
 
@@ -109,12 +110,12 @@ def load(path, shape, flag=None):
     """The JSON of path, checked against shape; UsageError naming the flag (when given), the file and the
     field otherwise."""
     where = f"{flag} {path}" if flag else str(path)
+    if not os.path.lexists(path):
+        raise UsageError(f"{where}: cannot read it: No such file or directory")
     try:
-        data = json.loads(Path(path).read_text())
-    except OSError as error:
-        raise UsageError(f"{where}: cannot read it: {error.strerror}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UsageError(f"{where}: not JSON: {error}") from None
+        data = files.read_json(path, flag or "file")
+    except files.InputError as error:
+        raise UsageError(str(error)) from None
     wrong = problem(data, shape)
     if wrong:
         raise UsageError(f"{where}: {wrong}")

@@ -18,12 +18,11 @@ planner, 1 a case failed a check, timed out or ended in an error, 2 usage or
 input error, 3 internal error, 130 interrupted.
 """
 import argparse
-import json
 import shlex
 import sys
 from pathlib import Path
 
-from . import artifacts, cli, fanout, sweep_case, transformer
+from . import artifacts, cli, fanout, files, sweep_case, transformer
 from .command import (EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError, guarded, number_in, output_folders,
                       positive_int, split_argv, tile_count)
 from .progress import Progress
@@ -211,8 +210,8 @@ def plan(args, extra):
 
 def read_record(path):
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as error:
+        return files.read_json(path, "case record")
+    except ValueError as error:
         raise UsageError(f"{path}: cannot read this case record: {error}") from None
 
 
