@@ -8,7 +8,9 @@ project's own FP32 reference.  A transposed input is laid out on the host.
 The ONNX backend node tests of every op type the importer claims pass or say
 why they are not supported; one of them (Gemm with every attribute) is
 checked here against numpy from its own inputs.  A model with an op the
-importer does not take exits 2 naming the node and its op type.
+importer does not take exits 2 naming the node and its op type.  A Loop whose
+body starts with a MatMul of the carried value (at FP8, a cast of it) matches
+numpy; names beyond the library's limits are cut within its bytes of UTF-8.
 """
 import json
 import math
@@ -325,3 +327,89 @@ def test_mul_by_a_constant_folds_into_the_matmul(cli, tmp_path):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), tmp_path / "bad.onnx")
     done = cli("--model", tmp_path / "bad.onnx", "--tiles", "4", "--quiet")
     assert done.returncode == 2 and "node 'scale_input' (Mul): a multiplication by a constant" in done.stderr
+
+
+def loop_model(rng, rows, cols, trips, name):
+    """x [rows, cols] -> Loop (trips): h = h + (h . W_i + b_i), W_i and b_i Gathered by the iteration number
+    from stacked initializers (as onnx_export writes the Repeat): the body starts with a MatMul of the carried
+    value."""
+    ws = (rng.standard_normal((trips, cols, cols)) / (2 * math.sqrt(cols))).astype(np.float32)
+    bs = (rng.standard_normal((trips, cols)) / 10).astype(np.float32)
+    body = helper.make_graph(
+        [helper.make_node("Gather", ["w/stacked", "i"], ["w"], axis=0),
+         helper.make_node("Gather", ["b/stacked", "i"], ["b"], axis=0),
+         helper.make_node("MatMul", ["h", "w"], ["p"]), helper.make_node("Add", ["p", "b"], ["pb"]),
+         helper.make_node("Add", ["h", "pb"], ["h_next"]), helper.make_node("Identity", ["again"], ["continue"])],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("again", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("h", TensorProto.FLOAT, [rows, cols])],
+        [helper.make_tensor_value_info("continue", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h_next", TensorProto.FLOAT, [rows, cols])])
+    trip_count = numpy_helper.from_array(np.array(trips, np.int64))
+    graph = helper.make_graph(
+        [helper.make_node("Constant", [], ["trips"], value=trip_count),
+         helper.make_node("Loop", ["trips", "", "x"], ["y"], body=body)], name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, cols])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, cols])],
+        [initializer("w/stacked", ws), initializer("b/stacked", bs)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    onnx.checker.check_model(model)
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    h = x.astype(np.float64)
+    for w, b in zip(ws, bs):
+        h = h + h @ w + b
+    return model, x, h.astype(np.float32)
+
+
+@pytest.mark.parametrize("precision", ["fp8", "fp16"])
+def test_loop_whose_body_starts_with_a_matmul_of_the_carried_value(cli, tmp_path, precision):
+    """At FP8 the body's first op is the cast of the carried value before its matmul; the planner homes the
+    carried tensor where that matmul wants its operand (it refused the cast before: "op 0 (cast) reads 'h'
+    before any op gives it a layout").  The device matches numpy and its own reference op by op."""
+    model, x, y = loop_model(np.random.default_rng(21), 8, 16, 3, "loop")
+    onnx.save(model, tmp_path / "loop.onnx")
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    done = cli("--model", tmp_path / "loop.onnx", "--inputs", tmp_path / "x.npy", "--expected", tmp_path / "y.npy",
+               "--precision", precision, "--tiles", "16", "--reference-run", "--check-ops",
+               "--export-graph", tmp_path / "g.json", "--output", tmp_path / "out", "--quiet")
+    assert done.returncode == 0, done.stdout + done.stderr
+    described = json.loads((tmp_path / "g.json").read_text())
+    repeat, ops = described["repeat"], described["ops"]
+    assert (repeat["first_op"], repeat["op_count"], repeat["iterations"]) == (0, len(ops), 3)
+    if precision == "fp8":
+        assert ops[0] == {"op": "cast", "inputs": [repeat["carried"]], "output": ops[1]["inputs"][0]}
+    assert [op["op"] for op in ops] == ["cast"] * (precision == "fp8") + ["matmul", "add"]
+    result = json.loads((tmp_path / "out" / "result.json").read_text())
+    expected = next(c for c in result["checks"] if c.get("against") == "expected")
+    assert expected["passed"] and result["status"] == "PASS" and result["op_check"]["failed_ops"] == 0
+
+
+def test_names_beyond_the_library_limits_are_cut_within_its_bytes(cli, tmp_path):
+    """A model whose name (its file's) is 12 CJK characters, 36 bytes of UTF-8, is recorded under its first 10
+    (30 bytes: the workload name holds 31); two tensors named in 80 CJK characters (240 bytes) get ASCII names
+    of at most 63 bytes, told apart."""
+    name = "视觉变换器模型测试用例名称"[:12]
+    assert len(name.encode()) == 36
+    long_in, long_out = "输入" * 40, "输出" * 40
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((6, 5)).astype(np.float32)
+    graph = helper.make_graph([helper.make_node("MatMul", [long_in, "w"], [long_out])], "g",
+                              [helper.make_tensor_value_info(long_in, TensorProto.FLOAT, [4, 6])],
+                              [helper.make_tensor_value_info(long_out, TensorProto.FLOAT, [4, 5])],
+                              [initializer("w", w)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), tmp_path / f"{name}.onnx")
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", (x @ w).astype(np.float32))
+    done = cli("--model", tmp_path / f"{name}.onnx", "--inputs", tmp_path / "x.npy", "--expected",
+               tmp_path / "y.npy", "--precision", "fp16", "--tiles", "4", "--export-graph", tmp_path / "g.json",
+               "--output", tmp_path / "out", "--quiet")
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads((tmp_path / "out" / "result.json").read_text())
+    assert result["workload"] == name[:10] and result["status"] == "PASS"
+    described = json.loads((tmp_path / "g.json").read_text())
+    assert described["name"] == name[:10]
+    names = [t["name"] for t in described["tensors"]]
+    assert len(set(names)) == len(names) and all(len(n.encode()) <= 63 for n in names)
+    assert sorted(n for n in names if n != "w") == ["_" * 63, "_" * 61 + "~2"]

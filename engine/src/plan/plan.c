@@ -3,11 +3,11 @@
  * resident fits the budget; its A input, when it has no home yet (a graph
  * input or the Repeat's carried tensor), is homed on replica 0 of the A
  * layout.  Elementwise ops and copies follow their first input's layout (a
- * graph input they read first waits to be homed as the op's result is, by
- * the op that reads it, else spread over the device); an add
- * whose second input lives elsewhere brings it over first (a broadcast
- * one, with fewer rows, is homed spread over the device too).  The carried
- * tensor's initial value shares its home.
+ * graph input or the carried tensor they read first waits to be homed as
+ * the op's result is, by the op that reads it, else spread over the
+ * device); an add whose second input lives elsewhere brings it over first
+ * (a broadcast one, with fewer rows, is homed spread over the device too).
+ * The carried tensor's initial value shares its home.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -261,17 +261,31 @@ static ipu_status spread_home(ipu_ctx *ctx, ipu_plan *plan, uint32_t tensor)
     return IPU_OK;
 }
 
+/* Whether tensor t, without a home yet, is one no op makes: a graph input,
+ * or the Repeat's carried tensor (the Repeat sets it).  Its first reader
+ * homes it, whatever its kind: a matmul or a LayerNorm where it wants it, an
+ * elementwise op (FP8's cast of the carried value before the body's first
+ * matmul) by waiting for the op that homes its result, else spread over the
+ * device.  Decision: the planner, not the importer, takes this case, since
+ * any description may begin a Repeat body with an elementwise op. */
+static int unmade_without_home(const ipu_plan *plan, uint32_t t)
+{
+    const ipu_graph *g = plan->graph;
+    return !plan->home[t].tiles &&
+           (g->tensors[t].role == IPU_ROLE_INPUT || (g->repeat.iterations && t == g->repeat.carried));
+}
+
 static ipu_status plan_elementwise(ipu_ctx *ctx, ipu_plan *plan, size_t index)
 {
     const ipu_graph *g = plan->graph;
     const ipu_ir_op *op = &g->ops[index];
     ipu_layout *in = &plan->home[op->in[0]];
     const ipu_ir_tensor *first = &g->tensors[op->in[0]];
-    if (!in->tiles && first->role != IPU_ROLE_INPUT)
+    if (!in->tiles && !unmade_without_home(plan, op->in[0]))
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
                         "plan: op %zu (%s) reads '%s' before any op gives it a layout", index,
                         ipu_ir_op_name(op->kind), first->name);
-    if (!in->tiles) /* a graph input first read here */
+    if (!in->tiles) /* a graph input or the carried tensor first read here */
         IPU_TRY(spread_home(ctx, plan, op->in[0]));
     const ipu_ir_tensor *out = &g->tensors[op->out];
     if (!plan->home[op->out].tiles)
@@ -338,9 +352,10 @@ static uint32_t executions(const ipu_ir_repeat *r, size_t i)
     return r->iterations && i >= r->first_op && i < r->first_op + r->op_count ? r->iterations : 1;
 }
 
-/* A one-input elementwise op that first reads a host input waits for the
- * op that homes its result (the patches' cast waits for the patch
- * projection), so the input is homed where that consumer wants it rather
+/* A one-input elementwise op that first reads a host input or the Repeat's
+ * carried tensor waits for the op that homes its result (the patches' cast
+ * waits for the patch projection, FP8's cast of the carried value for the
+ * body's matmul), so the input is homed where that consumer wants it rather
  * than gathered there from wherever it landed. */
 static int waits_for_consumer(const ipu_plan *plan, size_t i)
 {
@@ -353,13 +368,13 @@ static int waits_for_consumer(const ipu_plan *plan, size_t i)
     if (g->repeat.iterations && op->out == g->repeat.carried_init && i < g->repeat.first_op)
         return 1;
     return (op->kind == IPU_IR_CAST || op->kind == IPU_IR_GELU || op->kind == IPU_IR_COPY) &&
-           g->tensors[op->in[0]].role == IPU_ROLE_INPUT && !plan->home[op->in[0]].tiles;
+           unmade_without_home(plan, op->in[0]);
 }
 
 /* Plan the waiting ops whose result now has a home (an unhomed input
- * follows it); with `all`, the rest as well (their input spread over the
- * device). */
-static ipu_status plan_waiting(ipu_ctx *ctx, ipu_plan *plan, uint8_t *waiting, int all)
+ * follows it); with `all`, the rest as well, else those that read tensor
+ * `reading` (their input spread over the device). */
+static ipu_status plan_waiting(ipu_ctx *ctx, ipu_plan *plan, uint8_t *waiting, int all, uint32_t reading)
 {
     const ipu_graph *g = plan->graph;
     const ipu_ir_repeat *r = &g->repeat;
@@ -367,7 +382,7 @@ static ipu_status plan_waiting(ipu_ctx *ctx, ipu_plan *plan, uint8_t *waiting, i
         const ipu_ir_op *op = &g->ops[d];
         if (waiting[d] && op->out == r->carried_init && !plan->home[op->out].tiles && plan->home[r->carried].tiles)
             IPU_TRY(ipu_layout_copy(ctx, &plan->home[op->out], &plan->home[r->carried]));
-        if (!waiting[d] || (!all && !plan->home[op->out].tiles))
+        if (!waiting[d] || (!all && op->in[0] != reading && !plan->home[op->out].tiles))
             continue;
         if (plan->home[op->out].tiles && !plan->home[op->in[0]].tiles)
             IPU_TRY(ipu_layout_follow(ctx, &plan->home[op->in[0]], &plan->home[op->out],
@@ -441,9 +456,14 @@ ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g
         if (status == IPU_OK && !waiting[i])
             out->cycles += out->ops[i].cycles * executions(r, i);
         if (status == IPU_OK)
-            status = plan_waiting(ctx, out, waiting, 0);
-        /* The Repeat's carried tensor is homed by its first reader; before
-         * the body starts, its initial value must already have that home. */
+            status = plan_waiting(ctx, out, waiting, 0, UINT32_MAX);
+        /* The Repeat's carried tensor is homed by its first reader (one
+         * still waiting at the body's end, its result homed by no op in the
+         * body, spreads it); before the body starts, its initial value must
+         * already have that home. */
+        if (status == IPU_OK && r->iterations && i + 1 == r->first_op + r->op_count &&
+            !out->home[r->carried].tiles)
+            status = plan_waiting(ctx, out, waiting, 0, r->carried);
         if (status == IPU_OK && r->iterations && i + 1 == r->first_op + r->op_count &&
             !out->home[r->carried_init].tiles)
             status = ipu_layout_copy(ctx, &out->home[r->carried_init], &out->home[r->carried]);
@@ -459,7 +479,7 @@ ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g
         }
     }
     if (status == IPU_OK)
-        status = plan_waiting(ctx, out, waiting, 1);
+        status = plan_waiting(ctx, out, waiting, 1, UINT32_MAX);
     free(waiting);
     /* Host input and output move through the aperture at the device's host
      * bandwidth, whatever the plan (uploading parameters is initialization). */
