@@ -136,9 +136,10 @@ def main(argv=None):
     reports = run_reports.from_args(args, argv)
 
     def work():
-        output_folders(args, "output", "profile_directory", "dump_tensors", "memory_profile_directory")
+        output_folders(args, "output", "profile_directory", "dump_tensors", "memory_profile_directory", "export_onnx")
         output_file(args, "save_package")
         output_file(args, "trace")
+        output_file(args, "export_graph")
         return execute(args, progress, reports)
 
     failed, outcome = guarded("ipu-e2e-test", progress, work)

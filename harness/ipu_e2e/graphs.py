@@ -7,7 +7,8 @@ FP16, rows x cols, or members x rows x cols for a sequence), in the folder
 `.json`, beside it).  A file is named after its tensor only when the name is a
 plain file name (files.file_name: `<tensor>.npy`; any other name gets a safe
 file name and the folder's tensors.json keeps the tensor's name), so no name
-becomes a path.  A description is at most DESCRIPTION_BYTES, and each array
+becomes a path, and a file whose symbolic link leads out of the folder is
+refused.  A description is at most DESCRIPTION_BYTES, and each array
 exactly its tensor's shape, both checked before they are read.  Every error
 names the file and what is wrong, and exits 2.
 """
@@ -46,6 +47,7 @@ def given_values(workload, folder):
         if not os.path.lexists(path):
             raise UsageError(f"{path}: missing: tensor '{name}' takes given values ({members} x "
                              f"{tensor['rows']} x {tensor['cols']} floats)")
+        path = files.inside(folder, path.name, f"--values {folder}: tensor '{name}'")
         rows, cols = tensor["rows"], tensor["cols"]
         expected = (members, rows, cols) if members > 1 else (rows, cols)
         dtype, shape, data = npy.read_npy(path, "--values", limit=members * rows * cols * 4)

@@ -89,7 +89,7 @@ def arrays(paths, names, what, limit, shapes):
         folder = paths[0]
         found = {int(m.group(2)): folder / m.group(0) for m in map(ARRAY_FILE.fullmatch, os.listdir(folder))
                  if m and m.group(1) == what}
-        paths = [found[k] for k in sorted(found)]
+        paths = [files.inside(folder, found[k].name, f"{flag} {folder}") for k in sorted(found)]
         if len(paths) != len(names) or sorted(found) != list(range(len(names))):
             raise UsageError(f"{flag} {folder}: {what}_N.pb files numbered {sorted(found)} for the model's "
                              f"{len(names)} {what}s ({', '.join(names)}); expected 0 to {len(names) - 1}")

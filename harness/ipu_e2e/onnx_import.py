@@ -40,6 +40,7 @@ with scale -4, every activation that a matmul reads cast to F143 with scale
 import math
 import os
 import re
+import warnings
 
 import numpy as np
 import onnx
@@ -1233,7 +1234,9 @@ def load_model(path, limit=DEVICE_BYTES):
     ModelError or files.InputError naming the file otherwise."""
     data = files.read_bytes(path, "--model", MODEL_BYTES)
     try:
-        model = onnx.load_model_from_string(data)
+        with warnings.catch_warnings():  # protobuf warns of a bad tag before it raises
+            warnings.simplefilter("ignore")
+            model = onnx.load_model_from_string(data)
     except Exception as error:  # protobuf's DecodeError and friends
         raise ModelError(f"{path}: not an ONNX model ({type(error).__name__})") from None
     del data

@@ -13,7 +13,8 @@ import resource
 import time
 from pathlib import Path
 
-from . import artifacts, failure, files, graphs, memory_report, models, native, npy, placement_report, runner, tolerances
+from . import (artifacts, failure, files, graphs, memory_report, models, native, npy, placement_report, runner,
+               tolerances)
 from .command import EXIT_CHECK_FAILED, EXIT_FAULT, EXIT_OK, UsageError, int_in, number_in, positive_int
 from .native import Workload, check_outputs
 
