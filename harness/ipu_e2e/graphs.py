@@ -22,9 +22,10 @@ from .command import UsageError
 from .native import INVALID_ARGUMENT, IpuError, Workload
 
 
-# A description holds names and shapes, not values: 32 MiB is about 200,000 tensors, far more than
-# any model's graph has, and parses in well under a second.
-DESCRIPTION_BYTES = 32 << 20
+# A description holds names and shapes, not values (the 27-layer ViT's is one Repeat of a layer): 8 MiB
+# is about 57,000 tensors, and a description that size the library refuses peaks at about 210 MB of
+# RSS (a 25 MiB one took 575 MB), so a refused input stays under 256 MB.
+DESCRIPTION_BYTES = 8 << 20
 
 
 def values_folder(path, values=None):
