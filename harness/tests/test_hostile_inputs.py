@@ -8,12 +8,14 @@ than its modification time, so any read updates it under relatime), nothing
 new appears outside each case's own folder, and no output holds the canary's
 bytes.
 """
+import json
 import os
 import signal
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import pytest
 
 import hostile_inputs
@@ -171,3 +173,40 @@ def test_sigterm_while_a_description_is_read_exits_130_in_one_line(repo, tmp_pat
     seconds = time.monotonic() - sent
     assert code == 130 and rest.strip().splitlines()[-1] == "ipu-e2e-test: interrupted by SIGTERM", lines + [rest]
     assert "Traceback" not in rest and seconds < SECONDS, seconds
+
+
+def test_names_that_look_like_paths_stay_names(cli, tmp_path):
+    """A valid model named '../../evil' whose tensors are named '../../../x', 'a/b' and '..': every
+    file it makes (dumps, the exported description and its values, memory profiles, the result) lands
+    in the folders given, under safe names that tensors.json maps back to the tensors' names, and the
+    exported description builds the same workload again from those files."""
+    nodes = [hostile_inputs.helper.make_node("MatMul", ["../../../x", "a/b"], [".."]),
+             hostile_inputs.helper.make_node("Identity", [".."], ["y"])]
+    model = hostile_inputs.make(nodes, inputs=[hostile_inputs.vi("../../../x", [4, 8])],
+                                inits=[hostile_inputs.weight("a/b")], name="../../evil")
+    work = tmp_path / "deep" / "er" / "work"
+    work.mkdir(parents=True)
+    hostile_inputs.onnx.save(model, work / "model.onnx")
+    done = cli("--model", work / "model.onnx", "--tiles", "4", "--precision", "fp16", "--reference-run",
+               "--dump-tensors", work / "dump", "--export-graph", work / "g.json", "--output", work / "out",
+               "--memory-profile-directory", work / "memory", "--quiet", cwd=work)
+    assert done.returncode == 0, done.stderr
+    outside = [str(p) for p in tmp_path.rglob("*") if work not in p.parents and p != work and p not in work.parents]
+    assert not outside, outside
+    manifest = json.loads((work / "dump" / "tensors.json").read_text())["tensors"]
+    assert set(manifest.values()) >= {"../../../x", "a/b"}
+    for stem in manifest:
+        assert "/" not in stem and not stem.startswith(".") and (work / "dump" / f"{stem}.npy").is_file()
+    values = json.loads((work / "g.values" / "tensors.json").read_text())["tensors"]
+    assert set(values.values()) == {"../../../x", "a/b"}
+    weight = np.load(work / "g.values" / f"{next(s for s, n in values.items() if n == 'a/b')}.npy")
+    assert np.array_equal(weight, np.full((8, 8), 0.125, np.float32))
+    described = json.loads((work / "g.json").read_text())
+    (work / "g.json").write_text(json.dumps(dict(described, name="../../evil")))
+    again = cli("--graph", work / "g.json", "--tiles", "4", "--reference-run", "--memory-profile-directory",
+                work / "memory2", "--quiet", cwd=work)
+    assert again.returncode == 0, again.stderr
+    profiles = sorted(p.name for p in (work / "memory2").iterdir() if p.suffix == ".json")
+    assert profiles and all("/" not in p and ".." not in p for p in profiles), profiles
+    outside = [str(p) for p in tmp_path.rglob("*") if work not in p.parents and p != work and p not in work.parents]
+    assert not outside, outside
