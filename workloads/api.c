@@ -9,6 +9,8 @@
  * on the thread count); the reference's outputs stay in
  * the workload until the next run or ipu_workload_free; check results and
  * descriptions cross the ABI as JSON strings released with ipu_free.
+ * Options text is parsed a piece at a time, so a cancel request stops the
+ * parse of a long one (a large graph description) between pieces.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -27,10 +29,37 @@ static const char *role_with_article(int role)
     return role >= IPU_ROLE_INPUT && role <= IPU_ROLE_OUTPUT ? names[role] : "of an unknown role";
 }
 
+/* The options text as jansson asks for it (json_load_callback, a buffer at
+ * a time), looking at a cancel request before each piece: a graph
+ * description of a million tensors takes seconds to parse. */
+typedef struct text_reader {
+    ipu_ctx *ctx;
+    const char *text;
+    size_t left;
+    ipu_status status;
+} text_reader;
+
+static size_t read_text(void *buffer, size_t size, void *data)
+{
+    text_reader *t = data;
+    t->status = IPU_CHECK_CANCEL(t->ctx);
+    if (t->status != IPU_OK)
+        return (size_t)-1; /* jansson stops: the parse fails */
+    size_t n = t->left < size ? t->left : size;
+    memcpy(buffer, t->text, n);
+    t->text += n;
+    t->left -= n;
+    return n;
+}
+
 static ipu_status parse_options(ipu_ctx *ctx, const char *text, const char *what, json_t **out)
 {
     json_error_t error;
-    json_t *o = json_loads(text && *text ? text : "{}", JSON_REJECT_DUPLICATES, &error);
+    text = text && *text ? text : "{}";
+    text_reader reader = {ctx, text, strlen(text), IPU_OK};
+    json_t *o = json_load_callback(read_text, &reader, JSON_REJECT_DUPLICATES, &error);
+    if (!o && reader.status != IPU_OK)
+        return reader.status;
     if (!o)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "%s: %s (line %d, column %d)", what,
                         error.text, error.line, error.column);

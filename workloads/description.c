@@ -24,7 +24,13 @@
  * package as the builder.  Reading is strict: an unknown or missing field, a
  * value of the wrong type or range, or a name that is not a tensor fails
  * with IPU_ERR_INVALID_ARGUMENT naming the tensor or op and the field; then
- * ipu_graph_validate checks the graph as a whole.
+ * ipu_graph_validate checks the graph as a whole.  A description may come
+ * from anyone, so reading is linear in its size (names are found through a
+ * hash table, jansson's own object: name -> index), the counts of tensors
+ * and ops are checked against the graph's limits (IPU_IR_MAX_TENSORS,
+ * IPU_IR_MAX_OPS) before anything is allocated for them, and a cancel
+ * request is looked at every CANCEL_EVERY tensors or ops (with a progress
+ * report, stage "graph description", on the same boundaries).
  */
 #include <math.h>
 #include <stdio.h>
@@ -40,6 +46,8 @@
  * and 4096 members (the graph validator checks the rest). */
 #define MAX_DIM (1u << 24)
 #define MAX_SEQUENCE 4096u
+/* Tensors or ops read between looks at a cancel request (about 10 ms). */
+#define CANCEL_EVERY 4096u
 
 static const char *const ROLES[] = {"input", "parameter", "activation", "output"};
 
@@ -128,12 +136,42 @@ json_t *ipu_workload_describe(const ipu_workload *w)
 
 /* ---- reading ----------------------------------------------------------- */
 
-/* Where a field sits, for messages: "tensors[3] ('wqkv')", "ops[7]". */
+/* index maps each tensor's name read so far to its id (a JSON integer).
+ * Where the reader is, for messages ("tensors[3] ('wqkv') values.normal",
+ * "ops[7] (matmul)", "repeat"): a place ("tensors", "ops", or a whole one),
+ * the item, its name or kind once known and a nested object; the text is
+ * made only when a message needs it (where()), not for every item. */
 typedef struct reader {
     ipu_ctx *ctx;
     ipu_workload *w;
+    json_t *index;
+    const char *place;
+    size_t item;
+    int listed;         /* place is a list: item counts */
+    const char *label;  /* a tensor's name, an op's kind, or NULL */
+    const char *nested; /* "values.normal" or NULL */
     char where[160];
 } reader;
+
+static void at(reader *r, const char *place, int listed, size_t item)
+{
+    r->place = place;
+    r->listed = listed;
+    r->item = item;
+    r->label = r->nested = NULL;
+}
+
+static const char *where(reader *r)
+{
+    size_t n = sizeof r->where;
+    int used = r->listed ? snprintf(r->where, n, "%s[%zu]", r->place, r->item) : snprintf(r->where, n, "%s", r->place);
+    if (r->label && used >= 0 && (size_t)used < n)
+        used += snprintf(r->where + used, n - (size_t)used, strcmp(r->place, "tensors") ? " (%s)" : " ('%s')",
+                         r->label);
+    if (r->nested && used >= 0 && (size_t)used < n)
+        snprintf(r->where + used, n - (size_t)used, " %s", r->nested);
+    return r->where;
+}
 
 #define BAD(r, ...) IPU_FAIL((r)->ctx, IPU_ERR_INVALID_ARGUMENT, "graph description: " __VA_ARGS__)
 
@@ -148,7 +186,7 @@ static ipu_status known_keys(reader *r, const json_t *o, const char *const *know
         while (known[k] && strcmp(known[k], key))
             k++;
         if (!known[k])
-            return BAD(r, "%s: unknown field '%s' (expected %s)", r->where, key, expected);
+            return BAD(r, "%s: unknown field '%s' (expected %s)", where(r), key, expected);
     }
     return IPU_OK;
 }
@@ -157,11 +195,11 @@ static ipu_status get_uint(reader *r, const json_t *o, const char *key, uint64_t
 {
     json_t *v = json_object_get(o, key);
     if (!v)
-        return BAD(r, "%s: missing field '%s' (an integer in %llu..%llu)", r->where, key,
+        return BAD(r, "%s: missing field '%s' (an integer in %llu..%llu)", where(r), key,
                    (unsigned long long)lo, (unsigned long long)hi);
     if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64_t)json_integer_value(v) < lo ||
         (uint64_t)json_integer_value(v) > hi)
-        return BAD(r, "%s: field '%s' must be an integer in %llu..%llu", r->where, key, (unsigned long long)lo,
+        return BAD(r, "%s: field '%s' must be an integer in %llu..%llu", where(r), key, (unsigned long long)lo,
                    (unsigned long long)hi);
     *out = (uint64_t)json_integer_value(v);
     return IPU_OK;
@@ -179,7 +217,7 @@ static ipu_status get_string(reader *r, const json_t *o, const char *key, const 
 {
     json_t *v = json_object_get(o, key);
     if (!json_is_string(v))
-        return BAD(r, "%s: %s field '%s' (a string)", r->where, v ? "expected a string for" : "missing", key);
+        return BAD(r, "%s: %s field '%s' (a string)", where(r), v ? "expected a string for" : "missing", key);
     *out = json_string_value(v);
     return IPU_OK;
 }
@@ -190,9 +228,9 @@ static ipu_status get_float(reader *r, const json_t *o, const char *key, float *
     json_t *v = json_object_get(o, key);
     double d = json_number_value(v);
     if (!v)
-        return BAD(r, "%s: missing field '%s' (a finite number)", r->where, key);
+        return BAD(r, "%s: missing field '%s' (a finite number)", where(r), key);
     if (!json_is_number(v) || !isfinite(d) || fabs(d) > 3.0e38)
-        return BAD(r, "%s: field '%s' must be a finite number", r->where, key);
+        return BAD(r, "%s: field '%s' must be a finite number", where(r), key);
     *out = (float)d;
     return IPU_OK;
 }
@@ -201,14 +239,12 @@ static ipu_status tensor_by_name(reader *r, const json_t *v, const char *what, u
 {
     const char *name = json_string_value(v);
     if (!name)
-        return BAD(r, "%s: %s must be a tensor's name (a string)", r->where, what);
-    const ipu_graph *g = &r->w->graph;
-    for (size_t i = 0; i < g->tensor_count; i++)
-        if (strcmp(g->tensors[i].name, name) == 0) {
-            *id = (uint32_t)i;
-            return IPU_OK;
-        }
-    return BAD(r, "%s: %s '%s' is not a tensor of the description", r->where, what, name);
+        return BAD(r, "%s: %s must be a tensor's name (a string)", where(r), what);
+    json_t *found = json_object_get(r->index, name);
+    if (!found)
+        return BAD(r, "%s: %s '%s' is not a tensor of the description", where(r), what, name);
+    *id = (uint32_t)json_integer_value(found);
+    return IPU_OK;
 }
 
 static ipu_status read_values(reader *r, const json_t *t, ipu_value_spec *spec)
@@ -221,9 +257,9 @@ static ipu_status read_values(reader *r, const json_t *t, ipu_value_spec *spec)
     json_t *normal = json_object_get(v, "normal");
     if (!json_is_object(v) || json_object_size(v) != 1 || !json_is_object(normal))
         return BAD(r, "%s: field 'values' must be \"given\" or {\"normal\": {\"scale\", \"offset\", \"stream\"}}",
-                   r->where);
+                   where(r));
     static const char *const known[] = {"scale", "offset", "stream", NULL};
-    snprintf(r->where + strlen(r->where), sizeof r->where - strlen(r->where), " values.normal");
+    r->nested = "values.normal";
     IPU_TRY(known_keys(r, normal, known, "scale, offset and stream"));
     IPU_TRY(get_float(r, normal, "scale", &spec->scale));
     IPU_TRY(get_float(r, normal, "offset", &spec->offset));
@@ -232,14 +268,14 @@ static ipu_status read_values(reader *r, const json_t *t, ipu_value_spec *spec)
 
 static ipu_status read_tensor(reader *r, size_t i, const json_t *t)
 {
-    snprintf(r->where, sizeof r->where, "tensors[%zu]", i);
+    at(r, "tensors", 1, i);
     if (!json_is_object(t))
-        return BAD(r, "%s: expected an object", r->where);
+        return BAD(r, "%s: expected an object", where(r));
     const char *name = "", *dtype_name = "", *role_name = "";
     IPU_TRY(get_string(r, t, "name", &name));
     if (!*name || strlen(name) >= IPU_IR_NAME)
-        return BAD(r, "%s: field 'name' must have 1 to %d characters", r->where, IPU_IR_NAME - 1);
-    snprintf(r->where, sizeof r->where, "tensors[%zu] ('%s')", i, name);
+        return BAD(r, "%s: field 'name' must have 1 to %d characters", where(r), IPU_IR_NAME - 1);
+    r->label = name;
     static const char *const known[] = {"name", "rows", "cols", "dtype", "scale", "role", "sequence", "values", NULL};
     IPU_TRY(known_keys(r, t, known, "name, rows, cols, dtype, scale, role, sequence and values"));
     uint32_t rows, cols, sequence;
@@ -249,39 +285,42 @@ static ipu_status read_tensor(reader *r, size_t i, const json_t *t)
     IPU_TRY(get_string(r, t, "dtype", &dtype_name));
     int dtype = ipu_dtype_parse(dtype_name);
     if (dtype < 0)
-        return BAD(r, "%s: field 'dtype' must be f32, f16, f143 or f152, not '%s'", r->where, dtype_name);
+        return BAD(r, "%s: field 'dtype' must be f32, f16, f143 or f152, not '%s'", where(r), dtype_name);
     json_t *scale = json_object_get(t, "scale");
     if (!json_is_integer(scale) || json_integer_value(scale) < -64 || json_integer_value(scale) > 64 ||
         (dtype != IPU_DT_F143 && dtype != IPU_DT_F152 && json_integer_value(scale) != 0))
-        return BAD(r, "%s: field 'scale' must be an integer in -64..64 for an FP8 type and 0 otherwise", r->where);
+        return BAD(r, "%s: field 'scale' must be an integer in -64..64 for an FP8 type and 0 otherwise", where(r));
     IPU_TRY(get_string(r, t, "role", &role_name));
     int role = 0;
     while (role <= IPU_ROLE_OUTPUT && strcmp(ROLES[role], role_name))
         role++;
     if (role > IPU_ROLE_OUTPUT)
-        return BAD(r, "%s: field 'role' must be input, parameter, activation or output, not '%s'", r->where,
+        return BAD(r, "%s: field 'role' must be input, parameter, activation or output, not '%s'", where(r),
                    role_name);
     int valued = role == IPU_ROLE_INPUT || role == IPU_ROLE_PARAM;
     if (valued != (json_object_get(t, "values") != NULL))
-        return BAD(r, "%s: field 'values' %s", r->where,
+        return BAD(r, "%s: field 'values' %s", where(r),
                    valued ? "is missing (an input or parameter says how its values are made)"
                           : "applies to inputs and parameters only");
-    const ipu_graph *g = &r->w->graph;
-    for (size_t k = 0; k < g->tensor_count; k++)
-        if (strcmp(g->tensors[k].name, name) == 0)
-            return BAD(r, "%s: the name is also tensors[%zu]'s", r->where, k);
+    json_t *same = json_object_get(r->index, name);
+    if (same)
+        return BAD(r, "%s: the name is also tensors[%lld]'s", where(r), (long long)json_integer_value(same));
     uint32_t id;
     IPU_TRY(ipu_graph_tensor(r->ctx, &r->w->graph, name, rows, cols, dtype, (int)json_integer_value(scale), role,
                              &id));
+    /* The name is valid UTF-8 when it came from JSON text; one made by a
+     * caller need not be, and is looked up by its bytes all the same. */
+    if (json_object_set_new_nocheck(r->index, name, json_integer(id)))
+        return IPU_NO_MEMORY(r->ctx);
     r->w->graph.tensors[id].sequence = sequence;
     return valued ? read_values(r, t, &r->w->specs[id]) : IPU_OK;
 }
 
 static ipu_status read_op(reader *r, size_t i, const json_t *o)
 {
-    snprintf(r->where, sizeof r->where, "ops[%zu]", i);
+    at(r, "ops", 1, i);
     if (!json_is_object(o))
-        return BAD(r, "%s: expected an object", r->where);
+        return BAD(r, "%s: expected an object", where(r));
     const char *kind_name = "";
     IPU_TRY(get_string(r, o, "op", &kind_name));
     int kind = 0;
@@ -290,8 +329,8 @@ static ipu_status read_op(reader *r, size_t i, const json_t *o)
     if (kind == IPU_IR_KIND_COUNT)
         return BAD(r, "%s: field 'op' must be matmul, gelu, add, cast, copy, layernorm, attention or map_pool, "
                       "not '%s'",
-                   r->where, kind_name);
-    snprintf(r->where, sizeof r->where, "ops[%zu] (%s)", i, kind_name);
+                   where(r), kind_name);
+    r->label = kind_name;
     static const char *const plain[] = {"op", "inputs", "output", NULL};
     static const char *const gelu[] = {"op", "inputs", "output", "form", NULL};
     static const char *const norm[] = {"op", "inputs", "output", "epsilon", NULL};
@@ -307,7 +346,7 @@ static ipu_status read_op(reader *r, size_t i, const json_t *o)
     size_t arity = (size_t)ipu_ir_op_arity(kind), given = json_array_size(inputs);
     op.biased = kind == IPU_IR_MATMUL && given == 3;
     if (!json_is_array(inputs) || given != arity + (size_t)op.biased)
-        return BAD(r, "%s: field 'inputs' must list %zu tensor names%s", r->where, arity,
+        return BAD(r, "%s: field 'inputs' must list %zu tensor names%s", where(r), arity,
                    kind == IPU_IR_MATMUL ? " (3 with a bias)" : "");
     for (size_t k = 0; k < given; k++)
         IPU_TRY(tensor_by_name(r, json_array_get(inputs, k), "an input", &op.in[k]));
@@ -316,7 +355,7 @@ static ipu_status read_op(reader *r, size_t i, const json_t *o)
         IPU_TRY(get_float(r, o, "epsilon", &op.epsilon));
     const char *form = json_string_value(json_object_get(o, "form"));
     if (json_object_get(o, "form") && (!form || (strcmp(form, "erf") && strcmp(form, "tanh"))))
-        return BAD(r, "%s: field 'form' must be \"tanh\" or \"erf\"", r->where);
+        return BAD(r, "%s: field 'form' must be \"tanh\" or \"erf\"", where(r));
     op.form = form && !strcmp(form, "erf") ? IPU_GELU_ERF : IPU_GELU_TANH;
     if (attention) {
         IPU_TRY(get_u32(r, o, "heads", 1, 4096, &op.heads));
@@ -328,7 +367,7 @@ static ipu_status read_op(reader *r, size_t i, const json_t *o)
 
 static ipu_status read_repeat(reader *r, const json_t *o)
 {
-    snprintf(r->where, sizeof r->where, "repeat");
+    at(r, "repeat", 0, 0);
     if (json_is_null(o))
         return IPU_OK;
     if (!json_is_object(o))
@@ -350,7 +389,7 @@ static ipu_status read_description(reader *r, const json_t *d)
 {
     static const char *const known[] = {"format", "version", "name", "seed", "options", "tensors", "ops",
                                         "repeat", NULL};
-    snprintf(r->where, sizeof r->where, "the document");
+    at(r, "the document", 0, 0);
     if (!json_is_object(d))
         return BAD(r, "expected a JSON object");
     IPU_TRY(known_keys(r, d, known, "format, version, name, seed, options, tensors, ops and repeat"));
@@ -373,14 +412,31 @@ static ipu_status read_description(reader *r, const json_t *d)
         return BAD(r, "fields 'tensors' and 'ops' must be non-empty arrays");
     if (!json_object_get(d, "repeat"))
         return BAD(r, "missing field 'repeat' (null when the graph has none)");
+    size_t tensor_count = json_array_size(tensors), op_count = json_array_size(ops), total = tensor_count + op_count;
+    if (tensor_count > IPU_IR_MAX_TENSORS)
+        return BAD(r, "field 'tensors' lists %zu tensors, more than the limit of %u", tensor_count,
+                   IPU_IR_MAX_TENSORS);
+    if (op_count > IPU_IR_MAX_OPS)
+        return BAD(r, "field 'ops' lists %zu ops, more than the limit of %u", op_count, IPU_IR_MAX_OPS);
+    IPU_TRY(IPU_CHECK_CANCEL(r->ctx));
+    IPU_TRY(ipu_graph_reserve(r->ctx, &r->w->graph, tensor_count, op_count));
     r->w->options_json = json_dumps(options, JSON_COMPACT | JSON_SORT_KEYS);
-    r->w->specs = ipu_calloc(r->ctx, json_array_size(tensors), sizeof *r->w->specs);
-    if (!r->w->options_json || !r->w->specs)
+    r->w->specs = ipu_calloc(r->ctx, tensor_count, sizeof *r->w->specs);
+    r->index = json_object();
+    if (!r->w->options_json || !r->w->specs || !r->index)
         return IPU_NO_MEMORY(r->ctx);
-    size_t i;
+    size_t i, done = 0;
     json_t *item;
-    json_array_foreach(tensors, i, item) IPU_TRY(read_tensor(r, i, item));
-    json_array_foreach(ops, i, item) IPU_TRY(read_op(r, i, item));
+    json_array_foreach(tensors, i, item)
+    {
+        IPU_TRY(read_tensor(r, i, item));
+        IPU_TRY(++done % CANCEL_EVERY ? IPU_OK : ipu_progress(r->ctx, "graph description", done, total));
+    }
+    json_array_foreach(ops, i, item)
+    {
+        IPU_TRY(read_op(r, i, item));
+        IPU_TRY(++done % CANCEL_EVERY ? IPU_OK : ipu_progress(r->ctx, "graph description", done, total));
+    }
     IPU_TRY(read_repeat(r, json_object_get(d, "repeat")));
     return ipu_graph_validate(r->ctx, &r->w->graph);
 }
@@ -391,8 +447,9 @@ ipu_status ipu_workload_from_description(ipu_ctx *ctx, const json_t *description
     if (!w)
         return IPU_NO_MEMORY(ctx);
     ipu_graph_init(&w->graph);
-    reader r = {ctx, w, ""};
+    reader r = {.ctx = ctx, .w = w};
     ipu_status status = read_description(&r, description);
+    json_decref(r.index);
     if (status != IPU_OK) {
         ipu_workload_free(w);
         return status;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/json_file.h"
+#include "core/paths.h"
 #include "driver/build.h"
 #include "driver/mutations.h"
 #include "driver/search.h"
@@ -202,7 +203,10 @@ static ipu_status parse_options(ipu_ctx *ctx, const char *options_json, compile_
 }
 
 /* Write one candidate's memory profile as DIR/memory-<scope>-<serial>.json
- * (serials count this compile's profiles from 1), atomically. */
+ * (serials count this compile's profiles from 1), atomically.  The scope is
+ * the workload's name, which a graph description sets: in the file name it
+ * keeps only [A-Za-z0-9_-] (ipu_file_name_part), so the file stays in DIR;
+ * the profile itself records the name as it is. */
 static ipu_status write_profile(ipu_ctx *ctx, profile_sink *sink, const ipu_low_program *prog,
                                 const ipu_graph *g, const char *status_name,
                                 json_t *rejection)
@@ -212,10 +216,12 @@ static ipu_status write_profile(ipu_ctx *ctx, profile_sink *sink, const ipu_low_
     ipu_memory_profile_info info = {sink->scope, status_name, sink->budget, sink->memory_budget, rejection};
     json_t *profile = NULL;
     IPU_TRY(ipu_memory_profile(ctx, prog, g, &info, &profile));
-    char name[128], path[4096];
-    snprintf(name, sizeof name, "memory-%s-%u.json", sink->scope, ++sink->written);
-    snprintf(path, sizeof path, "%s/%s", sink->directory, name);
-    ipu_status status = ipu_write_json_atomic(ctx, path, profile);
+    char scope[64], name[128], path[4096];
+    ipu_file_name_part(sink->scope, scope, sizeof scope);
+    snprintf(name, sizeof name, "memory-%s-%u.json", scope, ++sink->written);
+    ipu_status status = ipu_path_in_folder(ctx, sink->directory, name, path, sizeof path);
+    if (status == IPU_OK)
+        status = ipu_write_json_atomic(ctx, path, profile);
     json_decref(profile);
     if (status == IPU_OK && json_array_append_new(sink->names, json_string(name)))
         status = IPU_NO_MEMORY(ctx);

@@ -16,11 +16,38 @@ void ipu_graph_free(ipu_graph *g)
     memset(g, 0, sizeof *g);
 }
 
+/* Grow an array to exactly count elements (never shrinks it). */
+static ipu_status reserve_exactly(ipu_ctx *ctx, void **items, size_t element_size, size_t count,
+                                  size_t *capacity)
+{
+    if (count <= *capacity)
+        return IPU_OK;
+    void *data = ipu_realloc(ctx, *items, count * element_size);
+    if (!data)
+        return IPU_NO_MEMORY(ctx);
+    *items = data;
+    *capacity = count;
+    return IPU_OK;
+}
+
+ipu_status ipu_graph_reserve(ipu_ctx *ctx, ipu_graph *g, size_t tensors, size_t ops)
+{
+    if (tensors > IPU_IR_MAX_TENSORS - g->tensor_count || ops > IPU_IR_MAX_OPS - g->op_count)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT,
+                        "graph: %zu tensors and %zu ops are more than a graph holds (%u tensors, %u ops)",
+                        g->tensor_count + tensors, g->op_count + ops, IPU_IR_MAX_TENSORS, IPU_IR_MAX_OPS);
+    IPU_TRY(reserve_exactly(ctx, (void **)&g->tensors, sizeof *g->tensors, g->tensor_count + tensors,
+                            &g->tensor_capacity));
+    return reserve_exactly(ctx, (void **)&g->ops, sizeof *g->ops, g->op_count + ops, &g->op_capacity);
+}
+
 ipu_status ipu_graph_tensor(ipu_ctx *ctx, ipu_graph *g, const char *name, uint32_t rows,
                             uint32_t cols, int dtype, int scale, int role, uint32_t *id)
 {
     if (strlen(name) >= IPU_IR_NAME)
         return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "tensor name '%s' is too long", name);
+    if (g->tensor_count >= IPU_IR_MAX_TENSORS)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "graph: more than %u tensors", IPU_IR_MAX_TENSORS);
     IPU_TRY(IPU_GROW(ctx, g->tensors, g->tensor_count, g->tensor_capacity));
     ipu_ir_tensor *t = &g->tensors[g->tensor_count];
     memset(t, 0, sizeof *t);
@@ -37,6 +64,8 @@ ipu_status ipu_graph_tensor(ipu_ctx *ctx, ipu_graph *g, const char *name, uint32
 
 ipu_status ipu_graph_add_op(ipu_ctx *ctx, ipu_graph *g, const ipu_ir_op *op)
 {
+    if (g->op_count >= IPU_IR_MAX_OPS)
+        return IPU_FAIL(ctx, IPU_ERR_INVALID_ARGUMENT, "graph: more than %u ops", IPU_IR_MAX_OPS);
     IPU_TRY(IPU_GROW(ctx, g->ops, g->op_count, g->op_capacity));
     g->ops[g->op_count++] = *op;
     return IPU_OK;

@@ -58,6 +58,13 @@ typedef enum ipu_op_kind {
 #define IPU_IR_NAME 64
 /* The largest tensor (all members): no device holds more. */
 #define IPU_IR_MAX_TENSOR_BYTES (1ull << 32)
+/* The most tensors and ops a graph holds: 2^20, far above any real model
+ * (a 27-layer ViT has a few hundred tensors; exported ONNX graphs of the
+ * largest models stay near 10^5 nodes) and far below the uint32 ids and the
+ * UINT32_MAX the stages use for "none".  At the limit the graph's arrays
+ * take about 140 MB (88 bytes a tensor, 44 an op). */
+#define IPU_IR_MAX_TENSORS (1u << 20)
+#define IPU_IR_MAX_OPS (1u << 20)
 
 typedef struct ipu_ir_tensor {
     char name[IPU_IR_NAME];
@@ -97,6 +104,11 @@ typedef struct ipu_graph {
 
 void ipu_graph_init(ipu_graph *g);
 void ipu_graph_free(ipu_graph *g);
+/* Room for tensors and ops more of each (a reader that knows its counts
+ * allocates once); more than IPU_IR_MAX_TENSORS or IPU_IR_MAX_OPS in all
+ * fails with IPU_ERR_INVALID_ARGUMENT, as ipu_graph_tensor and
+ * ipu_graph_add_op do past them. */
+ipu_status ipu_graph_reserve(ipu_ctx *ctx, ipu_graph *g, size_t tensors, size_t ops);
 ipu_status ipu_graph_tensor(ipu_ctx *ctx, ipu_graph *g, const char *name, uint32_t rows,
                             uint32_t cols, int dtype, int scale, int role, uint32_t *id);
 /* A matmul, GELU, add, cast or copy (in1 is ignored by one-input kinds). */
