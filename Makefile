@@ -18,7 +18,7 @@ CMAKE_COMPILER := -DCMAKE_C_COMPILER=$(CC)
 endif
 DEB_PACKAGES = cmake gcc make pkg-config libjansson-dev libopenblas-dev libcmocka-dev zlib1g-dev \
 	python3-pytest python3-selenium python3-numpy chromium chromium-driver gcovr parallel openssh-server \
-	python3-onnx libonnx-testdata
+	python3-onnx libonnx-testdata python3-hypothesis
 
 ifeq ($(IPU_SANITIZE),ON)
 BUILD_DIR ?= build-sanitize$(COMPILER_SUFFIX)

@@ -13,6 +13,7 @@ exactly its tensor's shape, both checked before they are read.  Every error
 names the file and what is wrong, and exits 2.
 """
 import array
+import math
 import os
 import struct
 from pathlib import Path
@@ -20,6 +21,7 @@ from pathlib import Path
 from . import artifacts, files, npy
 from .command import UsageError
 from .native import INVALID_ARGUMENT, IpuError, Workload
+from .profiles import C600_BYTES
 
 
 # A description holds names and shapes, not values (the 27-layer ViT's is one Repeat of a layer): 8 MiB
@@ -63,13 +65,27 @@ def given_values(workload, folder):
             raise UsageError(f"{path}: {error.message}") from None
 
 
-def workload(ctx, path, values=None):
-    """The workload of the description at path, its given values set."""
+def check_sizes(description, limit, where):
+    """Refuse a tensor whose FP32 values (what the host makes or reads for it) exceed `limit` bytes, before
+    the library makes them; the fields' types and ranges are the library's to check."""
+    tensors = description.get("tensors") if isinstance(description, dict) else None
+    for k, t in enumerate(tensors if isinstance(tensors, list) else []):
+        sizes = [t.get(f, 1) for f in ("rows", "cols", "sequence")] if isinstance(t, dict) else []
+        if all(type(s) is int and s > 0 for s in sizes) and math.prod(sizes) * 4 > limit:
+            raise UsageError(f"{where}: tensors[{k}] ('{str(t.get('name'))[:64]}'): {' x '.join(map(str, sizes))} "
+                             f"FP32 values are {math.prod(sizes) * 4:,} bytes; the device holds {limit:,}")
+
+
+def workload(ctx, path, values=None, limit=None):
+    """The workload of the description at path, its given values set; no tensor larger than `limit`
+    bytes of FP32 values (None: the c600's capacity)."""
     folder = values_folder(path, values)
     if values and not folder.is_dir():
         raise UsageError(f"--values {folder}: {'no such folder' if not folder.exists() else 'not a folder'}")
+    description = load(path)
+    check_sizes(description, limit or C600_BYTES, f"--graph {path}")
     try:
-        built = Workload(ctx, {"workload": "graph", "graph": load(path)})
+        built = Workload(ctx, {"workload": "graph", "graph": description})
     except IpuError as error:
         if error.status != INVALID_ARGUMENT:
             raise

@@ -50,7 +50,8 @@ COMMANDS = {"test": REPO / "harness" / "bin" / "ipu-e2e-test",
             "bench": REPO / "harness" / "bin" / "ipu-e2e-bench",
             "fuzz": REPO / "harness" / "bin" / "ipu-e2e-fuzz",
             "random": REPO / "harness" / "bin" / "ipu-e2e-random",
-            "onnx-tests": REPO / "harness" / "bin" / "ipu-e2e-onnx-tests"}
+            "onnx-tests": REPO / "harness" / "bin" / "ipu-e2e-onnx-tests",
+            "properties": REPO / "harness" / "bin" / "ipu-e2e-properties"}
 # A rejection (no candidate plan fits the budget) exits 1 with result.json's
 # status REJECTED (its rejection record).
 EXPECTED = {"pass": "0", "reject": "1 with a REJECTED result.json"}
@@ -178,6 +179,15 @@ def read_figures(case, folder):
         failed = [e for e in result["cases"] if e["status"] == "failed"]
         return {"cases": len(result["cases"]), "passed": result["passed"]}, [
             f"{e['name']} failed ({'; '.join(e['problems'])}); reproduce: {' '.join(e['reproduce'])}" for e in failed]
+    if case["command"] == "properties":
+        path = folder / "properties.json"
+        if not path.exists():
+            return {}, ["no properties.json was written"]
+        result = schema.load(path, schema.PROPERTIES)
+        return {"inputs": sum(p["inputs"] for p in result["properties"])}, [
+            f"property {p['property']} fails from seed {result['seed']}: {p.get('finding')} (kept as "
+            f"{p.get('kept', 'nothing: no --keep-findings')})" for p in result["properties"] if not p["holds"]] + [
+            f"kept regression input {path} fails its property" for path in result["regressions_broken"]]
     pattern = "fuzz.json" if case["command"] == "fuzz" else "bench-*.json"
     found = sorted(folder.glob(pattern))
     if not found:

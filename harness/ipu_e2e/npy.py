@@ -123,9 +123,13 @@ def read_npy(path, what=None, limit=None, descrs=None):
             raise ValueError(f"{where}: an array of {descr!r} in {'Fortran' if fortran else 'C'} order with "
                              f"shape {shape}; expected C order and {_either(list(dict.fromkeys(descrs.values())))}")
         size = int(descr[2:])
-        count = 1
+        count = spread = 1
         for d in shape:
             count *= d
+            spread *= max(d, 1)
+        if spread * size > (limit if limit is not None else 1 << 62):
+            raise ValueError(f"{where}: shape {shape} of {descr} is too large ({spread * size:,} bytes without its "
+                             f"zero dimensions; at most {limit if limit is not None else 1 << 62:,})")
         stored = os.fstat(handle.fileno()).st_size - offset
         if stored != count * size:
             raise ValueError(f"{where}: {stored:,} bytes of data for shape {shape} of {descr} ({count * size:,} "

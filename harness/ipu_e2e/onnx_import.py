@@ -381,10 +381,11 @@ class Importer:
             name = self.tensor(given.name, rows, cols, "input")
             self.host_inputs[name] = (given.name, np.arange(rows * cols, dtype=np.int64).reshape(rows, cols))
             self.values[given.name] = Tensor(View.whole(name, shape or (1,)))
-        for node in graph.node:
-            self.visit(node)
-        for out in graph.output:
-            self.finish_output(out.name)
+        with np.errstate(all="ignore"):  # folding and sampling may overflow: the results are checked, not warned of
+            for node in graph.node:
+                self.visit(node)
+            for out in graph.output:
+                self.finish_output(out.name)
         kept = {self.ops_repeat["carried_init"]} if self.ops_repeat else set()
         for name in [n for n in self.host_inputs if not self.read_by_ops(n) and n not in kept]:
             del self.host_inputs[name]

@@ -154,5 +154,8 @@ MUTATIONS = {"mutations": [{"name": str, "stage": str, "workload": str, "exit": 
                             "how": object, "where": object, "op": object}]}
 BENCH = {"simulated_cycles_per_inference?": NUMBER, "min_cosine?": NUMBER, "targets_met?": Map(bool)}
 
+PROPERTIES = {"seed": int, "properties": [{"property": str, "inputs": int, "holds": bool}],
+              "regressions_broken": [str]}
+
 # The goldens file: figures per case.
 GOLDENS = {"cases": Map(dict)}

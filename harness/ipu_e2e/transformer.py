@@ -422,7 +422,7 @@ def source_workload(ctx, args):
     if args.model:
         args.imported = models.Model(ctx, args)
         return args.imported.workload
-    return graphs.workload(ctx, args.graph, args.values)
+    return graphs.workload(ctx, args.graph, args.values, args.value_limit)
 
 
 def execute(ctx, args, profile, package, progress, started, reports):

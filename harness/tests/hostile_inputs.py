@@ -446,7 +446,7 @@ def graph_cases(inputs, outside):
     cases = [(f"graph:{name}", "test", graph(name), words) for name, words in (
         ("nested.json", ["nested.json", "nested too deeply"]), ("nested-object.json", ["nested too deeply"]),
         ("latin1.json", ["latin1.json", "UTF-8"]), ("empty.json", ["empty.json", "not JSON"]),
-        ("array.json", ["array.json"]), ("rows-huge.json", ["rows-huge.json", "rows"]),
+        ("array.json", ["array.json"]), ("rows-huge.json", ["rows-huge.json", "tensors[0]", "the device holds"]),
         ("rows-zero.json", ["rows-zero.json", "rows"]), ("name-nested.json", ["name-nested.json", "name"]),
         ("name-long.json", ["name-long.json", "name"]), ("tensors-number.json", ["tensors-number.json", "tensors"]),
         ("huge.json", ["huge.json", "at most"]), ("fifo.json", ["fifo.json", "a FIFO"]),

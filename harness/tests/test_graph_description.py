@@ -149,8 +149,9 @@ BAD_DESCRIPTIONS = [
                                                                         "field 'offset'"),
     (lambda d: d["tensors"][1].update(role="weight"), "tensors[1] ('w'): field 'role' must be input, parameter, "
                                                       "activation or output, not 'weight'"),
-    (lambda d: d["tensors"][1].update(rows=8192, cols=8192, sequence=64), "tensor 'w' (8192x8192 f16, 64 members) "
-                                                                          "is larger than 4294967296 bytes"),
+    (lambda d: d["tensors"][1].update(rows=8192, cols=8192, sequence=64),
+     f"tensors[1] ('w'): 8192 x 8192 x 64 FP32 values are {8192 * 8192 * 64 * 4:,} bytes; the device holds "
+     f"{4 * (0xE8000 - 0x4C000 - 1104):,}"),  # the host's values before the library's 4 GiB limit; 4 tiles
     (lambda d: d["ops"][1].update(op="softmax"), "ops[1]: field 'op' must be matmul, gelu, add, cast, copy, "
                                                  "layernorm, attention or map_pool, not 'softmax'"),
     (lambda d: d["ops"][0].update(inputs=["x"]), "ops[0] (matmul): field 'inputs' must list 2 tensor names (3 with "

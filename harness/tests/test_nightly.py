@@ -130,7 +130,7 @@ def test_bad_case_list_and_unknown_case_are_input_errors(repo, tmp_path):
     assert done.returncode == 2 and "no case named nope; the cases are vit-small" in done.stderr
     (tmp_path / "broken.json").write_text("{")
     done = nightly(repo, "--cases", tmp_path / "broken.json", "--list")
-    assert done.returncode == 2 and "broken.json: the case list is not JSON" in done.stderr
+    assert done.returncode == 2 and "the case list " + str(tmp_path / "broken.json") + ": not JSON" in done.stderr
 
 
 def test_summary_has_the_mutation_table(repo, tmp_path):
