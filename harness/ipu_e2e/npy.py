@@ -127,16 +127,15 @@ def read_npy(path, what=None, limit=None, descrs=None):
         for d in shape:
             count *= d
             spread *= max(d, 1)
-        if spread * size > (limit if limit is not None else 1 << 62):
-            raise ValueError(f"{where}: shape {shape} of {descr} is too large ({spread * size:,} bytes without its "
-                             f"zero dimensions; at most {limit if limit is not None else 1 << 62:,})")
+        bound = limit if limit is not None else 1 << 62  # numpy cannot make a shape past 2^63 even when empty
+        if spread * size > bound:
+            zeros = f" ({spread * size:,} with its zero dimensions as 1)" if spread != count else ""
+            raise ValueError(f"{where}: shape {shape} of {descr} is {count * size:,} bytes{zeros}; at most "
+                             f"{bound:,} are read")
         stored = os.fstat(handle.fileno()).st_size - offset
         if stored != count * size:
             raise ValueError(f"{where}: {stored:,} bytes of data for shape {shape} of {descr} ({count * size:,} "
                              f"expected)")
-        if limit is not None and count * size > limit:
-            raise ValueError(f"{where}: shape {shape} of {descr} is {count * size:,} bytes; at most {limit:,} "
-                             f"are read")
         data = handle.read(count * size)
     if size > 1 and (descr[0] == ">") == (sys.byteorder == "little"):
         data = _swap(data, size)

@@ -991,6 +991,9 @@ class Importer:
         tensor, rows, cols = self.rows_of(node, init)
         if not np.array_equal(init.view.element_indices().reshape(-1), np.arange(rows * cols)):
             raise Unsupported(node, "a Loop whose initial value is not a whole tensor")
+        if trips.dtype.kind not in "iu" or int(trips.reshape(-1)[0]) < 1:
+            raise ModelError(f"node '{node.name or node.output[0]}' (Loop): trip count {trips.reshape(-1)[0]} is not "
+                             f"a positive integer")
         self.iterations = int(trips.reshape(-1)[0])
         carried = self.tensor(body.input[2].name, rows, cols, "activation")
         self.values[body.input[0].name] = Iteration()

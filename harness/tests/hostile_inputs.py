@@ -53,6 +53,18 @@ def after(nodes, last, opset=14):
                 opset=opset)
 
 
+def loop(trips, stacked):
+    """x @ w, then a Loop of `trips` (a Constant node) whose body multiplies by the member of `stacked` (a
+    Constant node, Gathered by the iteration number)."""
+    body = helper.make_graph([helper.make_node("Gather", ["ws", "i"], ["wi"]),
+                              helper.make_node("MatMul", ["h", "wi"], ["h2"]),
+                              helper.make_node("Identity", ["c"], ["c2"])],
+                             "body", [vi("i", [], TensorProto.INT64), vi("c", [], TensorProto.BOOL), vi("h", [R, C])],
+                             [vi("c2", [], TensorProto.BOOL), vi("h2", [R, C])])
+    return make([helper.make_node("MatMul", ["x", "w"], ["t"]), trips, stacked,
+                 helper.make_node("Loop", [trips.output[0], "", "t"], ["y"], body=body)])
+
+
 def ints(name, values):
     return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.asarray(values, np.int64)))
 
@@ -190,15 +202,10 @@ def model_cases(inputs, outside):
                            ["LayerNormalization", "axis 7"]),
         "reducemean-axis": (after([helper.make_node("ReduceMean", ["t"], ["u"], axes=[5])], "u"),
                             ["ReduceMean", "axis 5"]),
-        "loop-0d": (make([helper.make_node("MatMul", ["x", "w"], ["t"]), ints("n", 2),
-                          floats("ws", 1.0),
-                          helper.make_node("Loop", ["n", "", "t"], ["y"], body=helper.make_graph(
-                              [helper.make_node("Gather", ["ws", "i"], ["wi"]),
-                               helper.make_node("MatMul", ["h", "wi"], ["h2"]),
-                               helper.make_node("Identity", ["c"], ["c2"])],
-                              "body", [vi("i", [], TensorProto.INT64), vi("c", [], TensorProto.BOOL), vi("h", [R, C])],
-                              [vi("c2", [], TensorProto.BOOL), vi("h2", [R, C])]))]),
-                     ["Gather", "iteration"]),
+        "loop-0d": (loop(ints("n", 2), floats("ws", 1.0)), ["Gather", "iteration"]),
+        "loop-trip-zero": (loop(ints("n", 0), floats("ws", np.ones((2, C, C)))), ["Loop", "trip count 0"]),
+        "loop-trip-negative": (loop(ints("n", -3), floats("ws", np.ones((2, C, C)))), ["Loop", "trip count -3"]),
+        "loop-trip-float": (loop(floats("n", 2.5), floats("ws", np.ones((2, C, C)))), ["Loop", "trip count 2.5"]),
         "undefined-value": (make([helper.make_node("MatMul", ["x", "nowhere"], ["y"])]), ["nowhere"]),
         "matmul-weight-shape": (make([helper.make_node("MatMul", ["x", "w"], ["y"])], inits=[weight("w", (3, 5))]),
                                 ["MatMul", "(3, 5)"]),
@@ -347,7 +354,7 @@ def array_cases(inputs, outside):
     model = ["--model", "{arrays/model.onnx}", *SMALL]
     cases = []
     for name, words in (
-            ("claims-4e15.npy", ["bytes of data for shape"]), ("claims-more.npy", ["(4, 9)"]),
+            ("claims-4e15.npy", ["(100000000, 40000000)", "16,000,000,000,000,000 bytes; at most 2,551,488"]), ("claims-more.npy", ["(4, 9)"]),
             ("truncated.npy", ["bytes of data"]), ("extra.npy", ["bytes of data"]), ("fortran.npy", ["Fortran"]),
             ("structured.npy", ["structured"]), ("header-4gb.npy", ["header of"]),
             ("header-nested.npy", ["not a dict"]), ("header-list.npy", ["not a dict"]),
