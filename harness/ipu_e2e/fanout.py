@@ -26,7 +26,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from . import child, interrupts
+from . import child, files, interrupts
 from .command import UsageError, int_in
 
 PARALLEL = "parallel"
@@ -66,12 +66,9 @@ def check(args):
         raise UsageError(f"--sshlogin: expected an sshlogin such as ':' or 'user@host', got '{args.sshlogin}'")
     if args.sshloginfile is not None:
         try:
-            lines = args.sshloginfile.read_text().splitlines()
-        except OSError as error:
-            raise UsageError(f"--sshloginfile {args.sshloginfile}: cannot read it: {error.strerror}") from None
-        except UnicodeDecodeError:
-            raise UsageError(f"--sshloginfile {args.sshloginfile}: not UTF-8 text; expected one sshlogin "
-                             f"a line") from None
+            lines = files.read_text(args.sshloginfile, "--sshloginfile", 1 << 20).splitlines()
+        except files.InputError as error:
+            raise UsageError(f"{error}; expected one sshlogin a line") from None
         if not [l for l in lines if l.strip() and not l.lstrip().startswith("#")]:
             raise UsageError(f"--sshloginfile {args.sshloginfile}: no sshlogin in it; expected one a line "
                              f"(':' is this machine)")

@@ -44,7 +44,7 @@ def open_regular(path, what, limit=None, follow=True):
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
-        raise InputError(f"{what} {path}: No such file or directory") from None
+        raise InputError(f"{what} {path}: cannot read it: No such file or directory") from None
     except OSError as error:
         if not follow and error.errno == 40:  # ELOOP: the last component is a symbolic link
             raise InputError(f"{what} {path}: a symbolic link; expected a regular file") from None

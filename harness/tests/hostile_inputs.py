@@ -500,6 +500,9 @@ def json_cases(inputs):
             (f"random-cases:{name}", "random", ["--regressions", "--cases", f"{{json/{name}}}"], ["--cases", name]),
             (f"bench-device:{name}", "bench", ["device", "--device", f"{{json/{name}}}"], ["--device", name, words]),
         ]
+        if name != "nested.json":
+            cases.append((f"sweep-sshloginfile:{name}", "sweep", ["--jobs", "2", "--sshloginfile", f"{{json/{name}}}"],
+                          ["--sshloginfile", name, words]))
     for run, words in (("run-nested", "nested too deeply"), ("run-fifo", "a FIFO"), ("run-zero", "a character device")):
         cases.append((f"compare:{run}", "compare", [f"{{json/{run}}}", f"{{json/{run}}}"], ["result.json", words]))
     for sweep, words in (("sweep-nested", "nested too deeply"), ("sweep-fifo", "a FIFO")):

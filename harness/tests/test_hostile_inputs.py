@@ -22,7 +22,8 @@ import hostile_inputs
 
 COMMANDS = {"test": "harness/bin/ipu-e2e-test", "bench": "harness/bin/ipu-e2e-bench", "nightly": "ci/nightly",
             "compare": "harness/bin/ipu-e2e-compare", "sweep-report": "harness/bin/ipu-e2e-sweep-report",
-            "random": "harness/bin/ipu-e2e-random", "goldens": "harness/bin/ipu-e2e-goldens"}
+            "random": "harness/bin/ipu-e2e-random", "goldens": "harness/bin/ipu-e2e-goldens",
+            "sweep": "harness/bin/ipu-e2e-sweep"}
 TRACES = ("Traceback", "AddressSanitizer", "runtime error:", "Segmentation")
 SECONDS, RSS_BYTES = 10, 256 << 20
 KILL_AFTER = 120  # a hung case is killed here and fails; the 10 s bound is checked apart
@@ -63,7 +64,7 @@ def run(repo, root, index, case):
     folder = root / "runs" / str(index)
     folder.mkdir(parents=True)
     argv = [a.replace("{", str(root / "inputs") + "/").replace("}", "") if a.startswith("{") else a for a in args]
-    if command == "nightly":
+    if command in ("nightly", "sweep"):
         argv += ["--output", str(folder / "out")]
     argv.append("--quiet")
     measured = folder.parent / f"{index}.measured"
