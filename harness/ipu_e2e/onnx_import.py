@@ -72,12 +72,16 @@ SUPPORTED = ("MatMul and Gemm with constant weights (and their bias Add); Conv w
 ONNX_FLOAT = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE)
 
 
+def at(node):
+    """A node as messages name it: node '<name or first output>' (<op type>)."""
+    return f"node '{node.name or (node.output[0] if node.output else '?')}' ({node.op_type})"
+
+
 class Unsupported(ValueError):
     """A node the importer cannot express in the workload graph."""
 
     def __init__(self, node, why):
-        name = node.name or (node.output[0] if node.output else "?")
-        super().__init__(f"node '{name}' ({node.op_type}): {why}. Supported: {SUPPORTED}")
+        super().__init__(f"{at(node)}: {why}. Supported: {SUPPORTED}")
 
 
 class ModelError(ValueError):
@@ -411,8 +415,7 @@ class Importer:
         except (Unsupported, ModelError):
             raise
         except NODE_ERRORS as error:
-            raise ModelError(f"node '{node.name or (node.output[0] if node.output else '?')}' ({node.op_type}): "
-                             f"its inputs or attributes are not what {node.op_type} takes "
+            raise ModelError(f"{at(node)}: its inputs or attributes are not what {node.op_type} takes "
                              f"({type(error).__name__}: {str(error)[:200]})") from None
         for name, value in zip(node.output, outputs if isinstance(outputs, list) else [outputs]):
             if name:
@@ -460,10 +463,10 @@ class Importer:
         than the device holds, before it is allocated."""
         dims = [int(d) for d in shape]
         if any(d < 0 for d in dims):
-            raise ModelError(f"node '{node.name or node.output[0]}' ({node.op_type}): a negative dimension in "
+            raise ModelError(f"{at(node)}: a negative dimension in "
                              f"shape {tuple(dims)}")
         if math.prod(dims) * itemsize > self.limit:
-            raise ModelError(f"node '{node.name or node.output[0]}' ({node.op_type}): a constant of shape "
+            raise ModelError(f"{at(node)}: a constant of shape "
                              f"{tuple(dims)} ({math.prod(dims):,} values) is larger than the device holds "
                              f"({self.limit:,} bytes)")
         return tuple(dims)
@@ -471,7 +474,7 @@ class Importer:
     def axis(self, node, a, rank, what="axis"):
         """An axis attribute or input in -rank..rank-1, as a non-negative axis."""
         if not -rank <= int(a) < max(rank, 1):
-            raise ModelError(f"node '{node.name or node.output[0]}' ({node.op_type}): {what} {int(a)} is out of "
+            raise ModelError(f"{at(node)}: {what} {int(a)} is out of "
                              f"range for rank {rank} (expected {-rank}..{rank - 1})")
         return int(a) % max(rank, 1)
 
@@ -482,7 +485,7 @@ class Importer:
         for node in self.model.graph.node:
             for k in slots.get(node.op_type, ()):
                 if k < len(node.input) and node.input[k]:
-                    found[node.input[k]] = f"input {k} of {node.op_type} node '{node.name or node.output[0]}'"
+                    found[node.input[k]] = f"input {k} of {at(node)}"
         return found
 
     def finish_output(self, name):
@@ -541,7 +544,7 @@ class Importer:
 
     def op_Constant(self, node):
         if len(node.attribute) != 1:
-            raise ModelError(f"node '{node.name or node.output[0]}' (Constant): {len(node.attribute)} attributes; "
+            raise ModelError(f"{at(node)}: {len(node.attribute)} attributes; "
                              f"a Constant has one")
         a = node.attribute[0]
         if a.name == "value":
@@ -575,7 +578,7 @@ class Importer:
     def op_Cast(self, node):
         x, to = self.value(node, 0), self.attr(node, "to")
         if to not in onnx.mapping.TENSOR_TYPE_TO_NP_TYPE or to in (onnx.TensorProto.STRING,):
-            raise ModelError(f"node '{node.name or node.output[0]}' (Cast): 'to' {to} is not an ONNX numeric type")
+            raise ModelError(f"{at(node)}: 'to' {to} is not an ONNX numeric type")
         if isinstance(x, np.ndarray):
             return x.astype(onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[to])
         if to not in ONNX_FLOAT:
@@ -598,7 +601,7 @@ class Importer:
     def op_Range(self, node):
         def arange(start, limit, delta):
             if any(v.size != 1 for v in (start, limit, delta)) or float(delta) == 0:
-                raise ModelError(f"node '{node.name or node.output[0]}' (Range): start, limit and delta must be "
+                raise ModelError(f"{at(node)}: start, limit and delta must be "
                                  f"scalars and delta not 0")
             self.claim(node, (max(math.ceil((float(limit) - float(start)) / float(delta)), 0),))
             return np.arange(start.reshape(()), limit.reshape(()), delta.reshape(()))
@@ -670,12 +673,12 @@ class Importer:
                 new[i] = old[i]
         known = math.prod(d for d in new if d != -1)
         if new.count(-1) > 1 or any(d < -1 for d in new) or (-1 in new and known == 0):
-            raise ModelError(f"node '{node.name or node.output[0]}' (Reshape): shape {shape.tolist()} for an input "
+            raise ModelError(f"{at(node)}: shape {shape.tolist()} for an input "
                              f"of shape {tuple(old)}")
         if -1 in new:
             new[new.index(-1)] = math.prod(old) // known
         if math.prod(new) != math.prod(old):
-            raise ModelError(f"node '{node.name or node.output[0]}' (Reshape): shape {shape.tolist()} does not hold "
+            raise ModelError(f"{at(node)}: shape {shape.tolist()} does not hold "
                              f"the {math.prod(old):,} values of shape {tuple(old)}")
         return self.reshape(node, x, tuple(new))
 
@@ -690,7 +693,7 @@ class Importer:
         rank = len(self.shape(node, x))
         perm = self.attr(node, "perm", list(reversed(range(rank))))
         if sorted(perm) != list(range(rank)):
-            raise ModelError(f"node '{node.name or node.output[0]}' (Transpose): perm {list(perm)} is not a "
+            raise ModelError(f"{at(node)}: perm {list(perm)} is not a "
                              f"permutation of the {rank} axes")
         return x.transpose(perm) if isinstance(x, np.ndarray) else self.on_view(node, x, lambda v: v.transpose(perm))
 
@@ -708,7 +711,7 @@ class Importer:
         rank = len(self.shape(node, x)) + len(axes)
         axes = sorted(self.axis(node, a, rank, "axis") for a in axes)
         if len(set(axes)) != len(axes):
-            raise ModelError(f"node '{node.name or node.output[0]}' (Unsqueeze): axes {axes} repeat an axis")
+            raise ModelError(f"{at(node)}: axes {axes} repeat an axis")
         if isinstance(x, np.ndarray):
             return np.expand_dims(x, tuple(axes))
         for a in axes:
@@ -721,7 +724,7 @@ class Importer:
         axes = sorted({self.axis(node, a, len(shape)) for a in self.axes_of(node, 1) or
                        [i for i, d in enumerate(shape) if d == 1]}, reverse=True)
         if any(shape[a] != 1 for a in axes):
-            raise ModelError(f"node '{node.name or node.output[0]}' (Squeeze): axes {axes} of shape {tuple(shape)} "
+            raise ModelError(f"{at(node)}: axes {axes} of shape {tuple(shape)} "
                              f"are not all of size 1")
         if isinstance(x, np.ndarray):
             return np.squeeze(x, tuple(axes))
@@ -738,7 +741,7 @@ class Importer:
             raise Unsupported(node, "its starts, ends, axes or steps are not constants")
         axes = range(len(starts)) if axes is None else [self.axis(node, a, len(shape)) for a in axes]
         if len(ends) != len(starts) or len(axes) != len(starts) or (steps is not None and len(steps) != len(starts)):
-            raise ModelError(f"node '{node.name or node.output[0]}' (Slice): starts, ends, axes and steps of "
+            raise ModelError(f"{at(node)}: starts, ends, axes and steps of "
                              f"different lengths")
         steps = [1] * len(starts) if steps is None else [int(s) for s in steps]
         if isinstance(x, np.ndarray):
@@ -781,7 +784,7 @@ class Importer:
         shape = self.shape(node, x)
         axis = self.axis(node, self.attr(node, "axis", 0), len(shape))
         if index.dtype.kind not in "iu" or ((index < -shape[axis]) | (index >= shape[axis])).any():
-            raise ModelError(f"node '{node.name or node.output[0]}' (Gather): indices {index.reshape(-1)[:8].tolist()} "
+            raise ModelError(f"{at(node)}: indices {index.reshape(-1)[:8].tolist()} "
                              f"outside -{shape[axis]}..{shape[axis] - 1} (axis {axis} of shape {tuple(shape)})")
         if isinstance(x, np.ndarray):
             self.claim(node, index.shape + x.shape[:axis] + x.shape[axis + 1:])
@@ -992,7 +995,7 @@ class Importer:
         if not np.array_equal(init.view.element_indices().reshape(-1), np.arange(rows * cols)):
             raise Unsupported(node, "a Loop whose initial value is not a whole tensor")
         if trips.dtype.kind not in "iu" or int(trips.reshape(-1)[0]) < 1:
-            raise ModelError(f"node '{node.name or node.output[0]}' (Loop): trip count {trips.reshape(-1)[0]} is not "
+            raise ModelError(f"{at(node)}: trip count {trips.reshape(-1)[0]} is not "
                              f"a positive integer")
         self.iterations = int(trips.reshape(-1)[0])
         carried = self.tensor(body.input[2].name, rows, cols, "activation")

@@ -221,7 +221,7 @@ def test_graph_flags(cli, tmp_path):
             (("--values", tmp_path), "--values applies to --graph FILE, not to --workload mlp"),
             (("--graph", tmp_path / "bad.json"), f"--graph {tmp_path / 'bad.json'}: not JSON: Expecting value "
                                                  f"(line 1, column 12)"),
-            (("--graph", tmp_path / "none.json"), "none.json: No such file or directory")):
+            (("--graph", tmp_path / "none.json"), "none.json: cannot read it: No such file or directory")):
         done = cli(*args, "--tiles", "4", "--quiet")
         assert done.returncode == 2 and message in done.stderr, (args, done.stderr)
 
