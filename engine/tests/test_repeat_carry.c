@@ -27,15 +27,33 @@
 #define COLS 12
 #define LAYERS 3
 
-static ipu_workload *carry_workload(ipu_ctx *ctx)
+/* An empty workload named `name`, its graph to be built. */
+static ipu_workload *begin_workload(const char *name)
 {
     ipu_workload *w = calloc(1, sizeof *w);
     assert_non_null(w);
-    snprintf(w->name, sizeof w->name, "carry-test");
+    snprintf(w->name, sizeof w->name, "%s", name);
     w->seed = tseed();
     w->options_json = strdup("{}");
+    ipu_graph_init(&w->graph);
+    return w;
+}
+
+/* The Repeat of the first `ops` ops with carried tensor c (next its value for
+ * the next iteration, init its first), the graph checked, values made. */
+static ipu_workload *finish_workload(ipu_ctx *ctx, ipu_workload *w, uint32_t ops, uint32_t c, uint32_t next,
+                                     uint32_t init)
+{
+    w->graph.repeat = (ipu_ir_repeat){0, ops, LAYERS, c, next, init};
+    TSEED_OK(ctx, ipu_graph_validate(ctx, &w->graph));
+    TSEED_OK(ctx, ipu_workload_prepare_values(ctx, w));
+    return w;
+}
+
+static ipu_workload *carry_workload(ipu_ctx *ctx)
+{
+    ipu_workload *w = begin_workload("carry-test");
     ipu_graph *g = &w->graph;
-    ipu_graph_init(g);
     uint32_t init, weights, c, next, y;
     TSEED_OK(ctx, ipu_graph_tensor(ctx, g, "init", ROWS, COLS, IPU_DT_F16, 0, IPU_ROLE_PARAM, &init));
     TSEED_OK(ctx, ipu_graph_tensor(ctx, g, "w", COLS, COLS, IPU_DT_F16, 0, IPU_ROLE_PARAM, &weights));
@@ -45,10 +63,7 @@ static ipu_workload *carry_workload(ipu_ctx *ctx)
     TSEED_OK(ctx, ipu_graph_tensor(ctx, g, "y", ROWS, COLS, IPU_DT_F16, 0, IPU_ROLE_OUTPUT, &y));
     TSEED_OK(ctx, ipu_graph_op(ctx, g, IPU_IR_MATMUL, c, weights, next));
     TSEED_OK(ctx, ipu_graph_op(ctx, g, IPU_IR_COPY, next, 0, y));
-    g->repeat = (ipu_ir_repeat){0, 1, LAYERS, c, next, init};
-    TSEED_OK(ctx, ipu_graph_validate(ctx, g));
-    TSEED_OK(ctx, ipu_workload_prepare_values(ctx, w));
-    return w;
+    return finish_workload(ctx, w, 1, c, next, init);
 }
 
 /* A graph input or parameter as the body's tensors read: FP8 (F143) or FP16. */
@@ -63,13 +78,8 @@ static uint32_t tensor(ipu_ctx *ctx, ipu_graph *g, const char *name, uint32_t ro
 /* The carried tensor read first by a cast to F143: c = c + f8(c) . W_i, y = c. */
 static ipu_workload *cast_first_workload(ipu_ctx *ctx)
 {
-    ipu_workload *w = calloc(1, sizeof *w);
-    assert_non_null(w);
-    snprintf(w->name, sizeof w->name, "carry-cast-first");
-    w->seed = tseed();
-    w->options_json = strdup("{}");
+    ipu_workload *w = begin_workload("carry-cast-first");
     ipu_graph *g = &w->graph;
-    ipu_graph_init(g);
     uint32_t x = tensor(ctx, g, "x", ROWS, IPU_DT_F16, IPU_ROLE_INPUT);
     uint32_t weights = tensor(ctx, g, "w", COLS, IPU_DT_F143, IPU_ROLE_PARAM);
     g->tensors[weights].sequence = LAYERS;
@@ -82,23 +92,15 @@ static ipu_workload *cast_first_workload(ipu_ctx *ctx)
     TSEED_OK(ctx, ipu_graph_op(ctx, g, IPU_IR_MATMUL, c8, weights, product));
     TSEED_OK(ctx, ipu_graph_op(ctx, g, IPU_IR_ADD, c, product, next));
     TSEED_OK(ctx, ipu_graph_op(ctx, g, IPU_IR_COPY, next, 0, y));
-    g->repeat = (ipu_ir_repeat){0, 3, LAYERS, c, next, x};
-    TSEED_OK(ctx, ipu_graph_validate(ctx, g));
-    TSEED_OK(ctx, ipu_workload_prepare_values(ctx, w));
-    return w;
+    return finish_workload(ctx, w, 3, c, next, x);
 }
 
 /* The carried tensor read only by one-input ops whose results no op in the
  * body homes: c8 = f8(c), c = gelu(c) in the body, then y = c8 . W. */
 static ipu_workload *unhomed_readers_workload(ipu_ctx *ctx)
 {
-    ipu_workload *w = calloc(1, sizeof *w);
-    assert_non_null(w);
-    snprintf(w->name, sizeof w->name, "carry-unhomed-readers");
-    w->seed = tseed();
-    w->options_json = strdup("{}");
+    ipu_workload *w = begin_workload("carry-unhomed-readers");
     ipu_graph *g = &w->graph;
-    ipu_graph_init(g);
     uint32_t x = tensor(ctx, g, "x", ROWS, IPU_DT_F16, IPU_ROLE_INPUT);
     uint32_t weights = tensor(ctx, g, "w", COLS, IPU_DT_F143, IPU_ROLE_PARAM);
     uint32_t c = tensor(ctx, g, "c", ROWS, IPU_DT_F16, IPU_ROLE_ACTIVATION);
@@ -108,10 +110,7 @@ static ipu_workload *unhomed_readers_workload(ipu_ctx *ctx)
     TSEED_OK(ctx, ipu_graph_op(ctx, g, IPU_IR_CAST, c, 0, c8));
     TSEED_OK(ctx, ipu_graph_op(ctx, g, IPU_IR_GELU, c, 0, next));
     TSEED_OK(ctx, ipu_graph_op(ctx, g, IPU_IR_MATMUL, c8, weights, y));
-    g->repeat = (ipu_ir_repeat){0, 2, LAYERS, c, next, x};
-    TSEED_OK(ctx, ipu_graph_validate(ctx, g));
-    TSEED_OK(ctx, ipu_workload_prepare_values(ctx, w));
-    return w;
+    return finish_workload(ctx, w, 2, c, next, x);
 }
 
 /* Compile w for `tiles` tiles, upload its inputs and parameters once, run it
