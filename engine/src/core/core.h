@@ -69,6 +69,10 @@ ipu_status ipu_inconsistent_at(ipu_ctx *ctx, const char *stage, const char *file
  * called, else IPU_OK: long work calls it at its step and stage boundaries. */
 ipu_status ipu_check_cancel_at(ipu_ctx *ctx, const char *file, int line);
 #define IPU_CHECK_CANCEL(ctx) ipu_check_cancel_at((ctx), __FILE__, __LINE__)
+/* Was ipu_ctx_cancel called (on ctx or its parent)?  Records nothing, so a
+ * parallel loop's iterations may ask it; the loop's caller then reports
+ * IPU_CHECK_CANCEL once the loop is over. */
+bool ipu_cancel_requested(const ipu_ctx *ctx);
 
 void ipu_log(ipu_ctx *ctx, ipu_log_level level, const char *fmt, ...) IPU_PRINTF(3, 4);
 /* Report progress at a boundary of long work; returns IPU_CHECK_CANCEL's status. */

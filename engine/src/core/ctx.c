@@ -73,9 +73,14 @@ ipu_ctx *ipu_ctx_child(ipu_ctx *parent)
     return child;
 }
 
+bool ipu_cancel_requested(const ipu_ctx *ctx)
+{
+    return ctx && (atomic_load(&ctx->cancelled) || (ctx->parent && atomic_load(&ctx->parent->cancelled)));
+}
+
 ipu_status ipu_check_cancel_at(ipu_ctx *ctx, const char *file, int line)
 {
-    if (!ctx || !(atomic_load(&ctx->cancelled) || (ctx->parent && atomic_load(&ctx->parent->cancelled))))
+    if (!ipu_cancel_requested(ctx))
         return IPU_OK;
     return ipu_fail_at(ctx, IPU_ERR_CANCELLED, file, line, "cancelled");
 }

@@ -166,7 +166,11 @@ static ipu_status load_package(sim *s, ipu_ctx *ctx, const ipu_package *pkg)
         tile->writable_lo = tile->writable_hi = 0;
         tile->faulted = 0;
     }
+    /* Copying the segments first touches the tiles' fresh pages: seconds for
+     * a full device on a loaded machine, so a cancel request is looked at
+     * between segments (each at most a tile's SRAM). */
     for (size_t i = 0; i < pkg->segment_count; i++) {
+        IPU_TRY(IPU_CHECK_CANCEL(ctx));
         const ipu_pkg_segment *seg = &pkg->segments[i];
         sim_tile *tile = &s->tiles[seg->tile];
         uint8_t *dst = tile->mem + (seg->address - s->p.sram_base);
@@ -395,7 +399,8 @@ static void enter_phase(sim *s, const ipu_pkg_op *op, int half)
  * sees it.  Returns 1 (with *status) when the observer stops the run. */
 static int end_phase(sim *s, ipu_status *status)
 {
-    sim_end_lives(s, s->phase);
+    if ((*status = sim_end_lives(s, s->phase)) != IPU_OK)
+        return 1;
     if (!s->observer)
         return 0;
     uint32_t iteration = s->depth ? s->loops[s->depth - 1].iteration : IPU_NO_ITERATION;
@@ -410,7 +415,7 @@ static int run_step(sim *s, const ipu_pkg_op *op, ipu_status *status)
     uint32_t slowest = 0;
     enter_phase(s, op, 0);
     if (op->a != IPU_NO_SLOT) {
-        if (sim_compute_phase(s, op->a))
+        if (sim_compute_phase(s, op->a) || (*status = IPU_CHECK_CANCEL(s->ctx)) != IPU_OK)
             return 1;
         for (uint32_t t = 0; t < s->p.tiles; t++)
             if (s->tiles[t].step_cycles > compute)
@@ -454,9 +459,8 @@ static int execute(sim *s, ipu_ctx *ctx, const ipu_pkg_op *ops, size_t begin, si
             uint64_t bytes = 0;
             enter_phase(s, op, 0);
             if (host_phase(s, ctx, op->a, op->op == IPU_OP_HOST_IN, buffers, &bytes, status) ||
-                end_phase(s, status))
+                end_phase(s, status) || (*status = sim_end_lives(s, s->phase + 1)) != IPU_OK)
                 return 1;
-            sim_end_lives(s, s->phase + 1);
             uint64_t cycles = ipu_profile_host_cycles(&s->p, bytes);
             if (record_step(s, op, op->op == IPU_OP_HOST_IN ? "host_in" : "host_out", 0, 0, s->p.sync_cycles,
                             (sim_exchange_cost){0, 0, 0}, cycles, bytes, 0))
@@ -477,8 +481,9 @@ static int execute(sim *s, ipu_ctx *ctx, const ipu_pkg_op *ops, size_t begin, si
                     if (record_step(s, op, "patch", 0, 0, 0, (sim_exchange_cost){0, 0, 0}, 0, 0, cycles))
                         return 1;
                 }
-                sim_end_lives(s, s->phase);
-                sim_end_lives(s, s->phase + 1);
+                if ((*status = sim_end_lives(s, s->phase)) != IPU_OK ||
+                    (*status = sim_end_lives(s, s->phase + 1)) != IPU_OK)
+                    return 1;
                 if (execute(s, ctx, ops, i + 1, i + 1 + op->b, buffers, status))
                     return 1;
             }

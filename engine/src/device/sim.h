@@ -195,8 +195,12 @@ int sim_check_allocation(sim *s, uint32_t tile, uint32_t address, uint32_t size,
 int sim_is_written(sim *s, uint32_t tile, uint32_t address, uint32_t size);
 /* End the lives of the allocations whose last phase is phase: their bytes
  * lose their written state.  An allocation that began before a Repeat body
- * it ends in lives through every iteration: it ends only in the last one. */
-void sim_end_lives(sim *s, uint32_t phase);
+ * it ends in lives through every iteration: it ends only in the last one.
+ * Poisoning first touches shadow pages (a second or more of a loaded
+ * machine's time for a phase ending thousands of allocations), so the
+ * running program's cancel request is looked at between allocations:
+ * IPU_ERR_CANCELLED (the rest of the phase's lives not ended), else IPU_OK. */
+ipu_status sim_end_lives(sim *s, uint32_t phase);
 
 /* Memory events (sim_events.c): reset at initialize (the lists of births
  * for pkg), a phase entered (its births), a life ended, and all freed. */
@@ -267,6 +271,8 @@ int sim_replay_watches(const sim *s, uint32_t tile, uint32_t address, uint32_t s
 void sim_replay_forget(sim *s);
 
 /* ---- compute and exchange phases ---- */
+/* Runs one compute phase on every tile; nonzero on a fault.  A cancel
+ * request (s->ctx) skips the tiles not begun: the caller checks for it. */
 int sim_compute_phase(sim *s, uint32_t slot);
 /* Runs one exchange phase; *cost receives its cycles and bytes. */
 int sim_exchange_phase(sim *s, uint32_t slot, sim_exchange_cost *cost);

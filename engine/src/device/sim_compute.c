@@ -137,6 +137,11 @@ int sim_compute_phase(sim *s, uint32_t slot)
 #pragma omp for schedule(dynamic, 8)
         for (int64_t i = 0; i < tiles; i++) {
             uint32_t tile = (uint32_t)i, list;
+            /* One tile's kernels take milliseconds, a loaded machine's whole
+             * phase up to a second: a cancel request skips the tiles left
+             * (the caller stops the program after the phase). */
+            if (ipu_cancel_requested(s->ctx))
+                continue;
             sim_prefetch_next(s, tile, slot);
             s->tiles[tile].step_cycles = 0;
             if (sim_fetch_u32(s, tile, s->pkg->slot_tables[tile] + 4 * slot, &list, "slot table"))

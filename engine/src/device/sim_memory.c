@@ -245,12 +245,15 @@ int sim_check_allocation(sim *s, uint32_t tile, uint32_t address, uint32_t size,
     return 1;
 }
 
-void sim_end_lives(sim *s, uint32_t phase)
+ipu_status sim_end_lives(sim *s, uint32_t phase)
 {
     if ((!s->check_allocs && !s->events_on) || phase >= s->phases)
-        return;
+        return IPU_OK;
     const ipu_package *pkg = s->pkg;
     for (uint32_t i = s->dying_start[phase]; i < s->dying_start[phase + 1]; i++) {
+        ipu_status status = IPU_CHECK_CANCEL(s->ctx);
+        if (status != IPU_OK)
+            return status;
         const ipu_pkg_alloc *a = &pkg->allocs[s->dying[i]];
         int spans_loop = 0;
         for (int l = 0; l < s->depth; l++)
@@ -261,6 +264,7 @@ void sim_end_lives(sim *s, uint32_t phase)
                        a->address - s->p.sram_base + a->size);
         sim_events_end(s, s->dying[i]);
     }
+    return IPU_OK;
 }
 
 int sim_check_descriptor(sim *s, uint32_t tile, uint32_t address, uint32_t size, const char *what)
