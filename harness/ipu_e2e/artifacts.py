@@ -8,7 +8,6 @@ import os
 import tempfile
 from pathlib import Path
 
-from . import json_pieces
 from .files import replaceable
 
 
@@ -37,7 +36,6 @@ def write_bytes(path, data):
 
 
 def write_json(path, value, compact=False):
-    """value as JSON: indented with sorted keys, or compact (large reports:
-    written in pieces, so a signal is handled between them)."""
-    text = json_pieces.dumps(value, allow_nan=True) if compact else json.dumps(value, indent=2, sort_keys=True)
+    """value as JSON: indented with sorted keys, or compact (large reports)."""
+    text = json.dumps(value, separators=(",", ":")) if compact else json.dumps(value, indent=2, sort_keys=True)
     write_bytes(path, (text + "\n").encode())

@@ -23,7 +23,7 @@ import json
 import re
 from pathlib import Path
 
-from . import artifacts, json_pieces
+from . import artifacts
 from .report import REPORTS, inline_page, parse_report
 
 PLACEMENT = REPORTS / "placement"
@@ -50,9 +50,9 @@ def check_report(report):
 
 def packed(value):
     """value as compact JSON, gzip-compressed (no timestamp: the same report
-    gives the same page), in base64; written and compressed in pieces, so a
-    signal is handled between them (json_pieces)."""
-    return base64.b64encode(json_pieces.gzip(json_pieces.dumps(value))).decode("ascii")
+    gives the same page), in base64."""
+    text = json.dumps(value, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    return base64.b64encode(gzip.compress(text, 6, mtime=0)).decode("ascii")
 
 
 def render_placement_html(json_text, links=None):

@@ -8,10 +8,11 @@ shared reports/common/common.js and common.css, together with the profile as
 JSON, so the file opens offline from anywhere, and it is written atomically
 (artifacts.write_bytes).
 """
+import json
 import re
 from pathlib import Path
 
-from . import artifacts, json_pieces
+from . import artifacts
 
 REPORTS = Path(__file__).resolve().parents[2] / "reports"
 RUN_PROFILE = REPORTS / "run_profile"
@@ -24,7 +25,7 @@ def embedded_json(value):
     """JSON safe inside <script type="application/json">: every '<' (so '</' and
     '<!--' too) becomes \\u003c, which can only occur inside JSON strings, where
     it parses back to '<'.  NaN and infinities are refused: JSON.parse rejects them."""
-    return json_pieces.dumps(value).replace("<", "\\u003c")
+    return json.dumps(value, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
 
 
 def parse_report(json_text, what, kind, version):
@@ -32,7 +33,7 @@ def parse_report(json_text, what, kind, version):
     be an object of this kind and version; ValueError names `what` otherwise."""
     def refuse(name):
         raise ValueError(f"{what}: {name} is not a JSON number")
-    report = json_pieces.loads(json_text, parse_constant=refuse)  # a large report: interruptible
+    report = json.loads(json_text, parse_constant=refuse)
     if not isinstance(report, dict):
         raise ValueError(f"{what}: expected a JSON object, got {type(report).__name__}")
     if report.get("version") != version or report.get("kind") != kind:
