@@ -125,19 +125,15 @@ static ipu_status matmul(eval *e, const ipu_ir_op *op, const float *a, const flo
     int64_t across = ((int64_t)n + GEMM_TILE - 1) / GEMM_TILE;
     int64_t tiles = ((int64_t)m + GEMM_TILE - 1) / GEMM_TILE * across;
     /* Fixed output tiles, each one single-threaded sgemm: every element is
-     * computed by the same call whatever the thread count.  A cancel request
-     * skips the tiles not begun (a full-size matmul took 0.3-0.7 s of a
-     * loaded machine). */
+     * computed by the same call whatever the thread count. */
 #pragma omp parallel for schedule(dynamic, 1) num_threads(e->threads) if (tiles > 1)
     for (int64_t t = 0; t < tiles; t++) {
-        if (ipu_cancel_requested(e->ctx))
-            continue;
         int i = (int)(t / across) * GEMM_TILE, j = (int)(t % across) * GEMM_TILE;
         int rows = m - i < GEMM_TILE ? m - i : GEMM_TILE, cols = n - j < GEMM_TILE ? n - j : GEMM_TILE;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, cols, k, 1.0f,
                     a + (size_t)i * k, k, b + j, n, 0.0f, c + (size_t)i * n + j, n);
     }
-    return IPU_CHECK_CANCEL(e->ctx);
+    return IPU_OK;
 }
 
 static void round_to_type(const ipu_ir_tensor *t, float *values, size_t n);
@@ -157,8 +153,6 @@ static ipu_status blocked_matmul(eval *e, const ipu_ir_op *op, const ipu_referen
     int failed = 0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(e->threads) if ((uint64_t)gm * gn > 1)
     for (int64_t block = 0; block < (int64_t)gm * gn; block++) {
-        if (ipu_cancel_requested(e->ctx)) /* the blocks not begun are skipped */
-            continue;
         uint32_t i = (uint32_t)(block / gn), j = (uint32_t)(block % gn);
         uint32_t r0 = m->row_blocks[i], rows = m->row_blocks[i + 1] - r0;
         uint32_t n0 = m->col_bounds[j], cols = m->col_bounds[j + 1] - n0;
@@ -210,7 +204,7 @@ static ipu_status blocked_matmul(eval *e, const ipu_ir_op *op, const ipu_referen
         free(slot);
         free(partial);
     }
-    return failed ? IPU_NO_MEMORY(e->ctx) : IPU_CHECK_CANCEL(e->ctx);
+    return failed ? IPU_NO_MEMORY(e->ctx) : IPU_OK;
 }
 
 /* Round values to what the tensor's device type and scale hold. */

@@ -118,8 +118,6 @@ ipu_status ipu_reference_attention(ipu_ctx *ctx, const float *qkv, uint32_t rows
     int failed = 0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (tasks > 1)
     for (int64_t t = 0; t < tasks; t++) {
-        if (ipu_cancel_requested(ctx)) /* the tasks not begun are skipped */
-            continue;
         size_t image = (size_t)(t / heads), h = (size_t)(t % heads);
         const float *base = qkv + image * n * 3 * (size_t)c + h * d;
         if (!attend_in(ctx, mode, base, 3 * c, n, base + c, base + 2 * (size_t)c, 3 * c, n, d, scale, bands,
@@ -128,7 +126,7 @@ ipu_status ipu_reference_attention(ipu_ctx *ctx, const float *qkv, uint32_t rows
             failed = 1;
         }
     }
-    return failed ? IPU_NO_MEMORY(ctx) : IPU_CHECK_CANCEL(ctx);
+    return failed ? IPU_NO_MEMORY(ctx) : IPU_OK;
 }
 
 ipu_status ipu_reference_map_pool(ipu_ctx *ctx, const float *q, const float *kv, uint32_t rows,
@@ -143,8 +141,6 @@ ipu_status ipu_reference_map_pool(ipu_ctx *ctx, const float *q, const float *kv,
     int failed = 0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (tasks > 1)
     for (int64_t t = 0; t < tasks; t++) {
-        if (ipu_cancel_requested(ctx))
-            continue;
         size_t image = (size_t)(t / heads), h = (size_t)(t % heads);
         const float *base = kv + image * n * 2 * (size_t)c + h * d;
         if (!attend_in(ctx, mode, q + h * d, c, 1, base, base + c, 2 * c, n, d, scale, bands,
@@ -153,5 +149,5 @@ ipu_status ipu_reference_map_pool(ipu_ctx *ctx, const float *q, const float *kv,
             failed = 1;
         }
     }
-    return failed ? IPU_NO_MEMORY(ctx) : IPU_CHECK_CANCEL(ctx);
+    return failed ? IPU_NO_MEMORY(ctx) : IPU_OK;
 }

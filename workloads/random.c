@@ -144,10 +144,10 @@ static ipu_status check_value_tensor(ipu_ctx *ctx, const ipu_workload *w, uint32
     return IPU_OK;
 }
 
-/* Values per generation chunk, and chunks between cancel checks: 2M values,
- * tens of milliseconds (256 chunks took up to 0.6 s of a loaded machine). */
+/* Values per generation chunk, and chunks (a fraction of a second) between
+ * cancel checks. */
 #define CHUNK 65536
-#define SLICE 32
+#define SLICE 256
 
 /* Chunk c of tensor id's values (n of them) into out. */
 static void chunk_values(const ipu_workload *w, uint32_t id, int64_t c, size_t n, float *out)

@@ -421,12 +421,7 @@ ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g
         return IPU_NO_MEMORY(ctx);
     }
     uint64_t params = 0, largest = 0;
-    for (size_t i = 0; i < g->op_count; i++) {
-        /* Every matmul's smallest grid: up to a second for a full ViT on a loaded machine. */
-        if (IPU_CHECK_CANCEL(ctx) != IPU_OK) {
-            ipu_plan_free(out);
-            return IPU_ERR_CANCELLED;
-        }
+    for (size_t i = 0; i < g->op_count; i++)
         if (g->ops[i].kind == IPU_IR_MATMUL) {
             smallest_grid(out, i, &out->smallest_param[i], &out->smallest_transient[i]);
             params += out->smallest_param[i];
@@ -435,7 +430,6 @@ ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g
             uint64_t unit = ipu_plan_attention_footprint(out, i);
             largest = unit > largest ? unit : largest;
         }
-    }
     /* Every parameter matmul may replicate its weights by the same factor:
      * what the budget leaves beside the largest transient footprint (of a
      * matmul or an attention unit), shared in
@@ -449,8 +443,6 @@ ipu_status ipu_plan_graph(ipu_ctx *ctx, const ipu_profile *p, const ipu_graph *g
     const ipu_ir_repeat *r = &g->repeat;
     for (size_t i = 0; i < g->op_count && status == IPU_OK; i++) {
         int kind = g->ops[i].kind;
-        if ((status = IPU_CHECK_CANCEL(ctx)) != IPU_OK) /* a full ViT's plan: 1-2 s of a loaded machine */
-            break;
         if (kind == IPU_IR_MATMUL)
             status = plan_matmul(ctx, out, i);
         else if (kind == IPU_IR_LAYERNORM)
