@@ -38,20 +38,20 @@ with scale -4, every activation that a matmul reads cast to F143 with scale
 -2 first, as `<name>_f8`; FP16 elsewhere), fp16 all FP16.
 """
 import math
-import os
 import re
-import warnings
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
 from . import files
+from .onnx_files import load_model  # noqa: F401 (the importer's entry points: load, then Importer)
+from .onnx_values import (Iteration, Mean, Members, ModelError, Normalized, Pointwise, Scores, Shifted, Tensor,
+                          Unsupported, at, gelu_erf, gelu_tanh)
 from .onnx_views import View, ViewError
 from .profiles import C600_BYTES as DEVICE_BYTES
 
 OPSETS = range(13, 18)
-MODEL_BYTES = (2 << 30) - 1  # protobuf's own limit on a message
 # What an unexpected error inside an op handler means: the node's inputs or attributes are not what its
 # op takes (an index out of range, shapes that do not fit); reported naming the node, never a traceback.
 NODE_ERRORS = (ArithmeticError, AttributeError, IndexError, KeyError, TypeError, ValueError, ViewError)
@@ -59,100 +59,7 @@ WEIGHT_SCALE, ACT_SCALE = -4, -2
 # The library's name limits, in bytes of UTF-8: a workload's name (char[32]) and a tensor's (IPU_IR_NAME 64,
 # engine/src/ir/ir.h), each with its terminating zero.
 WORKLOAD_NAME_BYTES, TENSOR_NAME_BYTES = 31, 63
-# What the importer takes, as the unsupported-op message lists it.
-SUPPORTED = ("MatMul and Gemm with constant weights (and their bias Add); Conv with its stride as its kernel on "
-             "a model input (a patch embedding) and constant rows concatenated before its tokens (a class "
-             "token); self-attention of one fused q|k|v projection and attention pooling of one query (their "
-             "Reshape/Transpose/Slice/Split, a 1/sqrt(d) scale, MatMul, Softmax, MatMul); a Loop over stacked "
-             "per-iteration weights (the workload's Repeat); Add of two tensors or of a tensor and a constant; "
-             "Mul by a constant (a scalar or one per column) folded into the weights of the matmul before it; "
-             "LayerNormalization and its ReduceMean/Sub/Pow/Sqrt/Div form; GELU in its tanh and erf forms; "
-             "Identity, Dropout (inference); Reshape, Transpose, Slice, Split, Gather, Squeeze, Unsqueeze, "
-             "Flatten, Concat and shape computations on constants, static shapes and the model's inputs")
 ONNX_FLOAT = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE)
-
-
-def at(node):
-    """A node as messages name it: node '<name or first output>' (<op type>)."""
-    return f"node '{node.name or (node.output[0] if node.output else '?')}' ({node.op_type})"
-
-
-class Unsupported(ValueError):
-    """A node the importer cannot express in the workload graph."""
-
-    def __init__(self, node, why):
-        super().__init__(f"{at(node)}: {why}. Supported: {SUPPORTED}")
-
-
-class ModelError(ValueError):
-    """A model that is not valid ONNX for the importer (opset, types, shapes)."""
-
-
-class Tensor:
-    """A computed value: a view of a tensor of the workload graph."""
-
-    def __init__(self, view):
-        self.view = view
-
-
-class Pointwise:
-    """f(x) for a computed x: f is a Python function of a numpy array, steps
-    the operations that made it (for messages); name the ONNX value it is."""
-
-    def __init__(self, x, f, steps):
-        self.x, self.f, self.steps, self.name = x, f, steps, None
-
-
-class Mean:
-    """mean(x) over the last axis, kept dims: the start of a LayerNorm."""
-
-    def __init__(self, x):
-        self.x = x
-
-
-class Normalized:
-    """A LayerNorm of x under way, `stage` the step its pattern reached:
-    centered (x - mean), squared, variance, variance+eps, std, normalized,
-    scaled (times gamma)."""
-
-    def __init__(self, x, stage, epsilon=None, gamma=None):
-        self.x, self.stage, self.epsilon, self.gamma = x, stage, epsilon, gamma
-
-
-class Members(np.ndarray):
-    """Member i of a parameter sequence inside a Loop body (a Gather by the iteration number from the
-    sequence stacked as one initializer): an array of member 0's values whose `stacked` holds all."""
-
-    def __array_finalize__(self, obj):
-        self.stacked = getattr(obj, "stacked", None)
-
-
-class Iteration:
-    """A Loop body's iteration number."""
-
-
-class Shifted:
-    """A tensor plus a constant not yet added (a class token's row, until the position embedding's Add
-    joins it): written as one add of a parameter when something reads it."""
-
-    def __init__(self, x, constant):
-        self.x, self.constant = x, constant
-
-
-class Scores:
-    """q k^T of an attention under way: q and k views of one [rows x 3C] tensor (k transposed), q
-    possibly scaled (a pointwise function); `softmax` once a Softmax over keys has run."""
-
-    def __init__(self, q, k, softmax=False):
-        self.q, self.k, self.softmax = q, k, softmax
-
-
-def gelu_tanh(x):
-    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
-
-
-def gelu_erf(x):
-    return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
 
 
 def utf8_prefix(text, limit):
@@ -1234,77 +1141,3 @@ class Importer:
         name = self.tensor(f"{source}_rows", period, cols, "input")
         self.host_inputs[name] = (source, laid[:period])
         return Tensor(View.whole(name, (period, cols)))
-
-
-def load_model(path, limit=DEVICE_BYTES):
-    """The model at path (a regular file), its external data read through the file boundary, checked;
-    ModelError or files.InputError naming the file otherwise."""
-    data = files.read_bytes(path, "--model", MODEL_BYTES)
-    try:
-        with warnings.catch_warnings():  # protobuf warns of a bad tag before it raises
-            warnings.simplefilter("ignore")
-            model = onnx.load_model_from_string(data)
-    except Exception as error:  # protobuf's DecodeError and friends
-        raise ModelError(f"{path}: not an ONNX model ({type(error).__name__})") from None
-    del data
-    load_external_data(model, path, limit)
-    try:
-        onnx.checker.check_model(model)
-    except (onnx.checker.ValidationError, onnx.onnx_cpp2py_export.checker.ValidationError) as error:
-        raise ModelError(f"{path}: not a valid ONNX model: {str(error).splitlines()[0]}") from None
-    except Exception as error:  # a model the checker cannot serialize (over 2 GB with its data)
-        raise ModelError(f"{path}: not a valid ONNX model ({type(error).__name__})") from None
-    return model
-
-
-def tensors_of(graph):
-    """Every TensorProto of a graph and its subgraphs (initializers and attributes)."""
-    yield from graph.initializer
-    for node in graph.node:
-        for a in node.attribute:
-            if a.HasField("t"):
-                yield a.t
-            yield from a.tensors
-            if a.HasField("g"):
-                yield from tensors_of(a.g)
-            for g in a.graphs:
-                yield from tensors_of(g)
-
-
-def load_external_data(model, path, limit):
-    """Read each tensor's external data into the tensor: its location a regular file inside the model's
-    folder (files.inside: no '..', no symbolic link out), its length what the tensor's dims need (each at
-    most `limit` bytes, all together at most twice that), its range inside the file, checked before a
-    byte is read."""
-    total = 0
-    for tensor in tensors_of(model.graph):
-        if tensor.data_location != onnx.TensorProto.EXTERNAL:
-            continue
-        what = f"--model {path}: external data of tensor '{tensor.name}'"
-        fields = {entry.key: entry.value for entry in tensor.external_data}
-        dtype = onnx.mapping.TENSOR_TYPE_TO_NP_TYPE.get(tensor.data_type)
-        if dtype is None or tensor.data_type == onnx.TensorProto.STRING:
-            raise ModelError(f"{what}: ONNX data type {tensor.data_type} is not numeric")
-        dims = list(tensor.dims)
-        size = math.prod(dims) * np.dtype(dtype).itemsize if all(d >= 0 for d in dims) else -1
-        if size < 0 or size > limit or total + size > 2 * limit:
-            raise ModelError(f"{what}: dims {dims} need {size:,} bytes; at most {limit:,} a tensor and "
-                             f"{2 * limit:,} in all (what the device holds)")
-        try:
-            offset, length = int(fields.get("offset", "0")), int(fields.get("length", str(size)))
-        except ValueError:
-            raise ModelError(f"{what}: offset {fields.get('offset')!r} and length {fields.get('length')!r} must be "
-                             f"integers") from None
-        if length != size or offset < 0:
-            raise ModelError(f"{what}: {length:,} bytes at offset {offset:,}; dims {dims} need {size:,}")
-        source = files.inside(path.parent, fields.get("location", ""), what)
-        with files.open_regular(source, what) as handle:
-            stored = os.fstat(handle.fileno()).st_size
-            if offset + length > stored:
-                raise ModelError(f"{what}: bytes {offset:,} to {offset + length:,} of {source}, which holds "
-                                 f"{stored:,}")
-            handle.seek(offset)
-            tensor.raw_data = handle.read(length)
-        del tensor.external_data[:]
-        tensor.data_location = onnx.TensorProto.DEFAULT
-        total += size
