@@ -35,7 +35,7 @@ def test_kept_regression_inputs_hold(ctx):
     assert properties.replay(properties.REGRESSIONS, ctx) == []
 
 
-def test_a_reader_that_breaks_its_property_is_found_and_shrunk(ctx, monkeypatch):
+def test_a_reader_that_breaks_its_property_is_found_and_shrunk(ctx, monkeypatch, tmp_path):
     """A read_npy that takes a shape's first dimension as the whole count (a real kind of slip) gives data
     that does not fill the shape: the property finds it and Hypothesis shrinks it to a small input."""
     honest = npy.read_npy
@@ -47,16 +47,9 @@ def test_a_reader_that_breaks_its_property_is_found_and_shrunk(ctx, monkeypatch)
     monkeypatch.setattr(npy, "read_npy", slipped)
     tried, data, finding = properties.run("npy", 300, 0, ctx)
     assert finding is not None and "read_npy gave" in str(finding), finding
-    dtype, shape, raw = honest(_written(data), None, properties.LIMIT)
+    (tmp_path / "found.npy").write_bytes(data)
+    dtype, shape, raw = honest(tmp_path / "found.npy", None, properties.LIMIT)
     assert len(shape) > 1 and shape[0] * int(np.prod(shape[1:])) != shape[0] and len(data) < 300
-
-
-def _written(data):
-    import tempfile
-    from pathlib import Path
-    path = Path(tempfile.mkdtemp()) / "a.npy"
-    path.write_bytes(data)
-    return path
 
 
 def test_the_command_writes_what_it_ran(tmp_path):
